@@ -1,0 +1,365 @@
+// Package recall holds the domain of recall, a searchable long-term memory for
+// AI assistants: the types every package shares (sources, chunks, hits,
+// vector spaces) and the interfaces between packages (Store, Embedder,
+// Searcher). It imports nothing of the project; everything else imports it.
+package recall
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"time"
+)
+
+// Kind says what a source is.
+type Kind string
+
+const (
+	KindArchive Kind = "archive" // a conversation from a swept vault or /ingest
+	KindMemory  Kind = "memory"  // a key-value memory saved by an assistant
+	KindDiary   Kind = "diary"   // one day of diary entries, source id "diary/YYYY-MM-DD"
+)
+
+// Valid reports whether k is one of the known kinds.
+func (k Kind) Valid() bool {
+	return k == KindArchive || k == KindMemory || k == KindDiary
+}
+
+// Index states of a source's vectors (visible per memory and in stats).
+const (
+	IndexOK      = "ok"      // every chunk has a vector in every written space
+	IndexPending = "pending" // stored and searchable by text; vectors still to be made
+	IndexSkipped = "skipped" // content identical to what was stored: nothing re-embedded
+)
+
+// Source is one indexed unit: an archive conversation, a memory or a diary day.
+type Source struct {
+	ID          string    `json:"source"`             // stable id: vault-relative path, memory key, or diary/YYYY-MM-DD
+	Kind        Kind      `json:"kind"`               // archive, memory or diary
+	Vault       string    `json:"vault,omitempty"`    // absolute vault root an archive source was swept from ("" for /ingest, memories)
+	Title       string    `json:"title,omitempty"`    // conversation title or memory key
+	Date        string    `json:"date,omitempty"`     // "YYYY", "YYYY-MM" or "YYYY-MM-DD"
+	Owner       string    `json:"owner,omitempty"`    // owner of a memory or diary day ("" = unowned)
+	Category    string    `json:"category,omitempty"` // memory category (project, person, ...)
+	ContentHash string    `json:"content_hash"`       // hex sha256 of the source content
+	Size        int64     `json:"size"`               // bytes of the source content
+	MTime       int64     `json:"mtime"`              // file modification time, unix nanoseconds (0 when not a file)
+	ChunkCount  int       `json:"chunk_count"`
+	Body        string    `json:"body,omitempty"`        // verbatim value of a memory or diary day; empty for archive files
+	IndexState  string    `json:"index_state,omitempty"` // IndexOK, IndexPending or IndexSkipped
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// Chunk is one searchable passage of a source.
+type Chunk struct {
+	Index  int    `json:"index"`
+	Text   string `json:"text"`             // verbatim source text
+	Header string `json:"header,omitempty"` // context prepended for embedding only, never part of Text
+	Hash   string `json:"hash"`             // TextHash(Text)
+	// MidWord is true when the chunk begins partway through a word of the
+	// source (measured by the chunker against the original text).
+	MidWord bool `json:"mid_word,omitempty"`
+}
+
+// Document is a source with all of its chunks: the unit that is written in
+// one transaction.
+type Document struct {
+	Source Source
+	Chunks []Chunk
+}
+
+// TextHash is the hex sha256 of s: the identity of a chunk's text, by which
+// vectors are stored and duplicates collapsed.
+func TextHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// SourceMeta is what filters and results need to know about a chunk's source.
+type SourceMeta struct {
+	ID       string
+	Kind     Kind
+	Title    string
+	Date     string
+	Owner    string
+	Category string
+}
+
+// StoredChunk is a chunk as the store holds it, with its row id and source.
+type StoredChunk struct {
+	ID     int64 // store-assigned, unique across the database, never reused while the chunk exists
+	Source SourceMeta
+	Chunk
+}
+
+// IndexedChunk identifies a chunk for the vector index: its id, text hash
+// (the key of its vector) and the source attributes filters need.
+type IndexedChunk struct {
+	ID     int64
+	Hash   string
+	Source SourceMeta
+}
+
+// WriteResult tells what a write changed, so in-memory indexes can follow.
+type WriteResult struct {
+	Removed []int64        // chunk ids that no longer exist
+	Added   []IndexedChunk // chunk ids that now exist and did not before
+}
+
+// SourceState is what the incremental sweep compares to decide whether a file changed.
+type SourceState struct {
+	Size        int64
+	MTime       int64
+	ContentHash string
+}
+
+// Filter restricts search candidates and listings. Filters are applied before
+// any top-k cut, in every search mode.
+type Filter struct {
+	Kinds        []Kind // empty: every kind
+	SourcePrefix string // source id prefix
+	Since        string // inclusive lower date bound, "YYYY[-MM[-DD]]"
+	Until        string // inclusive upper date bound, "YYYY[-MM[-DD]]"
+	Category     string
+	// Owner scoping: when OwnerScoped is true, memory and diary sources are
+	// visible only when their owner equals Owner. Archive sources stay shared.
+	OwnerScoped bool
+	Owner       string
+}
+
+// ListOptions selects sources for listings (find_memories, admin pages, prune).
+type ListOptions struct {
+	Filter
+	Cursor string // opaque, from a previous page; "" starts at the beginning
+	Limit  int
+}
+
+// VectorSpace is one (provider, model, dimension) combination. Vectors are
+// stored per space, keyed by chunk text hash.
+type VectorSpace struct {
+	Name       string    `json:"name"`
+	Provider   string    `json:"provider"`
+	Model      string    `json:"model"`
+	Dim        int       `json:"dim"`
+	Normalized bool      `json:"normalized"`
+	Read       bool      `json:"read"` // the one space searches read from
+	CreatedAt  time.Time `json:"created_at"`
+	// RepairCursor is the chunk id up to which repair has looked for missing
+	// vectors; the next repair resumes after it.
+	RepairCursor int64 `json:"repair_cursor"`
+}
+
+// Vector is one embedding in a space.
+type Vector struct {
+	Space string
+	Hash  string // TextHash of the chunk text it embeds
+	Vec   []float32
+}
+
+// PendingText is a chunk text that lacks a vector in some space.
+type PendingText struct {
+	ChunkID int64 // the lowest chunk id holding this text
+	Hash    string
+	Text    string
+	Header  string
+}
+
+// SpaceStats reports a vector space's coverage.
+type SpaceStats struct {
+	VectorSpace
+	Vectors  int     `json:"vectors"`  // distinct chunk texts with a vector
+	Missing  int     `json:"missing"`  // distinct chunk texts without one
+	Coverage float64 `json:"coverage"` // Vectors / (Vectors + Missing); 1 when there is nothing to embed
+}
+
+// SweepRecord is one run of the sweep, kept for stats and health checks.
+type SweepRecord struct {
+	Vault          string    `json:"vault"`
+	Started        time.Time `json:"started"`
+	Finished       time.Time `json:"finished"`
+	FilesSeen      int       `json:"files_seen"`
+	FilesChanged   int       `json:"files_changed"`
+	FilesSkipped   int       `json:"files_skipped"`
+	FilesFailed    int       `json:"files_failed"`
+	FilesRemoved   int       `json:"files_removed"`
+	ChunksWritten  int       `json:"chunks_written"`
+	Bytes          int64     `json:"bytes"`
+	VectorsMissing int       `json:"vectors_missing"`
+	Outcome        string    `json:"outcome"` // "ok", "failures", "interrupted"
+}
+
+// Stats summarises a store.
+type Stats struct {
+	Sources      map[Kind]int   `json:"sources"`
+	Chunks       int            `json:"chunks"`
+	Bytes        int64          `json:"bytes"`          // sum of source sizes
+	DBBytes      int64          `json:"db_bytes"`       // database size on disk (0 if unknown)
+	MidWordShare float64        `json:"mid_word_share"` // share of chunks that begin partway through a word
+	IndexStates  map[string]int `json:"index_states"`   // memory and diary sources by index state
+	Spaces       []SpaceStats   `json:"spaces"`
+	LastSweep    *SweepRecord   `json:"last_sweep,omitempty"`
+}
+
+// LexicalQuery asks the store's full-text index for candidates.
+type LexicalQuery struct {
+	Text   string // the user's query, taken literally; "quoted parts" must match as phrases
+	Filter Filter
+	Limit  int
+}
+
+// Candidate is a chunk a retriever proposes, with a retriever-specific score
+// (higher is better).
+type Candidate struct {
+	ChunkID int64
+	Score   float64
+}
+
+// Store is the persistent state of recall. Every method is safe for
+// concurrent use. A write is one transaction: all of it or none of it.
+// Implementations: internal/store/sqlite (embedded default). Every
+// implementation passes internal/store/storetest.
+type Store interface {
+	// Write stores each document (replacing any source with the same id:
+	// chunks 0..n-1 replaced, chunks at or beyond n deleted, full-text rows in
+	// step) and the given vectors, all in one transaction. Vectors whose text
+	// no chunk holds any more are deleted in the same transaction.
+	Write(ctx context.Context, docs []Document, vecs []Vector) (WriteResult, error)
+	// Update reads the current document with the given id (nil when absent),
+	// calls fn, and writes what fn returns, all in one transaction, so that
+	// read-modify-write (diary appends) cannot lose a concurrent update.
+	// fn returning (nil, nil) leaves the source unchanged.
+	Update(ctx context.Context, id string, fn func(cur *Document) (*Document, error)) (WriteResult, error)
+	// Delete removes sources with their chunks, full-text rows and vectors no
+	// other chunk uses. Missing ids are ignored; it returns how many existed.
+	Delete(ctx context.Context, ids ...string) (int, WriteResult, error)
+
+	// Source returns a source's metadata and body; ENOTFOUND when absent.
+	Source(ctx context.Context, id string) (Source, error)
+	// Manifest returns the sweep state of every source of a kind in a vault.
+	Manifest(ctx context.Context, kind Kind, vault string) (map[string]SourceState, error)
+	// ListSources pages through sources matching opts, ordered by id.
+	ListSources(ctx context.Context, opts ListOptions) (page []Source, next string, err error)
+	// Chunks returns a source's chunks with from <= index <= to, in order.
+	Chunks(ctx context.Context, source string, from, to int) ([]StoredChunk, error)
+	// ChunksByID returns the chunks with the given ids (missing ids omitted), in the order given.
+	ChunksByID(ctx context.Context, ids []int64) ([]StoredChunk, error)
+	// SourcesByHash returns, for each hash, the ids of the sources passing f
+	// that hold a chunk with that text (for collapsing duplicates).
+	SourcesByHash(ctx context.Context, hashes []string, f Filter) (map[string][]string, error)
+	// ChunksByHash returns the chunks whose text has one of the given hashes.
+	ChunksByHash(ctx context.Context, hashes []string) ([]IndexedChunk, error)
+	// Export calls fn for every source with all its chunks, ordered by id.
+	Export(ctx context.Context, fn func(Document) error) error
+
+	// Lexical returns full-text candidates, best first.
+	Lexical(ctx context.Context, q LexicalQuery) ([]Candidate, error)
+
+	// CreateSpace records a new vector space; ECONFLICT if the name exists
+	// with different parameters. The first space created becomes the read space.
+	CreateSpace(ctx context.Context, s VectorSpace) (VectorSpace, error)
+	Spaces(ctx context.Context) ([]VectorSpace, error)
+	// UseSpace makes the named space the one searches read from.
+	UseSpace(ctx context.Context, name string) error
+	// DropSpace deletes a space and its vectors; EINVALID for the read space.
+	DropSpace(ctx context.Context, name string) error
+	// PutVectors stores vectors (ECONFLICT on a dimension mismatch; EINVALID
+	// for NaN, Inf or empty vectors) in one transaction.
+	PutVectors(ctx context.Context, vecs []Vector) error
+	// MissingVectors returns up to limit distinct chunk texts without a vector
+	// in the space, with chunk id > after, ordered by chunk id.
+	MissingVectors(ctx context.Context, space string, after int64, limit int) ([]PendingText, error)
+	// SetRepairCursor records how far repair got in a space.
+	SetRepairCursor(ctx context.Context, space string, chunkID int64) error
+	// VectorsByHash returns the stored vectors of a space for the given hashes.
+	VectorsByHash(ctx context.Context, space string, hashes []string) (map[string][]float32, error)
+	// ScanVectors calls fn for every chunk that has a vector in the space.
+	ScanVectors(ctx context.Context, space string, fn func(c IndexedChunk, vec []float32) error) error
+
+	// RecordSweep appends a sweep record; Stats reports the latest.
+	RecordSweep(ctx context.Context, r SweepRecord) error
+	Stats(ctx context.Context) (Stats, error)
+	Close() error
+}
+
+// InputKind tells an embedder whether texts are queries or documents, since
+// many models prefix or encode them differently.
+type InputKind int
+
+const (
+	InputQuery InputKind = iota
+	InputDocument
+)
+
+// EmbedderInfo describes an embedder.
+type EmbedderInfo struct {
+	Provider   string // builtin, ollama, openai, cloudflare
+	Model      string
+	Dim        int  // 0 when not known until the first call
+	MaxTokens  int  // the model's input window, 0 when unknown
+	Normalized bool // vectors come out with unit length
+}
+
+// Embedder turns texts into vectors. Implementations return exactly one
+// vector per text, all of the described dimension, or an error.
+type Embedder interface {
+	Info() EmbedderInfo
+	Embed(ctx context.Context, kind InputKind, texts []string) ([][]float32, error)
+}
+
+// Search modes.
+const (
+	ModeHybrid   = "hybrid"
+	ModeLexical  = "lexical"
+	ModeSemantic = "semantic"
+)
+
+// Search limits.
+const (
+	DefaultLimit     = 5
+	MaxLimit         = 20
+	DefaultPerSource = 2
+	MaxQueryLen      = 500 // characters
+)
+
+// SearchRequest is one search.
+type SearchRequest struct {
+	Query     string
+	Mode      string // "" means hybrid when vectors exist, else lexical
+	Limit     int    // 0 means DefaultLimit
+	PerSource int    // 0 means DefaultPerSource
+	Filter    Filter
+}
+
+// Hit is one search result.
+type Hit struct {
+	Source     string   `json:"source"`
+	ChunkIndex int      `json:"chunk_index"`
+	Kind       Kind     `json:"kind"`
+	Title      string   `json:"title,omitempty"`
+	Date       string   `json:"date,omitempty"`
+	Score      float64  `json:"score"`
+	Match      []string `json:"match,omitempty"` // how it matched: "exact", "semantic", "text"
+	Text       string   `json:"text"`
+	AlsoIn     []string `json:"also_in,omitempty"` // other sources holding the identical passage
+}
+
+// SearchResponse is what a search returns.
+type SearchResponse struct {
+	Query   string `json:"query"`
+	Mode    string `json:"mode"`           // the mode actually used
+	Note    string `json:"note,omitempty"` // e.g. why hybrid fell back to lexical
+	Results []Hit  `json:"results"`
+}
+
+// Searcher answers searches and reads around hits.
+type Searcher interface {
+	Search(ctx context.Context, req SearchRequest) (SearchResponse, error)
+	// Context returns the chunks of source within radius of index.
+	Context(ctx context.Context, source string, index, radius int, scope Filter) ([]StoredChunk, error)
+}
+
+func isCanceled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

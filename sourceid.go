@@ -1,0 +1,45 @@
+package recall
+
+import (
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// MaxSourceIDLen bounds a source id in bytes.
+const MaxSourceIDLen = 1024
+
+// CleanSourceID turns a path relative to a vault root (with either slash) into
+// a source id: forward slashes, Unicode NFC, no "." or ".." elements, never
+// absolute. It refuses ids that would escape the vault rather than fixing them.
+func CleanSourceID(p string) (string, error) {
+	if !utf8.ValidString(p) {
+		return "", Errorf(EINVALID, "source id is not valid UTF-8")
+	}
+	p = strings.ReplaceAll(p, `\`, "/")
+	p = norm.NFC.String(p)
+	if p == "" {
+		return "", Errorf(EINVALID, "source id is empty")
+	}
+	if strings.HasPrefix(p, "/") || (len(p) >= 2 && p[1] == ':') {
+		return "", Errorf(EINVALID, "source id %q is absolute; it must be relative to the vault", p)
+	}
+	if strings.ContainsRune(p, 0) {
+		return "", Errorf(EINVALID, "source id contains a NUL byte")
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return "", Errorf(EINVALID, "source id %q leaves the vault (..)", p)
+		}
+	}
+	p = path.Clean(p)
+	if p == "." {
+		return "", Errorf(EINVALID, "source id is empty")
+	}
+	if len(p) > MaxSourceIDLen {
+		return "", Errorf(EINVALID, "source id is longer than %d bytes", MaxSourceIDLen)
+	}
+	return p, nil
+}
