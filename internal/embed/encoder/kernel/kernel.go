@@ -1,0 +1,130 @@
+// Package kernel holds the float32 kernels of the built-in encoder: matrix
+// multiplication in the PyTorch nn.Linear weight layout, vector primitives,
+// and the activation and normalisation steps of a BERT layer.
+//
+// Every kernel has a portable Go version; on CPUs that support it the hot
+// paths run Go assembly chosen once at start-up. Slices must be at least as
+// long as the shapes passed; kernels panic otherwise, like an index error.
+package kernel
+
+import "math"
+
+// MatMulT computes dst[i*n+j] = bias[j] + sum_p a[i*k+p]*b[j*k+p], where a is
+// m×k row-major, b is n×k row-major (nn.Linear's out_features×in_features),
+// and dst is m×n. bias may be nil. Large products use all cores.
+func MatMulT(dst, a, b, bias []float32, m, k, n int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	checkLen("dst", dst, m*n)
+	checkLen("a", a, m*k)
+	checkLen("b", b, n*k)
+	if bias != nil {
+		checkLen("bias", bias, n)
+	}
+	matMulT(dst, a, b, bias, m, k, n)
+}
+
+// Dot returns sum_i a[i]*b[i] over len(a); b must be at least as long.
+func Dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	return dot(a, b)
+}
+
+// Axpy computes y += alpha*x over len(x); y must be at least as long.
+func Axpy(alpha float32, x, y []float32) {
+	y = y[:len(x)]
+	axpy(alpha, x, y)
+}
+
+// Add computes dst += x over len(dst); x must be at least as long.
+func Add(dst, x []float32) {
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] += x[i]
+	}
+}
+
+// Scale multiplies every element of x by s.
+func Scale(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
+	}
+}
+
+// GELU applies the exact (erf-based) GELU in place, as BERT's "gelu"
+// activation does: x * 0.5 * (1 + erf(x/sqrt(2))).
+func GELU(x []float32) {
+	gelu(x)
+}
+
+// LayerNorm normalises each of the rows of x (rows×cols, row-major) in place
+// to zero mean and unit variance, then applies gamma and beta per column.
+func LayerNorm(x, gamma, beta []float32, rows, cols int, eps float32) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	checkLen("x", x, rows*cols)
+	checkLen("gamma", gamma, cols)
+	checkLen("beta", beta, cols)
+	for r := 0; r < rows; r++ {
+		layerNormRow(x[r*cols:(r+1)*cols], gamma[:cols], beta[:cols], eps)
+	}
+}
+
+// SoftmaxRows replaces each row of x (rows×cols, row-major) by its softmax,
+// subtracting the row maximum first so large logits cannot overflow.
+func SoftmaxRows(x []float32, rows, cols int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	checkLen("x", x, rows*cols)
+	for r := 0; r < rows; r++ {
+		softmaxRow(x[r*cols : (r+1)*cols])
+	}
+}
+
+func checkLen(name string, s []float32, want int) {
+	if len(s) < want {
+		panic("kernel: " + name + " too short")
+	}
+}
+
+func layerNormRow(row, gamma, beta []float32, eps float32) {
+	// Two passes in float64 keep the variance exact enough for rows of a few
+	// thousand values with a large common offset, which one-pass sums lose.
+	var sum float64
+	for _, v := range row {
+		sum += float64(v)
+	}
+	mean := sum / float64(len(row))
+	var ss float64
+	for _, v := range row {
+		d := float64(v) - mean
+		ss += d * d
+	}
+	inv := float32(1 / math.Sqrt(ss/float64(len(row))+float64(eps)))
+	m := float32(mean)
+	for i, v := range row {
+		row[i] = (v-m)*inv*gamma[i] + beta[i]
+	}
+}
+
+func softmaxRow(row []float32) {
+	max := row[0]
+	for _, v := range row[1:] {
+		if v > max {
+			max = v
+		}
+	}
+	var sum float32
+	for i, v := range row {
+		e := float32(math.Exp(float64(v - max)))
+		row[i] = e
+		sum += e
+	}
+	inv := 1 / sum
+	for i := range row {
+		row[i] *= inv
+	}
+}
