@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailure     = 1 // an error, or a sweep with failed files
+	exitUsage       = 2 // bad flags or arguments
+	exitInterrupted = 130
+)
+
+// Main is the whole program with its environment made explicit, so tests can
+// run any command in-process against a temporary directory.
+type Main struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	// IsTerminal reports whether stderr is a terminal (progress output).
+	IsTerminal func() bool
+
+	g       globals
+	cfg     config
+	store   *sqlite.DB
+	closers []func() error
+	log     *slog.Logger
+}
+
+// globals are the flags every command accepts.
+type globals struct {
+	db       string
+	embedder string
+	model    string
+	config   string
+}
+
+// NewMain returns a Main wired to the process's standard streams.
+func NewMain() *Main {
+	return &Main{
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
+		IsTerminal: func() bool { return isTerminal(os.Stderr) },
+	}
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(m *Main, ctx context.Context, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"sweep", "ingest a vault of conversations (only new or changed files)", (*Main).cmdSweep},
+		{"search", "search the archive (and memories)", (*Main).cmdSearch},
+		{"context", "show the chunks around a search result", (*Main).cmdContext},
+		{"stats", "show what the store holds", (*Main).cmdStats},
+		{"export", "write every source with its chunks as JSONL", (*Main).cmdExport},
+		{"import", "restore sources from an export file", (*Main).cmdImport},
+		{"version", "print the version", (*Main).cmdVersion},
+	}
+}
+
+// Run runs one command line and returns the process exit status.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	if m.Getenv == nil {
+		m.Getenv = func(string) string { return "" }
+	}
+	if m.IsTerminal == nil {
+		m.IsTerminal = func() bool { return false }
+	}
+	m.log = slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	fs := flag.NewFlagSet("recall", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	m.globalFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			m.usage()
+			return exitOK
+		}
+		fmt.Fprintf(m.Stderr, "recall: %v\n", err)
+		m.usage()
+		return exitUsage
+	}
+	rest := fs.Args()
+	cfg, err := m.loadConfig()
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "recall: %v\n", err)
+		return exitUsage
+	}
+	m.cfg = cfg
+	if len(rest) == 0 || rest[0] == "help" {
+		if len(rest) > 1 {
+			return m.Run(ctx, []string{rest[1], "-h"})
+		}
+		m.usage()
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == rest[0] {
+			return m.exit(c.run(m, ctx, rest[1:]))
+		}
+	}
+	fmt.Fprintf(m.Stderr, "recall: unknown command %q\n", rest[0])
+	m.usage()
+	return exitUsage
+}
+
+// Close releases what Run opened.
+func (m *Main) Close() error {
+	var errs []error
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		errs = append(errs, m.closers[i]())
+	}
+	m.closers = nil
+	return errors.Join(errs...)
+}
+
+// usageError is a mistake in the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries a status without a message (already reported).
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+func (m *Main) exit(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return int(ee)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(m.Stderr, "recall: %s\n", ue.msg)
+		return exitUsage
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(m.Stderr, "recall: interrupted")
+		return exitInterrupted
+	}
+	var re *recall.Error
+	if errors.As(err, &re) {
+		fmt.Fprintf(m.Stderr, "recall: %s\n", err)
+	} else {
+		fmt.Fprintf(m.Stderr, "recall: %v\n", err)
+	}
+	return exitFailure
+}
+
+func (m *Main) globalFlags(fs *flag.FlagSet) {
+	fs.StringVar(&m.g.db, "db", m.g.db, "database `path` (env RECALL_DB; default under the user's data directory)")
+	fs.StringVar(&m.g.embedder, "embedder", m.g.embedder, "embedding `provider`: builtin, ollama, openai, cloudflare or none (env RECALL_EMBEDDER)")
+	fs.StringVar(&m.g.model, "model", m.g.model, "embedding model `name or directory` (env RECALL_MODEL)")
+	fs.StringVar(&m.g.config, "config", m.g.config, "config file `path` (env RECALL_CONFIG; default <config dir>/recall/config)")
+}
+
+// parse parses a subcommand's flags, accepting flags before, between and
+// after positional arguments, and the global flags anywhere.
+func (m *Main) parse(fs *flag.FlagSet, args []string, usage string) ([]string, error) {
+	m.globalFlags(fs)
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				m.subUsage(fs, usage)
+				return nil, flag.ErrHelp
+			}
+			return nil, usagef("%s: %v (see `recall %s -h`)", fs.Name(), err, fs.Name())
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			if m.g.config != "" { // --config given after the command
+				cfg, err := m.loadConfig()
+				if err != nil {
+					return nil, err
+				}
+				m.cfg = cfg
+			}
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func (m *Main) subUsage(fs *flag.FlagSet, usage string) {
+	fmt.Fprintf(m.Stdout, "usage: recall %s\n\nflags:\n", usage)
+	fs.SetOutput(m.Stdout)
+	fs.PrintDefaults()
+}
+
+func (m *Main) usage() {
+	w := m.Stdout
+	fmt.Fprintln(w, "recall: a searchable long-term memory for AI assistants")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "usage: recall [global flags] <command> [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "global flags (accepted by every command):")
+	fmt.Fprintln(w, "  --db PATH        database file (env RECALL_DB)")
+	fmt.Fprintln(w, "  --embedder NAME  builtin, ollama, openai, cloudflare or none (env RECALL_EMBEDDER)")
+	fmt.Fprintln(w, "  --model NAME     embedding model name or directory (env RECALL_MODEL)")
+	fmt.Fprintln(w, "  --config PATH    config file (env RECALL_CONFIG)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run `recall <command> -h` for a command's flags.")
+}
+
+// dbPath resolves the database location: --db, RECALL_DB, then the user's
+// data directory (XDG_DATA_HOME on Linux).
+func (m *Main) dbPath() (string, error) {
+	if p := m.setting(m.g.db, "db", ""); p != "" {
+		return p, nil
+	}
+	dir, err := m.dataDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "recall.db"), nil
+}
+
+// dataDir is where recall keeps its database and models by default.
+func (m *Main) dataDir() (string, error) {
+	if d := m.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "recall"), nil
+	}
+	home := m.Getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot find a data directory: set --db or RECALL_DB: %w", err)
+		}
+		home = h
+	}
+	switch runtime.GOOS {
+	case "darwin":
+		return filepath.Join(home, "Library", "Application Support", "recall"), nil
+	case "windows":
+		if d := m.Getenv("LocalAppData"); d != "" {
+			return filepath.Join(d, "recall"), nil
+		}
+	}
+	return filepath.Join(home, ".local", "share", "recall"), nil
+}
+
+// openStore opens (creating if needed) the database once per run.
+func (m *Main) openStore(ctx context.Context) (*sqlite.DB, error) {
+	if m.store != nil {
+		return m.store, nil
+	}
+	path, err := m.dbPath()
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		return nil, err
+	}
+	m.store = db
+	m.closers = append(m.closers, db.Close)
+	return db, nil
+}
+
+// env returns the first non-empty of a flag value and an environment variable.
+func (m *Main) env(flagValue, name string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return strings.TrimSpace(m.Getenv(name))
+}
+
+func (m *Main) cmdVersion(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if _, err := m.parse(fs, args, "version"); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "recall %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
+}

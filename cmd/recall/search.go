@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/recall-mcp/recall"
+)
+
+// searchFlags are the filters and shaping flags search accepts.
+type searchFlags struct {
+	asJSON    *bool
+	limit     *int
+	mode      *string
+	perSource *int
+	prefix    *string
+	kind      *string
+	since     *string
+	until     *string
+	category  *string
+	queries   *string
+}
+
+func newSearchFlags(fs *flag.FlagSet) *searchFlags {
+	return &searchFlags{
+		asJSON:    fs.Bool("json", false, "print results as one JSON object"),
+		limit:     fs.Int("limit", recall.DefaultLimit, fmt.Sprintf("results to return (at most %d)", recall.MaxLimit)),
+		mode:      fs.String("mode", "", "hybrid, lexical or semantic (default hybrid when vectors exist, else lexical)"),
+		perSource: fs.Int("per-source", recall.DefaultPerSource, "at most this many results from one source"),
+		prefix:    fs.String("source-prefix", "", "only sources whose id starts with `P`"),
+		kind:      fs.String("kind", "", "only this kind: archive, memory or diary (comma-separated for several)"),
+		since:     fs.String("since", "", "only sources dated on or after `DATE` (YYYY, YYYY-MM or YYYY-MM-DD)"),
+		until:     fs.String("until", "", "only sources dated on or before `DATE`"),
+		category:  fs.String("category", "", "only memories of this category"),
+		queries:   fs.String("queries", "", "batch mode: read one JSON object per line from `FILE.jsonl` (its \"query\" field) and print one result object per line"),
+	}
+}
+
+func (f *searchFlags) request(q string) recall.SearchRequest {
+	req := recall.SearchRequest{Query: q, Mode: *f.mode, Limit: *f.limit, PerSource: *f.perSource,
+		Filter: recall.Filter{SourcePrefix: *f.prefix, Since: *f.since, Until: *f.until, Category: *f.category}}
+	for _, k := range strings.Split(*f.kind, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			req.Filter.Kinds = append(req.Filter.Kinds, recall.Kind(k))
+		}
+	}
+	return req
+}
+
+func (m *Main) cmdSearch(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("search", flag.ContinueOnError)
+	sf := newSearchFlags(fs)
+	pos, err := m.parse(fs, args, "search [flags] QUERY   or   search --json --queries FILE.jsonl")
+	if err != nil {
+		return err
+	}
+	if *sf.queries == "" && len(pos) == 0 {
+		return usagef("search needs a query (or --queries FILE.jsonl)")
+	}
+	if *sf.queries != "" && len(pos) > 0 {
+		return usagef("give either a query or --queries, not both")
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	eng, _, _, err := m.engine(ctx, st, true)
+	if err != nil {
+		return err
+	}
+	if *sf.queries != "" {
+		return m.searchBatch(ctx, eng, sf)
+	}
+	resp, err := eng.Search(ctx, sf.request(strings.Join(pos, " ")))
+	if err != nil {
+		return err
+	}
+	if *sf.asJSON {
+		return json.NewEncoder(m.Stdout).Encode(resp)
+	}
+	printResults(m.Stdout, resp)
+	return nil
+}
+
+// searchBatch answers a JSONL file of queries in one process, one result
+// object per line in input order. A bad line gets an error object, so line
+// numbers stay aligned.
+func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchFlags) error {
+	var in io.Reader
+	if *sf.queries == "-" {
+		in = m.Stdin
+	} else {
+		f, err := os.Open(*sf.queries)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	out := bufio.NewWriter(m.Stdout)
+	defer out.Flush()
+	enc := json.NewEncoder(out)
+	r := bufio.NewReader(in)
+	for line := 1; ; line++ {
+		text, err := r.ReadString('\n')
+		if text = strings.TrimSpace(text); text != "" {
+			var q struct {
+				Query string `json:"query"`
+			}
+			var resp any
+			if jerr := json.Unmarshal([]byte(text), &q); jerr != nil {
+				resp = map[string]string{"error": fmt.Sprintf("line %d: not a JSON object: %v", line, jerr)}
+			} else if res, serr := eng.Search(ctx, sf.request(q.Query)); serr != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				resp = map[string]string{"query": q.Query, "error": recall.ErrorMessage(serr)}
+			} else {
+				resp = res
+			}
+			if err := enc.Encode(resp); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func printResults(w io.Writer, resp recall.SearchResponse) {
+	if resp.Note != "" {
+		fmt.Fprintf(w, "(%s)\n", resp.Note)
+	}
+	if len(resp.Results) == 0 {
+		fmt.Fprintf(w, "no results for %q\n", resp.Query)
+		return
+	}
+	for i, h := range resp.Results {
+		fmt.Fprintf(w, "%d. %s #%d", i+1, h.Source, h.ChunkIndex)
+		if h.Date != "" {
+			fmt.Fprintf(w, "  %s", h.Date)
+		}
+		fmt.Fprintf(w, "  score %.4g  [%s]\n", h.Score, strings.Join(h.Match, ", "))
+		if h.Title != "" {
+			fmt.Fprintf(w, "   title: %s\n", h.Title)
+		}
+		if len(h.AlsoIn) > 0 {
+			fmt.Fprintf(w, "   also in: %s\n", strings.Join(h.AlsoIn, ", "))
+		}
+		fmt.Fprintln(w, indent(h.Text, "   | "))
+		fmt.Fprintln(w)
+	}
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Main) cmdContext(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("context", flag.ContinueOnError)
+	radius := fs.Int("radius", 1, "chunks to show on each side (at most 3)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := m.parse(fs, args, "context [flags] SOURCE CHUNK_INDEX")
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("context takes SOURCE and CHUNK_INDEX")
+	}
+	var idx int
+	if _, err := fmt.Sscanf(pos[1], "%d", &idx); err != nil {
+		return usagef("chunk index %q is not a number", pos[1])
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	eng, _, _, err := m.engine(ctx, st, false)
+	if err != nil {
+		return err
+	}
+	chunks, err := eng.Context(ctx, pos[0], idx, *radius, recall.Filter{})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		type out struct {
+			Source string `json:"source"`
+			Index  int    `json:"chunk_index"`
+			Text   string `json:"text"`
+		}
+		res := make([]out, len(chunks))
+		for i, c := range chunks {
+			res[i] = out{c.Source.ID, c.Index, c.Text}
+		}
+		return json.NewEncoder(m.Stdout).Encode(map[string]any{"source": pos[0], "chunks": res})
+	}
+	for _, c := range chunks {
+		mark := ""
+		if c.Index == idx {
+			mark = "  <- hit"
+		}
+		fmt.Fprintf(m.Stdout, "── %s #%d%s\n%s\n\n", c.Source.ID, c.Index, mark, c.Text)
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/recall-mcp/recall"
+)
+
+func (m *Main) cmdStats(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("stats", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if _, err := m.parse(fs, args, "stats [--json]"); err != nil {
+		return err
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := st.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(m.Stdout).Encode(s)
+	}
+	w := m.Stdout
+	path, _ := m.dbPath()
+	fmt.Fprintf(w, "database:   %s (%.1f MB)\n", path, float64(s.DBBytes)/1e6)
+	kinds := make([]string, 0, len(s.Sources))
+	for k := range s.Sources {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	fmt.Fprint(w, "sources:   ")
+	if len(kinds) == 0 {
+		fmt.Fprint(w, " none")
+	}
+	for _, k := range kinds {
+		fmt.Fprintf(w, " %s %d", k, s.Sources[recall.Kind(k)])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "chunks:     %d (%.1f MB of text, %.2f%% begin mid-word)\n", s.Chunks, float64(s.Bytes)/1e6, 100*s.MidWordShare)
+	if len(s.IndexStates) > 0 {
+		fmt.Fprintf(w, "memory index: ok %d, pending %d, skipped %d\n", s.IndexStates[recall.IndexOK], s.IndexStates[recall.IndexPending], s.IndexStates[recall.IndexSkipped])
+	}
+	if len(s.Spaces) == 0 {
+		fmt.Fprintln(w, "vectors:    no vector space (lexical search only)")
+	}
+	for _, sp := range s.Spaces {
+		read := ""
+		if sp.Read {
+			read = " (read)"
+		}
+		fmt.Fprintf(w, "space %s%s: %s/%s %d-dim, %d vectors, %d missing, coverage %.1f%%\n",
+			sp.Name, read, sp.Provider, sp.Model, sp.Dim, sp.Vectors, sp.Missing, 100*sp.Coverage)
+	}
+	if ls := s.LastSweep; ls != nil {
+		fmt.Fprintf(w, "last sweep: %s, %s (%s ago): %d seen, %d changed, %d failed, %d gone\n",
+			ls.Finished.UTC().Format(time.RFC3339), ls.Outcome, time.Since(ls.Finished).Round(time.Second),
+			ls.FilesSeen, ls.FilesChanged, ls.FilesFailed, ls.FilesRemoved)
+	} else {
+		fmt.Fprintln(w, "last sweep: never")
+	}
+	return nil
+}
+
+// exportLine is one source in an export file.
+type exportLine struct {
+	recall.Source
+	Chunks []exportChunk `json:"chunks"`
+}
+
+type exportChunk struct {
+	Index   int    `json:"index"`
+	Text    string `json:"text"`
+	Header  string `json:"header,omitempty"`
+	MidWord bool   `json:"mid_word,omitempty"`
+}
+
+func (m *Main) cmdExport(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	out := fs.String("out", "", "write to `FILE` instead of stdout")
+	if _, err := m.parse(fs, args, "export [--out FILE]"); err != nil {
+		return err
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	var w io.Writer = m.Stdout
+	var f *os.File
+	if *out != "" {
+		f, err = os.Create(*out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	n := 0
+	err = st.Export(ctx, func(d recall.Document) error {
+		line := exportLine{Source: d.Source, Chunks: make([]exportChunk, len(d.Chunks))}
+		for i, c := range d.Chunks {
+			line.Chunks[i] = exportChunk{Index: c.Index, Text: c.Text, Header: c.Header, MidWord: c.MidWord}
+		}
+		n++
+		return enc.Encode(line)
+	})
+	if err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if f != nil {
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stderr, "exported %d sources to %s\n", n, *out)
+	}
+	return nil
+}
+
+func (m *Main) cmdImport(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	pos, err := m.parse(fs, args, "import FILE   (- for stdin)")
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("import takes one export file")
+	}
+	var in io.Reader = m.Stdin
+	if pos[0] != "-" {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	eng, _, _, err := m.engine(ctx, st, false)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<20))
+	var batch []recall.Document
+	size, total := 0, 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if _, err := eng.Write(ctx, batch, nil); err != nil {
+			return err
+		}
+		total += len(batch)
+		batch, size = batch[:0], 0
+		return nil
+	}
+	for line := 1; ; line++ {
+		var l exportLine
+		if err := dec.Decode(&l); err == io.EOF {
+			break
+		} else if err != nil {
+			return recall.WrapError(recall.EINVALID, err, "import: record %d is not a valid export line", line)
+		}
+		d := recall.Document{Source: l.Source, Chunks: make([]recall.Chunk, len(l.Chunks))}
+		for i, c := range l.Chunks {
+			d.Chunks[i] = recall.Chunk{Index: c.Index, Text: c.Text, Header: c.Header, MidWord: c.MidWord, Hash: recall.TextHash(c.Text)}
+			size += len(c.Text)
+		}
+		d.Source.ChunkCount = len(d.Chunks)
+		batch = append(batch, d)
+		if len(batch) >= 256 || size >= 16<<20 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stderr, "imported %d sources (vectors are not exported: run `recall repair` to embed them)\n", total)
+	return nil
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/ingest"
+)
+
+func (m *Main) cmdSweep(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	full := fs.Bool("full", false, "re-ingest every file, even unchanged ones")
+	prune := fs.Bool("prune", false, "delete sources whose files are gone from the vault")
+	dry := fs.Bool("dry-run", false, "report what would change; write nothing")
+	size := fs.Int("chunk-size", 2000, "chunk size limit in characters")
+	overlap := fs.Int("overlap", 200, "characters of the previous chunk carried into the next")
+	logPath := fs.String("log", "", "failure log `file` (default: sweep.log next to the database)")
+	asJSON := fs.Bool("json", false, "print one JSON summary object as the last line of stdout")
+	pos, err := m.parse(fs, args, "sweep [flags] DIR")
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("sweep takes one vault directory (got %d arguments)", len(pos))
+	}
+	vault := pos[0]
+	opts := ingest.Options{Full: *full, Prune: *prune, DryRun: *dry, Chunk: chunk.Options{Size: *size, Overlap: *overlap}}
+	if err := opts.Chunk.Validate(); err != nil {
+		return usagef("%s", recall.ErrorMessage(err))
+	}
+
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	eng, emb, space, err := m.engine(ctx, st, false)
+	if err != nil {
+		return err
+	}
+	opts.Embedder, opts.Space = emb, space
+
+	lp := *logPath
+	if lp == "" {
+		dbp, _ := m.dbPath()
+		lp = filepath.Join(filepath.Dir(dbp), "sweep.log")
+	}
+	logf, err := os.OpenFile(lp, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open sweep log: %w", err)
+	}
+	defer logf.Close()
+	var logMu sync.Mutex
+	opts.Failures = lockedWriter{&logMu, logf}
+
+	if m.IsTerminal() && !*asJSON {
+		var last time.Time
+		opts.Progress = func(p ingest.Progress) {
+			if time.Since(last) < 200*time.Millisecond && p.FilesDone != p.FilesTotal {
+				return
+			}
+			last = time.Now()
+			fmt.Fprintf(m.Stderr, "\r\033[K%s", formatProgress(p))
+		}
+	}
+
+	started := time.Now().UTC()
+	res, err := ingest.Sweep(ctx, st, eng, vault, opts)
+	if opts.Progress != nil {
+		fmt.Fprint(m.Stderr, "\r\033[K")
+	}
+	outcome := "ok"
+	switch {
+	case res.Interrupted:
+		outcome = "interrupted"
+	case err != nil:
+		outcome = "error"
+	case res.FilesFailed > 0:
+		outcome = "failures"
+	}
+	abs, _ := filepath.Abs(vault)
+	if !*dry && (err == nil || res.Interrupted) {
+		rec := recall.SweepRecord{Vault: abs, Started: started, Finished: time.Now().UTC(),
+			FilesSeen: res.FilesSeen, FilesChanged: res.FilesChanged, FilesSkipped: res.FilesSkipped,
+			FilesFailed: res.FilesFailed, FilesRemoved: res.FilesRemoved, ChunksWritten: res.ChunksWritten,
+			Bytes: res.Bytes, VectorsMissing: res.VectorsMissing, Outcome: outcome}
+		if rerr := st.RecordSweep(context.WithoutCancel(ctx), rec); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	logMu.Lock()
+	fmt.Fprintf(logf, "%s\tsummary\tvault=%s outcome=%s seen=%d changed=%d skipped=%d failed=%d removed=%d chunks=%d vectors_missing=%d seconds=%.2f\n",
+		time.Now().UTC().Format(time.RFC3339), abs, outcome, res.FilesSeen, res.FilesChanged, res.FilesSkipped,
+		res.FilesFailed, res.FilesRemoved, res.ChunksWritten, res.VectorsMissing, res.Seconds)
+	logMu.Unlock()
+	if err != nil {
+		return err
+	}
+
+	if *asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(m.Stdout, string(b))
+	} else {
+		verb := "ingested"
+		if *dry {
+			verb = "would ingest"
+		}
+		fmt.Fprintf(m.Stdout, "%s %d of %d files (%d unchanged, %d failed), %d chunks, %.1f MB in %.2fs\n",
+			verb, res.FilesChanged, res.FilesSeen, res.FilesSkipped, res.FilesFailed, res.ChunksWritten,
+			float64(res.Bytes)/1e6, res.Seconds)
+		if res.FilesRemoved > 0 {
+			action := "run with --prune to remove them"
+			if *prune && !*dry {
+				action = "removed"
+			}
+			fmt.Fprintf(m.Stdout, "%d files are gone from the vault (%s):\n", res.FilesRemoved, action)
+			for i, r := range res.Removed {
+				if i == 20 {
+					fmt.Fprintf(m.Stdout, "  ... and %d more\n", len(res.Removed)-20)
+					break
+				}
+				fmt.Fprintf(m.Stdout, "  %s\n", r)
+			}
+		}
+		if res.VectorsMissing > 0 {
+			fmt.Fprintf(m.Stdout, "%d chunk texts have no vector yet (embedder failed): run `recall repair`\n", res.VectorsMissing)
+		}
+		if res.FilesFailed > 0 {
+			fmt.Fprintf(m.Stdout, "failures are listed in %s\n", lp)
+		}
+	}
+	if res.FilesFailed > 0 {
+		return exitError(exitFailure)
+	}
+	return nil
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *os.File
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func formatProgress(p ingest.Progress) string {
+	secs := p.Elapsed.Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(p.Bytes) / 1e6 / secs
+	}
+	eta := "-"
+	if rate > 0 && p.BytesTotal > p.Bytes {
+		eta = (time.Duration(float64(p.BytesTotal-p.Bytes)/1e6/rate) * time.Second).Round(time.Second).String()
+	}
+	return fmt.Sprintf("files %d/%d  chunks %d  %.1f MB/s  ETA %s", p.FilesDone, p.FilesTotal, p.Chunks, rate, eta)
+}

@@ -1,0 +1,444 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/convo"
+)
+
+// MaxFileSize bounds a single-conversation file read into memory. Exports
+// (.json) are streamed and have no such bound.
+const MaxFileSize = 256 << 20
+
+// pipeline runs parse workers, an embedding stage and a single writer.
+type pipeline struct {
+	opt        Options
+	st         recall.Store
+	w          Writer
+	vault      string
+	byFile     map[string][]string
+	manifest   map[string]recall.SourceState
+	res        *Result
+	start      time.Time
+	now        func() time.Time
+	total      int
+	bytesTotal int64
+
+	mu        sync.Mutex // guards res counters and progress
+	filesDone int
+	bytesDone int64
+}
+
+// parsed is what a worker hands on: the documents of one file, or its error.
+type parsed struct {
+	f       file
+	docs    []recall.Document
+	stale   []string // export conversations no longer in the file
+	changed bool     // some content differs from what is stored
+	err     error
+	vecs    []recall.Vector
+	missing int // chunk texts left without a vector
+}
+
+func (p *pipeline) run(ctx context.Context, todo []file) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	workers := p.opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	jobs := make(chan file)
+	parsedc := make(chan *parsed, workers)
+	embedded := make(chan *parsed, 2)
+
+	go func() {
+		defer close(jobs)
+		for _, f := range todo {
+			select {
+			case jobs <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range jobs {
+				pr := p.parseFile(ctx, f)
+				select {
+				case parsedc <- pr:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(parsedc) }()
+	go func() {
+		defer close(embedded)
+		for pr := range parsedc {
+			if pr.err == nil {
+				p.embed(ctx, pr)
+			}
+			select {
+			case embedded <- pr:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	err := p.write(ctx, embedded)
+	if err != nil {
+		cancel()
+		for range embedded { // let the stages drain and exit
+		}
+		return err
+	}
+	return ctx.Err()
+}
+
+// parseFile reads, parses and chunks one file. Exports are validated in a
+// first streaming pass so that a broken export writes nothing: otherwise its
+// valid conversations would be recorded with the file's mtime and the broken
+// file skipped as unchanged on the next run.
+func (p *pipeline) parseFile(ctx context.Context, f file) *parsed {
+	pr := &parsed{f: f}
+	if err := ctx.Err(); err != nil {
+		pr.err = err
+		return pr
+	}
+	fh, err := os.Open(f.path)
+	if err != nil {
+		pr.err = err
+		return pr
+	}
+	defer fh.Close()
+
+	var r io.ReadSeeker = fh
+	if !convo.IsExport(f.rel) {
+		if f.size > MaxFileSize {
+			pr.err = fmt.Errorf("file is %d bytes, over the %d byte limit for a single conversation", f.size, MaxFileSize)
+			return pr
+		}
+		data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+		if err != nil {
+			pr.err = err
+			return pr
+		}
+		r = bytes.NewReader(data)
+	} else {
+		if err := convo.Parse(f.rel, fh, func(convo.Conversation) error { return ctx.Err() }); err != nil {
+			pr.err = err
+			return pr
+		}
+		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+			pr.err = err
+			return pr
+		}
+	}
+
+	seen := make(map[string]bool)
+	err = convo.Parse(f.rel, r, func(c convo.Conversation) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		doc, err := p.document(f, c)
+		if err != nil {
+			return err
+		}
+		if doc == nil {
+			return nil
+		}
+		seen[doc.Source.ID] = true
+		if old, ok := p.manifest[doc.Source.ID]; !ok || old.ContentHash != doc.Source.ContentHash {
+			pr.changed = true
+		}
+		pr.docs = append(pr.docs, *doc)
+		return nil
+	})
+	if err != nil {
+		pr.err = err
+		pr.docs = nil
+		return pr
+	}
+	for _, id := range p.byFile[f.rel] {
+		if !seen[id] {
+			pr.stale = append(pr.stale, id)
+			pr.changed = true
+		}
+	}
+	return pr
+}
+
+// document turns a parsed conversation into a source with its chunks.
+func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, error) {
+	if len(c.Messages) == 0 {
+		return nil, nil
+	}
+	id := f.rel
+	if c.ID != "" {
+		cid, err := recall.CleanSourceID(f.rel + "/" + strings.ReplaceAll(c.ID, "/", "_"))
+		if err != nil {
+			return nil, err
+		}
+		id = cid
+	}
+	title := c.Title
+	if title == "" && c.ID == "" {
+		title = strings.TrimSuffix(path.Base(f.rel), path.Ext(f.rel))
+	}
+	date := c.Date
+	if date == "" {
+		date = DateFromPath(f.rel)
+	}
+	chunks := chunk.Split(c.Messages, p.opt.Chunk)
+	if len(chunks) == 0 {
+		return nil, nil
+	}
+	header := title
+	if date != "" {
+		header = strings.TrimSpace(title + " (" + date + ")")
+	}
+	for i := range chunks {
+		chunks[i].Header = header
+	}
+	content := strings.Join(c.Messages, "\n\n")
+	return &recall.Document{
+		Source: recall.Source{
+			ID:          id,
+			Kind:        recall.KindArchive,
+			Vault:       p.vault,
+			Title:       title,
+			Date:        date,
+			ContentHash: recall.TextHash(title + "\x00" + date + "\x00" + content),
+			Size:        f.size,
+			MTime:       f.mtime,
+			ChunkCount:  len(chunks),
+			IndexState:  recall.IndexPending,
+		},
+		Chunks: chunks,
+	}, nil
+}
+
+var pathDate = regexp.MustCompile(`(?:^|/)((?:19|20)\d\d)(?:[/_-](0[1-9]|1[0-2]))?(?:[/_-](0[1-9]|[12]\d|3[01]))?(?:/|[_\-. ]|$)`)
+
+// DateFromPath reads a date from a vault path such as "2025/07/title.md" or
+// "2025-07-14 chat.md": "2025-07", "2025-07-14", or "" when there is none.
+func DateFromPath(rel string) string {
+	m := pathDate.FindStringSubmatch(rel)
+	if m == nil {
+		return ""
+	}
+	d := m[1]
+	if m[2] != "" {
+		d += "-" + m[2]
+		if m[3] != "" {
+			d += "-" + m[3]
+		}
+	}
+	if _, _, ok := recall.DateRange(d); !ok {
+		return ""
+	}
+	return d
+}
+
+// embed makes vectors for the chunk texts of pr that the space lacks. A
+// failure leaves them missing: the chunks are still written and searchable
+// by text, and repair embeds them later.
+func (p *pipeline) embed(ctx context.Context, pr *parsed) {
+	for i := range pr.docs {
+		pr.docs[i].Source.IndexState = recall.IndexOK
+	}
+	if p.opt.Embedder == nil || p.opt.Space == "" {
+		return
+	}
+	var hashes []string
+	texts := make(map[string]string)
+	for _, d := range pr.docs {
+		for _, c := range d.Chunks {
+			if _, ok := texts[c.Hash]; !ok {
+				texts[c.Hash] = embedText(c)
+				hashes = append(hashes, c.Hash)
+			}
+		}
+	}
+	have, err := p.st.VectorsByHash(ctx, p.opt.Space, hashes)
+	if err != nil {
+		have = nil
+	}
+	var need []string
+	for _, h := range hashes {
+		if _, ok := have[h]; !ok {
+			need = append(need, h)
+		}
+	}
+	const batch = 32
+	failed := make(map[string]bool)
+	for i := 0; i < len(need); i += batch {
+		part := need[i:min(i+batch, len(need))]
+		in := make([]string, len(part))
+		for j, h := range part {
+			in[j] = texts[h]
+		}
+		vecs, err := p.opt.Embedder.Embed(ctx, recall.InputDocument, in)
+		if err != nil {
+			for _, h := range need[i:] {
+				failed[h] = true
+			}
+			p.embedErr(err)
+			break
+		}
+		for j, h := range part {
+			pr.vecs = append(pr.vecs, recall.Vector{Space: p.opt.Space, Hash: h, Vec: vecs[j]})
+		}
+	}
+	if len(failed) == 0 {
+		return
+	}
+	pr.missing = len(failed)
+	for i, d := range pr.docs {
+		for _, c := range d.Chunks {
+			if failed[c.Hash] {
+				pr.docs[i].Source.IndexState = recall.IndexPending
+				break
+			}
+		}
+	}
+}
+
+// embedText is what the embedder sees: the context header, then the text.
+func embedText(c recall.Chunk) string {
+	if c.Header == "" {
+		return c.Text
+	}
+	return c.Header + "\n\n" + c.Text
+}
+
+func (p *pipeline) embedErr(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	logFailure(p.opt.Failures, "(embedder)", err)
+}
+
+// write is the single writer: it batches whole files into transactions.
+func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
+	lim := p.opt.Batch
+	if lim.Docs <= 0 {
+		lim.Docs = 256
+	}
+	if lim.Bytes <= 0 {
+		lim.Bytes = 16 << 20
+	}
+	var (
+		docs    []recall.Document
+		vecs    []recall.Vector
+		stale   []string
+		pending []*parsed
+		size    int
+	)
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		if len(docs) > 0 || len(vecs) > 0 {
+			if _, err := p.w.Write(ctx, docs, vecs); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+		}
+		if len(stale) > 0 {
+			if _, _, err := p.w.Delete(ctx, stale...); err != nil {
+				return fmt.Errorf("delete stale conversations: %w", err)
+			}
+		}
+		p.mu.Lock()
+		for _, pr := range pending {
+			if pr.changed || len(p.byFile[pr.f.rel]) == 0 {
+				p.res.FilesChanged++
+				for _, d := range pr.docs {
+					p.res.ChunksWritten += len(d.Chunks)
+				}
+			} else {
+				p.res.FilesSkipped++
+			}
+			p.res.Bytes += pr.f.size
+			p.res.VectorsMissing += pr.missing
+		}
+		p.mu.Unlock()
+		docs, vecs, stale, pending, size = docs[:0], vecs[:0], stale[:0], pending[:0], 0
+		return nil
+	}
+	for pr := range in {
+		p.progress(pr)
+		if pr.err != nil {
+			if errors.Is(pr.err, context.Canceled) {
+				continue
+			}
+			p.mu.Lock()
+			p.res.FilesFailed++
+			p.mu.Unlock()
+			logFailure(p.opt.Failures, pr.f.rel, pr.err)
+			continue
+		}
+		pending = append(pending, pr)
+		docs = append(docs, pr.docs...)
+		vecs = append(vecs, pr.vecs...)
+		stale = append(stale, pr.stale...)
+		for _, d := range pr.docs {
+			for _, c := range d.Chunks {
+				size += len(c.Text)
+			}
+		}
+		if len(docs) >= lim.Docs || size >= lim.Bytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return flush()
+}
+
+func (p *pipeline) progress(pr *parsed) {
+	if p.opt.Progress == nil {
+		return
+	}
+	p.mu.Lock()
+	p.filesDone++
+	p.bytesDone += pr.f.size
+	chunks := 0
+	for _, d := range pr.docs {
+		chunks += len(d.Chunks)
+	}
+	pg := Progress{
+		FilesTotal: p.total,
+		FilesDone:  p.filesDone,
+		Chunks:     p.res.ChunksWritten + chunks,
+		Bytes:      p.bytesDone,
+		BytesTotal: p.bytesTotal,
+		Elapsed:    p.now().Sub(p.start),
+	}
+	p.mu.Unlock()
+	p.opt.Progress(pg)
+}

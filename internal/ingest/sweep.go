@@ -1,0 +1,298 @@
+// Package ingest sweeps a vault of conversation files into a store:
+// walk, skip what is unchanged, parse and chunk in parallel, embed in
+// batches, and write through a single writer, one transaction per batch of
+// whole sources, so a file is never recorded with part of its chunks.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/convo"
+)
+
+// Writer is where a sweep writes: the store itself, or the search engine that
+// keeps its in-memory vector index in step with the store.
+type Writer interface {
+	Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error)
+	Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error)
+}
+
+// Options configure one sweep.
+type Options struct {
+	Full   bool // re-ingest every file, even unchanged ones
+	Prune  bool // delete sources whose files are gone
+	DryRun bool // report what would change; write nothing
+	Chunk  chunk.Options
+
+	// Embedder and Space: when both are set, new chunk texts are embedded
+	// into that vector space. A failing embedder leaves chunks stored
+	// without vectors (searchable by text; repair fills them in later).
+	Embedder recall.Embedder
+	Space    string
+
+	Workers  int                 // parse/chunk goroutines; 0 means GOMAXPROCS
+	Failures io.Writer           // one line per failed file (nil: discarded)
+	Progress func(Progress)      // called from time to time (nil: quiet)
+	Now      func() time.Time    // clock for records (nil: time.Now)
+	Batch    BatchLimits         // writer batching (zero: defaults)
+}
+
+// BatchLimits bound one write transaction.
+type BatchLimits struct {
+	Docs  int // sources per transaction
+	Bytes int // chunk text bytes per transaction
+}
+
+// Progress is a snapshot of a running sweep.
+type Progress struct {
+	FilesTotal, FilesDone int
+	Chunks                int
+	Bytes, BytesTotal     int64
+	Elapsed               time.Duration
+}
+
+// Result is the summary of a sweep; its JSON form is the `--json` line.
+type Result struct {
+	FilesSeen      int     `json:"files_seen"`
+	FilesChanged   int     `json:"files_changed"`
+	FilesSkipped   int     `json:"files_skipped"`
+	FilesFailed    int     `json:"files_failed"`
+	FilesRemoved   int     `json:"files_removed"`
+	ChunksWritten  int     `json:"chunks_written"`
+	Bytes          int64   `json:"bytes"`
+	Seconds        float64 `json:"seconds"`
+	VectorsMissing int     `json:"vectors_missing,omitempty"`
+	Removed        []string `json:"-"` // vault-relative paths of files gone since the last sweep
+	Interrupted    bool     `json:"-"`
+}
+
+// file is one vault file the walk found.
+type file struct {
+	rel   string // source id of the file (vault-relative, cleaned)
+	path  string
+	size  int64
+	mtime int64
+}
+
+// Sweep ingests the vault at root into w, reading the previous state from st.
+func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Options) (Result, error) {
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	if err := opt.Chunk.Validate(); err != nil {
+		return Result{}, err
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return Result{}, fmt.Errorf("vault %s: %w", root, err)
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return Result{}, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
+	} else if !fi.IsDir() {
+		return Result{}, recall.Errorf(recall.EINVALID, "vault %s is not a directory", root)
+	}
+
+	files, walkFailures, err := walk(ctx, abs)
+	if err != nil {
+		return Result{}, err
+	}
+	manifest, err := st.Manifest(ctx, recall.KindArchive, abs)
+	if err != nil {
+		return Result{}, fmt.Errorf("read manifest: %w", err)
+	}
+
+	var res Result
+	res.FilesSeen = len(files) + len(walkFailures)
+	res.FilesFailed = len(walkFailures)
+	for _, f := range walkFailures {
+		logFailure(opt.Failures, f.rel, f.err)
+	}
+
+	present := make(map[string]bool, len(files))
+	for _, f := range files {
+		present[f.rel] = true
+	}
+	byFile, gone := group(manifest, present)
+
+	var todo []file
+	var bytesTotal int64
+	for _, f := range files {
+		if !opt.Full && unchanged(f, byFile[f.rel], manifest) {
+			res.FilesSkipped++
+			continue
+		}
+		todo = append(todo, f)
+		bytesTotal += f.size
+	}
+	for _, id := range gone {
+		res.Removed = append(res.Removed, goneFile(id))
+	}
+	res.Removed = dedupe(res.Removed)
+	res.FilesRemoved = len(res.Removed)
+
+	if opt.DryRun {
+		res.FilesChanged = len(todo)
+		res.Seconds = now().Sub(start).Seconds()
+		return res, nil
+	}
+
+	p := &pipeline{opt: opt, st: st, w: w, vault: abs, byFile: byFile, manifest: manifest,
+		res: &res, start: start, now: now, total: len(todo), bytesTotal: bytesTotal}
+	err = p.run(ctx, todo)
+
+	if err == nil && opt.Prune && len(gone) > 0 {
+		if _, _, derr := w.Delete(ctx, gone...); derr != nil {
+			err = fmt.Errorf("prune: %w", derr)
+		}
+	}
+	res.Seconds = now().Sub(start).Seconds()
+	if errors.Is(err, context.Canceled) {
+		res.Interrupted = true
+	}
+	return res, err
+}
+
+type walkFailure struct {
+	rel string
+	err error
+}
+
+// walk lists the supported files under root with one lstat each. Hidden
+// files and folders (.git, .obsidian) are skipped; symbolic links are not
+// followed, so nothing outside the vault is ever read.
+func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
+	var files []file
+	var failed []walkFailure
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		rel, rerr := filepath.Rel(root, path)
+		if rerr != nil {
+			return rerr
+		}
+		if err != nil {
+			if path == root {
+				return err
+			}
+			failed = append(failed, walkFailure{filepath.ToSlash(rel), err})
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		if path != root && strings.HasPrefix(name, ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !d.Type().IsRegular() || !convo.Supported(name) {
+			return nil
+		}
+		id, ierr := recall.CleanSourceID(rel)
+		if ierr != nil {
+			failed = append(failed, walkFailure{filepath.ToSlash(rel), ierr})
+			return nil
+		}
+		info, ierr := d.Info()
+		if ierr != nil {
+			failed = append(failed, walkFailure{id, ierr})
+			return nil
+		}
+		files = append(files, file{rel: id, path: path, size: info.Size(), mtime: info.ModTime().UnixNano()})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("walk %s: %w", root, err)
+	}
+	return files, failed, nil
+}
+
+// group assigns every stored source to the vault file it came from: a file
+// that is one conversation has the file's id; a conversation inside an
+// export has the id "<export>/<conversation id>". Sources whose file is gone
+// are returned in gone.
+func group(m map[string]recall.SourceState, present map[string]bool) (byFile map[string][]string, gone []string) {
+	byFile = make(map[string][]string)
+	for id := range m {
+		switch {
+		case present[id]:
+			byFile[id] = append(byFile[id], id)
+		case present[parent(id)]:
+			byFile[parent(id)] = append(byFile[parent(id)], id)
+		default:
+			gone = append(gone, id)
+		}
+	}
+	sort.Strings(gone)
+	return byFile, gone
+}
+
+func parent(id string) string {
+	if i := strings.LastIndexByte(id, '/'); i > 0 {
+		return id[:i]
+	}
+	return ""
+}
+
+// goneFile names the file a vanished source came from: the source itself
+// when its name is a supported file, else its export.
+func goneFile(id string) string {
+	if convo.Supported(id) || parent(id) == "" {
+		return id
+	}
+	return parent(id)
+}
+
+// unchanged reports whether every source of a file records the file's
+// current size and mtime.
+func unchanged(f file, ids []string, m map[string]recall.SourceState) bool {
+	if len(ids) == 0 {
+		return false
+	}
+	for _, id := range ids {
+		if s := m[id]; s.Size != f.size || s.MTime != f.mtime {
+			return false
+		}
+	}
+	return true
+}
+
+func dedupe(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func logFailure(w io.Writer, rel string, err error) {
+	if w == nil {
+		return
+	}
+	fmt.Fprintf(w, "%s\tfailed\t%s\t%s\n", time.Now().UTC().Format(time.RFC3339), rel, oneLine(err.Error()))
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+

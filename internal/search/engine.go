@@ -1,0 +1,532 @@
+// Package search answers queries over a store: it gathers full-text and
+// vector candidates, fuses them, collapses identical passages into one
+// result naming every source, and caps results per source. It also owns the
+// in-memory vector index of the read space and keeps it in step with every
+// write that passes through it.
+package search
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/textindex"
+	"github.com/recall-mcp/recall/internal/vindex"
+)
+
+// Fusion methods for hybrid search.
+const (
+	FusionRRF      = "rrf"      // reciprocal rank fusion (default)
+	FusionWeighted = "weighted" // semantic score + bonuses, as the replaced personal-memory system ranked
+)
+
+// Options configure an Engine.
+type Options struct {
+	// Embedder embeds queries for the read space; nil means lexical only.
+	Embedder recall.Embedder
+	// Fusion is FusionRRF or FusionWeighted ("" means FusionRRF).
+	Fusion string
+	// Budget bounds one search (0 means 5 seconds).
+	Budget time.Duration
+}
+
+// Engine is safe for concurrent use.
+type Engine struct {
+	store recall.Store
+	opt   Options
+
+	mu     sync.RWMutex // orders index updates against searches
+	space  string       // read space name ("" when there is none)
+	vx     *vindex.Index
+	loaded bool
+}
+
+// New returns an engine over st. Call LoadIndex before semantic search.
+func New(st recall.Store, opt Options) *Engine {
+	if opt.Fusion == "" {
+		opt.Fusion = FusionRRF
+	}
+	if opt.Budget <= 0 {
+		opt.Budget = 5 * time.Second
+	}
+	return &Engine{store: st, opt: opt}
+}
+
+// Store returns the underlying store.
+func (e *Engine) Store() recall.Store { return e.store }
+
+// LoadIndex builds the vector index of the read space from the store. It is
+// safe to call while searches run; they use lexical search until it is done.
+func (e *Engine) LoadIndex(ctx context.Context) error {
+	spaces, err := e.store.Spaces(ctx)
+	if err != nil {
+		return err
+	}
+	var read *recall.VectorSpace
+	for i := range spaces {
+		if spaces[i].Read {
+			read = &spaces[i]
+		}
+	}
+	if read == nil {
+		e.mu.Lock()
+		e.space, e.vx, e.loaded = "", nil, true
+		e.mu.Unlock()
+		return nil
+	}
+	// Hold the write lock while scanning so no write slips between the scan
+	// and the swap: the index is then exactly the store's state.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	vx := vindex.New(read.Dim)
+	err = e.store.ScanVectors(ctx, read.Name, func(c recall.IndexedChunk, vec []float32) error {
+		return vx.Add(c, vec)
+	})
+	if err != nil {
+		return fmt.Errorf("load vector index %s: %w", read.Name, err)
+	}
+	e.space, e.vx, e.loaded = read.Name, vx, true
+	return nil
+}
+
+// ReadSpace returns the name of the space searches read from and how many
+// chunks its index holds.
+func (e *Engine) ReadSpace() (string, int) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.vx == nil {
+		return e.space, 0
+	}
+	return e.space, e.vx.Len()
+}
+
+// Write stores documents and vectors and brings the vector index up to date
+// in the same critical section, so a search never sees a vector whose chunk
+// is gone.
+func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	res, err := e.store.Write(ctx, docs, vecs)
+	if err != nil {
+		return res, err
+	}
+	return res, e.apply(ctx, res, vecs)
+}
+
+// Update is Store.Update with the index kept in step.
+func (e *Engine) Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	res, err := e.store.Update(ctx, id, fn)
+	if err != nil {
+		return res, err
+	}
+	return res, e.apply(ctx, res, nil)
+}
+
+// Delete removes sources from the store and the index.
+func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, res, err := e.store.Delete(ctx, ids...)
+	if err != nil {
+		return n, res, err
+	}
+	return n, res, e.apply(ctx, res, nil)
+}
+
+// PutVectors stores vectors and indexes every chunk that holds their texts.
+func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.store.PutVectors(ctx, vecs); err != nil {
+		return err
+	}
+	if e.vx == nil {
+		return nil
+	}
+	byHash := make(map[string][]float32)
+	var hashes []string
+	for _, v := range vecs {
+		if v.Space == e.space {
+			byHash[v.Hash] = v.Vec
+			hashes = append(hashes, v.Hash)
+		}
+	}
+	if len(hashes) == 0 {
+		return nil
+	}
+	chunks, err := e.store.ChunksByHash(ctx, hashes)
+	if err != nil {
+		return err
+	}
+	for _, c := range chunks {
+		if err := e.vx.Add(c, byHash[c.Hash]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply brings the index in line with a committed write. Called with e.mu held.
+func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recall.Vector) error {
+	if e.vx == nil {
+		return nil
+	}
+	e.vx.Remove(res.Removed...)
+	if len(res.Added) == 0 {
+		return nil
+	}
+	batch := make(map[string][]float32)
+	for _, v := range vecs {
+		if v.Space == e.space {
+			batch[v.Hash] = v.Vec
+		}
+	}
+	var need []string
+	for _, c := range res.Added {
+		if _, ok := batch[c.Hash]; ok {
+			continue
+		}
+		if v, ok := e.vx.Has(c.Hash); ok {
+			batch[c.Hash] = v
+			continue
+		}
+		need = append(need, c.Hash)
+	}
+	if len(need) > 0 {
+		stored, err := e.store.VectorsByHash(ctx, e.space, need)
+		if err != nil {
+			return err
+		}
+		for h, v := range stored {
+			batch[h] = v
+		}
+	}
+	for _, c := range res.Added {
+		if v, ok := batch[c.Hash]; ok {
+			if err := e.vx.Add(c, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Validate checks a request and fills in defaults.
+func Validate(req *recall.SearchRequest) error {
+	req.Query = strings.TrimSpace(req.Query)
+	if req.Query == "" {
+		return recall.Errorf(recall.EINVALID, "query is empty")
+	}
+	if !utf8.ValidString(req.Query) {
+		return recall.Errorf(recall.EINVALID, "query is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(req.Query); n > recall.MaxQueryLen {
+		return recall.Errorf(recall.EINVALID, "query is %d characters; the limit is %d", n, recall.MaxQueryLen)
+	}
+	switch {
+	case req.Limit == 0:
+		req.Limit = recall.DefaultLimit
+	case req.Limit < 0 || req.Limit > recall.MaxLimit:
+		return recall.Errorf(recall.EINVALID, "limit must be between 1 and %d", recall.MaxLimit)
+	}
+	switch {
+	case req.PerSource == 0:
+		req.PerSource = recall.DefaultPerSource
+	case req.PerSource < 0 || req.PerSource > recall.MaxLimit:
+		return recall.Errorf(recall.EINVALID, "per-source cap must be between 1 and %d", recall.MaxLimit)
+	}
+	switch req.Mode {
+	case "", recall.ModeHybrid, recall.ModeLexical, recall.ModeSemantic:
+	default:
+		return recall.Errorf(recall.EINVALID, "unknown mode %q: use hybrid, lexical or semantic", req.Mode)
+	}
+	return req.Filter.Validate()
+}
+
+// candidate is one chunk proposed by a retriever, with its ranks.
+type candidate struct {
+	id       int64
+	lexRank  int // 1-based; 0 when lexical did not propose it
+	vecRank  int
+	lexScore float64
+	vecScore float64
+	score    float64
+}
+
+// Search runs one query.
+func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.SearchResponse, error) {
+	if err := Validate(&req); err != nil {
+		return recall.SearchResponse{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opt.Budget)
+	defer cancel()
+
+	// Embed the query before taking the lock: a slow embedder must not hold
+	// up writers.
+	var qvec []float32
+	var embedErr error
+	if req.Mode != recall.ModeLexical && e.opt.Embedder != nil {
+		vecs, err := e.opt.Embedder.Embed(ctx, recall.InputQuery, []string{req.Query})
+		if err == nil && len(vecs) == 1 {
+			qvec = vecs[0]
+		} else {
+			embedErr = err
+		}
+	}
+
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+
+	resp := recall.SearchResponse{Query: req.Query, Mode: req.Mode}
+	vecReady := e.opt.Embedder != nil && e.vx != nil && e.vx.Len() > 0
+	switch {
+	case resp.Mode == "" || resp.Mode == recall.ModeHybrid:
+		resp.Mode = recall.ModeHybrid
+		if !vecReady {
+			resp.Mode = recall.ModeLexical
+			resp.Note = e.noVectorsReason() + "; searched full text only"
+		} else if qvec == nil {
+			resp.Mode = recall.ModeLexical
+			resp.Note = "the query could not be embedded; searched full text only"
+		}
+	case resp.Mode == recall.ModeSemantic && !vecReady:
+		return resp, recall.Errorf(recall.EUNAVAILABLE, "semantic search is unavailable: %s", e.noVectorsReason())
+	case resp.Mode == recall.ModeSemantic && qvec == nil:
+		return resp, recall.WrapError(recall.EUNAVAILABLE, embedErr, "the query could not be embedded")
+	}
+
+	// Over-fetch so that collapsing duplicates and capping per source still
+	// fill the page.
+	want := max(50, req.Limit*req.PerSource*8)
+	cands := make(map[int64]*candidate)
+	var order []*candidate
+	get := func(id int64) *candidate {
+		c, ok := cands[id]
+		if !ok {
+			c = &candidate{id: id}
+			cands[id] = c
+			order = append(order, c)
+		}
+		return c
+	}
+	if resp.Mode != recall.ModeSemantic {
+		lex, err := e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
+		if err != nil {
+			return resp, err
+		}
+		for i, c := range lex {
+			cc := get(c.ChunkID)
+			cc.lexRank, cc.lexScore = i+1, c.Score
+		}
+	}
+	if resp.Mode != recall.ModeLexical {
+		f := req.Filter
+		for i, r := range e.vx.Search(qvec, want, f.Allows) {
+			cc := get(r.ChunkID)
+			cc.vecRank, cc.vecScore = i+1, float64(r.Score)
+		}
+	}
+	if len(order) == 0 {
+		resp.Results = []recall.Hit{}
+		return resp, nil
+	}
+	return e.shape(ctx, req, resp, order)
+}
+
+func (e *Engine) noVectorsReason() string {
+	switch {
+	case e.opt.Embedder == nil:
+		return "no embedder is configured"
+	case !e.loaded:
+		return "the vector index is still loading"
+	case e.vx == nil:
+		return "no vector space exists yet"
+	default:
+		return "the vector space is empty (run `recall repair`)"
+	}
+}
+
+// rrfK is the reciprocal-rank-fusion constant from Cormack et al. (2009).
+const rrfK = 60
+
+// shape fuses, hydrates, labels, collapses and caps.
+func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recall.SearchResponse, order []*candidate) (recall.SearchResponse, error) {
+	ids := make([]int64, len(order))
+	for i, c := range order {
+		ids[i] = c.id
+	}
+	chunks, err := e.store.ChunksByID(ctx, ids)
+	if err != nil {
+		return resp, err
+	}
+	byID := make(map[int64]*recall.StoredChunk, len(chunks))
+	for i := range chunks {
+		byID[chunks[i].ID] = &chunks[i]
+	}
+	phrases := exactPhrases(req.Query)
+	type scored struct {
+		c     *candidate
+		sc    *recall.StoredChunk
+		match []string
+	}
+	var list []scored
+	for _, c := range order {
+		sc := byID[c.id]
+		if sc == nil {
+			continue
+		}
+		exact := containsAll(textindex.Fold(sc.Text), phrases)
+		titleHit := containsAll(textindex.Fold(sc.Source.Title+" "+sc.Source.ID), phrases)
+		var match []string
+		if exact {
+			match = append(match, "exact")
+		}
+		if c.vecRank > 0 {
+			match = append(match, "semantic")
+		}
+		if c.lexRank > 0 {
+			match = append(match, "text")
+		}
+		switch {
+		case resp.Mode == recall.ModeLexical:
+			c.score = c.lexScore
+		case resp.Mode == recall.ModeSemantic:
+			c.score = c.vecScore
+		case e.opt.Fusion == FusionWeighted:
+			c.score = c.vecScore
+			if exact {
+				c.score += 2.0
+			}
+			if titleHit {
+				c.score += 0.6
+			}
+			if c.lexRank > 0 {
+				c.score += 0.1
+			}
+		default:
+			if c.lexRank > 0 {
+				c.score += 1.0 / float64(rrfK+c.lexRank)
+			}
+			if c.vecRank > 0 {
+				c.score += 1.0 / float64(rrfK+c.vecRank)
+			}
+		}
+		list = append(list, scored{c, sc, match})
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].c.score > list[j].c.score })
+
+	// Collapse identical passages: the best-ranked copy stands for all.
+	seenHash := make(map[string]bool)
+	perSource := make(map[string]int)
+	var hits []recall.Hit
+	var hashes []string
+	for _, s := range list {
+		if len(hits) == req.Limit {
+			break
+		}
+		if seenHash[s.sc.Hash] {
+			continue
+		}
+		if perSource[s.sc.Source.ID] >= req.PerSource {
+			continue
+		}
+		seenHash[s.sc.Hash] = true
+		perSource[s.sc.Source.ID]++
+		hashes = append(hashes, s.sc.Hash)
+		hits = append(hits, recall.Hit{
+			Source: s.sc.Source.ID, ChunkIndex: s.sc.Index, Kind: s.sc.Source.Kind,
+			Title: s.sc.Source.Title, Date: s.sc.Source.Date, Score: round(s.c.score),
+			Match: s.match, Text: s.sc.Text,
+		})
+	}
+	if len(hashes) > 0 {
+		others, err := e.store.SourcesByHash(ctx, hashes, req.Filter)
+		if err != nil {
+			return resp, err
+		}
+		for i := range hits {
+			for _, src := range others[hashes[i]] {
+				if src != hits[i].Source {
+					hits[i].AlsoIn = append(hits[i].AlsoIn, src)
+				}
+			}
+		}
+	}
+	if hits == nil {
+		hits = []recall.Hit{}
+	}
+	resp.Results = hits
+	return resp, nil
+}
+
+// Context returns the chunks around a hit, within the caller's scope.
+func (e *Engine) Context(ctx context.Context, source string, index, radius int, scope recall.Filter) ([]recall.StoredChunk, error) {
+	if radius < 0 || radius > 3 {
+		return nil, recall.Errorf(recall.EINVALID, "radius must be between 0 and 3")
+	}
+	if index < 0 {
+		return nil, recall.Errorf(recall.EINVALID, "chunk index must be 0 or more")
+	}
+	src, err := e.store.Source(ctx, source)
+	if err != nil {
+		return nil, err
+	}
+	meta := recall.SourceMeta{ID: src.ID, Kind: src.Kind, Title: src.Title, Date: src.Date, Owner: src.Owner, Category: src.Category}
+	scope.Since, scope.Until = "", "" // reading around a hit ignores date filters
+	if !scope.Allows(&meta) {
+		return nil, recall.Errorf(recall.ENOTFOUND, "no source %q", source)
+	}
+	if index >= src.ChunkCount {
+		return nil, recall.Errorf(recall.ENOTFOUND, "source %q has %d chunks; there is no chunk %d", source, src.ChunkCount, index)
+	}
+	return e.store.Chunks(ctx, source, max(0, index-radius), index+radius)
+}
+
+// exactPhrases returns the folded phrases a chunk must contain to count as
+// an exact match: the quoted parts of the query, or else the whole query.
+func exactPhrases(q string) []string {
+	var out []string
+	for {
+		i := strings.IndexByte(q, '"')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(q[i+1:], '"')
+		if j < 0 {
+			break
+		}
+		if p := strings.TrimSpace(q[i+1 : i+1+j]); p != "" {
+			out = append(out, textindex.Fold(p))
+		}
+		q = q[i+1+j+1:]
+	}
+	if len(out) == 0 {
+		if p := strings.TrimSpace(strings.Trim(q, `"`)); p != "" {
+			out = append(out, textindex.Fold(p))
+		}
+	}
+	return out
+}
+
+func containsAll(text string, phrases []string) bool {
+	if len(phrases) == 0 {
+		return false
+	}
+	for _, p := range phrases {
+		if !strings.Contains(text, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func round(f float64) float64 {
+	return float64(int64(f*1e6+0.5)) / 1e6
+}
