@@ -46,3 +46,55 @@ func matMulTGeneric(dst, a, b, bias []float32, m, k, n int) {
 		}
 	}
 }
+
+func addGeneric(dst, x []float32) {
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] += x[i]
+	}
+}
+
+func scaleGeneric(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
+	}
+}
+
+func layerNormRowGeneric(row, gamma, beta []float32, eps float32) {
+	// Two passes in float64 keep the variance exact enough for rows of a few
+	// thousand values with a large common offset, which one-pass sums lose.
+	var sum float64
+	for _, v := range row {
+		sum += float64(v)
+	}
+	mean := sum / float64(len(row))
+	var ss float64
+	for _, v := range row {
+		d := float64(v) - mean
+		ss += d * d
+	}
+	inv := float32(1 / math.Sqrt(ss/float64(len(row))+float64(eps)))
+	m := float32(mean)
+	for i, v := range row {
+		row[i] = (v-m)*inv*gamma[i] + beta[i]
+	}
+}
+
+func softmaxRowGeneric(row []float32) {
+	max := row[0]
+	for _, v := range row[1:] {
+		if v > max {
+			max = v
+		}
+	}
+	var sum float32
+	for i, v := range row {
+		e := float32(math.Exp(float64(v - max)))
+		row[i] = e
+		sum += e
+	}
+	inv := 1 / sum
+	for i := range row {
+		row[i] *= inv
+	}
+}

@@ -7,8 +7,6 @@
 // long as the shapes passed; kernels panic otherwise, like an index error.
 package kernel
 
-import "math"
-
 // MatMulT computes dst[i*n+j] = bias[j] + sum_p a[i*k+p]*b[j*k+p], where a is
 // m×k row-major, b is n×k row-major (nn.Linear's out_features×in_features),
 // and dst is m×n. bias may be nil. Large products use all cores.
@@ -39,17 +37,12 @@ func Axpy(alpha float32, x, y []float32) {
 
 // Add computes dst += x over len(dst); x must be at least as long.
 func Add(dst, x []float32) {
-	x = x[:len(dst)]
-	for i := range dst {
-		dst[i] += x[i]
-	}
+	add(dst, x[:len(dst)])
 }
 
 // Scale multiplies every element of x by s.
 func Scale(x []float32, s float32) {
-	for i := range x {
-		x[i] *= s
-	}
+	scale(x, s)
 }
 
 // GELU applies the exact (erf-based) GELU in place, as BERT's "gelu"
@@ -87,44 +80,5 @@ func SoftmaxRows(x []float32, rows, cols int) {
 func checkLen(name string, s []float32, want int) {
 	if len(s) < want {
 		panic("kernel: " + name + " too short")
-	}
-}
-
-func layerNormRow(row, gamma, beta []float32, eps float32) {
-	// Two passes in float64 keep the variance exact enough for rows of a few
-	// thousand values with a large common offset, which one-pass sums lose.
-	var sum float64
-	for _, v := range row {
-		sum += float64(v)
-	}
-	mean := sum / float64(len(row))
-	var ss float64
-	for _, v := range row {
-		d := float64(v) - mean
-		ss += d * d
-	}
-	inv := float32(1 / math.Sqrt(ss/float64(len(row))+float64(eps)))
-	m := float32(mean)
-	for i, v := range row {
-		row[i] = (v-m)*inv*gamma[i] + beta[i]
-	}
-}
-
-func softmaxRow(row []float32) {
-	max := row[0]
-	for _, v := range row[1:] {
-		if v > max {
-			max = v
-		}
-	}
-	var sum float32
-	for i, v := range row {
-		e := float32(math.Exp(float64(v - max)))
-		row[i] = e
-		sum += e
-	}
-	inv := 1 / sum
-	for i := range row {
-		row[i] *= inv
 	}
 }

@@ -38,153 +38,200 @@ func closeTo(got float32, want float64, k int) bool {
 }
 
 func TestMatMulT(t *testing.T) {
-	shapes := [][3]int{
-		{0, 0, 0}, {0, 5, 3}, {3, 0, 4}, {1, 1, 1}, {1, 7, 1}, {2, 3, 5},
-		{5, 17, 9}, {13, 31, 7}, {16, 64, 48}, {17, 65, 49}, {33, 384, 31},
-		{64, 128, 64}, {97, 100, 129}, {130, 384, 67},
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, s := range shapes {
-		m, k, n := s[0], s[1], s[2]
-		a, b := randSlice(r, m*k), randSlice(r, n*k)
-		for _, withBias := range []bool{false, true} {
-			var bias []float32
-			if withBias {
-				bias = randSlice(r, n)
-			}
-			want := naiveMatMulT(a, b, bias, m, k, n)
-			dst := randSlice(r, m*n) // garbage: MatMulT must overwrite, not accumulate
-			MatMulT(dst, a, b, bias, m, k, n)
-			for i := range want {
-				if !closeTo(dst[i], want[i], k) {
-					t.Fatalf("m=%d k=%d n=%d bias=%v: dst[%d]=%g want %g", m, k, n, withBias, i, dst[i], want[i])
+	forEachImpl(t, func(t *testing.T) {
+		shapes := [][3]int{
+			{0, 0, 0}, {0, 5, 3}, {3, 0, 4}, {1, 1, 1}, {1, 7, 1}, {2, 3, 5},
+			{5, 17, 9}, {13, 31, 7}, {16, 64, 48}, {17, 65, 49}, {33, 384, 31},
+			{64, 128, 64}, {97, 100, 129}, {130, 384, 67},
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		for _, s := range shapes {
+			m, k, n := s[0], s[1], s[2]
+			a, b := randSlice(r, m*k), randSlice(r, n*k)
+			for _, withBias := range []bool{false, true} {
+				var bias []float32
+				if withBias {
+					bias = randSlice(r, n)
+				}
+				want := naiveMatMulT(a, b, bias, m, k, n)
+				dst := randSlice(r, m*n) // garbage: MatMulT must overwrite, not accumulate
+				MatMulT(dst, a, b, bias, m, k, n)
+				for i := range want {
+					if !closeTo(dst[i], want[i], k) {
+						t.Fatalf("m=%d k=%d n=%d bias=%v: dst[%d]=%g want %g", m, k, n, withBias, i, dst[i], want[i])
+					}
 				}
 			}
 		}
-	}
+	})
 }
 
 func TestDotAxpy(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 3, 7, 8, 15, 16, 31, 33, 64, 100, 384, 1000} {
-		a, b := randSlice(r, n), randSlice(r, n)
-		var want float64
-		for i := range a {
-			want += float64(a[i]) * float64(b[i])
-		}
-		if got := Dot(a, b); !closeTo(got, want, n) {
-			t.Errorf("Dot n=%d: %g want %g", n, got, want)
-		}
-		y := append([]float32(nil), b...)
-		Axpy(0.75, a, y)
-		for i := range y {
-			w := float64(b[i]) + 0.75*float64(a[i])
-			if !closeTo(y[i], w, 1) {
-				t.Fatalf("Axpy n=%d: y[%d]=%g want %g", n, i, y[i], w)
+	forEachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 4))
+		for _, n := range []int{0, 1, 3, 7, 8, 15, 16, 31, 33, 64, 100, 384, 1000} {
+			a, b := randSlice(r, n), randSlice(r, n)
+			var want float64
+			for i := range a {
+				want += float64(a[i]) * float64(b[i])
+			}
+			if got := Dot(a, b); !closeTo(got, want, n) {
+				t.Errorf("Dot n=%d: %g want %g", n, got, want)
+			}
+			y := append([]float32(nil), b...)
+			Axpy(0.75, a, y)
+			for i := range y {
+				w := float64(b[i]) + 0.75*float64(a[i])
+				if !closeTo(y[i], w, 1) {
+					t.Fatalf("Axpy n=%d: y[%d]=%g want %g", n, i, y[i], w)
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestAddScale(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, 9, 64, 385} {
-		x, y := randSlice(r, n), randSlice(r, n)
-		d := append([]float32(nil), y...)
-		Add(d, x)
-		for i := range d {
-			if d[i] != y[i]+x[i] {
-				t.Fatalf("Add n=%d: [%d]=%g want %g", n, i, d[i], y[i]+x[i])
+	forEachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		for _, n := range []int{0, 1, 9, 64, 385} {
+			x, y := randSlice(r, n), randSlice(r, n)
+			d := append([]float32(nil), y...)
+			Add(d, x)
+			for i := range d {
+				if d[i] != y[i]+x[i] {
+					t.Fatalf("Add n=%d: [%d]=%g want %g", n, i, d[i], y[i]+x[i])
+				}
+			}
+			Scale(d, -0.5)
+			for i := range d {
+				if w := (y[i] + x[i]) * -0.5; d[i] != w {
+					t.Fatalf("Scale n=%d: [%d]=%g want %g", n, i, d[i], w)
+				}
 			}
 		}
-		Scale(d, -0.5)
-		for i := range d {
-			if w := (y[i] + x[i]) * -0.5; d[i] != w {
-				t.Fatalf("Scale n=%d: [%d]=%g want %g", n, i, d[i], w)
-			}
-		}
-	}
+	})
 }
 
 func TestGELU(t *testing.T) {
-	var x []float32
-	for v := -12.0; v <= 12; v += 0.01 {
-		x = append(x, float32(v))
-	}
-	x = append(x, 0, -0, 30, -30, 1e-8, -1e-8)
-	in := append([]float32(nil), x...)
-	GELU(x)
-	for i, v := range in {
-		want := 0.5 * float64(v) * (1 + math.Erf(float64(v)/math.Sqrt2))
-		if math.Abs(float64(x[i])-want) > 2e-6*math.Max(1, math.Abs(want))+1e-7 {
-			t.Fatalf("GELU(%g)=%g want %g", v, x[i], want)
+	forEachImpl(t, func(t *testing.T) {
+		var x []float32
+		for v := -12.0; v <= 12; v += 0.01 {
+			x = append(x, float32(v))
 		}
-	}
+		x = append(x, 0, -0, 30, -30, 1e-8, -1e-8)
+		in := append([]float32(nil), x...)
+		GELU(x)
+		for i, v := range in {
+			want := 0.5 * float64(v) * (1 + math.Erf(float64(v)/math.Sqrt2))
+			if math.Abs(float64(x[i])-want) > 2e-6*math.Max(1, math.Abs(want))+1e-7 {
+				t.Fatalf("GELU(%g)=%g want %g", v, x[i], want)
+			}
+		}
+	})
 }
 
 func TestLayerNorm(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	for _, s := range [][2]int{{0, 0}, {1, 1}, {1, 7}, {3, 384}, {5, 33}, {2, 1536}} {
-		rows, cols := s[0], s[1]
-		x := randSlice(r, rows*cols)
-		for i := range x {
-			x[i] = x[i]*3 + 100 // large offset: catches one-pass variance
-		}
-		g, b := randSlice(r, cols), randSlice(r, cols)
-		in := append([]float32(nil), x...)
-		LayerNorm(x, g, b, rows, cols, 1e-12)
-		for row := 0; row < rows; row++ {
-			v := in[row*cols : (row+1)*cols]
-			var mean, vr float64
-			for _, e := range v {
-				mean += float64(e)
+	forEachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(7, 8))
+		for _, s := range [][2]int{{0, 0}, {1, 1}, {1, 7}, {3, 384}, {5, 33}, {2, 1536}} {
+			rows, cols := s[0], s[1]
+			x := randSlice(r, rows*cols)
+			for i := range x {
+				x[i] = x[i]*3 + 100 // large offset: catches one-pass variance
 			}
-			mean /= float64(cols)
-			for _, e := range v {
-				vr += (float64(e) - mean) * (float64(e) - mean)
-			}
-			vr /= float64(cols)
-			for c := range v {
-				want := (float64(v[c])-mean)/math.Sqrt(vr+1e-12)*float64(g[c]) + float64(b[c])
-				if !closeTo(x[row*cols+c], want, 30) {
-					t.Fatalf("LayerNorm %dx%d [%d,%d]=%g want %g", rows, cols, row, c, x[row*cols+c], want)
+			g, b := randSlice(r, cols), randSlice(r, cols)
+			in := append([]float32(nil), x...)
+			LayerNorm(x, g, b, rows, cols, 1e-12)
+			for row := 0; row < rows; row++ {
+				v := in[row*cols : (row+1)*cols]
+				var mean, vr float64
+				for _, e := range v {
+					mean += float64(e)
+				}
+				mean /= float64(cols)
+				for _, e := range v {
+					vr += (float64(e) - mean) * (float64(e) - mean)
+				}
+				vr /= float64(cols)
+				for c := range v {
+					want := (float64(v[c])-mean)/math.Sqrt(vr+1e-12)*float64(g[c]) + float64(b[c])
+					if !closeTo(x[row*cols+c], want, 30) {
+						t.Fatalf("LayerNorm %dx%d [%d,%d]=%g want %g", rows, cols, row, c, x[row*cols+c], want)
+					}
 				}
 			}
+		}
+	})
+}
+
+func TestSoftmaxRows(t *testing.T) {
+	forEachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 10))
+		for _, s := range [][2]int{{0, 0}, {1, 1}, {2, 3}, {4, 17}, {3, 128}, {2, 256}} {
+			rows, cols := s[0], s[1]
+			x := randSlice(r, rows*cols)
+			for i := range x {
+				x[i] *= 20
+			}
+			if cols > 2 {
+				x[1] = -1e4 // the attention mask's large negative bias
+				x[2] = 1e4
+			}
+			in := append([]float32(nil), x...)
+			SoftmaxRows(x, rows, cols)
+			for row := 0; row < rows; row++ {
+				v := in[row*cols : (row+1)*cols]
+				max := math.Inf(-1)
+				for _, e := range v {
+					max = math.Max(max, float64(e))
+				}
+				var sum float64
+				for _, e := range v {
+					sum += math.Exp(float64(e) - max)
+				}
+				for c := range v {
+					want := math.Exp(float64(v[c])-max) / sum
+					got := float64(x[row*cols+c])
+					if math.Abs(got-want) > 1e-6*want+1e-9 {
+						t.Fatalf("Softmax %dx%d [%d,%d]=%g want %g", rows, cols, row, c, got, want)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestMatMulTSplits forces the work split of the packed path through its
+// branches: one worker, more workers than row blocks (columns split too),
+// and an odd worker count that leaves units of unequal size.
+func TestMatMulTSplits(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	saved := workers
+	defer func() { workers = saved }()
+	for _, w := range []int{1, 2, 3, 8} {
+		workers = func() int { return w }
+		for _, s := range [][3]int{{7, 384, 1536}, {200, 64, 100}, {250, 300, 70}, {13, 1536, 33}, {1, 600, 500}} {
+			m, k, n := s[0], s[1], s[2]
+			a, b, bias := randSlice(r, m*k), randSlice(r, n*k), randSlice(r, n)
+			want := naiveMatMulT(a, b, bias, m, k, n)
+			forEachImpl(t, func(t *testing.T) {
+				dst := randSlice(r, m*n)
+				MatMulT(dst, a, b, bias, m, k, n)
+				for i := range want {
+					if !closeTo(dst[i], want[i], k) {
+						t.Fatalf("workers=%d m=%d k=%d n=%d: dst[%d]=%g want %g", w, m, k, n, i, dst[i], want[i])
+					}
+				}
+			})
 		}
 	}
 }
 
-func TestSoftmaxRows(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	for _, s := range [][2]int{{0, 0}, {1, 1}, {2, 3}, {4, 17}, {3, 128}, {2, 256}} {
-		rows, cols := s[0], s[1]
-		x := randSlice(r, rows*cols)
-		for i := range x {
-			x[i] *= 20
+func TestShortSlicesPanic(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("MatMulT with a short dst did not panic")
 		}
-		if cols > 2 {
-			x[1] = -1e4 // the attention mask's large negative bias
-			x[2] = 1e4
-		}
-		in := append([]float32(nil), x...)
-		SoftmaxRows(x, rows, cols)
-		for row := 0; row < rows; row++ {
-			v := in[row*cols : (row+1)*cols]
-			max := math.Inf(-1)
-			for _, e := range v {
-				max = math.Max(max, float64(e))
-			}
-			var sum float64
-			for _, e := range v {
-				sum += math.Exp(float64(e) - max)
-			}
-			for c := range v {
-				want := math.Exp(float64(v[c])-max) / sum
-				got := float64(x[row*cols+c])
-				if math.Abs(got-want) > 1e-6*want+1e-9 {
-					t.Fatalf("Softmax %dx%d [%d,%d]=%g want %g", rows, cols, row, c, got, want)
-				}
-			}
-		}
-	}
+	}()
+	MatMulT(make([]float32, 3), make([]float32, 4), make([]float32, 4), nil, 2, 2, 2)
 }

@@ -1,0 +1,40 @@
+package kernel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BERT-small shapes: m is the number of tokens in a batch (32 chunks of up to
+// 256 tokens), k×n the projections (QKV and output 384×384, FFN 384↔1536),
+// and one attention head's scores (seq×32 by seq×32) and context.
+var matMulShapes = []struct {
+	name    string
+	m, k, n int
+}{
+	{"qkv_8192x384x1152", 8192, 384, 1152},
+	{"attnout_8192x384x384", 8192, 384, 384},
+	{"ffn1_8192x384x1536", 8192, 384, 1536},
+	{"ffn2_8192x1536x384", 8192, 1536, 384},
+	{"scores_256x32x256", 256, 32, 256},
+	{"context_256x256x32", 256, 256, 32},
+	{"query_16x384x1536", 16, 384, 1536},
+}
+
+func BenchmarkMatMulT(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, s := range matMulShapes {
+		a, w := randSlice(r, s.m*s.k), randSlice(r, s.n*s.k)
+		bias, dst := randSlice(r, s.n), make([]float32, s.m*s.n)
+		for _, impl := range impls() {
+			b.Run(fmt.Sprintf("%s/%s", s.name, impl.name), func(b *testing.B) {
+				defer impl.use()()
+				for b.Loop() {
+					MatMulT(dst, a, w, bias, s.m, s.k, s.n)
+				}
+				b.ReportMetric(2*float64(s.m*s.k*s.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

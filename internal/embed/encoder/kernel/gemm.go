@@ -1,0 +1,229 @@
+package kernel
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// The packed product follows the BLIS loop nest. b is repacked once per call
+// into panels of nr columns, each stored p-major (nr contiguous values per
+// step of the inner dimension), so the micro-kernel reads it with plain
+// vector loads; a is read in place, because its rows are already contiguous
+// along k and broadcasting one value per row needs no layout change.
+//
+// Blocking: a packed panel of kcMax×nr floats (16 KiB) stays in L1 while the
+// micro-kernel sweeps the rows of one row block (up to mcMax rows, ≤120 KiB of
+// a, in L2). Row blocks are the unit of parallel work.
+const (
+	mr    = 6   // rows per micro-tile: 12 accumulators of 8 lanes leave 4 of 16 ymm registers free
+	nr    = 16  // columns per micro-tile: two 8-lane vectors
+	kcMax = 256 // inner-dimension block
+	mcMax = 120 // rows per parallel work unit; a multiple of mr
+
+	// Products below this many multiply-adds run on the calling goroutine:
+	// starting workers costs more than it saves.
+	parallelMin = 1 << 18
+)
+
+// microKernel computes one mr×nr tile of c (leading dimension ldc):
+//
+//	c[r][j] = init[r][j] + sum_{p<kc} a[r*lda+p] * b[p*nr+j]
+//
+// where b is a packed panel and init is c itself when acc != 0, otherwise
+// bias[j] (zero when bias is nil).
+type microKernel func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, acc int)
+
+// gemmKernel is the micro-kernel of the packed path; nil means this CPU has
+// none and MatMulT uses the portable product.
+var gemmKernel microKernel
+
+var packPool = sync.Pool{New: func() any { return new([]float32) }}
+
+// workers is a variable so tests can exercise the parallel split on any machine.
+var workers = func() int { return runtime.GOMAXPROCS(0) }
+
+func matMulTPacked(dst, a, b, bias []float32, m, k, n int) {
+	if k == 0 {
+		fillBias(dst, bias, m, n)
+		return
+	}
+	kern := gemmKernel
+	np := (n + nr - 1) / nr
+	nkb := (k + kcMax - 1) / kcMax
+	kc := (k + nkb - 1) / nkb // equal blocks: 384 splits 192+192, not 256+128
+
+	bufp := packPool.Get().(*[]float32)
+	defer packPool.Put(bufp)
+	if cap(*bufp) < np*nr*k {
+		*bufp = make([]float32, np*nr*k)
+	}
+	packed := (*bufp)[:np*nr*k]
+
+	w := workers()
+	if m*n*k < parallelMin {
+		w = 1
+	}
+	// Pack in parallel too: for short a (a query, one attention head) packing
+	// is a large share of the work.
+	parallelFor(min(w, np), np, func(q int) {
+		for kb := 0; kb < nkb; kb++ {
+			p0 := kb * kc
+			kcb := min(kc, k-p0)
+			packPanel(packed[kb*kc*np*nr+q*kcb*nr:], b, k, n, q*nr, p0, kcb)
+		}
+	})
+
+	mc := mcMax
+	if m < w*mcMax {
+		mc = max(mr, roundUp((m+w-1)/w, mr))
+	}
+	rowBlocks := (m + mc - 1) / mc
+	colChunks := 1
+	if rowBlocks < w {
+		colChunks = min(np, (w+rowBlocks-1)/rowBlocks)
+	}
+	qPer := (np + colChunks - 1) / colChunks
+	units := rowBlocks * colChunks
+
+	parallelFor(min(w, units), units, func(u int) {
+		i0 := (u / colChunks) * mc
+		q0 := (u % colChunks) * qPer
+		t := tile{
+			kern: kern, dst: dst, a: a, bias: bias, packed: packed,
+			m: m, k: k, n: n, np: np, kc: kc,
+			i0: i0, i1: min(m, i0+mc), q0: q0, q1: min(np, q0+qPer),
+		}
+		t.run()
+	})
+}
+
+type tile struct {
+	kern            microKernel
+	dst, a, bias    []float32
+	packed          []float32
+	m, k, n, np, kc int
+	i0, i1, q0, q1  int
+	aEdge           [mr * kcMax]float32
+	cEdge           [mr * nr]float32
+	bEdge           [nr]float32
+}
+
+func (t *tile) run() {
+	m, k, n := t.m, t.k, t.n
+	nkb := (k + t.kc - 1) / t.kc
+	edgeRows := t.i1 == m && m%mr != 0
+	lastI := t.i1 - (t.i1-t.i0)%mr // first row of a partial row group
+	if !edgeRows {
+		lastI = t.i1
+	}
+	for kb := 0; kb < nkb; kb++ {
+		p0 := kb * t.kc
+		kcb := min(t.kc, k-p0)
+		acc := min(kb, 1)
+		blk := t.packed[kb*t.kc*t.np*nr:]
+		if edgeRows {
+			// The partial row group is copied into a zero-padded mr-row block
+			// so the kernel never reads past the end of a.
+			clear(t.aEdge[:mr*kcb])
+			for r := 0; lastI+r < m; r++ {
+				copy(t.aEdge[r*kcb:(r+1)*kcb], t.a[(lastI+r)*k+p0:])
+			}
+		}
+		for q := t.q0; q < t.q1; q++ {
+			bp := &blk[q*kcb*nr]
+			j0 := q * nr
+			cols := min(nr, n-j0)
+			var biasp *float32
+			if t.bias != nil && acc == 0 {
+				if cols == nr {
+					biasp = &t.bias[j0]
+				} else {
+					clear(t.bEdge[:])
+					copy(t.bEdge[:], t.bias[j0:n])
+					biasp = &t.bEdge[0]
+				}
+			}
+			i := t.i0
+			if cols == nr {
+				for ; i < lastI; i += mr {
+					t.kern(kcb, &t.a[i*k+p0], k, bp, &t.dst[i*n+j0], n, biasp, acc)
+				}
+			}
+			for ; i < t.i1; i += mr {
+				rows := min(mr, m-i)
+				ap, lda := &t.aEdge[0], kcb
+				if rows == mr {
+					ap, lda = &t.a[i*k+p0], k
+				}
+				if acc != 0 {
+					for r := 0; r < rows; r++ {
+						copy(t.cEdge[r*nr:r*nr+cols], t.dst[(i+r)*n+j0:])
+					}
+				}
+				t.kern(kcb, ap, lda, bp, &t.cEdge[0], nr, biasp, acc)
+				for r := 0; r < rows; r++ {
+					copy(t.dst[(i+r)*n+j0:(i+r)*n+j0+cols], t.cEdge[r*nr:])
+				}
+			}
+		}
+	}
+}
+
+// packPanel writes columns j0..j0+nr of b (rows of the n×k matrix), inner
+// indices p0..p0+kcb, as kcb groups of nr values; columns past n are zero.
+func packPanel(dst, b []float32, k, n, j0, p0, kcb int) {
+	dst = dst[:kcb*nr]
+	for jj := 0; jj < nr; jj++ {
+		if j0+jj >= n {
+			for p := 0; p < kcb; p++ {
+				dst[p*nr+jj] = 0
+			}
+			continue
+		}
+		src := b[(j0+jj)*k+p0 : (j0+jj)*k+p0+kcb]
+		for p, v := range src {
+			dst[p*nr+jj] = v
+		}
+	}
+}
+
+func fillBias(dst, bias []float32, m, n int) {
+	for i := 0; i < m; i++ {
+		row := dst[i*n : (i+1)*n]
+		if bias == nil {
+			clear(row)
+		} else {
+			copy(row, bias[:n])
+		}
+	}
+}
+
+// parallelFor runs f(0..count-1) on w goroutines, handing out indices in
+// order so uneven units balance themselves.
+func parallelFor(w, count int, f func(int)) {
+	if w <= 1 {
+		for i := 0; i < count; i++ {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < w; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= count {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func roundUp(x, to int) int { return (x + to - 1) / to * to }

@@ -1,0 +1,136 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// One step of the inner dimension: two vectors of the packed b panel, and
+// each of the six rows of a broadcast against them. AX addresses rows 0-2
+// (stride BX), CX rows 3-5.
+#define STEP6x16(ao, bo) \
+	VMOVUPS bo(DX), Y12 \
+	VMOVUPS bo+32(DX), Y13 \
+	VBROADCASTSS ao(AX), Y14 \
+	VFMADD231PS Y12, Y14, Y0 \
+	VFMADD231PS Y13, Y14, Y1 \
+	VBROADCASTSS ao(AX)(BX*1), Y15 \
+	VFMADD231PS Y12, Y15, Y2 \
+	VFMADD231PS Y13, Y15, Y3 \
+	VBROADCASTSS ao(AX)(BX*2), Y14 \
+	VFMADD231PS Y12, Y14, Y4 \
+	VFMADD231PS Y13, Y14, Y5 \
+	VBROADCASTSS ao(CX), Y15 \
+	VFMADD231PS Y12, Y15, Y6 \
+	VFMADD231PS Y13, Y15, Y7 \
+	VBROADCASTSS ao(CX)(BX*1), Y14 \
+	VFMADD231PS Y12, Y14, Y8 \
+	VFMADD231PS Y13, Y14, Y9 \
+	VBROADCASTSS ao(CX)(BX*2), Y15 \
+	VFMADD231PS Y12, Y15, Y10 \
+	VFMADD231PS Y13, Y15, Y11
+
+// func gemm6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, acc int)
+TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-64
+	MOVQ kc+0(FP), SI
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), BX
+	SHLQ $2, BX
+	MOVQ b+24(FP), DX
+	MOVQ c+32(FP), DI
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, R8
+	LEAQ (AX)(BX*2), CX
+	ADDQ BX, CX
+	LEAQ (DI)(R8*2), R9
+	ADDQ R8, R9
+
+	MOVQ acc+56(FP), R10
+	TESTQ R10, R10
+	JNZ loadc
+	MOVQ bias+48(FP), R10
+	TESTQ R10, R10
+	JZ zero
+	VMOVUPS (R10), Y0
+	VMOVUPS 32(R10), Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y1, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y1, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y1, Y7
+	VMOVAPS Y0, Y8
+	VMOVAPS Y1, Y9
+	VMOVAPS Y0, Y10
+	VMOVAPS Y1, Y11
+	JMP start
+
+zero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	JMP start
+
+loadc:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS (DI)(R8*1), Y2
+	VMOVUPS 32(DI)(R8*1), Y3
+	VMOVUPS (DI)(R8*2), Y4
+	VMOVUPS 32(DI)(R8*2), Y5
+	VMOVUPS (R9), Y6
+	VMOVUPS 32(R9), Y7
+	VMOVUPS (R9)(R8*1), Y8
+	VMOVUPS 32(R9)(R8*1), Y9
+	VMOVUPS (R9)(R8*2), Y10
+	VMOVUPS 32(R9)(R8*2), Y11
+
+start:
+	MOVQ SI, R11
+	SHRQ $2, R11
+	JZ tail
+
+loop4:
+	STEP6x16(0, 0)
+	STEP6x16(4, 64)
+	STEP6x16(8, 128)
+	STEP6x16(12, 192)
+	ADDQ $16, AX
+	ADDQ $16, CX
+	ADDQ $256, DX
+	DECQ R11
+	JNZ loop4
+
+tail:
+	ANDQ $3, SI
+	JZ store
+
+loop1:
+	STEP6x16(0, 0)
+	ADDQ $4, AX
+	ADDQ $4, CX
+	ADDQ $64, DX
+	DECQ SI
+	JNZ loop1
+
+store:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, (DI)(R8*1)
+	VMOVUPS Y3, 32(DI)(R8*1)
+	VMOVUPS Y4, (DI)(R8*2)
+	VMOVUPS Y5, 32(DI)(R8*2)
+	VMOVUPS Y6, (R9)
+	VMOVUPS Y7, 32(R9)
+	VMOVUPS Y8, (R9)(R8*1)
+	VMOVUPS Y9, 32(R9)(R8*1)
+	VMOVUPS Y10, (R9)(R8*2)
+	VMOVUPS Y11, 32(R9)(R8*2)
+	VZEROUPPER
+	RET

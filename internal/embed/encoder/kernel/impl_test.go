@@ -1,0 +1,58 @@
+package kernel
+
+import "testing"
+
+// impl names one set of kernels; use swaps it in and returns the undo.
+type impl struct {
+	name string
+	use  func() (restore func())
+}
+
+type kernelSet struct {
+	dot          func(a, b []float32) float32
+	axpy         func(alpha float32, x, y []float32)
+	add          func(dst, x []float32)
+	scale        func(x []float32, s float32)
+	gelu         func(x []float32)
+	layerNormRow func(row, gamma, beta []float32, eps float32)
+	softmaxRow   func(row []float32)
+	matMulT      func(dst, a, b, bias []float32, m, k, n int)
+}
+
+func current() kernelSet {
+	return kernelSet{dot, axpy, add, scale, gelu, layerNormRow, softmaxRow, matMulT}
+}
+
+func (s kernelSet) install() {
+	dot, axpy, add, scale = s.dot, s.axpy, s.add, s.scale
+	gelu, layerNormRow, softmaxRow, matMulT = s.gelu, s.layerNormRow, s.softmaxRow, s.matMulT
+}
+
+var generic = kernelSet{
+	dotGeneric, axpyGeneric, addGeneric, scaleGeneric,
+	geluGeneric, layerNormRowGeneric, softmaxRowGeneric, matMulTGeneric,
+}
+
+// impls lists the portable kernels and the ones init selected for this CPU
+// (when they differ), so every test and benchmark covers both paths.
+func impls() []impl {
+	out := []impl{{"generic", func() func() {
+		saved := current()
+		generic.install()
+		return saved.install
+	}}}
+	if gemmKernel != nil {
+		out = append(out, impl{"fast", func() func() { return func() {} }})
+	}
+	return out
+}
+
+// forEachImpl runs f once per kernel set as a subtest.
+func forEachImpl(t *testing.T, f func(t *testing.T)) {
+	for _, im := range impls() {
+		t.Run(im.name, func(t *testing.T) {
+			defer im.use()()
+			f(t)
+		})
+	}
+}
