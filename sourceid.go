@@ -34,6 +34,9 @@ func CleanSourceID(p string) (string, error) {
 			return "", Errorf(EINVALID, "source id %q leaves the vault (..)", p)
 		}
 	}
+	if reservedID(p) {
+		return "", Errorf(EINVALID, "source id %q starts with a prefix reserved for memories and diary days", p)
+	}
 	p = path.Clean(p)
 	if p == "." {
 		return "", Errorf(EINVALID, "source id is empty")

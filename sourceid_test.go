@@ -16,9 +16,24 @@ func TestCleanSourceID(t *testing.T) {
 			t.Errorf("CleanSourceID(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
-	for _, in := range []string{"", ".", "/etc/passwd", "../x.md", "a/../../x", `C:\x.md`, "a\x00b", "\xff"} {
+	for _, in := range []string{"", ".", "/etc/passwd", "../x.md", "a/../../x", `C:\x.md`, "a\x00b", "\xff", "memory:x:y", "diary::2025-01-01"} {
 		if _, err := CleanSourceID(in); ErrorCode(err) != EINVALID {
 			t.Errorf("CleanSourceID(%q) err = %v; want EINVALID", in, err)
+		}
+	}
+}
+
+func TestPublicID(t *testing.T) {
+	cases := map[string]string{
+		MemoryID("", "person_ann"):       "person_ann",
+		MemoryID("bob", "a:b/c"):         "a:b/c",
+		DiaryID("bob", "2025-07-14"):     "diary/2025-07-14",
+		"2025/07/chat.md":                "2025/07/chat.md",
+		"exports/c.json/7d3c9a10-1111-4": "exports/c.json/7d3c9a10-1111-4",
+	}
+	for in, want := range cases {
+		if got := PublicID(in); got != want {
+			t.Errorf("PublicID(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

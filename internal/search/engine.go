@@ -441,7 +441,7 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		perSource[s.sc.Source.ID]++
 		hashes = append(hashes, s.sc.Hash)
 		hits = append(hits, recall.Hit{
-			Source: s.sc.Source.ID, ChunkIndex: s.sc.Index, Kind: s.sc.Source.Kind,
+			Source: recall.PublicID(s.sc.Source.ID), ChunkIndex: s.sc.Index, Kind: s.sc.Source.Kind,
 			Title: s.sc.Source.Title, Date: s.sc.Source.Date, Score: round(s.c.score),
 			Match: s.match, Text: s.sc.Text,
 		})
@@ -453,7 +453,7 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		}
 		for i := range hits {
 			for _, src := range others[hashes[i]] {
-				if src != hits[i].Source {
+				if src = recall.PublicID(src); src != hits[i].Source {
 					hits[i].AlsoIn = append(hits[i].AlsoIn, src)
 				}
 			}
@@ -474,7 +474,7 @@ func (e *Engine) Context(ctx context.Context, source string, index, radius int, 
 	if index < 0 {
 		return nil, recall.Errorf(recall.EINVALID, "chunk index must be 0 or more")
 	}
-	src, err := e.store.Source(ctx, source)
+	src, err := e.resolve(ctx, source, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -486,7 +486,26 @@ func (e *Engine) Context(ctx context.Context, source string, index, radius int, 
 	if index >= src.ChunkCount {
 		return nil, recall.Errorf(recall.ENOTFOUND, "source %q has %d chunks; there is no chunk %d", source, src.ChunkCount, index)
 	}
-	return e.store.Chunks(ctx, source, max(0, index-radius), index+radius)
+	return e.store.Chunks(ctx, src.ID, max(0, index-radius), index+radius)
+}
+
+// resolve finds the source a client names: an archive path, a memory key
+// or diary/<date> of the caller's owner.
+func (e *Engine) resolve(ctx context.Context, name string, scope recall.Filter) (recall.Source, error) {
+	candidates := []string{name, recall.MemoryID(scope.Owner, name)}
+	if date, ok := strings.CutPrefix(name, "diary/"); ok {
+		candidates = append(candidates, recall.DiaryID(scope.Owner, date))
+	}
+	for _, id := range candidates {
+		src, err := e.store.Source(ctx, id)
+		if err == nil {
+			return src, nil
+		}
+		if !recall.IsNotFound(err) {
+			return recall.Source{}, err
+		}
+	}
+	return recall.Source{}, recall.Errorf(recall.ENOTFOUND, "no source %q", name)
 }
 
 // exactPhrases returns the folded phrases a chunk must contain to count as

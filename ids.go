@@ -1,0 +1,48 @@
+package recall
+
+import "strings"
+
+// Memories and diary days live in the same store as archive files. Their
+// internal source ids are namespaced by owner so that two owners can each
+// have a key "notes" and neither can learn of the other's (an owner's key
+// reads exactly like a missing key to everyone else):
+//
+//	memory:<owner>:<key>     shown to clients as <key>
+//	diary:<owner>:<date>     shown to clients as diary/<date>
+//
+// Archive ids are vault paths; CleanSourceID refuses paths that start with
+// these prefixes, so the namespaces cannot collide.
+const (
+	memoryIDPrefix = "memory:"
+	diaryIDPrefix  = "diary:"
+)
+
+// MemoryID is the internal source id of an owner's memory key.
+func MemoryID(owner, key string) string { return memoryIDPrefix + owner + ":" + key }
+
+// DiaryID is the internal source id of an owner's diary day (YYYY-MM-DD).
+func DiaryID(owner, date string) string { return diaryIDPrefix + owner + ":" + date }
+
+// MemoryPrefix is the id prefix of an owner's memories whose keys start with keyPrefix.
+func MemoryPrefix(owner, keyPrefix string) string { return memoryIDPrefix + owner + ":" + keyPrefix }
+
+// DiaryPrefix is the id prefix of an owner's diary days.
+func DiaryPrefix(owner string) string { return diaryIDPrefix + owner + ":" }
+
+// PublicID is the source name clients see for an internal source id: the
+// key of a memory, diary/<date> for a diary day, the path of an archive file.
+func PublicID(id string) string {
+	for _, p := range []struct{ prefix, shown string }{{memoryIDPrefix, ""}, {diaryIDPrefix, "diary/"}} {
+		if rest, ok := strings.CutPrefix(id, p.prefix); ok {
+			if _, v, ok := strings.Cut(rest, ":"); ok {
+				return p.shown + v
+			}
+		}
+	}
+	return id
+}
+
+// reservedID reports whether an archive path would fall in a memory namespace.
+func reservedID(p string) bool {
+	return strings.HasPrefix(p, memoryIDPrefix) || strings.HasPrefix(p, diaryIDPrefix)
+}
