@@ -1,0 +1,113 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/recall-mcp/recall"
+)
+
+// ListAll pages through every memory and diary day of every owner (admin).
+func (s *Service) ListAll(ctx context.Context, cursor string, limit int) (Page, error) {
+	if limit == 0 {
+		limit = 50
+	}
+	if limit < 0 || limit > 200 {
+		return Page{}, recall.Errorf(recall.EINVALID, "limit must be between 1 and 200")
+	}
+	f := recall.Filter{Kinds: []recall.Kind{recall.KindMemory, recall.KindDiary}}
+	srcs, next, err := s.st.ListSources(ctx, recall.ListOptions{Filter: f, Cursor: cursor, Limit: limit})
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Items: make([]Item, len(srcs)), Next: next}
+	for i, src := range srcs {
+		p.Items[i] = itemOf(src)
+		if src.Kind == recall.KindDiary {
+			if d, err := dayOf(src); err == nil && len(d.Entries) > 0 {
+				p.Items[i].Preview = preview(d.Entries[0].Text)
+			}
+		}
+	}
+	return p, nil
+}
+
+// Status is the index state of memories and diary days.
+type Status struct {
+	Counts  map[string]int `json:"counts"`  // ok, pending, skipped
+	Pending []Item         `json:"pending"` // up to 100 sources still waiting for vectors
+}
+
+// IndexStatus counts index states and lists pending sources (admin).
+func (s *Service) IndexStatus(ctx context.Context) (Status, error) {
+	st, err := s.st.Stats(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	out := Status{Counts: map[string]int{recall.IndexOK: 0, recall.IndexPending: 0, recall.IndexSkipped: 0}, Pending: []Item{}}
+	for k, v := range st.IndexStates {
+		out.Counts[k] = v
+	}
+	if out.Counts[recall.IndexPending] == 0 {
+		return out, nil
+	}
+	cursor := ""
+	for len(out.Pending) < 100 {
+		p, err := s.ListAll(ctx, cursor, 200)
+		if err != nil {
+			return Status{}, err
+		}
+		for _, it := range p.Items {
+			if it.Index == recall.IndexPending && len(out.Pending) < 100 {
+				out.Pending = append(out.Pending, it)
+			}
+		}
+		if p.Next == "" {
+			break
+		}
+		cursor = p.Next
+	}
+	return out, nil
+}
+
+// Reindex rebuilds one memory's (or diary day's, as "diary/DATE") chunks
+// and vectors from its stored value (admin).
+func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, error) {
+	id := recall.MemoryID(owner, key)
+	if date, ok := cutDiary(key); ok {
+		id = recall.DiaryID(owner, date)
+	}
+	src, err := s.st.Source(ctx, id)
+	if recall.IsNotFound(err) {
+		return SaveResult{}, notFound("no memory with key " + quote(key))
+	}
+	if err != nil {
+		return SaveResult{}, err
+	}
+	blocks := []string{src.Body}
+	if src.Kind == recall.KindDiary {
+		var b body
+		if err := json.Unmarshal([]byte(src.Body), &b); err != nil {
+			return SaveResult{}, recall.WrapError(recall.EINTERNAL, err, "diary %s is unreadable", src.Date)
+		}
+		blocks = blocks[:0]
+		for _, e := range b.Entries {
+			blocks = append(blocks, e.Text)
+		}
+	}
+	chunks := s.chunks(src.Title, blocks)
+	vecs, state := s.embed(ctx, chunks)
+	src.ChunkCount, src.IndexState = len(chunks), state
+	if _, err := s.w.Write(ctx, []recall.Document{{Source: src, Chunks: chunks}}, vecs); err != nil {
+		return SaveResult{}, err
+	}
+	return SaveResult{Key: key, Stored: "ok", Index: state, Chunks: len(chunks), Model: s.modelName(), ContentHash: src.ContentHash}, nil
+}
+
+func cutDiary(key string) (string, bool) {
+	const p = "diary/"
+	if len(key) == len(p)+10 && key[:len(p)] == p {
+		return key[len(p):], true
+	}
+	return "", false
+}

@@ -1,0 +1,237 @@
+package memory
+
+import (
+	"context"
+	"unicode/utf8"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/chunk"
+)
+
+// SaveRequest is save_memory's input.
+type SaveRequest struct {
+	Key      string
+	Value    string
+	Category string // "" derives it from the key prefix
+	Owner    string
+	Date     string // YYYY-MM-DD; "" means today
+}
+
+// SaveResult is save_memory's answer.
+type SaveResult struct {
+	Key         string `json:"key"`
+	Stored      string `json:"stored"` // always "ok": the value is committed
+	Index       string `json:"index"`  // ok, pending or skipped
+	Chunks      int    `json:"chunks"`
+	Model       string `json:"model"`
+	ContentHash string `json:"content_hash"`
+}
+
+// Memory is read_memory's answer.
+type Memory struct {
+	Key         string `json:"key"`
+	Value       string `json:"value"`
+	Category    string `json:"category,omitempty"`
+	Owner       string `json:"owner,omitempty"`
+	Date        string `json:"date,omitempty"`
+	ContentHash string `json:"content_hash"`
+	Chunks      int    `json:"chunks"`
+	Index       string `json:"index"`
+	CreatedAt   string `json:"created_at"`
+	UpdatedAt   string `json:"updated_at"`
+}
+
+// Save stores a memory's value verbatim, replacing any value under the same
+// key atomically. Identical content is not re-embedded (index "skipped").
+func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResult, error) {
+	if err := ValidateKey(req.Key); err != nil {
+		return SaveResult{}, err
+	}
+	if err := validateValue(req.Value); err != nil {
+		return SaveResult{}, err
+	}
+	if err := validateDate(req.Date); err != nil {
+		return SaveResult{}, err
+	}
+	if utf8.RuneCountInString(req.Category) > 64 {
+		return SaveResult{}, recall.Errorf(recall.EINVALID, "category is longer than 64 characters")
+	}
+	owner, err := sc.owner(req.Owner)
+	if err != nil {
+		return SaveResult{}, err
+	}
+	id := recall.MemoryID(owner, req.Key)
+	date := req.Date
+	if date == "" {
+		date = s.today()
+	}
+	category := s.Category(req.Key, req.Category)
+	hash := recall.TextHash(req.Value)
+	res := SaveResult{Key: req.Key, Stored: "ok", Model: s.modelName(), ContentHash: hash}
+
+	cur, err := s.st.Source(ctx, id)
+	switch {
+	case err == nil && cur.ContentHash == hash:
+		res.Index, res.Chunks = recall.IndexSkipped, cur.ChunkCount
+		if cur.Category == category && (req.Date == "" || cur.Date == req.Date) {
+			return res, nil
+		}
+		// Same value, new metadata: rewrite the row; identical chunks keep
+		// their rows and vectors, so nothing is re-embedded.
+		if req.Date == "" {
+			date = cur.Date
+		}
+	case err != nil && !recall.IsNotFound(err):
+		return SaveResult{}, err
+	}
+
+	chunks := s.chunks(req.Key, []string{req.Value})
+	var vecs []recall.Vector
+	state := recall.IndexSkipped
+	if res.Index != recall.IndexSkipped {
+		vecs, state = s.embed(ctx, chunks)
+		res.Index = state
+	} else {
+		state = cur.IndexState
+	}
+	doc := recall.Document{
+		Source: recall.Source{ID: id, Kind: recall.KindMemory, Title: req.Key, Date: date, Owner: owner,
+			Category: category, ContentHash: hash, Size: int64(len(req.Value)), ChunkCount: len(chunks),
+			Body: req.Value, IndexState: state},
+		Chunks: chunks,
+	}
+	if _, err := s.w.Write(ctx, []recall.Document{doc}, vecs); err != nil {
+		return SaveResult{}, err
+	}
+	res.Chunks = len(chunks)
+	return res, nil
+}
+
+// chunks splits message blocks with the key or title as the embedding header.
+func (s *Service) chunks(title string, blocks []string) []recall.Chunk {
+	cs := chunk.Split(blocks, s.opt.Chunk)
+	for i := range cs {
+		cs[i].Header = title
+	}
+	return cs
+}
+
+// Read returns a memory; another owner's key reads exactly like a missing one.
+func (s *Service) Read(ctx context.Context, key, owner string, sc Scope) (Memory, error) {
+	if err := ValidateKey(key); err != nil {
+		return Memory{}, err
+	}
+	o, err := sc.owner(owner)
+	if err != nil {
+		return Memory{}, err
+	}
+	src, err := s.st.Source(ctx, recall.MemoryID(o, key))
+	if recall.IsNotFound(err) {
+		return Memory{}, notFound("no memory with key " + quote(key))
+	}
+	if err != nil {
+		return Memory{}, err
+	}
+	return memoryOf(src), nil
+}
+
+func memoryOf(src recall.Source) Memory {
+	return Memory{Key: src.Title, Value: src.Body, Category: src.Category, Owner: src.Owner, Date: src.Date,
+		ContentHash: src.ContentHash, Chunks: src.ChunkCount, Index: src.IndexState,
+		CreatedAt: src.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), UpdatedAt: src.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z")}
+}
+
+// Delete removes a memory's value, chunks, full-text rows and vectors in one
+// transaction. It refuses unless confirm is true.
+func (s *Service) Delete(ctx context.Context, key, owner string, confirm bool, sc Scope) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	o, err := sc.owner(owner)
+	if err != nil {
+		return err
+	}
+	if !confirm {
+		return recall.Errorf(recall.EINVALID, "deleting %s cannot be undone: call again with confirm set to true", quote(key))
+	}
+	n, _, err := s.w.Delete(ctx, recall.MemoryID(o, key))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound("no memory with key " + quote(key))
+	}
+	return nil
+}
+
+// FindRequest is find_memories' input.
+type FindRequest struct {
+	Prefix   string
+	Category string
+	Owner    string
+	Since    string
+	Until    string
+	Cursor   string
+	Limit    int
+}
+
+// Item is one memory in a listing.
+type Item struct {
+	Key       string `json:"key"`
+	Category  string `json:"category,omitempty"`
+	Owner     string `json:"owner,omitempty"`
+	Date      string `json:"date,omitempty"`
+	Preview   string `json:"preview"`
+	Index     string `json:"index"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// Page is a page of a listing; Next is "" on the last page.
+type Page struct {
+	Items []Item `json:"items"`
+	Next  string `json:"next_cursor,omitempty"`
+}
+
+// Find lists memories matching at least one condition (an admin may list
+// without one), a page at a time.
+func (s *Service) Find(ctx context.Context, req FindRequest, sc Scope) (Page, error) {
+	if req.Prefix == "" && req.Category == "" && req.Since == "" && req.Until == "" && !sc.Admin {
+		return Page{}, recall.Errorf(recall.EINVALID, "give at least one of prefix, category, since or until")
+	}
+	if req.Prefix != "" {
+		if err := ValidateKey(req.Prefix); err != nil {
+			return Page{}, recall.Errorf(recall.EINVALID, "prefix: %s", recall.ErrorMessage(err))
+		}
+	}
+	switch {
+	case req.Limit == 0:
+		req.Limit = 10
+	case req.Limit < 0 || req.Limit > MaxFindLimit:
+		return Page{}, recall.Errorf(recall.EINVALID, "limit must be between 1 and %d", MaxFindLimit)
+	}
+	o, err := sc.owner(req.Owner)
+	if err != nil {
+		return Page{}, err
+	}
+	f := recall.Filter{Kinds: []recall.Kind{recall.KindMemory}, SourcePrefix: recall.MemoryPrefix(o, req.Prefix),
+		Category: req.Category, Since: req.Since, Until: req.Until}
+	if err := f.Validate(); err != nil {
+		return Page{}, err
+	}
+	srcs, next, err := s.st.ListSources(ctx, recall.ListOptions{Filter: f, Cursor: req.Cursor, Limit: req.Limit})
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Items: make([]Item, len(srcs)), Next: next}
+	for i, src := range srcs {
+		p.Items[i] = itemOf(src)
+	}
+	return p, nil
+}
+
+func itemOf(src recall.Source) Item {
+	return Item{Key: recall.PublicID(src.ID), Category: src.Category, Owner: src.Owner, Date: src.Date,
+		Preview: preview(src.Body), Index: src.IndexState, UpdatedAt: src.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z")}
+}
+
+func quote(s string) string { return "\"" + s + "\"" }

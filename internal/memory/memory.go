@@ -1,0 +1,253 @@
+// Package memory keeps the key-value memories and dated diary entries an
+// assistant saves. A memory's raw value, its chunks, full-text rows and
+// vectors live in one store and change in one transaction; the index state
+// (ok / pending / skipped) says whether its vectors exist yet.
+package memory
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/chunk"
+)
+
+// Limits.
+const (
+	MaxKeyLen     = 200     // characters
+	MaxValueLen   = 100_000 // characters
+	MaxFindLimit  = 20
+	MaxRecentDays = 30
+	MaxOwnerLen   = 64
+	previewLen    = 160
+)
+
+// Writer is the write path that keeps the vector index in step with the
+// store (the search engine).
+type Writer interface {
+	Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error)
+	Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error)
+	Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error)
+	PutVectors(ctx context.Context, vecs []recall.Vector) error
+}
+
+// CategoryRule maps a key prefix to a category.
+type CategoryRule struct {
+	Prefix   string
+	Category string
+}
+
+// DefaultCategories are the key-prefix rules used unless configured otherwise.
+var DefaultCategories = []CategoryRule{
+	{"project_", "project"}, {"proj_", "project"}, {"diary_", "diary"},
+	{"person_", "person"}, {"note_", "note"},
+}
+
+// Options configure a Service.
+type Options struct {
+	Embedder   recall.Embedder // nil: memories are stored and searchable by text only (index "skipped")
+	Space      string          // vector space new vectors go to
+	Chunk      chunk.Options
+	Categories []CategoryRule  // nil means DefaultCategories
+	Location   *time.Location  // time zone for "today" in the diary (nil: UTC)
+	Now        func() time.Time
+}
+
+// Service implements memories and the diary. It is safe for concurrent use.
+type Service struct {
+	st  recall.Store
+	w   Writer
+	opt Options
+}
+
+// New returns a Service over st, writing through w.
+func New(st recall.Store, w Writer, opt Options) *Service {
+	if opt.Categories == nil {
+		opt.Categories = DefaultCategories
+	}
+	if opt.Location == nil {
+		opt.Location = time.UTC
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Service{st: st, w: w, opt: opt}
+}
+
+// Scope is who is asking. A token bound to an owner sees and writes only
+// that owner's memories and diary; an unbound caller works in the owner it
+// names (default: the unowned namespace "").
+type Scope struct {
+	Owner string
+	Bound bool // Owner is fixed by the caller's credentials
+	Admin bool
+}
+
+// owner resolves the owner a request acts as.
+func (sc Scope) owner(requested string) (string, error) {
+	if sc.Bound {
+		if requested != "" && requested != sc.Owner {
+			// Acting for another owner is refused without saying whether it exists.
+			return "", recall.Errorf(recall.EFORBIDDEN, "this token may only use its own owner")
+		}
+		return sc.Owner, nil
+	}
+	if err := validOwner(requested); err != nil {
+		return "", err
+	}
+	return requested, nil
+}
+
+// Filter is the search filter for this scope: bound tokens never see another
+// owner's memories or diary in any search mode.
+func (sc Scope) Filter(f recall.Filter) recall.Filter {
+	if sc.Bound {
+		f.OwnerScoped, f.Owner = true, sc.Owner
+	}
+	return f
+}
+
+var ownerRE = regexp.MustCompile(`^[A-Za-z0-9_.-]*$`)
+
+func validOwner(o string) error {
+	if len(o) > MaxOwnerLen || !ownerRE.MatchString(o) {
+		return recall.Errorf(recall.EINVALID, "owner must be at most %d letters, digits, '_', '.' or '-'", MaxOwnerLen)
+	}
+	return nil
+}
+
+// ValidateKey checks a memory key: 1-200 characters of letters of any
+// script, digits and _-.:/ with no leading or trailing separator run that
+// would make two keys look alike.
+func ValidateKey(key string) error {
+	if key == "" {
+		return recall.Errorf(recall.EINVALID, "key is empty")
+	}
+	if !utf8.ValidString(key) {
+		return recall.Errorf(recall.EINVALID, "key is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(key); n > MaxKeyLen {
+		return recall.Errorf(recall.EINVALID, "key is %d characters; the limit is %d", n, MaxKeyLen)
+	}
+	for _, r := range key {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || strings.ContainsRune("_-.:/", r) {
+			continue
+		}
+		return recall.Errorf(recall.EINVALID, "key contains %q: use letters, digits and _-.:/ only", r)
+	}
+	if strings.Contains(key, "..") || strings.HasPrefix(key, "/") {
+		return recall.Errorf(recall.EINVALID, "key may not start with / or contain ..")
+	}
+	return nil
+}
+
+func validateValue(v string) error {
+	if !utf8.ValidString(v) {
+		return recall.Errorf(recall.EINVALID, "value is not valid UTF-8")
+	}
+	if strings.TrimSpace(v) == "" {
+		return recall.Errorf(recall.EINVALID, "value is empty")
+	}
+	if n := utf8.RuneCountInString(v); n > MaxValueLen {
+		return recall.Errorf(recall.ETOOLARGE, "value is %d characters; the limit is %d", n, MaxValueLen)
+	}
+	return nil
+}
+
+func validateDate(d string) error {
+	if d == "" {
+		return nil
+	}
+	if _, err := time.Parse("2006-01-02", d); err != nil {
+		return recall.Errorf(recall.EINVALID, "date %q is not YYYY-MM-DD", d)
+	}
+	return nil
+}
+
+// Category returns the category for a key: explicit wins, else the first
+// matching prefix rule, else "".
+func (s *Service) Category(key, explicit string) string {
+	if explicit != "" {
+		return explicit
+	}
+	for _, r := range s.opt.Categories {
+		if strings.HasPrefix(key, r.Prefix) {
+			return r.Category
+		}
+	}
+	return ""
+}
+
+// modelName is what save answers report as the model.
+func (s *Service) modelName() string {
+	if s.opt.Embedder == nil {
+		return ""
+	}
+	i := s.opt.Embedder.Info()
+	return i.Provider + "/" + i.Model
+}
+
+// embed makes vectors for the chunks of docs that the space lacks. It
+// returns the vectors and the index state the documents end up in.
+func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string) {
+	if s.opt.Embedder == nil || s.opt.Space == "" {
+		return nil, recall.IndexSkipped
+	}
+	var hashes, texts []string
+	seen := map[string]bool{}
+	for _, c := range chunks {
+		if !seen[c.Hash] {
+			seen[c.Hash] = true
+			hashes = append(hashes, c.Hash)
+		}
+	}
+	have, err := s.st.VectorsByHash(ctx, s.opt.Space, hashes)
+	if err != nil {
+		return nil, recall.IndexPending
+	}
+	var need []string
+	byHash := map[string]recall.Chunk{}
+	for _, c := range chunks {
+		byHash[c.Hash] = c
+	}
+	for _, h := range hashes {
+		if _, ok := have[h]; !ok {
+			need = append(need, h)
+			c := byHash[h]
+			t := c.Text
+			if c.Header != "" {
+				t = c.Header + "\n\n" + c.Text
+			}
+			texts = append(texts, t)
+		}
+	}
+	if len(need) == 0 {
+		return nil, recall.IndexOK
+	}
+	vecs, err := s.opt.Embedder.Embed(ctx, recall.InputDocument, texts)
+	if err != nil || len(vecs) != len(need) {
+		return nil, recall.IndexPending
+	}
+	out := make([]recall.Vector, len(need))
+	for i, h := range need {
+		out[i] = recall.Vector{Space: s.opt.Space, Hash: h, Vec: vecs[i]}
+	}
+	return out, recall.IndexOK
+}
+
+func preview(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= previewLen {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:previewLen]) + "…"
+}
+
+func notFound(what string) error {
+	return recall.Errorf(recall.ENOTFOUND, "%s", what)
+}
