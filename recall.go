@@ -363,3 +363,14 @@ type Searcher interface {
 func isCanceled(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
+
+// EmbedInput is the text an embedder sees for a chunk: its context header
+// (title, date), a blank line, then the verbatim text. Every path that embeds
+// chunks (sweep, memories, repair) uses it, so one chunk text always gets the
+// same vector.
+func EmbedInput(header, text string) string {
+	if header == "" {
+		return text
+	}
+	return header + "\n\n" + text
+}

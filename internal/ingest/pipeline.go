@@ -274,7 +274,7 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	for _, d := range pr.docs {
 		for _, c := range d.Chunks {
 			if _, ok := texts[c.Hash]; !ok {
-				texts[c.Hash] = embedText(c)
+				texts[c.Hash] = recall.EmbedInput(c.Header, c.Text)
 				hashes = append(hashes, c.Hash)
 			}
 		}
@@ -321,14 +321,6 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 			}
 		}
 	}
-}
-
-// embedText is what the embedder sees: the context header, then the text.
-func embedText(c recall.Chunk) string {
-	if c.Header == "" {
-		return c.Text
-	}
-	return c.Header + "\n\n" + c.Text
 }
 
 func (p *pipeline) embedErr(err error) {

@@ -218,11 +218,7 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 		if _, ok := have[h]; !ok {
 			need = append(need, h)
 			c := byHash[h]
-			t := c.Text
-			if c.Header != "" {
-				t = c.Header + "\n\n" + c.Text
-			}
-			texts = append(texts, t)
+			texts = append(texts, recall.EmbedInput(c.Header, c.Text))
 		}
 	}
 	if len(need) == 0 {

@@ -1,0 +1,130 @@
+// Package repair embeds the chunk texts that lack a vector in a space, page
+// by page, recording where it stopped so the next run resumes there.
+package repair
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/recall-mcp/recall"
+)
+
+// VectorWriter stores vectors and keeps the vector index in step (the
+// search engine).
+type VectorWriter interface {
+	PutVectors(ctx context.Context, vecs []recall.Vector) error
+}
+
+// Options bound one run.
+type Options struct {
+	Limit    int            // at most this many texts this run; 0 means no limit
+	PageSize int            // texts read from the store at a time (0: 256)
+	Batch    int            // texts per embedder call (0: 32)
+	Progress func(Progress) // called after every page (nil: quiet)
+}
+
+// Progress reports a run.
+type Progress struct {
+	Space    string `json:"space"`
+	Embedded int    `json:"embedded"`  // texts embedded in this run
+	Missing  int    `json:"missing"`   // texts still without a vector
+	Cursor   int64  `json:"cursor"`    // chunk id the next run resumes after
+	Done     bool   `json:"done"`      // a full pass found nothing missing
+}
+
+// Run embeds missing vectors of space with emb. It resumes after the
+// space's recorded cursor; on reaching the end it wraps around once to pick
+// up texts that went missing behind the cursor (an embedder failure during a
+// later sweep), so Done means nothing is missing at all.
+func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb recall.Embedder, opt Options) (Progress, error) {
+	if opt.PageSize <= 0 {
+		opt.PageSize = 256
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = 32
+	}
+	sp, err := findSpace(ctx, st, space)
+	if err != nil {
+		return Progress{}, err
+	}
+	info := emb.Info()
+	if info.Provider != sp.Provider || info.Model != sp.Model {
+		return Progress{}, recall.Errorf(recall.ECONFLICT, "space %s holds %s/%s vectors; the embedder is %s/%s",
+			space, sp.Provider, sp.Model, info.Provider, info.Model)
+	}
+	p := Progress{Space: space, Cursor: sp.RepairCursor}
+	wrapped := p.Cursor == 0
+	for opt.Limit == 0 || p.Embedded < opt.Limit {
+		size := opt.PageSize
+		if opt.Limit > 0 {
+			size = min(size, opt.Limit-p.Embedded)
+		}
+		page, err := st.MissingVectors(ctx, space, p.Cursor, size)
+		if err != nil {
+			return p, err
+		}
+		if len(page) == 0 {
+			if wrapped {
+				p.Done = true
+				break
+			}
+			wrapped, p.Cursor = true, 0
+			continue
+		}
+		for i := 0; i < len(page); i += opt.Batch {
+			part := page[i:min(i+opt.Batch, len(page))]
+			texts := make([]string, len(part))
+			for j, t := range part {
+				texts[j] = recall.EmbedInput(t.Header, t.Text)
+			}
+			vecs, err := emb.Embed(ctx, recall.InputDocument, texts)
+			if err != nil {
+				return p, fmt.Errorf("embed: %w", err)
+			}
+			out := make([]recall.Vector, len(part))
+			for j, t := range part {
+				out[j] = recall.Vector{Space: space, Hash: t.Hash, Vec: vecs[j]}
+			}
+			if err := w.PutVectors(ctx, out); err != nil {
+				return p, err
+			}
+			p.Embedded += len(part)
+			p.Cursor = part[len(part)-1].ChunkID
+			if err := st.SetRepairCursor(ctx, space, p.Cursor); err != nil {
+				return p, err
+			}
+		}
+		if opt.Progress != nil {
+			opt.Progress(p)
+		}
+	}
+	if p.Done {
+		p.Cursor = 0
+		if err := st.SetRepairCursor(ctx, space, 0); err != nil {
+			return p, err
+		}
+	}
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		return p, err
+	}
+	for _, s := range stats.Spaces {
+		if s.Name == space {
+			p.Missing = s.Missing
+		}
+	}
+	return p, nil
+}
+
+func findSpace(ctx context.Context, st recall.Store, name string) (recall.VectorSpace, error) {
+	spaces, err := st.Spaces(ctx)
+	if err != nil {
+		return recall.VectorSpace{}, err
+	}
+	for _, s := range spaces {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return recall.VectorSpace{}, recall.Errorf(recall.ENOTFOUND, "no vector space %q", name)
+}
