@@ -41,11 +41,11 @@ type Options struct {
 	Embedder recall.Embedder
 	Space    string
 
-	Workers  int                 // parse/chunk goroutines; 0 means GOMAXPROCS
-	Failures io.Writer           // one line per failed file (nil: discarded)
-	Progress func(Progress)      // called from time to time (nil: quiet)
-	Now      func() time.Time    // clock for records (nil: time.Now)
-	Batch    BatchLimits         // writer batching (zero: defaults)
+	Workers  int              // parse/chunk goroutines; 0 means GOMAXPROCS
+	Failures io.Writer        // one line per failed file (nil: discarded)
+	Progress func(Progress)   // called from time to time (nil: quiet)
+	Now      func() time.Time // clock for records (nil: time.Now)
+	Batch    BatchLimits      // writer batching (zero: defaults)
 }
 
 // BatchLimits bound one write transaction.
@@ -64,15 +64,15 @@ type Progress struct {
 
 // Result is the summary of a sweep; its JSON form is the `--json` line.
 type Result struct {
-	FilesSeen      int     `json:"files_seen"`
-	FilesChanged   int     `json:"files_changed"`
-	FilesSkipped   int     `json:"files_skipped"`
-	FilesFailed    int     `json:"files_failed"`
-	FilesRemoved   int     `json:"files_removed"`
-	ChunksWritten  int     `json:"chunks_written"`
-	Bytes          int64   `json:"bytes"`
-	Seconds        float64 `json:"seconds"`
-	VectorsMissing int     `json:"vectors_missing,omitempty"`
+	FilesSeen      int      `json:"files_seen"`
+	FilesChanged   int      `json:"files_changed"`
+	FilesSkipped   int      `json:"files_skipped"`
+	FilesFailed    int      `json:"files_failed"`
+	FilesRemoved   int      `json:"files_removed"`
+	ChunksWritten  int      `json:"chunks_written"`
+	Bytes          int64    `json:"bytes"`
+	Seconds        float64  `json:"seconds"`
+	VectorsMissing int      `json:"vectors_missing,omitempty"`
 	Removed        []string `json:"-"` // vault-relative paths of files gone since the last sweep
 	Interrupted    bool     `json:"-"`
 }
@@ -294,5 +294,3 @@ func logFailure(w io.Writer, rel string, err error) {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
-
-

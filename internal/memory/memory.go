@@ -52,8 +52,8 @@ type Options struct {
 	Embedder   recall.Embedder // nil: memories are stored and searchable by text only (index "skipped")
 	Space      string          // vector space new vectors go to
 	Chunk      chunk.Options
-	Categories []CategoryRule  // nil means DefaultCategories
-	Location   *time.Location  // time zone for "today" in the diary (nil: UTC)
+	Categories []CategoryRule // nil means DefaultCategories
+	Location   *time.Location // time zone for "today" in the diary (nil: UTC)
 	Now        func() time.Time
 }
 

@@ -26,10 +26,10 @@ type Options struct {
 // Progress reports a run.
 type Progress struct {
 	Space    string `json:"space"`
-	Embedded int    `json:"embedded"`  // texts embedded in this run
-	Missing  int    `json:"missing"`   // texts still without a vector
-	Cursor   int64  `json:"cursor"`    // chunk id the next run resumes after
-	Done     bool   `json:"done"`      // a full pass found nothing missing
+	Embedded int    `json:"embedded"` // texts embedded in this run
+	Missing  int    `json:"missing"`  // texts still without a vector
+	Cursor   int64  `json:"cursor"`   // chunk id the next run resumes after
+	Done     bool   `json:"done"`     // a full pass found nothing missing
 }
 
 // Run embeds missing vectors of space with emb. It resumes after the
