@@ -1,0 +1,200 @@
+package convo
+
+import (
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The parts of a ChatGPT export (conversations.json) that make up what the
+// user saw; everything else in it is ignored.
+type gptConversation struct {
+	ID             string             `json:"id"`
+	ConversationID string             `json:"conversation_id"`
+	Title          string             `json:"title"`
+	CreateTime     float64            `json:"create_time"`
+	UpdateTime     float64            `json:"update_time"`
+	Mapping        map[string]gptNode `json:"mapping"`
+	CurrentNode    string             `json:"current_node"`
+}
+
+type gptNode struct {
+	Message  *gptMessage `json:"message"`
+	Parent   string      `json:"parent"`
+	Children []string    `json:"children"`
+}
+
+type gptMessage struct {
+	Author struct {
+		Role string `json:"role"`
+	} `json:"author"`
+	CreateTime float64 `json:"create_time"`
+	Content    struct {
+		ContentType string            `json:"content_type"`
+		Parts       []json.RawMessage `json:"parts"`
+		Text        string            `json:"text"`
+		Language    string            `json:"language"`
+	} `json:"content"`
+	Metadata struct {
+		Hidden bool `json:"is_visually_hidden_from_conversation"`
+	} `json:"metadata"`
+}
+
+// Content types that never show as a message: custom instructions, saved
+// memories and the model's hidden reasoning.
+var gptHiddenContent = map[string]bool{
+	"user_editable_context":  true,
+	"model_editable_context": true,
+	"thoughts":               true,
+	"reasoning_recap":        true,
+}
+
+func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversation) error) error {
+	ids := exportIDs{}
+	return walkArray(name, r, src, func(i int, dec *json.Decoder) error {
+		var g gptConversation
+		if err := decodeElement(name, src, i, dec, &g); err != nil {
+			return err
+		}
+		if g.Mapping == nil {
+			return invalidf(name, "element [%d] has no \"mapping\": not a ChatGPT conversation", i)
+		}
+		id := g.ID
+		if id == "" {
+			id = g.ConversationID
+		}
+		if err := ids.check(name, i, id); err != nil {
+			return err
+		}
+		c := Conversation{ID: id, Title: g.Title, Created: unixTime(g.CreateTime), Updated: unixTime(g.UpdateTime)}
+		var firstMessage time.Time
+		for _, nodeID := range g.branch() {
+			m := g.Mapping[nodeID].Message
+			if firstMessage.IsZero() {
+				firstMessage = unixTime(m.CreateTime)
+			}
+			if b := renderTurn(speakerLabel(m.Author.Role), m.text()); b != "" {
+				c.Messages = append(c.Messages, b)
+			}
+		}
+		if len(c.Messages) == 0 {
+			return nil
+		}
+		if c.Created.IsZero() {
+			c.Created = firstMessage
+		}
+		c.Date = dateOf(c.Created)
+		return fn(c)
+	})
+}
+
+// branch returns the ids of the visible messages of the branch the user last
+// looked at: from current_node up through the parents to the root, reversed.
+// Edits and regenerations leave other branches in the mapping; they are not
+// what the conversation showed. Without a usable current_node it follows the
+// newest child from the root.
+func (g *gptConversation) branch() []string {
+	leaf := g.CurrentNode
+	if _, ok := g.Mapping[leaf]; !ok {
+		leaf = g.newestLeaf()
+	}
+	var path []string
+	seen := map[string]bool{}
+	for id := leaf; id != "" && !seen[id]; id = g.Mapping[id].Parent {
+		n, ok := g.Mapping[id]
+		if !ok {
+			break
+		}
+		seen[id] = true
+		if n.Message != nil && n.Message.visible() {
+			path = append(path, id)
+		}
+	}
+	slices.Reverse(path)
+	return path
+}
+
+func (g *gptConversation) newestLeaf() string {
+	var roots []string
+	for id, n := range g.Mapping {
+		if _, ok := g.Mapping[n.Parent]; !ok {
+			roots = append(roots, id)
+		}
+	}
+	if len(roots) == 0 {
+		return ""
+	}
+	slices.Sort(roots) // map order is random; pick the same root every time
+	id := roots[0]
+	seen := map[string]bool{}
+	for !seen[id] {
+		seen[id] = true
+		children := g.Mapping[id].Children
+		if len(children) == 0 {
+			break
+		}
+		next := children[len(children)-1]
+		if _, ok := g.Mapping[next]; !ok {
+			break
+		}
+		id = next
+	}
+	return id
+}
+
+func (m *gptMessage) visible() bool {
+	role := m.Author.Role
+	return role != "system" && role != "tool" && !m.Metadata.Hidden && !gptHiddenContent[m.Content.ContentType]
+}
+
+// text joins the string parts of a message. An image part shows as
+// "[image]"; a part object with text (a voice transcript) gives its text;
+// other objects (audio, files) are left out. Messages without parts (code,
+// execution output, quotes) carry their text in content.text; code the
+// model ran is fenced, as the conversation showed it.
+func (m *gptMessage) text() string {
+	if m.Content.ContentType == "code" && strings.TrimSpace(m.Content.Text) != "" {
+		lang := m.Content.Language
+		if lang == "unknown" || strings.ContainsAny(lang, "`\n") {
+			lang = ""
+		}
+		fence := "```"
+		for strings.Contains(m.Content.Text, fence) {
+			fence += "`"
+		}
+		return fence + lang + "\n" + trimBlankLines(m.Content.Text) + "\n" + fence
+	}
+	var parts []string
+	for _, raw := range m.Content.Parts {
+		if len(raw) == 0 {
+			continue
+		}
+		switch raw[0] {
+		case '"':
+			var s string
+			if json.Unmarshal(raw, &s) == nil && strings.TrimSpace(s) != "" {
+				parts = append(parts, s)
+			}
+		case '{':
+			var p struct {
+				ContentType string `json:"content_type"`
+				Text        string `json:"text"`
+			}
+			if json.Unmarshal(raw, &p) != nil {
+				continue
+			}
+			switch {
+			case strings.Contains(p.ContentType, "image"):
+				parts = append(parts, "[image]")
+			case strings.TrimSpace(p.Text) != "":
+				parts = append(parts, p.Text)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return m.Content.Text
+	}
+	return strings.Join(parts, "\n")
+}

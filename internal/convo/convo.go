@@ -1,0 +1,283 @@
+// Package convo turns the files of a vault into conversations: a title, a
+// date and the verbatim message blocks the chunker packs into chunks.
+//
+// It reads markdown and plain-text transcripts, ChatGPT and Claude.ai data
+// exports (conversations.json), and JSON chat logs: JSON lines, or a JSON
+// array of messages. Exports are streamed one conversation at a time, so
+// memory follows the largest conversation, not the size of the file.
+//
+// Text that is not valid UTF-8 is kept, with each invalid byte sequence
+// replaced by U+FFFD (encoding/json does the same inside JSON strings): a
+// transcript saved in a legacy encoding stays searchable instead of failing.
+// Content that is not text at all (a NUL byte, or mostly control bytes and
+// invalid sequences in its first bytes) is an error. UTF-16 text with a byte
+// order mark, as some Windows tools write it, is decoded.
+package convo
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/recall-mcp/recall"
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
+)
+
+// Conversation is one conversation of a file: a whole markdown or JSON-lines
+// file, or one element of an export.
+type Conversation struct {
+	// ID is "" for a file that is one conversation, and the conversation's
+	// id inside an export (the sweep names it "<export path>/<id>").
+	ID    string
+	Title string
+	// Date is "YYYY-MM-DD", "YYYY-MM" or "YYYY", or "" when unknown.
+	Date string
+	// Created and Updated are zero when unknown. Markdown sets Created only
+	// when its date line gives a time of day too.
+	Created, Updated time.Time
+	// Messages are the message blocks in order, never empty strings. Blocks
+	// of markdown are verbatim apart from line endings (CRLF becomes LF) and
+	// blank lines trimmed at their edges; messages of JSON formats are
+	// rendered as "**Speaker:** text".
+	Messages []string
+}
+
+// Format is a kind of file Parse understands.
+type Format int
+
+const (
+	FormatMarkdown Format = iota + 1 // markdown or plain text, with or without turn markers
+	FormatJSONL                      // JSON lines, one message object per line
+	FormatMessages                   // a JSON array of message objects: one conversation
+	FormatChatGPT                    // a ChatGPT data export (conversations.json)
+	FormatClaude                     // a Claude.ai data export (conversations.json)
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatMarkdown:
+		return "markdown"
+	case FormatJSONL:
+		return "jsonl"
+	case FormatMessages:
+		return "json-messages"
+	case FormatChatGPT:
+		return "chatgpt-export"
+	case FormatClaude:
+		return "claude-export"
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
+// SniffLen is how much of the start of a file Detect needs (or the whole file
+// when it is shorter) to tell the formats apart.
+const SniffLen = 64 << 10
+
+var extensions = map[string]bool{".md": true, ".markdown": true, ".txt": true, ".json": true, ".jsonl": true}
+
+// Supported reports whether a sweep should look at the file: by extension,
+// case-insensitively.
+func Supported(name string) bool { return extensions[extension(name)] }
+
+func extension(name string) string {
+	return strings.ToLower(path.Ext(strings.ReplaceAll(name, `\`, "/")))
+}
+
+var (
+	bomUTF8    = []byte{0xEF, 0xBB, 0xBF}
+	bomUTF16LE = []byte{0xFF, 0xFE}
+	bomUTF16BE = []byte{0xFE, 0xFF}
+)
+
+func hasUTF16BOM(b []byte) bool {
+	return bytes.HasPrefix(b, bomUTF16LE) || bytes.HasPrefix(b, bomUTF16BE)
+}
+
+// utf16Decoder honours either byte order mark and drops it.
+func utf16Decoder() transform.Transformer {
+	return unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM).NewDecoder()
+}
+
+// Detect tells the format of a file from its name and its first bytes (at
+// least SniffLen of them, or the whole file). Extensions decide between text
+// (.md, .markdown, .txt), JSON lines (.jsonl) and JSON (.json); the content
+// decides the rest. A JSON file is an array whose first element tells the
+// format: "mapping" makes it a ChatGPT export, "chat_messages" a Claude
+// export, "role", "speaker" or "author" an array of messages. An empty array
+// is reported as FormatChatGPT: it holds no conversations in any format.
+func Detect(name string, head []byte) (Format, error) {
+	ext := extension(name)
+	if !extensions[ext] {
+		return 0, invalidf(name, "unsupported file type %q (want .md, .markdown, .txt, .json or .jsonl)", ext)
+	}
+	switch {
+	case bytes.HasPrefix(head, bomUTF8):
+		head = head[len(bomUTF8):]
+	case hasUTF16BOM(head):
+		decoded, _, err := transform.Bytes(utf16Decoder(), head[:len(head)&^1])
+		if err != nil {
+			return 0, invalidf(name, "undecodable UTF-16 text")
+		}
+		head = decoded
+	}
+	if off, ok := binaryAt(head); ok {
+		return 0, invalidf(name, "binary content (byte %d), not text", off)
+	}
+	switch ext {
+	case ".json":
+		return sniffJSON(name, head)
+	case ".jsonl":
+		if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] != '{' {
+			return 0, invalidf(name, "not JSON lines: the first line is not a JSON object")
+		}
+		return FormatJSONL, nil
+	}
+	return FormatMarkdown, nil
+}
+
+// binaryAt reports whether head is not text, and the offset of the first byte
+// that says so: a NUL, or more than one byte in ten being a control character
+// or part of an invalid UTF-8 sequence (text in a legacy 8-bit encoding has
+// far fewer, binary formats far more).
+func binaryAt(head []byte) (int, bool) {
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		return i, true
+	}
+	bad, first := 0, -1
+	for i := 0; i < len(head); {
+		c := head[i]
+		if c < utf8.RuneSelf {
+			if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1b) || c == 0x7f {
+				bad++
+				if first < 0 {
+					first = i
+				}
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(head[i:])
+		if r == utf8.RuneError && size == 1 {
+			if !utf8.FullRune(head[i:]) {
+				break // a character cut off by the end of head
+			}
+			bad++
+			if first < 0 {
+				first = i
+			}
+		}
+		i += size
+	}
+	return first, bad*10 > len(head)
+}
+
+// Parse reads the conversations of one file and calls fn for each one that has
+// at least one message, in file order. name is used for the format and in
+// errors.
+//
+// Malformed input gives an error with code recall.EINVALID naming the file and,
+// where known, the line, the array element and the byte offset. Conversations
+// passed to fn before an error were complete and valid, but the caller should
+// treat the file as failed and discard them: a partly read export would
+// otherwise be indexed as if it were whole. An error from fn stops Parse and
+// is returned as it is; errors reading r are returned wrapped, without a code.
+func Parse(name string, r io.Reader, fn func(Conversation) error) error {
+	src := &sourceReader{r: r}
+	br := bufio.NewReaderSize(src, SniffLen)
+	head, err := br.Peek(SniffLen)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return src.fail(name, err)
+	}
+	switch {
+	case bytes.HasPrefix(head, bomUTF8):
+		br.Discard(len(bomUTF8))
+		head = head[len(bomUTF8):]
+	case hasUTF16BOM(head):
+		br = bufio.NewReaderSize(transform.NewReader(br, utf16Decoder()), SniffLen)
+		if head, err = br.Peek(SniffLen); err != nil && !errors.Is(err, io.EOF) {
+			return src.fail(name, err)
+		}
+	}
+	format, err := Detect(name, head)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case FormatMarkdown:
+		return parseMarkdownFile(name, br, src, fn)
+	case FormatJSONL:
+		return parseJSONL(name, br, src, fn)
+	case FormatMessages:
+		return parseMessages(name, br, src, fn)
+	case FormatChatGPT:
+		return parseChatGPT(name, br, src, fn)
+	default:
+		return parseClaude(name, br, src, fn)
+	}
+}
+
+// sourceReader remembers the error of the underlying reader, so that a failing
+// disk is reported as an I/O error and not as malformed content.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.err = err
+	}
+	return n, err
+}
+
+// fail returns the read error if there was one, else err as it is.
+func (s *sourceReader) fail(name string, err error) error {
+	if s.err != nil {
+		return fmt.Errorf("%s: read: %w", name, s.err)
+	}
+	return err
+}
+
+func invalidf(name, format string, args ...any) error {
+	return recall.Errorf(recall.EINVALID, "%s: %s", name, fmt.Sprintf(format, args...))
+}
+
+// normalizeNewlines turns CRLF and lone CR line endings into LF so that turn
+// markers and blank lines are found the same way on every platform.
+func normalizeNewlines(s string) string {
+	if !strings.Contains(s, "\r") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
+// trimBlankLines drops whitespace-only lines at both ends of s, keeping the
+// indentation of the first line and the text of the others untouched.
+func trimBlankLines(s string) string {
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 || strings.TrimSpace(s[:i]) != "" {
+			break
+		}
+		s = s[i+1:]
+	}
+	for {
+		i := strings.LastIndexByte(s, '\n')
+		if i < 0 || strings.TrimSpace(s[i+1:]) != "" {
+			break
+		}
+		s = s[:i]
+	}
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return s
+}

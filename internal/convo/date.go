@@ -1,0 +1,190 @@
+package convo
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Layouts of full timestamps, tried before the looser word forms. A layout
+// without seconds' fraction still accepts one when parsing.
+var timestampLayouts = []string{
+	time.RFC3339,
+	"2006-01-02T15:04:05",
+	"2006-01-02 15:04:05Z07:00",
+	"2006-01-02 15:04:05 -0700",
+	"2006-01-02 15:04:05 -0700 MST",
+	"2006-01-02 15:04:05",
+	"2006-01-02T15:04Z07:00",
+	"2006-01-02T15:04",
+	"2006-01-02 15:04",
+}
+
+var months = map[string]time.Month{
+	"jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3,
+	"apr": 4, "april": 4, "may": 5, "jun": 6, "june": 6, "jul": 7, "july": 7,
+	"aug": 8, "august": 8, "sep": 9, "sept": 9, "september": 9, "oct": 10, "october": 10,
+	"nov": 11, "november": 11, "dec": 12, "december": 12,
+}
+
+// Words a written date may carry that say nothing about which day it is.
+var dateNoise = map[string]bool{
+	"on": true, "at": true, "the": true, "of": true,
+	"mon": true, "monday": true, "tue": true, "tues": true, "tuesday": true,
+	"wed": true, "wednesday": true, "thu": true, "thur": true, "thurs": true, "thursday": true,
+	"fri": true, "friday": true, "sat": true, "saturday": true, "sun": true, "sunday": true,
+	"utc": true, "gmt": true,
+}
+
+var (
+	numericDate = regexp.MustCompile(`^(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?$`)
+	clockTime   = regexp.MustCompile(`^(\d{1,2}):(\d{2})(?::(\d{2}))?(am|pm|a\.m\.|p\.m\.)?$`)
+	dayNumber   = regexp.MustCompile(`^(\d{1,2})(st|nd|rd|th)?$`)
+)
+
+// parseDate reads the ways people date a transcript ("2023-05-08",
+// "8 May 2023", "May 8, 2023", "1:56 pm on 8 May, 2023", "May 2023", ISO
+// timestamps) and returns "YYYY-MM-DD", "YYYY-MM" or "YYYY", or "" when s is
+// not a date. at is the moment, in UTC, when a time of day was written too
+// (a time without a zone is taken as UTC); else it is zero. The date is the
+// one written, never shifted by a zone.
+//
+// Numeric day-first or month-first forms ("08/05/2023") are refused: which
+// of the two is meant cannot be told.
+func parseDate(s string) (date string, at time.Time) {
+	s = strings.TrimSpace(strings.Trim(strings.TrimSpace(s), `"'`))
+	if s == "" {
+		return "", time.Time{}
+	}
+	for _, layout := range timestampLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.Format(time.DateOnly), t.UTC()
+		}
+	}
+	var (
+		year, day, hour, minute, second int
+		month                           time.Month
+		clock, pm, am                   bool
+	)
+	fields := strings.Fields(strings.NewReplacer(",", " ", "(", " ", ")", " ").Replace(strings.ToLower(s)))
+	for _, f := range fields {
+		switch {
+		case dateNoise[f] || dateNoise[strings.TrimSuffix(f, ".")]:
+		case f == "am" || f == "a.m.":
+			am = true
+		case f == "pm" || f == "p.m.":
+			pm = true
+		case clockTime.MatchString(f):
+			m := clockTime.FindStringSubmatch(f)
+			if clock {
+				return "", time.Time{}
+			}
+			clock = true
+			hour, _ = strconv.Atoi(m[1])
+			minute, _ = strconv.Atoi(m[2])
+			if m[3] != "" {
+				second, _ = strconv.Atoi(m[3])
+			}
+			am = am || strings.HasPrefix(m[4], "a")
+			pm = pm || strings.HasPrefix(m[4], "p")
+		case numericDate.MatchString(f):
+			m := numericDate.FindStringSubmatch(f)
+			if year != 0 || month != 0 || day != 0 {
+				return "", time.Time{}
+			}
+			year, _ = strconv.Atoi(m[1])
+			mo, _ := strconv.Atoi(m[2])
+			month = time.Month(mo)
+			if m[3] != "" {
+				day, _ = strconv.Atoi(m[3])
+			}
+		case months[strings.TrimSuffix(f, ".")] != 0:
+			if month != 0 {
+				return "", time.Time{}
+			}
+			month = months[strings.TrimSuffix(f, ".")]
+		case len(f) == 4 && allDigits(f):
+			if year != 0 {
+				return "", time.Time{}
+			}
+			year, _ = strconv.Atoi(f)
+		case dayNumber.MatchString(f):
+			if day != 0 {
+				return "", time.Time{}
+			}
+			day, _ = strconv.Atoi(dayNumber.FindStringSubmatch(f)[1])
+		default:
+			return "", time.Time{}
+		}
+	}
+	if year == 0 || (day != 0 && month == 0) || (am && pm) || month > 12 {
+		return "", time.Time{}
+	}
+	if month == 0 {
+		return fmt.Sprintf("%04d", year), time.Time{}
+	}
+	if day == 0 {
+		return fmt.Sprintf("%04d-%02d", year, month), time.Time{}
+	}
+	if t := time.Date(year, month, day, 0, 0, 0, 0, time.UTC); t.Day() != day || t.Month() != month {
+		return "", time.Time{} // 31 April and the like
+	}
+	date = fmt.Sprintf("%04d-%02d-%02d", year, month, day)
+	if !clock {
+		return date, time.Time{}
+	}
+	if am || pm {
+		if hour < 1 || hour > 12 {
+			return date, time.Time{}
+		}
+		hour %= 12
+		if pm {
+			hour += 12
+		}
+	}
+	if hour > 23 || minute > 59 || second > 59 {
+		return date, time.Time{}
+	}
+	return date, time.Date(year, month, day, hour, minute, second, 0, time.UTC)
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// unixTime turns seconds since the epoch, as exports write them, into a time;
+// values outside years 1970..9999 (or NaN) are treated as unknown.
+func unixTime(sec float64) time.Time {
+	if !(sec > 0 && sec < 253402300800) {
+		return time.Time{}
+	}
+	// float64 holds these to about a microsecond; finer digits are noise.
+	return time.UnixMicro(int64(math.Round(sec * 1e6))).UTC()
+}
+
+// isoTime parses the RFC 3339 timestamps of Claude exports and chat logs; a
+// malformed one is unknown rather than an error, since it never changes
+// which messages a conversation has.
+func isoTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+	if err != nil || t.Year() > 9999 {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// dateOf is the UTC calendar day of t, or "" for the zero time.
+func dateOf(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.DateOnly)
+}

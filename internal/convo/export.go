@@ -1,0 +1,267 @@
+package convo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"unicode"
+)
+
+// sniffJSON tells the format of a JSON file from the keys of the first
+// element of its top-level array, as far as head reaches.
+func sniffJSON(name string, head []byte) (Format, error) {
+	t := bytes.TrimLeft(head, " \t\r\n")
+	switch {
+	case len(t) == 0:
+		return 0, invalidf(name, "empty file: want a JSON array of conversations or messages")
+	case t[0] == '{':
+		return 0, invalidf(name, "the top level is a JSON object: want an array of conversations (a ChatGPT or Claude export) or of messages; JSON lines belong in a .jsonl file")
+	case t[0] != '[':
+		return 0, invalidf(name, "not JSON: want an array of conversations or messages")
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	dec.Token() // the '[' seen above
+	if !dec.More() {
+		if _, err := dec.Token(); err != nil {
+			return 0, invalidf(name, "malformed JSON at the start of the array")
+		}
+		return FormatChatGPT, nil // an empty export
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return 0, invalidf(name, "malformed JSON in element [0]: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return 0, invalidf(name, "element [0] is %s, not an object: want an array of conversations or messages", describeToken(tok))
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err == nil {
+			switch key {
+			case "mapping":
+				return FormatChatGPT, nil
+			case "chat_messages":
+				return FormatClaude, nil
+			case "role", "speaker", "author":
+				return FormatMessages, nil
+			}
+			err = skipValue(dec)
+		}
+		if err != nil {
+			return 0, sniffError(name, len(head), err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return 0, sniffError(name, len(head), err)
+	}
+	return 0, invalidf(name, "element [0] has no \"mapping\" (ChatGPT), \"chat_messages\" (Claude) or \"role\" (messages) key: unknown JSON format")
+}
+
+func sniffError(name string, headLen int, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return invalidf(name, "no \"mapping\", \"chat_messages\" or \"role\" key in the first %d bytes of element [0]: not a ChatGPT or Claude export or a list of messages, or truncated", headLen)
+	}
+	return invalidf(name, "malformed JSON in element [0]: %v", err)
+}
+
+// skipValue consumes one JSON value from dec, token by token.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+func describeToken(tok any) string {
+	switch tok.(type) {
+	case json.Delim:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}
+
+// walkArray reads a top-level JSON array one element at a time, calling each
+// with the decoder positioned at element i, so that memory holds one
+// conversation and never the whole export.
+func walkArray(name string, r io.Reader, src *sourceReader, each func(i int, dec *json.Decoder) error) error {
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonError(name, src, -1, dec.InputOffset(), err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return invalidf(name, "the top level is not a JSON array")
+	}
+	i := 0
+	for ; dec.More(); i++ {
+		if err := each(i, dec); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return jsonError(name, src, i, dec.InputOffset(), err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err == nil || src.err == nil {
+			return invalidf(name, "data after the end of the array, at byte %d", dec.InputOffset())
+		}
+		return src.fail(name, err)
+	}
+	return nil
+}
+
+// decodeElement decodes element i into v, with an error that says where.
+func decodeElement(name string, src *sourceReader, i int, dec *json.Decoder, v any) error {
+	off := dec.InputOffset()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(name, src, i, off, err)
+	}
+	return nil
+}
+
+// jsonError describes a decoding error of element i (or of the array itself
+// when i < 0) that began at byte off.
+func jsonError(name string, src *sourceReader, i int, off int64, err error) error {
+	if src.err != nil {
+		return src.fail(name, err)
+	}
+	if i < 0 {
+		return invalidf(name, "%s", describeJSON(err, 0))
+	}
+	return invalidf(name, "element [%d] (from byte %d): %s", i, off, describeJSON(err, 0))
+}
+
+// describeJSON says what is wrong with malformed JSON; base is added to the
+// offset of a syntax error.
+func describeJSON(err error, base int64) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("malformed JSON at byte %d: %v", base+syntax.Offset, syntax)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("%s is a JSON %s, want %s", fieldName(typ.Field), typ.Value, jsonKind(typ.Type))
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated: the file ends inside the JSON"
+	}
+	return "malformed JSON: " + err.Error()
+}
+
+func fieldName(f string) string {
+	if f == "" {
+		return "the value"
+	}
+	return fmt.Sprintf("%q", strings.TrimPrefix(f, "."))
+}
+
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "an object"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int64:
+		return "a number"
+	}
+	return t.String()
+}
+
+// exportIDs checks the ids of an export's conversations: each becomes the
+// last element of a source id, so it must be one plain path element, and
+// unique in the file.
+type exportIDs map[string]int
+
+func (seen exportIDs) check(name string, i int, id string) error {
+	switch {
+	case id == "":
+		return invalidf(name, "element [%d] has no conversation id", i)
+	case len(id) > 200 || id == "." || id == ".." || strings.ContainsAny(id, `/\`) ||
+		strings.IndexFunc(id, unicode.IsControl) >= 0:
+		return invalidf(name, "element [%d] has an unusable conversation id %q", i, id)
+	}
+	if j, dup := seen[id]; dup {
+		return invalidf(name, "elements [%d] and [%d] have the same conversation id %q", j, i, id)
+	}
+	seen[id] = i
+	return nil
+}
+
+// Speaker labels of the JSON formats. Every format renders the person as
+// "User" and the model as "Assistant", whatever the export calls them, so a
+// search reads the same across ChatGPT, Claude and chat logs.
+var speakerNames = map[string]string{
+	"user": "User", "human": "User",
+	"assistant": "Assistant", "ai": "Assistant", "bot": "Assistant", "model": "Assistant",
+	"system": "System",
+}
+
+func speakerLabel(s string) string {
+	s = strings.TrimSpace(s)
+	if l, ok := speakerNames[strings.ToLower(s)]; ok {
+		return l
+	}
+	return s
+}
+
+// renderTurn renders one message as "**Speaker:** text", the form the
+// markdown parser reads back. Text that opens with a block (code fence,
+// heading, table, list, quote) starts on the next line so that it still
+// renders as one.
+func renderTurn(speaker, text string) string {
+	text = trimBlankLines(normalizeNewlines(text))
+	if text == "" {
+		return ""
+	}
+	if speaker == "" {
+		return text
+	}
+	sep := " "
+	first, _, _ := strings.Cut(text, "\n")
+	if t := strings.TrimLeft(first, " "); len(first)-len(t) >= 4 || strings.HasPrefix(first, "\t") ||
+		strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") || strings.HasPrefix(t, "#") ||
+		strings.HasPrefix(t, "|") || strings.HasPrefix(t, ">") || strings.HasPrefix(t, "- ") ||
+		strings.HasPrefix(t, "* ") || strings.HasPrefix(t, "+ ") || orderedItem(t) {
+		sep = "\n"
+	}
+	return "**" + speaker + ":**" + sep + text
+}
+
+func orderedItem(s string) bool {
+	i := 0
+	for i < len(s) && i < 9 && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i > 0 && i+1 < len(s) && (s[i] == '.' || s[i] == ')') && s[i+1] == ' '
+}
