@@ -38,3 +38,47 @@ func BenchmarkMatMulT(b *testing.B) {
 		}
 	}
 }
+
+// The element-wise kernels on one layer's worth of a 32×256-token batch:
+// GELU over the FFN activations (8192×1536), softmax over one head's
+// attention scores (256 rows of 256), LayerNorm over the hidden states
+// (8192×384).
+func BenchmarkGELU(b *testing.B) {
+	x := randSlice(rand.New(rand.NewPCG(2, 2)), 8192*1536)
+	for _, impl := range impls() {
+		b.Run(impl.name, func(b *testing.B) {
+			defer impl.use()()
+			for b.Loop() {
+				GELU(x)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/elem")
+		})
+	}
+}
+
+func BenchmarkSoftmaxRows(b *testing.B) {
+	x := randSlice(rand.New(rand.NewPCG(3, 3)), 256*256)
+	for _, impl := range impls() {
+		b.Run(impl.name, func(b *testing.B) {
+			defer impl.use()()
+			for b.Loop() {
+				SoftmaxRows(x, 256, 256)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/elem")
+		})
+	}
+}
+
+func BenchmarkLayerNorm(b *testing.B) {
+	r := rand.New(rand.NewPCG(4, 4))
+	x, g, bt := randSlice(r, 8192*384), randSlice(r, 384), randSlice(r, 384)
+	for _, impl := range impls() {
+		b.Run(impl.name, func(b *testing.B) {
+			defer impl.use()()
+			for b.Loop() {
+				LayerNorm(x, g, bt, 8192, 384, 1e-12)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(x)), "ns/elem")
+		})
+	}
+}

@@ -139,7 +139,7 @@ func softmaxRowAVX2(row []float32) {
 	}
 	sum := expSubSumAVX2(&row[0], n, max)
 	for i := n; i < len(row); i++ {
-		e := float32(math.Exp(float64(row[i] - max)))
+		e := exp32(row[i] - max)
 		row[i] = e
 		sum += e
 	}

@@ -235,3 +235,20 @@ func TestShortSlicesPanic(t *testing.T) {
 	}()
 	MatMulT(make([]float32, 3), make([]float32, 4), make([]float32, 4), nil, 2, 2, 2)
 }
+
+func TestExp32(t *testing.T) {
+	for x := float32(-87); x <= 88; x += 0.01 {
+		want := math.Exp(float64(x))
+		if got := float64(exp32(x)); math.Abs(got-want) > 3e-7*want {
+			t.Fatalf("exp32(%g) = %g, want %g", x, got, want)
+		}
+	}
+	// Far below the clamp the result is the smallest normal-range value,
+	// negligible next to any softmax row's maximum term (which is 1).
+	if got := exp32(-1e30); got <= 0 || got > 1e-37 {
+		t.Errorf("exp32(-1e30) = %g, want a tiny positive number", got)
+	}
+	if got := exp32(float32(math.Inf(-1))); got > 1e-37 {
+		t.Errorf("exp32(-Inf) = %g", got)
+	}
+}
