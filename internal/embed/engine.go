@@ -1,0 +1,431 @@
+package embed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/recall-mcp/recall"
+)
+
+// Limits are the knobs every provider shares. A zero field takes the
+// provider's default; a negative one is an error.
+type Limits struct {
+	// MaxBatch is the most texts sent in one request.
+	MaxBatch int
+	// MaxInputChars cuts longer texts (prefix included) to this many
+	// characters: services that refuse over-long input rather than truncate
+	// it would otherwise fail the whole batch for one text.
+	MaxInputChars int
+	// MaxBatchChars is the most characters sent in one request; a batch
+	// closes early when the next text would pass it.
+	MaxBatchChars int
+	// Concurrency is the most requests in flight at once, across every
+	// caller of one embedder.
+	Concurrency int
+	// Timeout bounds one request, reading the response included.
+	Timeout time.Duration
+	// MaxAttempts is how often one batch is tried before giving up.
+	MaxAttempts int
+	// BaseDelay is the ceiling of the first backoff; it doubles per attempt
+	// and the actual wait is drawn uniformly below it (full jitter), so
+	// clients that failed together do not retry together.
+	BaseDelay time.Duration
+	// MaxDelay caps the backoff ceiling.
+	MaxDelay time.Duration
+	// MaxRetryAfter is the longest Retry-After honoured. A service asking
+	// for a longer pause fails the call at once, so a sweep can leave the
+	// vectors pending instead of stalling.
+	MaxRetryAfter time.Duration
+}
+
+// retryDefaults are shared by every provider.
+var retryDefaults = Limits{
+	MaxAttempts:   4,
+	BaseDelay:     500 * time.Millisecond,
+	MaxDelay:      20 * time.Second,
+	MaxRetryAfter: time.Minute,
+}
+
+// resolve fills zero fields from d and rejects negative ones.
+func (l Limits) resolve(d Limits) (Limits, error) {
+	ints := []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"MaxBatch", &l.MaxBatch, d.MaxBatch},
+		{"MaxInputChars", &l.MaxInputChars, d.MaxInputChars},
+		{"MaxBatchChars", &l.MaxBatchChars, d.MaxBatchChars},
+		{"Concurrency", &l.Concurrency, d.Concurrency},
+		{"MaxAttempts", &l.MaxAttempts, d.MaxAttempts},
+	}
+	for _, f := range ints {
+		if *f.v < 0 {
+			return l, recall.Errorf(recall.EINVALID, "embedder limit %s is negative (%d)", f.name, *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	durs := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"Timeout", &l.Timeout, d.Timeout},
+		{"BaseDelay", &l.BaseDelay, d.BaseDelay},
+		{"MaxDelay", &l.MaxDelay, d.MaxDelay},
+		{"MaxRetryAfter", &l.MaxRetryAfter, d.MaxRetryAfter},
+	}
+	for _, f := range durs {
+		if *f.v < 0 {
+			return l, recall.Errorf(recall.EINVALID, "embedder limit %s is negative (%s)", f.name, *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	return l, nil
+}
+
+// maxResponse bounds a response body: 256 texts of 4096 dimensions in JSON
+// stay well below it, and a misbehaving service cannot exhaust memory.
+const maxResponse = 64 << 20
+
+// wire is what differs between providers: the request body and the reading
+// of a successful response.
+type wire interface {
+	body(kind recall.InputKind, texts []string) any
+	// decode returns the vectors of a 2xx response in input order. An
+	// *recall.Error is reported as is; any other error means malformed JSON.
+	decode(body []byte, n int) ([][]float32, error)
+}
+
+// engine does everything HTTP providers share: prefixes, batching, the
+// concurrency limit, timeouts, retries, error mapping, validation and
+// normalisation.
+type engine struct {
+	provider  string
+	model     string
+	endpoint  string
+	secret    string
+	client    *http.Client
+	limits    Limits
+	prefixes  Prefixes
+	maxTokens int
+	wire      wire
+	sem       chan struct{}
+
+	// sleep waits d or until ctx ends; tests replace it to observe waits.
+	sleep func(ctx context.Context, d time.Duration) error
+
+	mu  sync.Mutex
+	dim int // configured, or learned from the first valid response
+}
+
+type engineConfig struct {
+	provider, model, endpoint, secret string
+	dim                               int
+	client                            *http.Client
+	limits, defaults                  Limits
+	prefixes                          Prefixes
+	wire                              wire
+}
+
+// init sets up e in place (it holds a mutex, so it is never copied).
+func (e *engine) init(c engineConfig) error {
+	if c.model == "" {
+		return recall.Errorf(recall.EINVALID, "%s: no model configured", c.provider)
+	}
+	if c.dim < 0 {
+		return recall.Errorf(recall.EINVALID, "%s: dimension %d is negative", c.provider, c.dim)
+	}
+	u, err := url.Parse(c.endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return recall.Errorf(recall.EINVALID, "%s: base URL must be an absolute http or https URL", c.provider)
+	}
+	d := retryDefaults
+	d.MaxBatch, d.MaxInputChars, d.MaxBatchChars = c.defaults.MaxBatch, c.defaults.MaxInputChars, c.defaults.MaxBatchChars
+	d.Concurrency, d.Timeout = c.defaults.Concurrency, c.defaults.Timeout
+	limits, err := c.limits.resolve(d)
+	if err != nil {
+		return err
+	}
+	client := c.client
+	if client == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// The default keeps two idle connections per host; more requests
+		// than that in flight would reconnect every time.
+		t.MaxIdleConnsPerHost = max(limits.Concurrency, 2)
+		client = &http.Client{Transport: t}
+	}
+	e.provider, e.model, e.endpoint, e.secret = c.provider, c.model, c.endpoint, c.secret
+	e.client, e.limits, e.prefixes, e.wire = client, limits, c.prefixes, c.wire
+	e.maxTokens = KnownMaxTokens(c.model)
+	e.sem = make(chan struct{}, limits.Concurrency)
+	e.sleep = sleepContext
+	e.dim = c.dim
+	return nil
+}
+
+// Info describes the embedder; Dim is 0 until configured or first learned.
+func (e *engine) Info() recall.EmbedderInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return recall.EmbedderInfo{
+		Provider:   e.provider,
+		Model:      e.model,
+		Dim:        e.dim,
+		MaxTokens:  e.maxTokens,
+		Normalized: true,
+	}
+}
+
+// Embed returns one unit vector per text, in order. Texts are sent in
+// batches, concurrently up to the embedder's limit; the first failing batch
+// cancels the others.
+func (e *engine) Embed(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return [][]float32{}, nil
+	}
+	prefix := e.prefixes.For(kind)
+	inputs := make([]string, len(texts))
+	for i, t := range texts {
+		if t == "" {
+			return nil, recall.Errorf(recall.EINVALID, "text %d is empty: there is nothing to embed", i)
+		}
+		inputs[i] = truncate(prefix+t, e.limits.MaxInputChars)
+	}
+	batches := e.split(inputs)
+	if len(batches) == 1 {
+		return e.embedBatch(ctx, kind, inputs)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make([][]float32, len(inputs))
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for _, b := range batches {
+		wg.Go(func() {
+			vecs, err := e.embedBatch(ctx, kind, inputs[b.lo:b.hi])
+			if err != nil {
+				once.Do(func() { first = err; cancel() })
+				return
+			}
+			copy(out[b.lo:b.hi], vecs)
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return out, nil
+}
+
+type span struct{ lo, hi int }
+
+// split cuts inputs into batches of at most MaxBatch texts and MaxBatchChars
+// characters; a text longer than MaxBatchChars goes alone.
+func (e *engine) split(inputs []string) []span {
+	var spans []span
+	lo, chars := 0, 0
+	for i, s := range inputs {
+		n := utf8.RuneCountInString(s)
+		if i > lo && (i-lo == e.limits.MaxBatch || chars+n > e.limits.MaxBatchChars) {
+			spans = append(spans, span{lo, i})
+			lo, chars = i, 0
+		}
+		chars += n
+	}
+	return append(spans, span{lo, len(inputs)})
+}
+
+// retryable marks a failure worth another attempt; after is the pause the
+// service asked for (0 when it did not).
+type retryable struct {
+	err   *recall.Error
+	after time.Duration
+}
+
+func (r *retryable) Error() string { return r.err.Error() }
+func (r *retryable) Unwrap() error { return r.err }
+
+func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e.wire.body(kind, texts)); err != nil {
+		return nil, fmt.Errorf("%s: encode request: %w", e.provider, err)
+	}
+	payload := buf.Bytes()
+	for attempt := 1; ; attempt++ {
+		vecs, err := e.attempt(ctx, payload, len(texts))
+		if err == nil {
+			return vecs, nil
+		}
+		if ctx.Err() != nil {
+			return nil, e.canceled(ctx)
+		}
+		var r *retryable
+		if !errors.As(err, &r) {
+			return nil, err
+		}
+		if attempt >= e.limits.MaxAttempts {
+			return nil, &recall.Error{Code: r.err.Code, Message: fmt.Sprintf("%s (gave up after %d attempts)", r.err.Message, attempt), Err: r.err.Err}
+		}
+		wait := r.after
+		if wait > e.limits.MaxRetryAfter {
+			return nil, &recall.Error{Code: r.err.Code, Message: fmt.Sprintf("%s; it asks to wait %s, longer than the %s allowed", r.err.Message, wait, e.limits.MaxRetryAfter), Err: r.err.Err}
+		}
+		if wait == 0 {
+			wait = e.backoff(attempt)
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return nil, &recall.Error{Code: r.err.Code, Message: r.err.Message + " (no time left to retry)", Err: r.err.Err}
+		}
+		if err := e.sleep(ctx, wait); err != nil {
+			return nil, e.canceled(ctx)
+		}
+	}
+}
+
+// backoff draws the wait before retry number attempt (1-based) uniformly
+// from [0, min(MaxDelay, BaseDelay·2^(attempt-1))).
+func (e *engine) backoff(attempt int) time.Duration {
+	ceiling := e.limits.MaxDelay
+	if shift := attempt - 1; shift < 32 {
+		ceiling = min(ceiling, e.limits.BaseDelay<<shift)
+	}
+	if ceiling <= 0 {
+		return 0
+	}
+	return rand.N(ceiling)
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *engine) canceled(ctx context.Context) error {
+	return fmt.Errorf("%s embedding: %w", e.provider, ctx.Err())
+}
+
+// attempt makes one request and turns its outcome into vectors or an error.
+func (e *engine) attempt(ctx context.Context, payload []byte, n int) ([][]float32, error) {
+	status, header, body, err := e.exchange(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	if status < 200 || status > 299 {
+		return nil, e.statusError(status, header, body, n)
+	}
+	vecs, err := e.wire.decode(body, n)
+	if err != nil {
+		return nil, e.decodeError(err, body)
+	}
+	if err := e.accept(vecs, n); err != nil {
+		return nil, err
+	}
+	return vecs, nil
+}
+
+// exchange holds a concurrency slot only while the request is on the wire,
+// never while waiting to retry.
+func (e *engine) exchange(ctx context.Context, payload []byte) (int, http.Header, []byte, error) {
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		return 0, nil, nil, ctx.Err()
+	}
+	defer func() { <-e.sem }()
+
+	rctx, cancel := context.WithTimeout(ctx, e.limits.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, e.endpoint, bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%s: build request: %w", e.provider, e.redactErr(err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if e.secret != "" {
+		req.Header.Set("Authorization", "Bearer "+e.secret)
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, nil, nil, e.transportError(ctx, rctx, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	if err != nil {
+		return 0, nil, nil, e.transportError(ctx, rctx, err)
+	}
+	if len(body) > maxResponse {
+		return 0, nil, nil, recall.Errorf(recall.EUNAVAILABLE, "%s sent a response larger than %d MiB", e.provider, maxResponse>>20)
+	}
+	return resp.StatusCode, resp.Header, body, nil
+}
+
+func (e *engine) transportError(ctx, rctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if rctx.Err() != nil {
+		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s did not answer within %s", e.provider, e.limits.Timeout)}
+	}
+	return &retryable{err: recall.WrapError(recall.EUNAVAILABLE, e.redactErr(err), "cannot reach %s", e.provider)}
+}
+
+// accept validates a batch's vectors against the embedder's dimension,
+// learning it from the first valid batch, and normalises them.
+func (e *engine) accept(vecs [][]float32, n int) error {
+	e.mu.Lock()
+	dim := e.dim
+	e.mu.Unlock()
+	if err := Validate(vecs, n, dim); err != nil {
+		return e.named(err)
+	}
+	if dim == 0 {
+		e.mu.Lock()
+		if e.dim == 0 {
+			e.dim = len(vecs[0])
+		}
+		dim = e.dim
+		e.mu.Unlock()
+		if len(vecs[0]) != dim {
+			return recall.Errorf(recall.ECONFLICT, "%s (%s) returned vectors of dimension %d, earlier ones had %d", e.provider, e.model, len(vecs[0]), dim)
+		}
+	}
+	for _, v := range vecs {
+		Normalize(v) // cannot fail: Validate refused zero and non-finite vectors
+	}
+	return nil
+}
+
+// named puts the provider and model in front of a validation message.
+func (e *engine) named(err error) error {
+	var re *recall.Error
+	if !errors.As(err, &re) {
+		return err
+	}
+	return &recall.Error{Code: re.Code, Message: fmt.Sprintf("%s (%s): %s", e.provider, e.model, re.Message), Err: re.Err}
+}

@@ -1,0 +1,441 @@
+package embed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/recall-mcp/recall"
+)
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	date := time.Now().Add(5 * time.Second).UTC().Format(http.TimeFormat)
+	tests := []struct {
+		name   string
+		status int
+		header string
+		lo, hi time.Duration // bounds of the wait asked for
+	}{
+		{"429 in seconds", 429, "3", 3 * time.Second, 3 * time.Second},
+		{"503 in seconds", 503, "7", 7 * time.Second, 7 * time.Second},
+		{"429 as an HTTP date", 429, date, 3 * time.Second, 5 * time.Second},
+		{"429 without the header", 429, "", 0, fast.BaseDelay},
+		{"500 ignores the header", 500, "9", 0, fast.BaseDelay},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+				if call == 1 {
+					if tt.header != "" {
+						w.Header().Set("Retry-After", tt.header)
+					}
+					writeRaw(w, tt.status, `{"error":"busy"}`)
+					return
+				}
+				openAIOK(w, req.inputs(t), 4)
+			})
+			o := newTestOpenAI(t, srv.URL, fast)
+			rec := &waitsRecorder{}
+			o.sleep = rec.sleep
+			if _, err := o.Embed(context.Background(), recall.InputDocument, []string{"x"}); err != nil {
+				t.Fatal(err)
+			}
+			waits := rec.get()
+			if len(waits) != 1 || waits[0] < tt.lo || waits[0] > tt.hi {
+				t.Fatalf("waits %v, want one within [%s, %s]", waits, tt.lo, tt.hi)
+			}
+			if n := len(srv.requests()); n != 2 {
+				t.Errorf("server saw %d requests, want 2", n)
+			}
+		})
+	}
+}
+
+func TestRetryAfterTooLongFailsAtOnce(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		w.Header().Set("Retry-After", "3600")
+		writeRaw(w, 429, `{"error":{"message":"quota exhausted"}}`)
+	})
+	o := newTestOpenAI(t, srv.URL, fast)
+	rec := &waitsRecorder{}
+	o.sleep = rec.sleep
+	_, err := o.Embed(context.Background(), recall.InputDocument, []string{"x"})
+	wantCode(t, err, recall.ERATELIMIT)
+	if !strings.Contains(err.Error(), "1h0m0s") {
+		t.Errorf("error %q should say how long the service asked to wait", err)
+	}
+	if w := rec.get(); len(w) != 0 {
+		t.Errorf("waited %v, want no wait", w)
+	}
+}
+
+func TestRetryAfterBeyondDeadlineFailsAtOnce(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		w.Header().Set("Retry-After", "30")
+		writeRaw(w, 503, `{"error":"loading model"}`)
+	})
+	o := newTestOpenAI(t, srv.URL, fast)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := o.Embed(ctx, recall.InputDocument, []string{"x"})
+	wantCode(t, err, recall.EUNAVAILABLE)
+	if !strings.Contains(err.Error(), "no time left") {
+		t.Errorf("error %q should say there is no time left to retry", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %s, want an immediate failure", d)
+	}
+}
+
+func TestRetryThenSuccess(t *testing.T) {
+	tests := []struct {
+		name  string
+		first func(w http.ResponseWriter, r *http.Request)
+	}{
+		{"500", func(w http.ResponseWriter, r *http.Request) { writeRaw(w, 500, `{"error":"oops"}`) }},
+		{"502", func(w http.ResponseWriter, r *http.Request) { writeRaw(w, 502, `bad gateway`) }},
+		{"408", func(w http.ResponseWriter, r *http.Request) { writeRaw(w, 408, ``) }},
+		{"dropped connection", func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}},
+		{"truncated body", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(200)
+			w.Write([]byte(`{"data":[`))
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+				if call == 1 {
+					tt.first(w, r)
+					return
+				}
+				openAIOK(w, req.inputs(t), 4)
+			})
+			o := newTestOpenAI(t, srv.URL, fast)
+			got, err := o.Embed(context.Background(), recall.InputDocument, []string{"x", "y"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertVectors(t, got, []string{"x", "y"}, 4)
+			if n := len(srv.requests()); n != 2 {
+				t.Errorf("server saw %d requests, want 2", n)
+			}
+		})
+	}
+}
+
+func TestPerRequestTimeoutIsRetried(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		if call == 1 {
+			<-r.Context().Done() // hang until the client gives up
+			return
+		}
+		openAIOK(w, req.inputs(t), 4)
+	})
+	l := fast
+	l.Timeout = 50 * time.Millisecond
+	o := newTestOpenAI(t, srv.URL, l)
+	start := time.Now()
+	if _, err := o.Embed(context.Background(), recall.InputDocument, []string{"x"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %s, want about the 50ms timeout", d)
+	}
+	if n := len(srv.requests()); n != 2 {
+		t.Errorf("server saw %d requests, want 2", n)
+	}
+}
+
+func TestTimeoutEveryTime(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		<-r.Context().Done()
+	})
+	l := fast
+	l.Timeout = 20 * time.Millisecond
+	o := newTestOpenAI(t, srv.URL, l)
+	_, err := o.Embed(context.Background(), recall.InputDocument, []string{"x"})
+	wantCode(t, err, recall.EUNAVAILABLE)
+	if !strings.Contains(err.Error(), "did not answer within 20ms") {
+		t.Errorf("error %q should name the timeout", err)
+	}
+	if isCanceled(err) {
+		t.Errorf("a per-request timeout was reported as the caller's cancellation: %v", err)
+	}
+}
+
+func TestUnreachableServer(t *testing.T) {
+	srv := newServer(t, nil)
+	url := srv.URL
+	srv.Close()
+	o, err := NewOllama(OllamaConfig{BaseURL: url, Model: "bge-m3", APIKey: testKey, Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Embed(context.Background(), recall.InputDocument, []string{"x"})
+	wantCode(t, err, recall.EUNAVAILABLE)
+	if msg := recall.ErrorMessage(err); !strings.Contains(msg, "cannot reach ollama") || !strings.Contains(msg, "3 attempts") {
+		t.Errorf("message %q should say ollama cannot be reached, after 3 attempts", msg)
+	}
+}
+
+func TestKeyInBaseURLIsRedacted(t *testing.T) {
+	srv := newServer(t, nil)
+	url := srv.URL
+	srv.Close()
+	o, err := NewOpenAI(OpenAIConfig{BaseURL: url + "/" + testKey, Model: "m", APIKey: testKey, Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Embed(context.Background(), recall.InputDocument, []string{"x"})
+	wantCode(t, err, recall.EUNAVAILABLE)
+}
+
+func TestConcurrencyLimit(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		time.Sleep(15 * time.Millisecond)
+		openAIOK(w, req.inputs(t), 4)
+	})
+	l := fast
+	l.Concurrency = 2
+	l.MaxBatch = 1
+	o := newTestOpenAI(t, srv.URL, l)
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for c := range 3 {
+		wg.Go(func() {
+			texts := make([]string, 4)
+			for i := range texts {
+				texts[i] = fmt.Sprintf("caller %d text %d", c, i)
+			}
+			got, err := o.Embed(context.Background(), recall.InputDocument, texts)
+			if err == nil && len(got) != len(texts) {
+				err = fmt.Errorf("%d vectors for %d texts", len(got), len(texts))
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(srv.requests()); n != 12 {
+		t.Errorf("server saw %d requests, want 12 (one per text)", n)
+	}
+	if m := srv.maxInflight.Load(); m != 2 {
+		t.Errorf("at most %d requests were in flight at once, want exactly the limit of 2", m)
+	}
+}
+
+func TestBatching(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		openAIOK(w, req.inputs(t), 4)
+	})
+	l := fast
+	l.MaxBatch = 4
+	o := newTestOpenAI(t, srv.URL, l)
+	texts := make([]string, 10)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("text number %d", i)
+	}
+	got, err := o.Embed(context.Background(), recall.InputDocument, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertVectors(t, got, texts, 4)
+	var sizes []int
+	var sent []string
+	for _, r := range srv.requests() {
+		in := r.inputs(t)
+		sizes = append(sizes, len(in))
+		sent = append(sent, in...)
+	}
+	slices.Sort(sizes)
+	if !slices.Equal(sizes, []int{2, 4, 4}) {
+		t.Errorf("batch sizes %v, want 4, 4 and 2", sizes)
+	}
+	slices.Sort(sent)
+	want := slices.Sorted(slices.Values(texts))
+	if !slices.Equal(sent, want) {
+		t.Errorf("texts sent %q, want each once", sent)
+	}
+}
+
+func TestBatchCharacterBudgetAndTruncation(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		openAIOK(w, req.inputs(t), 4)
+	})
+	l := fast
+	l.MaxInputChars = 8
+	l.MaxBatchChars = 16
+	// Prefixes count toward MaxInputChars.
+	o, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Model: "m", Prefixes: &Prefixes{Query: "q:", Document: "d:"}, Limits: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"héllo wörld", "日本語のテキストです", "short", "x"}
+	if _, err := o.Embed(context.Background(), recall.InputDocument, texts); err != nil {
+		t.Fatal(err)
+	}
+	var batches [][]string
+	for _, r := range srv.requests() {
+		batches = append(batches, r.inputs(t))
+	}
+	slices.SortFunc(batches, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	want := [][]string{{"d:héllo ", "d:日本語のテキ"}, {"d:short", "d:x"}}
+	if !slices.EqualFunc(batches, want, slices.Equal) {
+		t.Errorf("batches %q, want %q", batches, want)
+	}
+}
+
+func TestEmptyInput(t *testing.T) {
+	srv := openAIServer(t, 4)
+	o := newTestOpenAI(t, srv.URL, fast)
+	got, err := o.Embed(context.Background(), recall.InputQuery, nil)
+	if err != nil || got == nil || len(got) != 0 {
+		t.Errorf("Embed(nil) = %v, %v; want an empty result", got, err)
+	}
+	_, err = o.Embed(context.Background(), recall.InputQuery, []string{"fine", ""})
+	wantCode(t, err, recall.EINVALID)
+	if n := len(srv.requests()); n != 0 {
+		t.Errorf("server saw %d requests, want none", n)
+	}
+}
+
+func TestCancellation(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler handler
+	}{
+		{"while in flight", func(w http.ResponseWriter, r *http.Request, call int, req request) {
+			<-r.Context().Done()
+		}},
+		{"while waiting out Retry-After", func(w http.ResponseWriter, r *http.Request, call int, req request) {
+			w.Header().Set("Retry-After", "30")
+			writeRaw(w, 429, `{}`)
+		}},
+		{"while waiting for a concurrency slot", func(w http.ResponseWriter, r *http.Request, call int, req request) {
+			<-r.Context().Done()
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, tt.handler)
+			l := fast
+			l.Concurrency = 1
+			l.MaxBatch = 1
+			o := newTestOpenAI(t, srv.URL, l)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(30*time.Millisecond, cancel)
+			start := time.Now()
+			_, err := o.Embed(ctx, recall.InputDocument, []string{"a", "b", "c"})
+			if !errors.Is(err, context.Canceled) || recall.ErrorCode(err) != recall.ECANCELED {
+				t.Fatalf("got %v (code %s), want the cancellation", err, recall.ErrorCode(err))
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %s to notice the cancellation", d)
+			}
+		})
+	}
+}
+
+func TestFailingBatchStopsTheOthers(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		if req.inputs(t)[0] == "bad" {
+			writeRaw(w, 400, `{"error":{"message":"cannot embed this"}}`)
+			return
+		}
+		<-r.Context().Done()
+	})
+	l := fast
+	l.MaxBatch = 1
+	o := newTestOpenAI(t, srv.URL, l)
+	start := time.Now()
+	_, err := o.Embed(context.Background(), recall.InputDocument, []string{"slow", "bad", "slow too"})
+	wantCode(t, err, recall.EINVALID)
+	if !strings.Contains(err.Error(), "cannot embed this") {
+		t.Errorf("error %q should be the failing batch's", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %s: the other batches were not stopped", d)
+	}
+}
+
+func TestInvalidConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  OpenAIConfig
+	}{
+		{"no model", OpenAIConfig{}},
+		{"relative URL", OpenAIConfig{Model: "m", BaseURL: "localhost:8080"}},
+		{"ftp URL", OpenAIConfig{Model: "m", BaseURL: "ftp://host"}},
+		{"negative dimension", OpenAIConfig{Model: "m", Dim: -1}},
+		{"negative batch", OpenAIConfig{Model: "m", Limits: Limits{MaxBatch: -1}}},
+		{"negative timeout", OpenAIConfig{Model: "m", Limits: Limits{Timeout: -time.Second}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewOpenAI(tt.cfg)
+			if recall.ErrorCode(err) != recall.EINVALID {
+				t.Fatalf("got %v, want EINVALID", err)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	o, err := NewOllama(OllamaConfig{Model: "bge-m3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.endpoint != "http://127.0.0.1:11434/api/embed" || o.limits != withRetryDefaults(ollamaDefaults) {
+		t.Errorf("ollama endpoint %s, limits %+v", o.endpoint, o.limits)
+	}
+	a, err := NewOpenAI(OpenAIConfig{Model: "text-embedding-3-small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.endpoint != "https://api.openai.com/v1/embeddings" || a.limits != withRetryDefaults(openAIDefaults) {
+		t.Errorf("openai endpoint %s, limits %+v", a.endpoint, a.limits)
+	}
+	c, err := NewCloudflare(CloudflareConfig{AccountID: "abc", APIToken: "t", Model: "@cf/baai/bge-m3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.endpoint != "https://api.cloudflare.com/client/v4/accounts/abc/ai/run/@cf/baai/bge-m3" || c.limits.MaxBatch != 100 {
+		t.Errorf("cloudflare endpoint %s, limits %+v", c.endpoint, c.limits)
+	}
+	l := Limits{MaxBatch: 7, Timeout: time.Second}
+	o, err = NewOllama(OllamaConfig{Model: "bge-m3", Limits: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.limits.MaxBatch != 7 || o.limits.Timeout != time.Second || o.limits.Concurrency != ollamaDefaults.Concurrency {
+		t.Errorf("configured limits not kept over defaults: %+v", o.limits)
+	}
+}
+
+func withRetryDefaults(l Limits) Limits {
+	l.MaxAttempts, l.BaseDelay, l.MaxDelay, l.MaxRetryAfter =
+		retryDefaults.MaxAttempts, retryDefaults.BaseDelay, retryDefaults.MaxDelay, retryDefaults.MaxRetryAfter
+	return l
+}

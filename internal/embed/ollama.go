@@ -1,0 +1,102 @@
+package embed
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/recall-mcp/recall"
+)
+
+// DefaultOllamaURL is where a local Ollama listens.
+const DefaultOllamaURL = "http://127.0.0.1:11434"
+
+// OllamaConfig configures an Ollama embedder.
+type OllamaConfig struct {
+	BaseURL string // "" means DefaultOllamaURL
+	Model   string // required: bge-m3, nomic-embed-text, qwen3-embedding, ...
+	// APIKey is sent as a bearer token, for Ollama behind an authenticating
+	// proxy; a local Ollama needs none.
+	APIKey string
+	// Dim is the expected vector dimension; 0 learns it from the first answer.
+	Dim int
+	// Prefixes overrides the query and document prefixes; nil means
+	// KnownPrefixes(Model).
+	Prefixes   *Prefixes
+	HTTPClient *http.Client // nil means a client of this package's own
+	Limits
+}
+
+// Ollama embeds through Ollama's /api/embed.
+type Ollama struct{ engine }
+
+var _ recall.Embedder = (*Ollama)(nil)
+
+// Ollama runs one model at a time on local hardware: a few requests in flight
+// keep it busy, and a cold model can take a minute to load on CPU.
+var ollamaDefaults = Limits{
+	MaxBatch:      32,
+	MaxInputChars: 16384,
+	MaxBatchChars: 256 << 10,
+	Concurrency:   2,
+	Timeout:       2 * time.Minute,
+}
+
+// NewOllama returns an Ollama embedder. It makes no request: a missing model
+// or server shows on the first Embed.
+func NewOllama(cfg OllamaConfig) (*Ollama, error) {
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultOllamaURL
+	}
+	prefixes := KnownPrefixes(cfg.Model)
+	if cfg.Prefixes != nil {
+		prefixes = *cfg.Prefixes
+	}
+	o := &Ollama{}
+	err := o.init(engineConfig{
+		provider: "ollama",
+		model:    cfg.Model,
+		endpoint: strings.TrimRight(base, "/") + "/api/embed",
+		secret:   cfg.APIKey,
+		dim:      cfg.Dim,
+		client:   cfg.HTTPClient,
+		limits:   cfg.Limits,
+		defaults: ollamaDefaults,
+		prefixes: prefixes,
+		wire:     ollamaWire{model: cfg.Model},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+type ollamaWire struct{ model string }
+
+type ollamaRequest struct {
+	Model string   `json:"model"`
+	Input []string `json:"input"`
+	// Truncate lets Ollama cut input to the model's window rather than fail
+	// the batch; MaxInputChars only approximates the window in characters.
+	Truncate bool `json:"truncate"`
+}
+
+func (w ollamaWire) body(_ recall.InputKind, texts []string) any {
+	return ollamaRequest{Model: w.model, Input: texts, Truncate: true}
+}
+
+func (ollamaWire) decode(body []byte, _ int) ([][]float32, error) {
+	var r struct {
+		Embeddings []vector `json:"embeddings"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, err
+	}
+	if r.Embeddings == nil {
+		return nil, errors.New(`no "embeddings" field`)
+	}
+	return floats(r.Embeddings), nil
+}

@@ -1,0 +1,134 @@
+package embed
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+)
+
+func TestOllamaRequestAndResponse(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		ollamaOK(w, req.inputs(t), 8)
+	})
+	o, err := NewOllama(OllamaConfig{BaseURL: srv.URL + "/", Model: "nomic-embed-text:v1.5", Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := o.Info(); info.Dim != 0 || info.Provider != "ollama" || info.Model != "nomic-embed-text:v1.5" || info.MaxTokens != 8192 || !info.Normalized {
+		t.Fatalf("Info before any call = %+v", info)
+	}
+
+	ctx := context.Background()
+	docs := []string{"the cat sat", "on the mat"}
+	got, err := o.Embed(ctx, recall.InputDocument, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertVectors(t, got, []string{"search_document: the cat sat", "search_document: on the mat"}, 8)
+	if _, err := o.Embed(ctx, recall.InputQuery, []string{"cats"}); err != nil {
+		t.Fatal(err)
+	}
+
+	reqs := srv.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("server saw %d requests, want 2", len(reqs))
+	}
+	r := reqs[0]
+	if r.Method != http.MethodPost || r.Path != "/api/embed" {
+		t.Errorf("request %s %s, want POST /api/embed", r.Method, r.Path)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if a := r.Header.Get("Authorization"); a != "" {
+		t.Errorf("sent Authorization %q without an API key configured", a)
+	}
+	f := r.fields(t)
+	if f["model"] != "nomic-embed-text:v1.5" || f["truncate"] != true {
+		t.Errorf("body %s: want model and truncate:true", r.Body)
+	}
+	if q := reqs[1].inputs(t); !slices.Equal(q, []string{"search_query: cats"}) {
+		t.Errorf("query input %q, want the search_query prefix", q)
+	}
+	if info := o.Info(); info.Dim != 8 {
+		t.Errorf("Info().Dim after a call = %d, want 8 learned", info.Dim)
+	}
+}
+
+func TestOllamaAPIKeyAndPrefixOverride(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		ollamaOK(w, req.inputs(t), 4)
+	})
+	o, err := NewOllama(OllamaConfig{BaseURL: srv.URL, Model: "nomic-embed-text", APIKey: testKey,
+		Prefixes: &Prefixes{Query: "q: "}, Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Embed(context.Background(), recall.InputQuery, []string{"x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Embed(context.Background(), recall.InputDocument, []string{"y"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.requests()
+	if a := reqs[0].Header.Get("Authorization"); a != "Bearer "+testKey {
+		t.Errorf("Authorization %q, want the bearer key", a)
+	}
+	if in := reqs[0].inputs(t); in[0] != "q: x" {
+		t.Errorf("query sent as %q, want the overriding prefix", in[0])
+	}
+	if in := reqs[1].inputs(t); in[0] != "y" {
+		t.Errorf("document sent as %q, want no prefix (override has none)", in[0])
+	}
+}
+
+func TestOllamaUnknownModel(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		writeRaw(w, 404, `{"error":"model \"nope\" not found, try pulling it first"}`)
+	})
+	o, err := NewOllama(OllamaConfig{BaseURL: srv.URL, Model: "nope", Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Embed(context.Background(), recall.InputDocument, []string{"x"})
+	wantCode(t, err, recall.EINVALID)
+	if msg := recall.ErrorMessage(err); !strings.Contains(msg, `"nope"`) || !strings.Contains(msg, "ollama") {
+		t.Errorf("message %q should name the provider and the model", msg)
+	}
+	if n := len(srv.requests()); n != 1 {
+		t.Errorf("unknown model was tried %d times, want once", n)
+	}
+}
+
+func TestOllamaMalformed(t *testing.T) {
+	tests := []struct {
+		name, body string
+	}{
+		{"not JSON", `<html>bad gateway</html>`},
+		{"no embeddings field", `{"model":"m"}`},
+		{"embeddings not arrays", `{"embeddings":[1,2]}`},
+		{"string component", `{"embeddings":[[0.1,"NaN"]]}`},
+		{"null component", `{"embeddings":[[0.1,null]]}`},
+		{"out of float32 range", `{"embeddings":[[0.1,1e39]]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+				writeRaw(w, 200, tt.body)
+			})
+			o, err := NewOllama(OllamaConfig{BaseURL: srv.URL, Model: "bge-m3", Limits: fast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = o.Embed(context.Background(), recall.InputDocument, []string{"x"})
+			wantCode(t, err, recall.EUNAVAILABLE)
+			if !strings.Contains(err.Error(), "malformed") {
+				t.Errorf("error %q should say the response was malformed", err)
+			}
+		})
+	}
+}

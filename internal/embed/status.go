@@ -1,0 +1,185 @@
+package embed
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/recall-mcp/recall"
+)
+
+// statusError maps a non-2xx answer to an error the caller can act on.
+// Failures worth another attempt come back as *retryable.
+func (e *engine) statusError(status int, header http.Header, body []byte, n int) error {
+	msg := e.providerMessage(body)
+	detail := fmt.Sprintf("HTTP %d", status)
+	if msg != "" {
+		detail += fmt.Sprintf(": %q", msg)
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// The service's own text is left out: some echo part of the key.
+		if e.secret == "" {
+			return recall.Errorf(recall.EUNAUTHORIZED, "%s refused the request without an API key (HTTP %d): configure one", e.provider, status)
+		}
+		return recall.Errorf(recall.EUNAUTHORIZED, "%s rejected the API key (HTTP %d)", e.provider, status)
+	case status >= 400 && modelMissing(status, msg):
+		return recall.Errorf(recall.EINVALID, "%s does not know the model %q (%s)", e.provider, e.model, detail)
+	case status == http.StatusNotFound:
+		return recall.Errorf(recall.EINVALID, "%s answered 404 Not Found: check the base URL and that the model %q exists", e.provider, e.model)
+	case status == http.StatusRequestTimeout:
+		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s timed out (%s)", e.provider, detail)}
+	case status == http.StatusTooManyRequests:
+		return &retryable{
+			err:   recall.Errorf(recall.ERATELIMIT, "%s is rate limiting requests (%s)", e.provider, detail),
+			after: retryAfter(header, time.Now()),
+		}
+	case status == http.StatusRequestEntityTooLarge:
+		return recall.Errorf(recall.ETOOLARGE, "%s refused a batch of %d texts as too large (HTTP 413): lower MaxBatch or MaxBatchChars", e.provider, n)
+	case status == http.StatusServiceUnavailable:
+		return &retryable{
+			err:   recall.Errorf(recall.EUNAVAILABLE, "%s is unavailable (%s)", e.provider, detail),
+			after: retryAfter(header, time.Now()),
+		}
+	case status >= 500:
+		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s failed (%s)", e.provider, detail)}
+	case status >= 400:
+		return recall.Errorf(recall.EINVALID, "%s refused the request (%s)", e.provider, detail)
+	}
+	return recall.Errorf(recall.EUNAVAILABLE, "%s answered with unexpected HTTP status %d", e.provider, status)
+}
+
+// modelMissing recognises the ways services say a model does not exist:
+// Ollama's `model "x" not found`, OpenAI's model_not_found, vLLM's "The model
+// `x` does not exist", Cloudflare's "No such model".
+func modelMissing(status int, msg string) bool {
+	m := strings.ToLower(msg)
+	if strings.Contains(m, "model_not_found") || strings.Contains(m, "no such model") || strings.Contains(m, "unknown model") {
+		return true
+	}
+	if !strings.Contains(m, "model") {
+		return false
+	}
+	return strings.Contains(m, "not found") || strings.Contains(m, "does not exist") || (status == http.StatusNotFound && strings.Contains(m, "not exist"))
+}
+
+// decodeError explains a 2xx answer that could not be used.
+func (e *engine) decodeError(err error, body []byte) error {
+	var re *recall.Error
+	if errors.As(err, &re) {
+		return &recall.Error{Code: re.Code, Message: e.redact(re.Message), Err: re.Err}
+	}
+	return recall.Errorf(recall.EUNAVAILABLE, "%s returned a malformed response (%s): %q", e.provider, e.redact(err.Error()), e.excerpt(body, 120))
+}
+
+// providerMessage digs the human-readable error out of a failure body, in
+// the shapes the supported services use: {"error":"..."} (Ollama, TEI),
+// {"error":{"message":"..."}} (OpenAI, llama.cpp), {"message":"..."} (vLLM),
+// {"detail":"..."} (FastAPI servers), {"errors":[{"message":"..."}]}
+// (Cloudflare). Anything else (an HTML page from a proxy) is excerpted.
+func (e *engine) providerMessage(body []byte) string {
+	var m struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+		Errors  []struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if len(body) == 0 {
+		return ""
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return e.excerpt(body, 200)
+	}
+	var parts []string
+	var s string
+	var obj struct {
+		Message string `json:"message"`
+	}
+	switch {
+	case json.Unmarshal(m.Error, &s) == nil && s != "":
+		parts = append(parts, s)
+	case json.Unmarshal(m.Error, &obj) == nil && obj.Message != "":
+		parts = append(parts, obj.Message)
+	}
+	if m.Message != "" {
+		parts = append(parts, m.Message)
+	}
+	if json.Unmarshal(m.Detail, &s) == nil && s != "" {
+		parts = append(parts, s)
+	}
+	for _, x := range m.Errors {
+		parts = append(parts, fmt.Sprintf("%s (code %d)", x.Message, x.Code))
+	}
+	if len(parts) == 0 {
+		return e.excerpt(body, 200)
+	}
+	return e.excerpt([]byte(strings.Join(parts, "; ")), 200)
+}
+
+// excerpt returns up to max characters from the start of b, valid UTF-8,
+// whitespace collapsed, secret removed. The secret is removed before cutting
+// so a cut cannot leave half of it behind.
+func (e *engine) excerpt(b []byte, max int) string {
+	limit := 4*max + len(e.secret)
+	if len(b) > limit {
+		b = b[:limit]
+	}
+	s := e.redact(strings.ToValidUTF8(string(b), "\uFFFD"))
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > max {
+		s = truncate(s, max) + "…"
+	}
+	return s
+}
+
+func (e *engine) redact(s string) string {
+	if e.secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, e.secret, "[redacted]")
+}
+
+// redactErr keeps err's chain (for errors.Is) while removing the secret from
+// its text, in case it was put into the base URL.
+func (e *engine) redactErr(err error) error {
+	if e.secret == "" {
+		return err
+	}
+	return redactedError{err: err, text: e.redact(err.Error())}
+}
+
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (r redactedError) Error() string { return r.text }
+func (r redactedError) Unwrap() error { return r.err }
+
+// retryAfter reads a Retry-After header, in seconds or as an HTTP date; 0
+// means absent, unreadable or already past.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		// Beyond a day it is as good as never; clamping avoids overflow.
+		return time.Duration(min(secs, 86400)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
