@@ -1,0 +1,177 @@
+// Package textindex turns text into what recall's full-text indexes hold, and
+// user queries into what they look up. Both sides go through the same folding
+// and the same CJK bigrams, so a query matches the text it was typed from.
+// The functions are pure and shared by every store backend.
+//
+// Chinese and Japanese are written without spaces, and a word tokenizer such
+// as SQLite's unicode61 would make a whole run of ideographs one token, which
+// no query shorter than the run can match. So every run of Han, Hiragana and
+// Katakana is indexed as its overlapping bigrams plus the run's last character
+// ("我喜欢薄荷茶" → "我喜 喜欢 欢薄 薄荷 荷茶 茶"); a query run of two or more
+// characters becomes the phrase of its bigrams, and a single character a
+// prefix that matches every bigram starting with it and the trailing unigram.
+// Hangul is written with spaces and is left to the word tokenizer.
+package textindex
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+)
+
+var folder = cases.Fold()
+
+// Fold returns s as exact-match checks should compare it: NFKC (so
+// full-width "ＡＢＣ" and half-width "ｶﾀｶﾅ" become "ABC" and "カタカナ"),
+// Unicode case folding (so "ÄÖ" matches "äö", "ΣΟΦΟΣ" matches "σοφος" and
+// "Straße" matches "STRASSE"), and every run of white space reduced to one
+// space, so that a passage still matches across a line break.
+// strings.Contains(Fold(text), Fold(query)) is the exact-substring test.
+func Fold(s string) string {
+	if isASCII(s) {
+		return collapseSpace(asciiLower(s))
+	}
+	s = norm.NFKC.String(s)
+	s = folder.String(s)
+	// Folding can take a string out of normal form (it may produce a base
+	// letter and a combining mark that compose); recompose for stable bytes.
+	s = norm.NFC.String(s)
+	return collapseSpace(s)
+}
+
+// IndexText returns s as it is written into a full-text index: folded as by
+// Fold, with every CJK run rewritten as its bigrams and last character, set
+// apart by spaces from the text around it.
+func IndexText(s string) string {
+	s = Fold(s)
+	if isASCII(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) * 2)
+	var run []rune
+	flush := func() {
+		if len(run) == 0 {
+			return
+		}
+		b.WriteByte(' ')
+		for i := 0; i+1 < len(run); i++ {
+			b.WriteRune(run[i])
+			b.WriteRune(run[i+1])
+			b.WriteByte(' ')
+		}
+		b.WriteRune(run[len(run)-1])
+		b.WriteByte(' ')
+		run = run[:0]
+	}
+	for _, r := range s {
+		if IsCJK(r) {
+			run = append(run, r)
+			continue
+		}
+		flush()
+		b.WriteRune(r)
+	}
+	flush()
+	return b.String()
+}
+
+// IsCJK reports whether r belongs to a script written without spaces that
+// the index splits into bigrams: Han, Hiragana or Katakana, including the
+// prolonged sound mark "ー" that Unicode counts as common to both kana.
+func IsCJK(r rune) bool {
+	if r < 0x2E80 {
+		return false
+	}
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana) ||
+		r == 0x30FC || r == 0xFF70
+}
+
+// isTokenRune reports whether r belongs to a word as SQLite's unicode61
+// tokenizer sees it with its default categories (letters, numbers and
+// private-use characters); every other character separates tokens.
+func isTokenRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
+}
+
+// Tokens splits text that went through IndexText into the tokens a unicode61
+// tokenizer finds in it (before that tokenizer strips diacritics).
+func Tokens(s string) []string {
+	var toks []string
+	start := -1
+	for i, r := range s {
+		if isTokenRune(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			toks = append(toks, s[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		toks = append(toks, s[start:])
+	}
+	return toks
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return strings.ToLower(s)
+		}
+	}
+	return s
+}
+
+// collapseSpace trims s and reduces each run of white space to one space,
+// returning s itself when nothing changes (the common case for chunk text
+// written with single spaces is not free of newlines, so this still copies
+// most of the time; it is a single pass).
+func collapseSpace(s string) string {
+	clean := true
+	prevSpace := true
+	for _, r := range s {
+		sp := unicode.IsSpace(r)
+		if sp && (prevSpace || r != ' ') {
+			clean = false
+			break
+		}
+		prevSpace = sp
+	}
+	if clean && !prevSpace {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	pending := false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			pending = b.Len() > 0
+			continue
+		}
+		if pending {
+			b.WriteByte(' ')
+			pending = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,125 @@
+package textindex
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestFold(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Hello World", "hello world"},
+		{"  mint\n\ttea  ", "mint tea"},
+		{"ÄÖÜ", "äöü"},
+		{"ΣΟΦΟΣ", "σοφοσ"},
+		{"σοφος", "σοφοσ"}, // final sigma folds to sigma
+		{"Straße", "strasse"},
+		{"ＡＢＣ１２３", "abc123"},
+		{"ｶﾀｶﾅ", "カタカナ"},
+		{"cafe\u0301", "caf\u00e9"}, // NFD and NFC fold alike
+		{"我喜欢薄荷茶", "我喜欢薄荷茶"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := Fold(tt.in); got != tt.want {
+			t.Errorf("Fold(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestFoldMakesExactMatches(t *testing.T) {
+	text := "Last summer in MÜNCHEN we drank\npeppermint tea (ＰＥＰＰＥＲＭＩＮＴ)."
+	for _, q := range []string{"in münchen", "drank peppermint", "peppermint tea", "(peppermint)"} {
+		if !strings.Contains(Fold(text), Fold(q)) {
+			t.Errorf("Fold(text) does not contain Fold(%q)", q)
+		}
+	}
+	if strings.Contains(Fold(text), Fold("mint coffee")) {
+		t.Error("Fold made a false match")
+	}
+}
+
+func TestIndexText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Hello, World", "hello, world"},
+		{"我喜欢薄荷茶", " 我喜 喜欢 欢薄 薄荷 荷茶 茶 "},
+		{"茶", " 茶 "},
+		{"iPhone很好用!", "iphone 很好 好用 用 !"},
+		{"私はミントティーが好き", " 私は はミ ミン ント ティ ティ ィー ーが が好 好き き "},
+		{"薄荷。茶", " 薄荷 荷 。 茶 "},
+		{"한국어 텍스트", "한국어 텍스트"},
+	}
+	for _, tt := range tests {
+		got := IndexText(tt.in)
+		if tt.in == "私はミントティーが好き" {
+			// Spelled out by rule rather than by hand: bigrams of the run, then its last rune.
+			rs := []rune(tt.in)
+			var b strings.Builder
+			b.WriteByte(' ')
+			for i := 0; i+1 < len(rs); i++ {
+				b.WriteString(string(rs[i : i+2]))
+				b.WriteByte(' ')
+			}
+			b.WriteString(string(rs[len(rs)-1]) + " ")
+			tt.want = b.String()
+		}
+		if got != tt.want {
+			t.Errorf("IndexText(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"hello, world", []string{"hello", "world"}},
+		{"e-mail foo_bar 3.14", []string{"e", "mail", "foo", "bar", "3", "14"}},
+		{`") OR 1=1 --`, []string{"or", "1", "1"}},
+		{"", nil},
+		{"σοφία, привет", []string{"σοφία", "привет"}},
+	}
+	for _, tt := range tests {
+		if got := Tokens(IndexText(tt.in)); !slices.Equal(got, tt.want) {
+			t.Errorf("Tokens(IndexText(%q)) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestIsCJK(t *testing.T) {
+	for _, r := range "漢字ひらがなカタカナー々" {
+		if !IsCJK(r) {
+			t.Errorf("IsCJK(%q) = false", r)
+		}
+	}
+	for _, r := range "aZ9é한。、！" {
+		if IsCJK(r) {
+			t.Errorf("IsCJK(%q) = true", r)
+		}
+	}
+}
+
+func FuzzIndexText(f *testing.F) {
+	for _, s := range []string{"hello", "我喜欢薄荷茶", "iPhone很好用", "ＡＢＣ", "\xff\xfe", "a\u0301"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := IndexText(s)
+		if utf8.ValidString(s) && !utf8.ValidString(out) {
+			t.Fatalf("IndexText(%q) = %q: invalid UTF-8", s, out)
+		}
+		for _, tok := range Tokens(out) {
+			n := 0
+			for _, r := range tok {
+				if IsCJK(r) {
+					n++
+				}
+			}
+			if n > 2 {
+				t.Fatalf("IndexText(%q) holds token %q with %d CJK runes; at most 2", s, tok, n)
+			}
+		}
+	})
+}
