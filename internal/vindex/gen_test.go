@@ -1,0 +1,214 @@
+package vindex
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/recall-mcp/recall"
+)
+
+// dataset generates vectors deterministically by number, so a test or
+// benchmark can regenerate any vector instead of keeping a float copy of
+// them all (1.5 GB at a million): the "store" that rescoring fetches from.
+type dataset struct {
+	dim     int
+	seed    uint64
+	centres [][]float32 // nil: uniform random directions
+	sigma   float64     // noise around a centre, as a share of the centre's length
+}
+
+// uniform spreads vectors evenly over the sphere: the easy case.
+func uniform(dim int, seed uint64) *dataset {
+	return &dataset{dim: dim, seed: seed}
+}
+
+// clustered draws from a Gaussian mixture of unit centres with noise sigma.
+// Real embeddings cluster by topic, which packs many near-equal scores
+// around the k-th best: the hard case for quantised scoring. sigma 0.5 puts
+// a vector at cosine about 0.9 to its centre.
+func clustered(dim int, seed uint64, centres int, sigma float64) *dataset {
+	d := &dataset{dim: dim, seed: seed, sigma: sigma}
+	r := rand.New(rand.NewPCG(seed, math.MaxUint64))
+	d.centres = make([][]float32, centres)
+	for i := range d.centres {
+		d.centres[i] = gaussian(r, dim)
+		normalise(d.centres[i])
+	}
+	return d
+}
+
+// vector returns vector i (queries use negative i, a stream of their own).
+func (d *dataset) vector(i int) []float32 {
+	r := rand.New(rand.NewPCG(d.seed, uint64(i)))
+	if d.centres == nil {
+		v := gaussian(r, d.dim)
+		normalise(v)
+		return v
+	}
+	c := d.centres[r.IntN(len(d.centres))]
+	v := make([]float32, d.dim)
+	f := d.sigma / math.Sqrt(float64(d.dim))
+	for j := range v {
+		v[j] = c[j] + float32(f*r.NormFloat64())
+	}
+	normalise(v)
+	return v
+}
+
+func (d *dataset) query(i int) []float32 { return d.vector(-1 - i) }
+
+func hashOf(i int) string { return "h" + strconv.Itoa(i) }
+
+func numberOf(hash string) int {
+	n, err := strconv.Atoi(hash[1:])
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// fetch is the FetchFunc of an index over the dataset.
+func (d *dataset) fetch(_ context.Context, hashes []string) (map[string][]float32, error) {
+	m := make(map[string][]float32, len(hashes))
+	for _, h := range hashes {
+		m[h] = d.vector(numberOf(h))
+	}
+	return m, nil
+}
+
+func gaussian(r *rand.Rand, dim int) []float32 {
+	v := make([]float32, dim)
+	for j := range v {
+		v[j] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+func normalise(v []float32) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	f := float32(1 / math.Sqrt(s))
+	for j := range v {
+		v[j] *= f
+	}
+}
+
+// scored is a vector number with its exact float score.
+type scored struct {
+	i     int
+	score float32
+}
+
+// exactTop keeps the k best exact scores of each query while vectors stream
+// past, so ground truth needs no float copy of the data.
+type exactTop struct {
+	k    int
+	qs   [][]float32
+	best [][]scored
+}
+
+func newExactTop(qs [][]float32, k int) *exactTop {
+	return &exactTop{k: k, qs: qs, best: make([][]scored, len(qs))}
+}
+
+func (e *exactTop) see(i int, v []float32) {
+	for qi, q := range e.qs {
+		s := dot(q, v)
+		b := e.best[qi]
+		if len(b) == e.k && s <= b[len(b)-1].score {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(b, s, func(x scored, s float32) int {
+			if x.score > s {
+				return -1
+			}
+			return 1
+		})
+		b = slices.Insert(b, at, scored{i, s})
+		if len(b) > e.k {
+			b = b[:e.k]
+		}
+		e.best[qi] = b
+	}
+}
+
+func (e *exactTop) merge(o *exactTop) {
+	for qi := range e.best {
+		for _, s := range o.best[qi] {
+			e.see1(qi, s)
+		}
+	}
+}
+
+func (e *exactTop) see1(qi int, s scored) {
+	b := append(e.best[qi], s)
+	slices.SortFunc(b, func(x, y scored) int {
+		if x.score > y.score {
+			return -1
+		}
+		if x.score < y.score {
+			return 1
+		}
+		return 0
+	})
+	e.best[qi] = b[:min(len(b), e.k)]
+}
+
+// build indexes vectors [0, n) of d, one chunk per vector, while computing
+// the exact top k of the queries, on all cores.
+func build(d *dataset, n int, fetch FetchFunc, queries [][]float32, k int) (*Index, *exactTop) {
+	x := New(d.dim, fetch)
+	x.Grow(n)
+	meta := recall.SourceMeta{ID: "bench", Kind: recall.KindArchive}
+	const batch = 4096
+	workers := 2
+	truth := make([]*exactTop, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		truth[w] = newExactTop(queries, k)
+		wg.Go(func() {
+			vecs := make([][]float32, 0, batch)
+			for lo := w * batch; lo < n; lo += workers * batch {
+				hi := min(lo+batch, n)
+				vecs = vecs[:0]
+				for i := lo; i < hi; i++ {
+					v := d.vector(i)
+					truth[w].see(i, v)
+					vecs = append(vecs, v)
+				}
+				for j, v := range vecs {
+					i := lo + j
+					if err := x.Add(recall.IndexedChunk{ID: int64(i), Hash: hashOf(i), Source: meta}, v); err != nil {
+						panic(err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, t := range truth[1:] {
+		truth[0].merge(t)
+	}
+	return x, truth[0]
+}
+
+// recallAt returns the share of the exact top k that the results hold.
+func recallAt(truth []scored, got []Result) float64 {
+	want := make(map[string]bool, len(truth))
+	for _, s := range truth {
+		want[hashOf(s.i)] = true
+	}
+	hit := 0
+	for _, r := range got {
+		if want[r.Hash] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(truth))
+}

@@ -1,0 +1,376 @@
+// Package vindex is the in-memory vector index over one vector space: exact
+// top-k cosine search over every chunk that has a vector, kept current by the
+// search engine on every write and delete.
+//
+// Each distinct chunk text (hash) has one vector, however many chunks hold
+// that text; chunks point at it. Vectors are normalised once at insert and
+// kept as int8 codes with a per-vector scale in one contiguous slab (one byte
+// per dimension: 384 MB for a million 384-dimensional vectors). A search
+// scans all codes in parallel against a 15-bit quantised query and then
+// rescores the best candidates with exact float vectors fetched from the
+// store, so the top of the ranking is what a float search would give while
+// memory stays at a quarter of float32.
+//
+// Results are one per distinct text: a Result lists every chunk holding that
+// text that the filter allows. The search layer collapses duplicates anyway,
+// and counting them once keeps a passage pasted into fifty files from
+// filling the top k.
+//
+// Concurrency: every method is safe for concurrent use. Searches share a read
+// lock; Add and Remove take the write lock, so a chunk removed before a
+// Search starts is never in its results. The engine that applies a
+// recall.WriteResult under its own lock gets the same guarantee for a whole
+// write.
+package vindex
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"github.com/recall-mcp/recall"
+)
+
+// FetchFunc returns the stored float vectors for some text hashes (any
+// length; they are normalised here). Hashes it has no vector for are simply
+// missing from the map. A closure over recall.Store.VectorsByHash fits.
+type FetchFunc func(ctx context.Context, hashes []string) (map[string][]float32, error)
+
+// Index is an in-memory vector index over one dimension. The zero value is
+// not usable: call New.
+type Index struct {
+	dim   int
+	fetch FetchFunc
+
+	mu sync.RWMutex
+
+	// Vectors, one per distinct hash, dense in [0, len(hashes)): removal
+	// moves the last vector into the hole.
+	codes  []int8    // len(hashes) × dim
+	scales []float32 // code × scale approximates the unit vector
+	hashes []string
+	heads  []int32 // first chunk slot holding the vector
+	refs   []int32 // number of chunks holding the vector
+	byHash map[string]int32
+
+	// Chunks, dense in [0, len(ids)) the same way.
+	ids    []int64
+	metas  []*sourceRef
+	vecOf  []int32 // vector slot of the chunk
+	next   []int32 // next chunk slot holding the same vector, or -1
+	byID   map[int64]int32
+	source map[string]*sourceRef
+}
+
+// sourceRef is the one SourceMeta shared by all chunks of a source.
+type sourceRef struct {
+	meta recall.SourceMeta
+	refs int
+}
+
+// New returns an empty index for vectors of dim components. fetch supplies
+// the exact vectors that rescore the best candidates of each search; with
+// nil fetch, scores come from the int8 codes alone (recall@10 against float
+// search measured 0.92–0.99, lower on tightly clustered data).
+func New(dim int, fetch FetchFunc) *Index {
+	if dim <= 0 {
+		panic("vindex: dimension must be positive")
+	}
+	return &Index{
+		dim:    dim,
+		fetch:  fetch,
+		byHash: make(map[string]int32),
+		byID:   make(map[int64]int32),
+		source: make(map[string]*sourceRef),
+	}
+}
+
+// Dim returns the dimension of the index's vectors.
+func (x *Index) Dim() int { return x.dim }
+
+// Grow makes room for n more distinct vectors and chunks, so that a start-up
+// load of known size allocates its slabs once instead of copying them as
+// they grow.
+func (x *Index) Grow(n int) {
+	if n <= 0 {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.codes = grow(x.codes, n*x.dim)
+	x.scales = grow(x.scales, n)
+	x.hashes = grow(x.hashes, n)
+	x.heads = grow(x.heads, n)
+	x.refs = grow(x.refs, n)
+	x.ids = grow(x.ids, n)
+	x.metas = grow(x.metas, n)
+	x.vecOf = grow(x.vecOf, n)
+	x.next = grow(x.next, n)
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	t := make([]T, len(s), len(s)+n)
+	copy(t, s)
+	return t
+}
+
+// Add indexes chunk c with vector vec. When c.Hash is already indexed, the
+// stored vector is shared and vec may be nil (see Has); otherwise vec must
+// have the index's dimension and a finite, non-zero length. Adding a chunk id
+// that is already indexed replaces it.
+func (x *Index) Add(c recall.IndexedChunk, vec []float32) error {
+	if vec != nil && len(vec) != x.dim {
+		return recall.Errorf(recall.ECONFLICT, "vector has %d dimensions, the index %d", len(vec), x.dim)
+	}
+	var u []float32
+	if vec != nil {
+		var ok bool
+		if u, ok = unit(vec); !ok {
+			return recall.Errorf(recall.EINVALID, "vector for chunk %d is zero or not finite", c.ID)
+		}
+	}
+
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if s, dup := x.byID[c.ID]; dup && x.hashes[x.vecOf[s]] == c.Hash {
+		// Same chunk, same text: only its source's attributes can change.
+		old := x.metas[s]
+		x.metas[s] = x.internSource(c.Source)
+		x.release(old)
+		return nil
+	}
+	v, ok := x.byHash[c.Hash]
+	if !ok && u == nil {
+		return recall.Errorf(recall.EINVALID, "chunk %d: no vector given and none indexed for its text", c.ID)
+	}
+	// A chunk id that now holds another text. Removing the old chunk cannot
+	// drop the vector looked up above (that one holds another text) but can
+	// move it into a hole, hence the second lookup.
+	if _, dup := x.byID[c.ID]; dup {
+		x.remove(c.ID)
+		v, ok = x.byHash[c.Hash]
+	}
+	if !ok {
+		v = x.addVector(c.Hash, u)
+	}
+
+	s := int32(len(x.ids))
+	x.ids = append(x.ids, c.ID)
+	x.metas = append(x.metas, x.internSource(c.Source))
+	x.vecOf = append(x.vecOf, v)
+	x.next = append(x.next, x.heads[v])
+	x.heads[v] = s
+	x.refs[v]++
+	x.byID[c.ID] = s
+	return nil
+}
+
+func (x *Index) addVector(hash string, u []float32) int32 {
+	v := int32(len(x.hashes))
+	n := len(x.codes)
+	x.codes = append(x.codes, make([]int8, x.dim)...)
+	x.scales = append(x.scales, encode(x.codes[n:], u))
+	x.hashes = append(x.hashes, hash)
+	x.heads = append(x.heads, -1)
+	x.refs = append(x.refs, 0)
+	x.byHash[hash] = v
+	return v
+}
+
+// internSource returns the shared entry for m's source, taking one reference.
+// A source's attributes are the same for all its chunks, so a changed title
+// or date (the source was rewritten) updates the entry every chunk sees.
+func (x *Index) internSource(m recall.SourceMeta) *sourceRef {
+	r := x.source[m.ID]
+	if r == nil {
+		r = &sourceRef{meta: m}
+		x.source[m.ID] = r
+	} else if r.meta != m {
+		r.meta = m
+	}
+	r.refs++
+	return r
+}
+
+// release drops one reference to a source entry.
+func (x *Index) release(r *sourceRef) {
+	if r.refs--; r.refs == 0 {
+		delete(x.source, r.meta.ID)
+	}
+}
+
+// Has reports whether a vector is indexed for the text hash, in which case
+// Add needs no vector for another chunk with that text.
+func (x *Index) Has(hash string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, ok := x.byHash[hash]
+	return ok
+}
+
+// Len returns the number of chunks indexed.
+func (x *Index) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.ids)
+}
+
+// Vectors returns the number of distinct vectors (texts) indexed.
+func (x *Index) Vectors() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.hashes)
+}
+
+// Remove drops chunks by id; ids not indexed are ignored. A vector goes with
+// the last chunk holding it.
+func (x *Index) Remove(ids ...int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, id := range ids {
+		x.remove(id)
+	}
+	x.shrink()
+}
+
+func (x *Index) remove(id int64) {
+	s, ok := x.byID[id]
+	if !ok {
+		return
+	}
+	delete(x.byID, id)
+	v := x.vecOf[s]
+	x.unlink(v, s)
+	x.refs[v]--
+
+	x.release(x.metas[s])
+
+	last := int32(len(x.ids) - 1)
+	if s != last {
+		x.ids[s] = x.ids[last]
+		x.metas[s] = x.metas[last]
+		x.vecOf[s] = x.vecOf[last]
+		x.next[s] = x.next[last]
+		x.relink(x.vecOf[s], last, s)
+		x.byID[x.ids[s]] = s
+	}
+	x.ids = x.ids[:last]
+	x.metas[last] = nil // let a dropped source be collected
+	x.metas = x.metas[:last]
+	x.vecOf = x.vecOf[:last]
+	x.next = x.next[:last]
+
+	if x.refs[v] == 0 {
+		x.removeVector(v)
+	}
+}
+
+// unlink takes chunk slot s out of vector v's list.
+func (x *Index) unlink(v, s int32) {
+	if x.heads[v] == s {
+		x.heads[v] = x.next[s]
+		return
+	}
+	for p := x.heads[v]; p >= 0; p = x.next[p] {
+		if x.next[p] == s {
+			x.next[p] = x.next[s]
+			return
+		}
+	}
+}
+
+// relink points whatever referred to chunk slot from (in vector v's list) at slot to.
+func (x *Index) relink(v, from, to int32) {
+	if x.heads[v] == from {
+		x.heads[v] = to
+		return
+	}
+	for p := x.heads[v]; p >= 0; p = x.next[p] {
+		if x.next[p] == from {
+			x.next[p] = to
+			return
+		}
+	}
+}
+
+func (x *Index) removeVector(v int32) {
+	delete(x.byHash, x.hashes[v])
+	last := int32(len(x.hashes) - 1)
+	if v != last {
+		d := x.dim
+		copy(x.codes[int(v)*d:int(v+1)*d], x.codes[int(last)*d:])
+		x.scales[v] = x.scales[last]
+		x.hashes[v] = x.hashes[last]
+		x.heads[v] = x.heads[last]
+		x.refs[v] = x.refs[last]
+		for s := x.heads[v]; s >= 0; s = x.next[s] {
+			x.vecOf[s] = v
+		}
+		x.byHash[x.hashes[v]] = v
+	}
+	x.codes = x.codes[:int(last)*x.dim]
+	x.scales = x.scales[:last]
+	x.hashes[last] = ""
+	x.hashes = x.hashes[:last]
+	x.heads = x.heads[:last]
+	x.refs = x.refs[:last]
+}
+
+// shrink gives memory back once the index has lost most of what it held,
+// e.g. after a vault was removed, so the slabs don't stay at their peak.
+func (x *Index) shrink() {
+	const minCap = 1024
+	if n := len(x.hashes); cap(x.hashes) > minCap && n < cap(x.hashes)/4 {
+		x.codes = clip(x.codes, n*x.dim)
+		x.scales = clip(x.scales, n)
+		x.hashes = clip(x.hashes, n)
+		x.heads = clip(x.heads, n)
+		x.refs = clip(x.refs, n)
+	}
+	if n := len(x.ids); cap(x.ids) > minCap && n < cap(x.ids)/4 {
+		x.ids = clip(x.ids, n)
+		x.metas = clip(x.metas, n)
+		x.vecOf = clip(x.vecOf, n)
+		x.next = clip(x.next, n)
+	}
+}
+
+// clip reallocates s with room for twice its length.
+func clip[T any](s []T, n int) []T {
+	t := make([]T, n, 2*n)
+	copy(t, s)
+	return t
+}
+
+// MemoryBytes estimates the heap the index holds: the slabs at their
+// capacity, hash strings, and the two lookup maps (Go maps cost roughly
+// their key and value size over a load factor of 7/8, plus a control byte).
+func (x *Index) MemoryBytes() int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	b := x.vectorBytes()
+	b += int64(cap(x.hashes))*16 + int64(cap(x.heads))*4 + int64(cap(x.refs))*4
+	for _, h := range x.hashes {
+		b += int64(len(h))
+	}
+	b += int64(cap(x.ids))*8 + int64(cap(x.metas))*8 + int64(cap(x.vecOf))*4 + int64(cap(x.next))*4
+	b += mapBytes(len(x.byHash), 16+4) + mapBytes(len(x.byID), 8+4)
+	for _, r := range x.source {
+		m := r.meta
+		b += 16 + 8 + 8 + int64(len(m.ID)+len(m.Kind)+len(m.Title)+len(m.Date)+len(m.Owner)+len(m.Category)) + 6*16
+	}
+	b += mapBytes(len(x.source), 16+8)
+	return b
+}
+
+// vectorBytes is the memory of the vector data proper: codes and scales.
+func (x *Index) vectorBytes() int64 {
+	return int64(cap(x.codes)) + int64(cap(x.scales))*4
+}
+
+func mapBytes(n, entry int) int64 {
+	return int64(math.Ceil(float64(n) * float64(entry+1) * 8 / 7))
+}

@@ -1,0 +1,30 @@
+package vindex
+
+// dotBatch writes to out[i] the dot product of q with the i-th dim-long vector
+// of codes, for i in [0, len(out)). It is the hot loop of every search, so it
+// is implemented in assembly where the CPU allows (see kernel_amd64.go).
+//
+// Sums are exact in int32 as long as |q[j]| <= queryBound(dim): quantise
+// queries with that bound.
+var dotBatch = dotBatchGeneric
+
+// dotBatchGeneric is the portable kernel, also the reference the assembly is
+// tested against.
+func dotBatchGeneric(q []int16, codes []int8, dim int, out []int32) {
+	q = q[:dim]
+	for i := range out {
+		x := codes[i*dim : i*dim+dim]
+		var s0, s1, s2, s3 int32
+		j := 0
+		for ; j+4 <= dim; j += 4 {
+			s0 += int32(q[j]) * int32(x[j])
+			s1 += int32(q[j+1]) * int32(x[j+1])
+			s2 += int32(q[j+2]) * int32(x[j+2])
+			s3 += int32(q[j+3]) * int32(x[j+3])
+		}
+		for ; j < dim; j++ {
+			s0 += int32(q[j]) * int32(x[j])
+		}
+		out[i] = s0 + s1 + s2 + s3
+	}
+}

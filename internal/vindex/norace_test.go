@@ -1,0 +1,5 @@
+//go:build !race
+
+package vindex
+
+const raceEnabled = false

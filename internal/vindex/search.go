@@ -1,0 +1,297 @@
+package vindex
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/recall-mcp/recall"
+)
+
+// Result is one distinct text among the best matches of a search.
+type Result struct {
+	Hash     string
+	Score    float32 // cosine similarity with the query
+	ChunkIDs []int64 // the chunks holding the text that the filter allows, ascending
+}
+
+const (
+	// rescoreMin is how many candidates beyond k the int8 scan hands to
+	// float rescoring (at least k more). The scan's score error is about
+	// 0.001; on clustered data a few ranks lie within that of the k-th, and
+	// 30 extra candidates held every true top 10 in all measurements (see
+	// BenchmarkSearch1M).
+	rescoreMin = 32
+	// block is how many vectors one kernel call scores: enough to amortise
+	// the call, few enough that the scores stay in a stack buffer, and one
+	// word of the filter bitmap.
+	block = 64
+	// minPerWorker keeps small indexes on one goroutine, where starting
+	// others costs more than it saves.
+	minPerWorker = 16 * 1024
+)
+
+// Search returns the k texts whose vectors are most similar to q (cosine),
+// best first, among the chunks for which allow returns true (nil allows
+// all). The filter decides before the cut, so k results come back whenever k
+// allowed texts exist. allow is called with the index's shared copy of a
+// source's attributes, under the index's read lock: it must not keep or
+// change it, nor call the index.
+//
+// q must have the index's dimension (ECONFLICT) and a finite non-zero length
+// (EINVALID). An error from the FetchFunc is returned as is.
+func (x *Index) Search(ctx context.Context, q []float32, k int, allow func(*recall.SourceMeta) bool) ([]Result, error) {
+	if len(q) != x.dim {
+		return nil, recall.Errorf(recall.ECONFLICT, "query vector has %d dimensions, the index %d", len(q), x.dim)
+	}
+	u, ok := unit(q)
+	if !ok {
+		return nil, recall.Errorf(recall.EINVALID, "query vector is zero or not finite")
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	qc := make([]int16, x.dim)
+	qscale := encodeQuery(qc, u, queryBound(x.dim))
+
+	pool := k
+	if x.fetch != nil {
+		pool = k + max(k, rescoreMin)
+	}
+	res := x.candidates(qc, qscale, pool, allow)
+	if len(res) == 0 {
+		return nil, nil
+	}
+	if x.fetch != nil {
+		if err := x.rescore(ctx, u, res); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(res, func(a, b Result) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Hash, b.Hash)
+	})
+	return res[:min(k, len(res))], nil
+}
+
+// candidates scans every allowed vector and returns the best pool of them
+// with approximate scores and their allowed chunks. Everything it returns is
+// copied out under the read lock, so rescoring needs no lock while it waits
+// for the store.
+func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*recall.SourceMeta) bool) []Result {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n := len(x.hashes)
+	if n == 0 {
+		return nil
+	}
+	var allowed []uint64
+	if allow != nil {
+		allowed = x.allowed(allow)
+		if allowed == nil {
+			return nil
+		}
+	}
+	top := x.scan(qc, allowed, pool)
+	res := make([]Result, len(top))
+	for i, c := range top {
+		res[i] = Result{Hash: x.hashes[c.v], Score: c.score * qscale, ChunkIDs: x.chunksOf(c.v, allow)}
+	}
+	return res
+}
+
+// allowed returns a bitmap of the vectors that at least one allowed chunk
+// holds, or nil when there are none. Chunks of a source mostly sit next to
+// each other in the slab, so the predicate runs about once per source.
+func (x *Index) allowed(allow func(*recall.SourceMeta) bool) []uint64 {
+	bm := make([]uint64, (len(x.hashes)+block-1)/block)
+	var last *sourceRef
+	var ok, any bool
+	for s, r := range x.metas {
+		if r != last {
+			last, ok = r, allow(&r.meta)
+		}
+		if ok {
+			v := x.vecOf[s]
+			bm[v/block] |= 1 << (v % block)
+			any = true
+		}
+	}
+	if !any {
+		return nil
+	}
+	return bm
+}
+
+func (x *Index) chunksOf(v int32, allow func(*recall.SourceMeta) bool) []int64 {
+	var ids []int64
+	for s := x.heads[v]; s >= 0; s = x.next[s] {
+		if allow == nil || allow(&x.metas[s].meta) {
+			ids = append(ids, x.ids[s])
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+type candidate struct {
+	score float32 // int8 dot product times the vector's scale: the query's scale is left out
+	v     int32
+}
+
+// scan returns the pool best allowed vectors by approximate score, best
+// first, splitting the slab across cores.
+func (x *Index) scan(qc []int16, allowed []uint64, pool int) []candidate {
+	n := len(x.hashes)
+	workers := min(runtime.GOMAXPROCS(0), (n+minPerWorker-1)/minPerWorker)
+	if workers <= 1 {
+		return x.scanRange(qc, allowed, 0, n, pool).sorted()
+	}
+	// Ranges start on block boundaries so each worker reads whole bitmap words.
+	per := (n/workers + block - 1) / block * block
+	tops := make([]heap, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*per, min((w+1)*per, n)
+		if w == workers-1 {
+			hi = n
+		}
+		wg.Go(func() { tops[w] = x.scanRange(qc, allowed, lo, hi, pool) })
+	}
+	wg.Wait()
+	all := tops[0]
+	for _, t := range tops[1:] {
+		for _, c := range t {
+			all = all.push(c, pool)
+		}
+	}
+	return all.sorted()
+}
+
+func (x *Index) scanRange(qc []int16, allowed []uint64, lo, hi, pool int) heap {
+	top := make(heap, 0, pool)
+	var buf [block]int32
+	d := x.dim
+	for b := lo; b < hi; b += block {
+		e := min(b+block, hi)
+		mask := ^uint64(0)
+		if allowed != nil {
+			if mask = allowed[b/block]; mask == 0 {
+				continue
+			}
+		}
+		out := buf[:e-b]
+		dotBatch(qc, x.codes[b*d:e*d], d, out)
+		for mask != 0 && len(out) > 0 {
+			i := bits.TrailingZeros64(mask)
+			mask &= mask - 1
+			if i >= len(out) {
+				break
+			}
+			s := float32(out[i]) * x.scales[b+i]
+			if len(top) < pool || s > top[0].score {
+				top = top.push(candidate{s, int32(b + i)}, pool)
+			}
+		}
+	}
+	return top
+}
+
+// rescore replaces the approximate scores of res with exact cosines from the
+// stored float vectors. A text the store no longer has a vector for (it is
+// being deleted) keeps its approximate score.
+func (x *Index) rescore(ctx context.Context, u []float32, res []Result) error {
+	hashes := make([]string, len(res))
+	for i, r := range res {
+		hashes[i] = r.Hash
+	}
+	vecs, err := x.fetch(ctx, hashes)
+	if err != nil {
+		return err
+	}
+	for i := range res {
+		vec, ok := vecs[res[i].Hash]
+		if !ok {
+			continue
+		}
+		if len(vec) != x.dim {
+			return recall.WrapError(recall.EINTERNAL, fmt.Errorf("stored vector for %s has %d dimensions, the index %d", res[i].Hash, len(vec), x.dim), "vector index out of step with the store")
+		}
+		w, ok := unit(vec)
+		if !ok {
+			continue
+		}
+		res[i].Score = dot(u, w)
+	}
+	return nil
+}
+
+// heap is a min-heap on score of at most pool candidates: its root is the
+// weakest kept, the one a better candidate replaces.
+type heap []candidate
+
+func (h heap) push(c candidate, pool int) heap {
+	if len(h) < pool {
+		h = append(h, c)
+		for i := len(h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !h.less(i, p) {
+				break
+			}
+			h[i], h[p] = h[p], h[i]
+			i = p
+		}
+		return h
+	}
+	if !less(h[0], c) {
+		return h
+	}
+	h[0] = c
+	for i := 0; ; {
+		m, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return h
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func (h heap) less(i, j int) bool { return less(h[i], h[j]) }
+
+// less orders by score, then by slot so that equal scores rank the same way
+// however the scan was split.
+func less(a, b candidate) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.v > b.v
+}
+
+func (h heap) sorted() []candidate {
+	slices.SortFunc(h, func(a, b candidate) int {
+		if less(a, b) {
+			return 1
+		}
+		if less(b, a) {
+			return -1
+		}
+		return 0
+	})
+	return h
+}
