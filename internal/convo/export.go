@@ -153,7 +153,7 @@ func jsonError(name string, src *sourceReader, i int, off int64, err error) erro
 	if i < 0 {
 		return invalidf(name, "%s", describeJSON(err, 0))
 	}
-	return invalidf(name, "element [%d] (from byte %d): %s", i, off, describeJSON(err, 0))
+	return invalidf(name, "element [%d] (after byte %d): %s", i, off, describeJSON(err, 0))
 }
 
 // describeJSON says what is wrong with malformed JSON; base is added to the

@@ -1,0 +1,339 @@
+package convo
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recall-mcp/recall"
+)
+
+func TestSupported(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"chat.md", true},
+		{"Chat.MD", true},
+		{"notes/a.markdown", true},
+		{`dir\b.txt`, true},
+		{"conversations.json", true},
+		{"log.jsonl", true},
+		{"photo.png", false},
+		{"archive.json.gz", false},
+		{"README", false},
+		{".md", true},
+	}
+	for _, tt := range tests {
+		if got := Supported(tt.name); got != tt.want {
+			t.Errorf("Supported(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		name, head string
+		want       Format
+		err        string // substring of the error; "" for none
+	}{
+		{"a.md", "# Title\n\n**User:** hi", FormatMarkdown, ""},
+		{"a.txt", "", FormatMarkdown, ""},
+		{"a.txt", "caf\xe9 cr\xe8me, na\xefve and other Latin-1 words in a longer sentence", FormatMarkdown, ""},
+		{"a.md", "\xef\xbb\xbfUser: hi", FormatMarkdown, ""},
+		{"a.md", "\xff\xfeU\x00:\x00 \x00h\x00i\x00", FormatMarkdown, ""},
+		{"a.md", "PK\x03\x04\x14\x00\x06\x00", 0, "binary content (byte 5)"},
+		{"a.md", "\x01\x02\x03\x04\x05 text", 0, "binary content"},
+		{"a.jsonl", "\n{\"role\":\"user\"}\n", FormatJSONL, ""},
+		{"a.jsonl", "", FormatJSONL, ""},
+		{"a.jsonl", "role,content\n", 0, "not JSON lines"},
+		{"c.json", ` [{"title":"x","create_time":1.5,"mapping":{}}]`, FormatChatGPT, ""},
+		{"c.json", `[{"uuid":"u","name":"n","account":{"uuid":"a"},"chat_messages":[]}]`, FormatClaude, ""},
+		{"c.json", `[{"content":"hi","role":"user"}]`, FormatMessages, ""},
+		{"c.json", `[]`, FormatChatGPT, ""},
+		{"c.json", `[{"title":"a very long title that the head cuts o`, 0, "or truncated"},
+		{"c.json", `[{"title":"x"}]`, 0, "unknown JSON format"},
+		{"c.json", `[1, 2]`, 0, "element [0] is a number"},
+		{"c.json", `{"mapping":{}}`, 0, "top level is a JSON object"},
+		{"c.json", `  `, 0, "empty file"},
+		{"c.json", `title,date`, 0, "not JSON"},
+		{"c.json", `[{"title" 1}]`, 0, "malformed JSON"},
+		{"photo.png", "\x89PNG", 0, "unsupported file type \".png\""},
+	}
+	for _, tt := range tests {
+		got, err := Detect(tt.name, []byte(tt.head))
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("Detect(%q, %q): %v", tt.name, tt.head, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("Detect(%q, %q) error = %v, want one containing %q", tt.name, tt.head, err, tt.err)
+		case tt.err != "" && recall.ErrorCode(err) != recall.EINVALID:
+			t.Errorf("Detect(%q, %q) error code = %s, want %s", tt.name, tt.head, recall.ErrorCode(err), recall.EINVALID)
+		case got != tt.want:
+			t.Errorf("Detect(%q, %q) = %v, want %v", tt.name, tt.head, got, tt.want)
+		}
+	}
+}
+
+func parseString(t *testing.T, name, content string) ([]Conversation, error) {
+	t.Helper()
+	var convs []Conversation
+	err := Parse(name, strings.NewReader(content), func(c Conversation) error {
+		convs = append(convs, c)
+		return nil
+	})
+	return convs, err
+}
+
+func mustParseFile(t *testing.T, path string) []Conversation {
+	t.Helper()
+	convs, err := parseFile(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return convs
+}
+
+func TestChatGPTExport(t *testing.T) {
+	convs := mustParseFile(t, "testdata/chatgpt-export.json")
+	if len(convs) != 2 {
+		t.Fatalf("got %d conversations, want 2 (the one with only a hidden system node is skipped)", len(convs))
+	}
+	first := convs[0]
+	all := strings.Join(first.Messages, "\n")
+	for _, absent := range []string{
+		"OLD BRANCH",           // the answer to the message before it was edited
+		"How do I keep tomato", // the message before it was edited
+		"grow tomatoes",        // custom instructions
+		"\n60\n", "**Tool",     // tool output
+		"**System", // hidden system message
+	} {
+		if strings.Contains(all, absent) {
+			t.Errorf("messages contain %q, which the displayed branch does not show:\n%s", absent, all)
+		}
+	}
+	if !strings.HasPrefix(first.Messages[0], "**User:** How do I keep cherry tomatoes") {
+		t.Errorf("first message = %q, want the edited question", first.Messages[0])
+	}
+	for _, m := range first.Messages {
+		if m == "" || !strings.HasPrefix(m, "**User:**") && !strings.HasPrefix(m, "**Assistant:**") {
+			t.Errorf("message %q is not labelled User or Assistant", m)
+		}
+	}
+	if want := time.Date(2024, 5, 1, 7, 59, 59, 870000000, time.UTC); !first.Created.Equal(want) {
+		t.Errorf("Created = %v, want %v", first.Created, want)
+	}
+	if first.ID != "6631f3c0-1d2e-4c11-9a7e-0b1c2d3e4f50" || first.Date != "2024-05-01" {
+		t.Errorf("ID, Date = %q, %q", first.ID, first.Date)
+	}
+	// Without current_node the newest answer is the one shown.
+	last := convs[1].Messages[len(convs[1].Messages)-1]
+	if !strings.Contains(last, "Say it as one word") {
+		t.Errorf("last message of the conversation without current_node = %q, want the newest answer", last)
+	}
+}
+
+func TestClaudeExport(t *testing.T) {
+	convs := mustParseFile(t, "testdata/claude-export.json")
+	if len(convs) != 2 {
+		t.Fatalf("got %d conversations, want 2 (the empty one is skipped)", len(convs))
+	}
+	answer := convs[0].Messages[1]
+	if !strings.HasPrefix(answer, "**Assistant:** Let me work backwards") || !strings.Contains(answer, "peaks by morning") {
+		t.Errorf("answer = %q, want both text blocks", answer)
+	}
+	if strings.Contains(answer, "print(7-4)") || strings.Contains(answer, "\n3\n") {
+		t.Errorf("answer = %q, want tool calls and results left out", answer)
+	}
+	if got := convs[0].Messages[0]; strings.Count(got, "[file: bake-plan.txt]") != 1 {
+		t.Errorf("question = %q, want the attached file named once", got)
+	}
+	if got := convs[0].Messages[2]; got != "**User:** The 1:5:5 plan worked, thanks!" {
+		t.Errorf("message without content blocks = %q, want its text", got)
+	}
+	if convs[1].Date != "2024-04-01" || convs[1].Created.Hour() != 21 {
+		t.Errorf("Date, Created = %q, %v; want the UTC day and time", convs[1].Date, convs[1].Created)
+	}
+}
+
+func TestChatLogs(t *testing.T) {
+	convs := mustParseFile(t, "testdata/chat-log.jsonl")
+	if len(convs) != 1 {
+		t.Fatalf("got %d conversations, want 1", len(convs))
+	}
+	c := convs[0]
+	want := []string{"**User:**", "**Assistant:**", "**Ingrid:**", "**Assistant:**", "**User:**"}
+	if len(c.Messages) != len(want) {
+		t.Fatalf("got %d messages, want %d (the tool line skipped): %q", len(c.Messages), len(want), c.Messages)
+	}
+	for i, m := range c.Messages {
+		if !strings.HasPrefix(m, want[i]) {
+			t.Errorf("message %d = %q, want it to start with %q", i, m, want[i])
+		}
+	}
+	if c.Created != time.Date(2023, 9, 14, 18, 2, 11, 0, time.UTC) || c.Updated != time.Date(2023, 9, 14, 18, 3, 10, 0, time.UTC) {
+		t.Errorf("Created, Updated = %v, %v", c.Created, c.Updated)
+	}
+}
+
+func TestLongJSONLine(t *testing.T) {
+	long := strings.Repeat("word ", 100_000) // 500 KB on one line, past bufio.Scanner's default limit
+	convs, err := parseString(t, "log.jsonl", `{"role":"user","content":"`+long+`"}`+"\n"+`{"role":"assistant","content":"ok"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(convs) != 1 || len(convs[0].Messages) != 2 || len(convs[0].Messages[0]) != len("**User:** ")+len(long) {
+		t.Fatalf("long line not read whole: %d conversations", len(convs))
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string // substrings of the error
+		ok   int      // conversations delivered before the error
+	}{
+		{"chatgpt-truncated.json", []string{"chatgpt-truncated.json", "element [2]", "after byte", "truncated"}, 1},
+		{"chatgpt-wrong-types.json", []string{"element [1]", `"title" is a JSON number, want a string`}, 1},
+		{"chatgpt-duplicate-ids.json", []string{"elements [0] and [1]", "same conversation id"}, 1},
+		{"chatgpt-trailing-data.json", []string{"data after the end of the array"}, 1},
+		{"claude-wrong-types.json", []string{"element [2]", `"chat_messages.content" is a JSON string, want an array`}, 1},
+		{"not-an-array.json", []string{"top level is a JSON object"}, 0},
+		{"empty.json", []string{"empty file"}, 0},
+		{"binary.md", []string{"binary content"}, 0},
+		{"gzip-garbage.json", []string{"binary content"}, 0},
+		{"bad-line.jsonl", []string{"bad-line.jsonl", "line 2", "malformed JSON at byte"}, 0},
+		{"wrong-type-line.jsonl", []string{"line 3", `"role" is a JSON number`}, 0},
+		{"not-objects.jsonl", []string{"not JSON lines"}, 0},
+	}
+	for _, tt := range tests {
+		convs, err := parseFile(t, "testdata/"+tt.file)
+		if err == nil {
+			t.Errorf("%s: no error", tt.file)
+			continue
+		}
+		if code := recall.ErrorCode(err); code != recall.EINVALID {
+			t.Errorf("%s: code %s, want %s (%v)", tt.file, code, recall.EINVALID, err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not mention %q", tt.file, err, w)
+			}
+		}
+		if len(convs) != tt.ok {
+			t.Errorf("%s: %d conversations before the error, want %d", tt.file, len(convs), tt.ok)
+		}
+	}
+}
+
+func TestMoreMalformedJSON(t *testing.T) {
+	tests := []struct {
+		name, content, want string
+	}{
+		{"c.json", `[{"id":"a","mapping":{}}, 7]`, `element [1] (after byte 24): the value is a JSON number, want an object`},
+		{"c.json", `[{"id":"a","mapping":{}}, {"id":"b","title":"x"}]`, `element [1] has no "mapping"`},
+		{"c.json", `[{"mapping":{"a":{"message":{"author":{"role":"user"},"content":{"parts":["hi"]}}}}}]`, `element [0] has no conversation id`},
+		{"c.json", `[{"id":"../etc","mapping":{"a":{"message":{"author":{"role":"user"},"content":{"parts":["hi"]}}}}}]`, `unusable conversation id`},
+		{"c.json", `[{"chat_messages":[], "uuid":"a"}, {"uuid":"b"}]`, `element [1] has no "chat_messages"`},
+		{"c.json", `[{"chat_messages":[{"sender":"human","text":5}], "uuid":"a"}]`, `"chat_messages.text" is a JSON number`},
+		{"c.json", `[{"id":"a","mapping":{}} {"id":"b","mapping":{}}]`, `element [1] (after byte 25): malformed JSON at byte 25`},
+		{"c.json", `[{"role":"user","content":"hi"},{"role":"user","content":5}]`, `element [1]: "content" is neither text nor content blocks`},
+		{"c.jsonl", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\"", `line 2: malformed JSON at byte`},
+		{"c.jsonl", `{"author":["x"],"text":"a"}`, `"author" is neither a string nor an object`},
+		{"c.jsonl", `{"role":"user","content":[{"type":"text","text":1}]}`, `"content": "text" is a JSON number`},
+	}
+	for _, tt := range tests {
+		_, err := parseString(t, tt.name, tt.content)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || recall.ErrorCode(err) != recall.EINVALID {
+			t.Errorf("Parse(%s) error = %v, want EINVALID containing %q", tt.content, err, tt.want)
+		}
+	}
+}
+
+func TestCallbackErrorStopsParse(t *testing.T) {
+	stop := errors.New("stop")
+	for _, file := range []string{"chatgpt-export.json", "claude-export.json", "chat-log.jsonl", "locomo-style.md"} {
+		f, err := os.Open("testdata/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		err = Parse(file, f, func(Conversation) error { calls++; return stop })
+		f.Close()
+		if err != stop || calls != 1 {
+			t.Errorf("%s: Parse = %v after %d calls, want the callback's error after 1", file, err, calls)
+		}
+	}
+}
+
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func TestReadErrorIsNotInvalidInput(t *testing.T) {
+	disk := errors.New("input/output error")
+	for _, tt := range []struct{ name, data string }{
+		{"c.json", `[{"id":"a","mapping":{}}, {"id":"b","mapp`},
+		{"c.jsonl", "{\"role\":\"user\",\"content\":\"a\"}\n{\"ro"},
+		{"c.md", "**User:** hi"},
+	} {
+		err := Parse(tt.name, &failingReader{[]byte(tt.data), disk}, func(Conversation) error { return nil })
+		if !errors.Is(err, disk) || recall.ErrorCode(err) == recall.EINVALID {
+			t.Errorf("%s: Parse = %v (code %s), want the read error, not EINVALID", tt.name, err, recall.ErrorCode(err))
+		}
+	}
+}
+
+// TestExportIsStreamed feeds an export through a pipe and checks that the
+// first conversation arrives before the rest of the file has been written.
+func TestExportIsStreamed(t *testing.T) {
+	pr, pw := io.Pipe()
+	first := `[{"id":"one","mapping":{"a":{"message":{"author":{"role":"user"},"content":{"parts":["first"]}}}}},`
+	// The head Parse sniffs, padded so the first conversation is read before
+	// the writer blocks.
+	pad := strings.Repeat(" ", SniffLen)
+	got := make(chan string)
+	done := make(chan error)
+	go func() {
+		done <- Parse("c.json", pr, func(c Conversation) error {
+			got <- c.ID
+			return nil
+		})
+	}()
+	go func() {
+		pw.Write([]byte(first + pad))
+	}()
+	select {
+	case id := <-got:
+		if id != "one" {
+			t.Fatalf("first conversation id = %q", id)
+		}
+	case err := <-done:
+		t.Fatalf("Parse returned %v before the export was complete", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first conversation was not delivered before the rest of the export was written")
+	}
+	go func() {
+		pw.Write([]byte(`{"id":"two","mapping":{"a":{"message":{"author":{"role":"user"},"content":{"parts":["second"]}}}}}]`))
+		pw.Close()
+	}()
+	if id := <-got; id != "two" {
+		t.Fatalf("second conversation id = %q", id)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
