@@ -119,7 +119,7 @@ func (openAIWire) decode(body []byte, n int) ([][]float32, error) {
 	out := make([][]float32, len(r.Data))
 	if len(r.Data) != n || r.Data[0].Index == nil {
 		for i, d := range r.Data {
-			out[i] = d.Embedding.floats()
+			out[i] = d.Embedding
 		}
 		return out, nil
 	}
@@ -127,7 +127,7 @@ func (openAIWire) decode(body []byte, n int) ([][]float32, error) {
 		if d.Index == nil || *d.Index < 0 || *d.Index >= n || out[*d.Index] != nil {
 			return nil, recall.Errorf(recall.EUNAVAILABLE, "openai returned embeddings whose indexes are not 0..%d each once", n-1)
 		}
-		out[*d.Index] = d.Embedding.floats() // never nil, so repeats show
+		out[*d.Index] = d.Embedding // never nil, so repeats show
 	}
 	return out, nil
 }

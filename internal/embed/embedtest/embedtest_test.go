@@ -156,3 +156,10 @@ func TestDelayHonoursCancellation(t *testing.T) {
 		t.Errorf("took %s", d)
 	}
 }
+
+func BenchmarkVector(b *testing.B) {
+	text := "we talked about the garden, the tomatoes and what to plant next spring"
+	for b.Loop() {
+		Vector(text, DefaultDim)
+	}
+}
