@@ -30,10 +30,15 @@ func BenchmarkMatMulT(b *testing.B) {
 		for _, impl := range impls() {
 			b.Run(fmt.Sprintf("%s/%s", s.name, impl.name), func(b *testing.B) {
 				defer impl.use()()
+				cpu0 := processCPU()
 				for b.Loop() {
 					MatMulT(dst, a, w, bias, s.m, s.k, s.n)
 				}
-				b.ReportMetric(2*float64(s.m*s.k*s.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				flop := 2 * float64(s.m*s.k*s.n) * float64(b.N)
+				b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				if cpu := processCPU() - cpu0; cpu > 0 {
+					b.ReportMetric(flop/cpu.Seconds()/1e9, "GFLOP/cpu-s")
+				}
 			})
 		}
 	}

@@ -15,6 +15,9 @@ import (
 func gemm6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, acc int)
 
 //go:noescape
+func gemm12x32AVX512(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, acc int)
+
+//go:noescape
 func dotAVX2(a, b *float32, n int) float32
 
 //go:noescape
@@ -44,19 +47,31 @@ func sumSqDevAVX2(x *float32, n int, mean float32) float32
 //go:noescape
 func normAVX2(x, gamma, beta *float32, n int, mean, inv float32)
 
-// hasAVX2 reports whether this CPU runs the AVX2+FMA kernels.
-var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+// Kernels for this CPU. x/sys/cpu also checks that the OS saves the vector
+// registers the kernels use.
+var (
+	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F
+)
+
+var (
+	gemmAVX2   = gemmKernel{fn: gemm6x16AVX2, mr: 6, nr: 16, kc: 256}
+	gemmAVX512 = gemmKernel{fn: gemm12x32AVX512, mr: 12, nr: 32, kc: 128}
+)
 
 func init() {
 	if hasAVX2 {
 		useAVX2()
+	}
+	if hasAVX512 {
+		gemm = gemmAVX512
 	}
 }
 
 func useAVX2() {
 	dot, axpy, add, scale = dotAVX2Go, axpyAVX2Go, addAVX2Go, scaleAVX2Go
 	gelu, layerNormRow, softmaxRow = geluAVX2Go, layerNormRowAVX2, softmaxRowAVX2
-	gemmKernel = gemm6x16AVX2
+	gemm = gemmAVX2
 	matMulT = matMulTPacked
 }
 

@@ -12,14 +12,15 @@ import (
 // vector loads; a is read in place, because its rows are already contiguous
 // along k and broadcasting one value per row needs no layout change.
 //
-// Blocking: a packed panel of kcMax×nr floats (16 KiB) stays in L1 while the
-// micro-kernel sweeps the rows of one row block (up to mcMax rows, ≤120 KiB of
+// Blocking: a packed panel of kc×nr floats (16 KiB) stays in L1 while the
+// micro-kernel sweeps the rows of one row block (up to mcMax rows, ~100 KiB of
 // a, in L2). Row blocks are the unit of parallel work.
 const (
-	mr    = 6   // rows per micro-tile: 12 accumulators of 8 lanes leave 4 of 16 ymm registers free
-	nr    = 16  // columns per micro-tile: two 8-lane vectors
-	kcMax = 256 // inner-dimension block
-	mcMax = 120 // rows per parallel work unit; a multiple of mr
+	mrMax = 12 // largest micro-tile of any kernel, for the edge buffers
+	nrMax = 32
+	kcMax = 256
+	mcMax = 120 // rows per parallel work unit; a multiple of every kernel's mr
+	ncMax = 256 // columns per pass over the k blocks
 
 	// Products below this many multiply-adds run on the calling goroutine:
 	// starting workers costs more than it saves.
@@ -34,9 +35,16 @@ const (
 // bias[j] (zero when bias is nil).
 type microKernel func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, acc int)
 
-// gemmKernel is the micro-kernel of the packed path; nil means this CPU has
-// none and MatMulT uses the portable product.
-var gemmKernel microKernel
+// gemmKernel describes the micro-kernel of the packed path: its tile and the
+// inner-dimension block that keeps one packed panel (kc×nr floats) near
+// 16 KiB, half of L1. A nil fn means this CPU has none and MatMulT uses the
+// portable product.
+type gemmKernel struct {
+	fn         microKernel
+	mr, nr, kc int
+}
+
+var gemm gemmKernel
 
 var packPool = sync.Pool{New: func() any { return new([]float32) }}
 
@@ -48,9 +56,10 @@ func matMulTPacked(dst, a, b, bias []float32, m, k, n int) {
 		fillBias(dst, bias, m, n)
 		return
 	}
-	kern := gemmKernel
+	g := gemm
+	mr, nr := g.mr, g.nr
 	np := (n + nr - 1) / nr
-	nkb := (k + kcMax - 1) / kcMax
+	nkb := (k + g.kc - 1) / g.kc
 	kc := (k + nkb - 1) / nkb // equal blocks: 384 splits 192+192, not 256+128
 
 	bufp := packPool.Get().(*[]float32)
@@ -70,7 +79,7 @@ func matMulTPacked(dst, a, b, bias []float32, m, k, n int) {
 		for kb := 0; kb < nkb; kb++ {
 			p0 := kb * kc
 			kcb := min(kc, k-p0)
-			packPanel(packed[kb*kc*np*nr+q*kcb*nr:], b, k, n, q*nr, p0, kcb)
+			packPanel(packed[kb*kc*np*nr+q*kcb*nr:], b, k, n, q*nr, nr, p0, kcb)
 		}
 	})
 
@@ -90,7 +99,7 @@ func matMulTPacked(dst, a, b, bias []float32, m, k, n int) {
 		i0 := (u / colChunks) * mc
 		q0 := (u % colChunks) * qPer
 		t := tile{
-			kern: kern, dst: dst, a: a, bias: bias, packed: packed,
+			g: g, dst: dst, a: a, bias: bias, packed: packed,
 			m: m, k: k, n: n, np: np, kc: kc,
 			i0: i0, i1: min(m, i0+mc), q0: q0, q1: min(np, q0+qPer),
 		}
@@ -99,24 +108,35 @@ func matMulTPacked(dst, a, b, bias []float32, m, k, n int) {
 }
 
 type tile struct {
-	kern            microKernel
+	g               gemmKernel
 	dst, a, bias    []float32
 	packed          []float32
 	m, k, n, np, kc int
 	i0, i1, q0, q1  int
-	aEdge           [mr * kcMax]float32
-	cEdge           [mr * nr]float32
-	bEdge           [nr]float32
+	aEdge           [mrMax * kcMax]float32
+	cEdge           [mrMax * nrMax]float32
+	bEdge           [nrMax]float32
 }
 
 func (t *tile) run() {
-	m, k, n := t.m, t.k, t.n
+	m, k, mr, nr := t.m, t.k, t.g.mr, t.g.nr
 	nkb := (k + t.kc - 1) / t.kc
 	edgeRows := t.i1 == m && m%mr != 0
 	lastI := t.i1 - (t.i1-t.i0)%mr // first row of a partial row group
 	if !edgeRows {
 		lastI = t.i1
 	}
+	// Columns go in chunks of about ncMax so the slice of dst that every
+	// k block revisits (mcMax×ncMax floats) stays in L2 between them.
+	qStep := max(1, ncMax/nr)
+	for qc := t.q0; qc < t.q1; qc += qStep {
+		t.runColumns(qc, min(t.q1, qc+qStep), nkb, edgeRows, lastI)
+	}
+}
+
+func (t *tile) runColumns(qa, qb, nkb int, edgeRows bool, lastI int) {
+	m, k, n := t.m, t.k, t.n
+	mr, nr, kern := t.g.mr, t.g.nr, t.g.fn
 	for kb := 0; kb < nkb; kb++ {
 		p0 := kb * t.kc
 		kcb := min(t.kc, k-p0)
@@ -130,7 +150,7 @@ func (t *tile) run() {
 				copy(t.aEdge[r*kcb:(r+1)*kcb], t.a[(lastI+r)*k+p0:])
 			}
 		}
-		for q := t.q0; q < t.q1; q++ {
+		for q := qa; q < qb; q++ {
 			bp := &blk[q*kcb*nr]
 			j0 := q * nr
 			cols := min(nr, n-j0)
@@ -147,7 +167,7 @@ func (t *tile) run() {
 			i := t.i0
 			if cols == nr {
 				for ; i < lastI; i += mr {
-					t.kern(kcb, &t.a[i*k+p0], k, bp, &t.dst[i*n+j0], n, biasp, acc)
+					kern(kcb, &t.a[i*k+p0], k, bp, &t.dst[i*n+j0], n, biasp, acc)
 				}
 			}
 			for ; i < t.i1; i += mr {
@@ -161,7 +181,7 @@ func (t *tile) run() {
 						copy(t.cEdge[r*nr:r*nr+cols], t.dst[(i+r)*n+j0:])
 					}
 				}
-				t.kern(kcb, ap, lda, bp, &t.cEdge[0], nr, biasp, acc)
+				kern(kcb, ap, lda, bp, &t.cEdge[0], nr, biasp, acc)
 				for r := 0; r < rows; r++ {
 					copy(t.dst[(i+r)*n+j0:(i+r)*n+j0+cols], t.cEdge[r*nr:])
 				}
@@ -172,7 +192,7 @@ func (t *tile) run() {
 
 // packPanel writes columns j0..j0+nr of b (rows of the n×k matrix), inner
 // indices p0..p0+kcb, as kcb groups of nr values; columns past n are zero.
-func packPanel(dst, b []float32, k, n, j0, p0, kcb int) {
+func packPanel(dst, b []float32, k, n, j0, nr, p0, kcb int) {
 	dst = dst[:kcb*nr]
 	for jj := 0; jj < nr; jj++ {
 		if j0+jj >= n {

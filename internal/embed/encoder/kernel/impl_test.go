@@ -33,18 +33,23 @@ var generic = kernelSet{
 	geluGeneric, layerNormRowGeneric, softmaxRowGeneric, matMulTGeneric,
 }
 
-// impls lists the portable kernels and the ones init selected for this CPU
-// (when they differ), so every test and benchmark covers both paths.
+// impls lists the portable kernels and every accelerated set this CPU can
+// run, so each test and benchmark covers all the paths.
 func impls() []impl {
-	out := []impl{{"generic", func() func() {
-		saved := current()
-		generic.install()
-		return saved.install
-	}}}
-	if gemmKernel != nil {
-		out = append(out, impl{"fast", func() func() { return func() {} }})
-	}
-	return out
+	return append([]impl{useSet("generic", generic, gemmKernel{})}, archImpls()...)
+}
+
+// useSet returns an impl that installs s and the micro-kernel g.
+func useSet(name string, s kernelSet, g gemmKernel) impl {
+	return impl{name, func() func() {
+		saved, savedGemm := current(), gemm
+		s.install()
+		gemm = g
+		return func() {
+			saved.install()
+			gemm = savedGemm
+		}
+	}}
 }
 
 // forEachImpl runs f once per kernel set as a subtest.
