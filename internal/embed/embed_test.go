@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"encoding/json"
 	"math"
 	"net/http"
 	"slices"
@@ -220,6 +221,38 @@ func TestBackoffFullJitter(t *testing.T) {
 		// Full jitter spreads waits over the whole range, not near zero only.
 		if top < ceiling/2 {
 			t.Errorf("backoff(%d): largest of 200 draws %s, want some above %s", attempt, top, ceiling/2)
+		}
+	}
+}
+
+func TestVectorJSON(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []float32 // nil: must fail
+	}{
+		{`[1, -2.5e-3 ,3E2]`, []float32{1, -0.0025, 300}},
+		{` [ 0.5 ] `, []float32{0.5}},
+		{`[]`, []float32{}},
+		{`null`, []float32{}},
+		{`[1,null]`, nil},
+		{`[1,"NaN"]`, nil},
+		{`[1,"2,3"]`, nil},
+		{`[true]`, nil},
+		{`[[1,2]]`, nil},
+		{`[3.5e38]`, nil},
+		{`{"a":1}`, nil},
+		{`"1,2"`, nil},
+	}
+	for _, tt := range tests {
+		var v vector
+		err := json.Unmarshal([]byte(tt.in), &v)
+		switch {
+		case tt.want == nil && err == nil:
+			t.Errorf("%s decoded to %v, want an error", tt.in, v)
+		case tt.want != nil && err != nil:
+			t.Errorf("%s: %v", tt.in, err)
+		case tt.want != nil && (v == nil || !slices.Equal(v, tt.want)):
+			t.Errorf("%s decoded to %#v, want %v", tt.in, v, tt.want)
 		}
 	}
 }

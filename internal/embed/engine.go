@@ -48,7 +48,7 @@ type Limits struct {
 	MaxRetryAfter time.Duration
 }
 
-// retryDefaults are shared by every provider.
+// retryDefaults fill what a provider's defaults leave zero.
 var retryDefaults = Limits{
 	MaxAttempts:   4,
 	BaseDelay:     500 * time.Millisecond,
@@ -154,13 +154,11 @@ func (e *engine) init(c engineConfig) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return recall.Errorf(recall.EINVALID, "%s: base URL must be an absolute http or https URL", c.provider)
 	}
-	d := retryDefaults
-	d.MaxBatch, d.MaxInputChars, d.MaxBatchChars = c.defaults.MaxBatch, c.defaults.MaxInputChars, c.defaults.MaxBatchChars
-	d.Concurrency, d.Timeout = c.defaults.Concurrency, c.defaults.Timeout
-	limits, err := c.limits.resolve(d)
+	limits, err := c.limits.resolve(c.defaults)
 	if err != nil {
 		return err
 	}
+	limits, _ = limits.resolve(retryDefaults) // nothing negative is left
 	client := c.client
 	if client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
