@@ -1,0 +1,308 @@
+package encoder
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed/encoder/kernel"
+)
+
+// bert holds a BERT encoder's weights, all float32, in nn.Linear's
+// out_features×in_features layout, which is what kernel.MatMulT takes.
+type bert struct {
+	hidden, heads, inter int
+	vocab, types, maxPos int
+	eps                  float32
+
+	word, pos, typ []float32 // vocab×hidden, maxPos×hidden, types×hidden
+	embG, embB     []float32
+	layers         []bertLayer
+}
+
+type bertLayer struct {
+	// Query, key and value are fused into one 3·hidden×hidden product: one
+	// large MatMulT uses the cores better than three smaller ones.
+	qkvW, qkvB     []float32
+	outW, outB     []float32
+	ln1G, ln1B     []float32
+	interW, interB []float32 // inter×hidden
+	ffnW, ffnB     []float32 // hidden×inter
+	ln2G, ln2B     []float32
+}
+
+// loadBERT reads the weights named as transformers' BertModel names them,
+// with or without the "bert." prefix of BertFor* checkpoints.
+func loadBERT(st *safetensors, c bertConfig) (*bert, error) {
+	m := &bert{
+		hidden: c.HiddenSize, heads: c.NumAttentionHeads, inter: c.IntermediateSize,
+		vocab: c.VocabSize, types: c.TypeVocabSize, maxPos: c.MaxPositionEmbeddings,
+		eps: float32(c.LayerNormEps),
+	}
+	prefix := ""
+	if _, ok := st.tensors["embeddings.word_embeddings.weight"]; !ok {
+		if _, ok := st.tensors["bert.embeddings.word_embeddings.weight"]; ok {
+			prefix = "bert."
+		}
+	}
+	var err error
+	get := func(name string, shape ...int) []float32 {
+		if err != nil {
+			return nil
+		}
+		var t []float32
+		t, err = st.float32s(prefix+name, shape...)
+		return t
+	}
+	// Checkpoints converted from TensorFlow name LayerNorm parameters gamma
+	// and beta instead of weight and bias.
+	layerNorm := func(name string) (g, b []float32) {
+		if _, ok := st.tensors[prefix+name+".gamma"]; ok {
+			return get(name+".gamma", m.hidden), get(name+".beta", m.hidden)
+		}
+		return get(name+".weight", m.hidden), get(name+".bias", m.hidden)
+	}
+	h, in := m.hidden, m.inter
+	m.word = get("embeddings.word_embeddings.weight", m.vocab, h)
+	m.pos = get("embeddings.position_embeddings.weight", m.maxPos, h)
+	m.typ = get("embeddings.token_type_embeddings.weight", m.types, h)
+	m.embG, m.embB = layerNorm("embeddings.LayerNorm")
+	for i := 0; i < c.NumHiddenLayers && err == nil; i++ {
+		p := fmt.Sprintf("encoder.layer.%d.", i)
+		var l bertLayer
+		l.qkvW = concat(get(p+"attention.self.query.weight", h, h), get(p+"attention.self.key.weight", h, h), get(p+"attention.self.value.weight", h, h))
+		l.qkvB = concat(get(p+"attention.self.query.bias", h), get(p+"attention.self.key.bias", h), get(p+"attention.self.value.bias", h))
+		l.outW, l.outB = get(p+"attention.output.dense.weight", h, h), get(p+"attention.output.dense.bias", h)
+		l.ln1G, l.ln1B = layerNorm(p + "attention.output.LayerNorm")
+		l.interW, l.interB = get(p+"intermediate.dense.weight", in, h), get(p+"intermediate.dense.bias", in)
+		l.ffnW, l.ffnB = get(p+"output.dense.weight", h, in), get(p+"output.dense.bias", h)
+		l.ln2G, l.ln2B = layerNorm(p + "output.LayerNorm")
+		m.layers = append(m.layers, l)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func concat(parts ...[]float32) []float32 {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	out := make([]float32, 0, n)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// sequence is one window of token ids to run through the model.
+type sequence struct {
+	ids, typeIDs []int32
+}
+
+// workspace holds every activation buffer of a forward pass, so that
+// embedding a batch allocates nothing once the buffers have grown to size.
+type workspace struct {
+	x, qkv, ctx, tmp, inter []float32
+	offs                    []int
+	heads                   []headScratch // one per worker
+}
+
+// headScratch is one worker's buffers for one attention head of one sequence.
+type headScratch struct {
+	q, k, vt, scores, out []float32
+}
+
+var workspaces = sync.Pool{New: func() any { return new(workspace) }}
+
+func grow(buf []float32, n int) []float32 {
+	if cap(buf) < n {
+		return make([]float32, n)
+	}
+	return buf[:n]
+}
+
+// checkIDs makes sure the tokenizer and the weights agree before any ids are
+// used as indexes.
+func (m *bert) checkIDs(seqs []sequence) error {
+	for _, s := range seqs {
+		if len(s.ids) > m.maxPos {
+			return recall.Errorf(recall.EINTERNAL, "a window of %d tokens exceeds the model's %d positions", len(s.ids), m.maxPos)
+		}
+		for i, id := range s.ids {
+			if id < 0 || int(id) >= m.vocab || s.typeIDs[i] < 0 || int(s.typeIDs[i]) >= m.types {
+				return recall.Errorf(recall.EINVALID, "token id %d (type %d) is outside the model's vocabulary of %d: tokenizer.json does not match the weights", id, s.typeIDs[i], m.vocab)
+			}
+		}
+	}
+	return nil
+}
+
+// forward runs the sequences through the encoder and writes each one's
+// pooled hidden state to out (len(seqs)×hidden).
+//
+// The sequences are packed one after another without padding: every step
+// but attention works row by row, and attention runs per sequence, so
+// padding would only cost work. This is also why results cannot depend on
+// what else is in the batch.
+func (m *bert) forward(ws *workspace, seqs []sequence, pool pooling, out []float32) {
+	h, in := m.hidden, m.inter
+	ws.offs = ws.offs[:0]
+	rows := 0
+	for _, s := range seqs {
+		ws.offs = append(ws.offs, rows)
+		rows += len(s.ids)
+	}
+	ws.offs = append(ws.offs, rows)
+	x := grow(ws.x, rows*h)
+	qkv := grow(ws.qkv, rows*3*h)
+	ctx := grow(ws.ctx, rows*h)
+	tmp := grow(ws.tmp, rows*h)
+	inter := grow(ws.inter, rows*in)
+	ws.x, ws.qkv, ws.ctx, ws.tmp, ws.inter = x, qkv, ctx, tmp, inter
+
+	m.embed(x, seqs, ws.offs)
+	for i := range m.layers {
+		l := &m.layers[i]
+		kernel.MatMulT(qkv, x, l.qkvW, l.qkvB, rows, h, 3*h)
+		m.attention(ws, qkv, ctx, ws.offs)
+		kernel.MatMulT(tmp, ctx, l.outW, l.outB, rows, h, h)
+		addLayerNorm(x, tmp, l.ln1G, l.ln1B, rows, h, m.eps)
+		kernel.MatMulT(inter, x, l.interW, l.interB, rows, h, in)
+		parallelChunks(len(inter), 1<<14, func(lo, hi int) { kernel.GELU(inter[lo:hi]) })
+		kernel.MatMulT(tmp, inter, l.ffnW, l.ffnB, rows, in, h)
+		addLayerNorm(x, tmp, l.ln2G, l.ln2B, rows, h, m.eps)
+	}
+
+	for b := range seqs {
+		dst := out[b*h : (b+1)*h]
+		start, end := ws.offs[b], ws.offs[b+1]
+		if pool == poolCLS {
+			copy(dst, x[start*h:(start+1)*h])
+			continue
+		}
+		clear(dst)
+		for r := start; r < end; r++ {
+			kernel.Add(dst, x[r*h:(r+1)*h])
+		}
+		kernel.Scale(dst, 1/float32(end-start))
+	}
+}
+
+// embed writes word + position + token type embeddings, layer-normalized.
+func (m *bert) embed(x []float32, seqs []sequence, offs []int) {
+	h := m.hidden
+	parallelFor(len(seqs), func(_, b int) {
+		s := seqs[b]
+		for p, id := range s.ids {
+			row := x[(offs[b]+p)*h : (offs[b]+p+1)*h]
+			copy(row, m.word[int(id)*h:])
+			kernel.Add(row, m.pos[p*h:])
+			kernel.Add(row, m.typ[int(s.typeIDs[p])*h:])
+		}
+		kernel.LayerNorm(x[offs[b]*h:offs[b+1]*h], m.embG, m.embB, len(s.ids), h, m.eps)
+	})
+}
+
+// addLayerNorm computes x = LayerNorm(x + y) row by row, in parallel.
+func addLayerNorm(x, y, gamma, beta []float32, rows, cols int, eps float32) {
+	parallelChunks(rows, max(1, 4096/cols), func(lo, hi int) {
+		xs, ys := x[lo*cols:hi*cols], y[lo*cols:hi*cols]
+		kernel.Add(xs, ys)
+		kernel.LayerNorm(xs, gamma, beta, hi-lo, cols, eps)
+	})
+}
+
+// attention computes multi-head self-attention of each sequence over itself,
+// reading the fused query/key/value rows and writing the heads' outputs side
+// by side into ctx. Units of work are (sequence, head) pairs.
+func (m *bert) attention(ws *workspace, qkv, ctx []float32, offs []int) {
+	h, heads := m.hidden, m.heads
+	d := h / heads
+	scale := float32(1 / math.Sqrt(float64(d)))
+	nseq := len(offs) - 1
+	maxLen := 0
+	for b := 0; b < nseq; b++ {
+		maxLen = max(maxLen, offs[b+1]-offs[b])
+	}
+	w := workers()
+	for len(ws.heads) < w {
+		ws.heads = append(ws.heads, headScratch{})
+	}
+	for i := range ws.heads[:w] {
+		s := &ws.heads[i]
+		s.q, s.k, s.vt = grow(s.q, maxLen*d), grow(s.k, maxLen*d), grow(s.vt, maxLen*d)
+		s.scores, s.out = grow(s.scores, maxLen*maxLen), grow(s.out, maxLen*d)
+	}
+	parallelFor(nseq*heads, func(worker, u int) {
+		b, hd := u/heads, u%heads
+		start, n := offs[b], offs[b+1]-offs[b]
+		s := &ws.heads[worker]
+		q, k, vt := s.q[:n*d], s.k[:n*d], s.vt[:n*d]
+		scores, o := s.scores[:n*n], s.out[:n*d]
+		col := hd * d
+		for i := 0; i < n; i++ {
+			row := qkv[(start+i)*3*h:]
+			copy(q[i*d:(i+1)*d], row[col:col+d])
+			copy(k[i*d:(i+1)*d], row[h+col:h+col+d])
+			for j, v := range row[2*h+col : 2*h+col+d] {
+				vt[j*n+i] = v
+			}
+		}
+		kernel.Scale(q, scale)
+		kernel.MatMulT(scores, q, k, nil, n, d, n)
+		kernel.SoftmaxRows(scores, n, n)
+		kernel.MatMulT(o, scores, vt, nil, n, n, d)
+		for i := 0; i < n; i++ {
+			copy(ctx[(start+i)*h+col:(start+i)*h+col+d], o[i*d:(i+1)*d])
+		}
+	})
+}
+
+// workers is how many goroutines a forward pass uses.
+func workers() int { return runtime.GOMAXPROCS(0) }
+
+// parallelFor calls f(worker, i) for i in [0, count), spread over the
+// workers; worker identifies the goroutine so that f can use its own
+// scratch buffers. Units are handed out in order, so uneven ones balance.
+func parallelFor(count int, f func(worker, i int)) {
+	w := min(workers(), count)
+	if w <= 1 {
+		for i := 0; i < count; i++ {
+			f(0, i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < w; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= count {
+					return
+				}
+				f(g, i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// parallelChunks splits [0, n) into chunks of at least minChunk and calls
+// f(lo, hi) for each, in parallel.
+func parallelChunks(n, minChunk int, f func(lo, hi int)) {
+	w := workers()
+	chunk := max(minChunk, (n+4*w-1)/(4*w))
+	count := (n + chunk - 1) / chunk
+	parallelFor(count, func(_, i int) {
+		f(i*chunk, min(n, (i+1)*chunk))
+	})
+}
