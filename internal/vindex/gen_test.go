@@ -2,6 +2,7 @@ package vindex
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -160,12 +161,12 @@ func (e *exactTop) see1(qi int, s scored) {
 	e.best[qi] = b[:min(len(b), e.k)]
 }
 
-// build indexes vectors [0, n) of d, one chunk per vector, while computing
-// the exact top k of the queries, on all cores.
+// build indexes vectors [0, n) of d, one chunk per vector and ten chunks per
+// source dated over the twelve months of 2024, while computing the exact top
+// k of the queries, on all cores.
 func build(d *dataset, n int, fetch FetchFunc, queries [][]float32, k int) (*Index, *exactTop) {
 	x := New(d.dim, fetch)
 	x.Grow(n)
-	meta := recall.SourceMeta{ID: "bench", Kind: recall.KindArchive}
 	const batch = 4096
 	workers := 2
 	truth := make([]*exactTop, workers)
@@ -184,6 +185,11 @@ func build(d *dataset, n int, fetch FetchFunc, queries [][]float32, k int) (*Ind
 				}
 				for j, v := range vecs {
 					i := lo + j
+					meta := recall.SourceMeta{
+						ID:   "vault/" + strconv.Itoa(i/10),
+						Kind: recall.KindArchive,
+						Date: fmt.Sprintf("2024-%02d", i/10%12+1),
+					}
 					if err := x.Add(recall.IndexedChunk{ID: int64(i), Hash: hashOf(i), Source: meta}, v); err != nil {
 						panic(err)
 					}

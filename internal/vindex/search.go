@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/recall-mcp/recall"
 )
@@ -39,8 +40,10 @@ const (
 // best first, among the chunks for which allow returns true (nil allows
 // all). The filter decides before the cut, so k results come back whenever k
 // allowed texts exist. allow is called with the index's shared copy of a
-// source's attributes, under the index's read lock: it must not keep or
-// change it, nor call the index.
+// source's attributes, under the index's read lock and from several
+// goroutines at once: it must be safe for concurrent use, must not keep or
+// change the SourceMeta, and must not call the index. recall.Filter.Allows
+// fits.
 //
 // q must have the index's dimension (ECONFLICT) and a finite non-zero length
 // (EINVALID). An error from the FetchFunc is returned as is.
@@ -111,22 +114,42 @@ func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*rec
 
 // allowed returns a bitmap of the vectors that at least one allowed chunk
 // holds, or nil when there are none. Chunks of a source mostly sit next to
-// each other in the slab, so the predicate runs about once per source.
+// each other in the slab, so the predicate runs about once per source; that
+// can still be a hundred thousand calls, so large indexes split the chunks
+// across cores.
 func (x *Index) allowed(allow func(*recall.SourceMeta) bool) []uint64 {
 	bm := make([]uint64, (len(x.hashes)+block-1)/block)
-	var last *sourceRef
-	var ok, any bool
-	for s, r := range x.metas {
-		if r != last {
-			last, ok = r, allow(&r.meta)
+	n := len(x.ids)
+	workers := min(runtime.GOMAXPROCS(0), (n+minPerWorker-1)/minPerWorker)
+	var any atomic.Bool
+	mark := func(lo, hi int) {
+		var last *sourceRef
+		var ok, found bool
+		for s := lo; s < hi; s++ {
+			if r := x.metas[s]; r != last {
+				last, ok = r, allow(&r.meta)
+			}
+			if ok {
+				v := x.vecOf[s]
+				atomic.OrUint64(&bm[v/block], 1<<(v%block))
+				found = true
+			}
 		}
-		if ok {
-			v := x.vecOf[s]
-			bm[v/block] |= 1 << (v % block)
-			any = true
+		if found {
+			any.Store(true)
 		}
 	}
-	if !any {
+	if workers <= 1 {
+		mark(0, n)
+	} else {
+		per := (n + workers - 1) / workers
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() { mark(w*per, min((w+1)*per, n)) })
+		}
+		wg.Wait()
+	}
+	if !any.Load() {
 		return nil
 	}
 	return bm
