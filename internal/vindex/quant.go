@@ -5,9 +5,11 @@ import "math"
 // Vectors are stored as int8 codes with one float32 scale per vector: code ×
 // scale approximates the unit-length vector's component. A per-vector scale
 // needs no statistics of the whole collection, so vectors can be added one
-// at a time from the first; on clustered data it ranked as well as a
-// per-dimension scale fitted to the data (recall@10 0.952 against 0.963 at
-// 100k, 0.970 against 0.965 at 1M) and the rescoring pass repairs either.
+// at a time from the first. It also ranks as well as per-dimension scales
+// fitted to the data (BenchmarkQuantisation, 100k 384-dimensional vectors,
+// recall@10 of the codes alone: 0.984 against 0.986 on uniform data, 0.960
+// against 0.944 on clustered data), and rescoring with exact floats repairs
+// what either misses.
 
 // queryBound is the largest query code magnitude for which a dot product
 // with dim int8 codes cannot overflow int32: dim × 127 × bound < 2³¹. Queries
