@@ -84,7 +84,7 @@ func BenchmarkQuantisation(b *testing.B) {
 		for i, v := range vecs {
 			codes := make([]int8, dim)
 			for j, x := range v {
-				codes[j] = int8(math.Round(float64((x-offset(j))/step(j))))
+				codes[j] = int8(math.Round(float64((x - offset(j)) / step(j))))
 			}
 			perDim[i] = decode(codes, step, offset)
 		}
