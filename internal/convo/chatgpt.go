@@ -68,12 +68,15 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 		if err := ids.check(name, i, id); err != nil {
 			return err
 		}
-		c := Conversation{ID: id, Title: g.Title, Created: unixTime(g.CreateTime), Updated: unixTime(g.UpdateTime)}
-		var firstMessage time.Time
+		c := Conversation{ID: id, Title: strings.TrimSpace(g.Title), Created: unixTime(g.CreateTime), Updated: unixTime(g.UpdateTime)}
+		var firstMessage, lastMessage time.Time
 		for _, nodeID := range g.branch() {
 			m := g.Mapping[nodeID].Message
-			if firstMessage.IsZero() {
-				firstMessage = unixTime(m.CreateTime)
+			if at := unixTime(m.CreateTime); !at.IsZero() {
+				if firstMessage.IsZero() {
+					firstMessage = at
+				}
+				lastMessage = at
 			}
 			if b := renderTurn(speakerLabel(m.Author.Role), m.text()); b != "" {
 				c.Messages = append(c.Messages, b)
@@ -84,6 +87,9 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 		}
 		if c.Created.IsZero() {
 			c.Created = firstMessage
+		}
+		if c.Updated.IsZero() {
+			c.Updated = lastMessage
 		}
 		c.Date = dateOf(c.Created)
 		return fn(c)

@@ -46,7 +46,7 @@ func parseClaude(name string, r io.Reader, src *sourceReader, fn func(Conversati
 		if err := ids.check(name, i, e.UUID); err != nil {
 			return err
 		}
-		c := Conversation{ID: e.UUID, Title: e.Name, Created: isoTime(e.CreatedAt), Updated: isoTime(e.UpdatedAt)}
+		c := Conversation{ID: e.UUID, Title: strings.TrimSpace(e.Name), Created: isoTime(e.CreatedAt), Updated: isoTime(e.UpdatedAt)}
 		c.Date = dateOf(c.Created)
 		for _, m := range e.ChatMessages {
 			if b := renderTurn(speakerLabel(m.Sender), m.text()); b != "" {

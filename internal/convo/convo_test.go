@@ -337,3 +337,31 @@ func TestExportIsStreamed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestEncodings(t *testing.T) {
+	utf16be := func(s string) string {
+		b := []byte{0xFE, 0xFF}
+		for _, r := range s {
+			b = append(b, byte(r>>8), byte(r))
+		}
+		return string(b)
+	}
+	tests := []struct{ name, content, want string }{
+		{"a.json", "\xef\xbb\xbf" + `[{"role":"user","content":"bom"}]`, "**User:** bom"},
+		{"a.jsonl", "\xef\xbb\xbf" + `{"role":"user","content":"bom"}`, "**User:** bom"},
+		{"a.md", utf16be("User: grüß dich\n"), "User: grüß dich"},
+		{"a.json", utf16be(`[{"role":"user","content":"wide"}]`), "**User:** wide"},
+		{"a.md", "User: caf\xe9", "User: caf\uFFFD"},
+		{"a.jsonl", `{"role":"user","content":"caf` + "\xe9" + `"}`, "**User:** caf\uFFFD"},
+	}
+	for _, tt := range tests {
+		convs, err := parseString(t, tt.name, tt.content)
+		if err != nil {
+			t.Errorf("%s %q: %v", tt.name, tt.content, err)
+			continue
+		}
+		if len(convs) != 1 || len(convs[0].Messages) != 1 || convs[0].Messages[0] != tt.want {
+			t.Errorf("%s %q: got %+v, want one message %q", tt.name, tt.content, convs, tt.want)
+		}
+	}
+}
