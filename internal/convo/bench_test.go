@@ -50,8 +50,8 @@ func writeChatGPTExport(tb testing.TB, path string, size int64) int64 {
 			return msg{
 				"id": fmt.Sprint(rng.Uint64()), "author": msg{"role": role, "name": nil, "metadata": msg{}},
 				"create_time": t, "update_time": nil, "status": "finished_successfully", "weight": 1.0,
-				"content":  msg{"content_type": "text", "parts": []string{text}},
-				"metadata": msg{"model_slug": "gpt-4o", "request_id": "8a1f0c2b3d4e5f60-AMS", "timestamp_": "absolute"},
+				"content":   msg{"content_type": "text", "parts": []string{text}},
+				"metadata":  msg{"model_slug": "gpt-4o", "request_id": "8a1f0c2b3d4e5f60-AMS", "timestamp_": "absolute"},
 				"recipient": "all",
 			}
 		}
