@@ -180,7 +180,9 @@ func binaryAt(head []byte) (int, bool) {
 
 // Parse reads the conversations of one file and calls fn for each one that has
 // at least one message, in file order. name is used for the format and in
-// errors.
+// errors. Exports and JSON arrays are streamed one element at a time; a text
+// or JSON-lines file is one conversation and is held whole, so callers bound
+// its size.
 //
 // Malformed input gives an error with code recall.EINVALID naming the file and,
 // where known, the line, the array element and the byte offset. Conversations
