@@ -34,6 +34,9 @@ const (
 	// minPerWorker keeps small indexes on one goroutine, where starting
 	// others costs more than it saves.
 	minPerWorker = 16 * 1024
+	// segment is the share of the slab a scanning goroutine takes at a time
+	// (a multiple of block).
+	segment = 128 * block
 )
 
 // Search returns the k texts whose vectors are most similar to q (cosine),
@@ -177,18 +180,25 @@ func (x *Index) scan(qc []int16, allowed []uint64, pool int) []candidate {
 	n := len(x.hashes)
 	workers := min(runtime.GOMAXPROCS(0), (n+minPerWorker-1)/minPerWorker)
 	if workers <= 1 {
-		return x.scanRange(qc, allowed, 0, n, pool).sorted()
+		return x.scanRange(qc, allowed, 0, n, make(heap, 0, pool), pool).sorted()
 	}
-	// Ranges start on block boundaries so each worker reads whole bitmap words.
-	per := (n/workers + block - 1) / block * block
+	// Workers take segments as they go rather than a fixed share, so one
+	// slowed by other load on its core leaves the rest to the others.
+	var next atomic.Int64
 	tops := make([]heap, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		lo, hi := w*per, min((w+1)*per, n)
-		if w == workers-1 {
-			hi = n
-		}
-		wg.Go(func() { tops[w] = x.scanRange(qc, allowed, lo, hi, pool) })
+		wg.Go(func() {
+			top := make(heap, 0, pool)
+			for {
+				lo := int(next.Add(segment)) - segment
+				if lo >= n {
+					break
+				}
+				top = x.scanRange(qc, allowed, lo, min(lo+segment, n), top, pool)
+			}
+			tops[w] = top
+		})
 	}
 	wg.Wait()
 	all := tops[0]
@@ -200,8 +210,9 @@ func (x *Index) scan(qc []int16, allowed []uint64, pool int) []candidate {
 	return all.sorted()
 }
 
-func (x *Index) scanRange(qc []int16, allowed []uint64, lo, hi, pool int) heap {
-	top := make(heap, 0, pool)
+// scanRange pushes the vectors in [lo, hi) onto top; lo is a multiple of
+// block, so bitmap words line up.
+func (x *Index) scanRange(qc []int16, allowed []uint64, lo, hi int, top heap, pool int) heap {
 	var buf [block]int32
 	d := x.dim
 	for b := lo; b < hi; b += block {
