@@ -29,9 +29,9 @@ type preTokenizer interface {
 }
 
 type unigramSpec struct {
-	Vocab        [][2]json.RawMessage `json:"vocab"`
-	UnkID        *int32               `json:"unk_id"`
-	ByteFallback bool                 `json:"byte_fallback"`
+	Vocab        json.RawMessage `json:"vocab"`
+	UnkID        *int32          `json:"unk_id"`
+	ByteFallback bool            `json:"byte_fallback"`
 }
 
 func newUnigram(s *spec) (Tokenizer, error) {
@@ -39,22 +39,17 @@ func newUnigram(s *spec) (Tokenizer, error) {
 	if err := json.Unmarshal(s.Model, &m); err != nil {
 		return nil, recall.WrapError(recall.EINVALID, err, "tokenizer Unigram model is malformed")
 	}
-	if len(m.Vocab) == 0 {
+	vocab, err := parseUnigramVocab(m.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	if len(vocab) == 0 {
 		return nil, recall.Errorf(recall.EINVALID, "tokenizer Unigram vocabulary is empty")
 	}
 	// Without an unknown piece the reference fails on any character the
 	// vocabulary lacks; refusing up front beats failing on some texts.
-	if m.UnkID == nil || *m.UnkID < 0 || int(*m.UnkID) >= len(m.Vocab) {
+	if m.UnkID == nil || *m.UnkID < 0 || int(*m.UnkID) >= len(vocab) {
 		return nil, recall.Errorf(recall.EINVALID, "tokenizer Unigram model needs an unk_id within its vocabulary")
-	}
-	vocab := make([]unigramPiece, len(m.Vocab))
-	for i, v := range m.Vocab {
-		if err := json.Unmarshal(v[0], &vocab[i].piece); err != nil {
-			return nil, recall.WrapError(recall.EINVALID, err, "tokenizer Unigram vocabulary entry %d is malformed", i)
-		}
-		if err := json.Unmarshal(v[1], &vocab[i].score); err != nil {
-			return nil, recall.WrapError(recall.EINVALID, err, "tokenizer Unigram vocabulary entry %d has no score", i)
-		}
 	}
 	model, err := newUnigramModel(vocab, *m.UnkID, m.ByteFallback)
 	if err != nil {

@@ -165,33 +165,48 @@ type pieceTrie struct {
 	count []uint16
 	label []byte  // the byte on the edge into the node
 	value []int32 // piece id ending at the node, -1 when none
+	// root indexes the root's children by byte: every search starts there
+	// and the root has the most children.
+	root [256]int32
 }
 
 func buildPieceTrie(ids map[string]int32) pieceTrie {
-	keys := make([]string, 0, len(ids))
-	for k := range ids {
-		keys = append(keys, k)
+	type entry struct {
+		key string
+		id  int32
 	}
-	slices.Sort(keys)
-	t := pieceTrie{}
+	entries := make([]entry, 0, len(ids))
+	size := 1 // nodes: at most one per key byte, plus the root
+	for k, id := range ids {
+		entries = append(entries, entry{k, id})
+		size += len(k)
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	t := pieceTrie{
+		first: make([]int32, 0, size),
+		count: make([]uint16, 0, size),
+		label: make([]byte, 0, size),
+		value: make([]int32, 0, size),
+	}
 	t.add(0, -1)
 	type span struct {
 		node, lo, hi, depth int
 	}
-	queue := []span{{0, 0, len(keys), 0}}
-	for len(queue) > 0 {
-		sp := queue[0]
-		queue = queue[1:]
+	// Breadth first, so that each node's children are appended together.
+	queue := make([]span, 1, size)
+	queue[0] = span{0, 0, len(entries), 0}
+	for q := 0; q < len(queue); q++ {
+		sp := queue[q]
 		lo := sp.lo
-		if lo < sp.hi && len(keys[lo]) == sp.depth {
-			t.value[sp.node] = ids[keys[lo]]
+		if lo < sp.hi && len(entries[lo].key) == sp.depth {
+			t.value[sp.node] = entries[lo].id
 			lo++
 		}
 		t.first[sp.node] = int32(len(t.label))
 		for lo < sp.hi {
-			b := keys[lo][sp.depth]
+			b := entries[lo].key[sp.depth]
 			hi := lo + 1
-			for hi < sp.hi && keys[hi][sp.depth] == b {
+			for hi < sp.hi && entries[hi].key[sp.depth] == b {
 				hi++
 			}
 			child := len(t.label)
@@ -200,6 +215,12 @@ func buildPieceTrie(ids map[string]int32) pieceTrie {
 			queue = append(queue, span{child, lo, hi, sp.depth + 1})
 			lo = hi
 		}
+	}
+	for b := range t.root {
+		t.root[b] = -1
+	}
+	for c := t.first[0]; c < t.first[0]+int32(t.count[0]); c++ {
+		t.root[t.label[c]] = c
 	}
 	return t
 }
@@ -230,14 +251,21 @@ func (t *pieceTrie) child(node int32, b byte) int32 {
 
 // prefixes calls fn for every piece that starts s[start:], shortest first.
 func (t *pieceTrie) prefixes(s string, start int, fn func(end int, id int32)) {
-	node := int32(0)
-	for i := start; i < len(s); i++ {
-		if node = t.child(node, s[i]); node < 0 {
+	if start >= len(s) {
+		return
+	}
+	node := t.root[s[start]]
+	for i := start; ; {
+		if node < 0 {
 			return
 		}
 		if id := t.value[node]; id >= 0 {
 			fn(i+1, id)
 		}
+		if i++; i == len(s) {
+			return
+		}
+		node = t.child(node, s[i])
 	}
 }
 
