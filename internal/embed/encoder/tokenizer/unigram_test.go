@@ -352,3 +352,22 @@ func BenchmarkUnigramEncode(b *testing.B) {
 		tok.Encode(text, 0)
 	}
 }
+
+func TestParseUnigramVocab(t *testing.T) {
+	got, err := parseUnigramVocab(json.RawMessage(` [ ["<unk>", 0], ["\u2581a\"b\\", -1.5e0] ,["日本",-12.25]] `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []unigramPiece{{"<unk>", 0}, {"▁a\"b\\", -1.5}, {"日本", -12.25}}
+	if !slices.Equal(got, want) {
+		t.Errorf("parseUnigramVocab = %v, want %v", got, want)
+	}
+	if got, err := parseUnigramVocab(json.RawMessage(`[]`)); err != nil || len(got) != 0 {
+		t.Errorf("empty vocab: %v, %v", got, err)
+	}
+	for _, bad := range []string{``, `{}`, `[["a"]]`, `[["a",-1]`, `[["a","b"]]`, `[[1,2]]`, `[["a",-1],]`, `[["a" -1]]`} {
+		if _, err := parseUnigramVocab(json.RawMessage(bad)); err == nil {
+			t.Errorf("parseUnigramVocab(%s) accepted it", bad)
+		}
+	}
+}
