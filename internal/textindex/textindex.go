@@ -92,12 +92,15 @@ func IsCJK(r rune) bool {
 
 // isTokenRune reports whether r belongs to a word as SQLite's unicode61
 // tokenizer sees it with its default categories (letters, numbers and
-// private-use characters); every other character separates tokens.
+// private-use characters) and remove_diacritics, which keeps the combining
+// diacritical marks inside a word to strip them; every other character
+// separates tokens.
 func isTokenRune(r rune) bool {
 	if r < utf8.RuneSelf {
 		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 	}
-	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
+	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r) ||
+		0x300 <= r && r <= 0x36F
 }
 
 // Tokens splits text that went through IndexText into the tokens a unicode61

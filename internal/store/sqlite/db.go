@@ -1,0 +1,335 @@
+// Package sqlite is recall's embedded store: one SQLite file (pure Go, no
+// cgo) holding sources, chunks, an FTS5 full-text index, vector spaces and
+// vectors, and the sweep log. It implements recall.Store.
+//
+// Writes go through one connection and one transaction per call, in WAL mode
+// with synchronous=NORMAL: a crashed process never loses a committed write
+// nor corrupts the file. Reads use a pool of their own, so searches run while
+// a sweep writes.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/recall-mcp/recall"
+)
+
+// ErrCorrupt is wrapped by Open and IntegrityCheck when the database file is
+// damaged. The store never repairs it by deleting files: restore a backup.
+var ErrCorrupt = errors.New("database is corrupt")
+
+// ErrReadOnly is wrapped by every write to a store opened read-only.
+var ErrReadOnly = recall.Errorf(recall.EINVALID, "the store is open read-only")
+
+// Options tune how a database is opened. The zero value is a good default.
+type Options struct {
+	// ReadOnly opens an existing database without writing to it: no
+	// migrations run and every write fails with ErrReadOnly.
+	ReadOnly bool
+	// Readers is the size of the read connection pool (default 4).
+	Readers int
+	// CacheMiB is each connection's page cache in MiB (default 32).
+	CacheMiB int
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process before failing (default 10s).
+	BusyTimeout time.Duration
+	// LexicalBudget is about how many matching chunk rows a full-text
+	// query may rank before its most common words stop selecting candidates
+	// and only add to the ranking (default 2000). See Lexical.
+	LexicalBudget int
+}
+
+func (o *Options) defaults() {
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.CacheMiB <= 0 {
+		o.CacheMiB = 32
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.LexicalBudget <= 0 {
+		o.LexicalBudget = 2000
+	}
+}
+
+// DB is a recall store in one SQLite file. It is safe for concurrent use.
+type DB struct {
+	path string
+	opts Options
+	rw   *sql.DB // the one write connection; nil when read-only
+	ro   *sql.DB // the read pool
+
+	// gen counts committed writes; the document-frequency cache is valid
+	// for one generation.
+	gen atomic.Uint64
+	df  dfCache
+}
+
+var _ recall.Store = (*DB)(nil)
+
+// Open opens or creates the database at path, creating parent directories,
+// checks it with PRAGMA quick_check (refusing a corrupt file with
+// ErrCorrupt) and brings its schema up to date.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if path == "" {
+		return nil, recall.Errorf(recall.EINVALID, "database path is empty")
+	}
+	opts.defaults()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db := &DB{path: abs, opts: opts}
+	if opts.ReadOnly {
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("open %s read-only: %w", abs, err)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open %s: %w", abs, err)
+	}
+
+	if !opts.ReadOnly {
+		db.rw, err = sql.Open("sqlite", db.dsn(true))
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", abs, err)
+		}
+		db.rw.SetMaxOpenConns(1)
+		db.rw.SetMaxIdleConns(1)
+		db.rw.SetConnMaxIdleTime(0)
+		db.rw.SetConnMaxLifetime(0)
+		if err := db.check(ctx, db.rw); err != nil {
+			db.rw.Close()
+			return nil, err
+		}
+		if err := migrate(ctx, db.rw); err != nil {
+			db.rw.Close()
+			return nil, fmt.Errorf("open %s: %w", abs, err)
+		}
+	}
+
+	db.ro, err = sql.Open("sqlite", db.dsn(false))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", abs, err)
+	}
+	db.ro.SetMaxOpenConns(opts.Readers)
+	db.ro.SetMaxIdleConns(opts.Readers)
+	if opts.ReadOnly {
+		if err := db.check(ctx, db.ro); err != nil {
+			db.Close()
+			return nil, err
+		}
+		if err := checkSchema(ctx, db.ro); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open %s: %w", abs, err)
+		}
+	}
+	return db, nil
+}
+
+// dsn builds the connection string. The path goes into a file: URI with the
+// characters URIs give meaning to escaped, so no file name can smuggle in a
+// parameter.
+func (db *DB) dsn(writer bool) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+	q := []string{
+		fmt.Sprintf("_pragma=busy_timeout(%d)", db.opts.BusyTimeout.Milliseconds()),
+		"_pragma=foreign_keys(1)",
+		"_pragma=synchronous(NORMAL)",
+		fmt.Sprintf("_pragma=cache_size(-%d)", db.opts.CacheMiB*1024),
+		"_pragma=temp_store(MEMORY)",
+	}
+	switch {
+	case writer:
+		q = append(q, "_pragma=journal_mode(WAL)", "_txlock=immediate")
+	case db.opts.ReadOnly:
+		q = append(q, "mode=ro")
+	default:
+		q = append(q, "_pragma=query_only(1)")
+	}
+	return "file:" + esc.Replace(db.path) + "?" + strings.Join(q, "&")
+}
+
+// check runs PRAGMA quick_check, which verifies the b-trees in a time
+// proportional to the file size but skips the slower index cross-checks of
+// integrity_check.
+func (db *DB) check(ctx context.Context, conn *sql.DB) error {
+	rows, err := conn.QueryContext(ctx, "PRAGMA quick_check")
+	if err != nil {
+		return db.openErr(err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return db.openErr(err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return db.openErr(err)
+	}
+	if len(problems) > 0 {
+		return db.corrupt("quick_check", problems)
+	}
+	return nil
+}
+
+func (db *DB) corrupt(check string, problems []string) error {
+	if len(problems) > 5 {
+		problems = append(problems[:5], fmt.Sprintf("and %d more", len(problems)-5))
+	}
+	return fmt.Errorf("%s: %w (%s: %s); restore a backup", db.path, ErrCorrupt, check, strings.Join(problems, "; "))
+}
+
+func (db *DB) openErr(err error) error {
+	if isCorrupt(err) {
+		return fmt.Errorf("%s: %w: %v; restore a backup", db.path, ErrCorrupt, err)
+	}
+	return fmt.Errorf("open %s: %w", db.path, err)
+}
+
+func isCorrupt(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+}
+
+// IntegrityCheck runs SQLite's full PRAGMA integrity_check, the FTS5
+// index's own integrity-check, and the store's invariants: every vector's
+// text is held by a chunk, every source's chunk count is its number of
+// chunks, every chunk has its text. Any failure wraps ErrCorrupt.
+func (db *DB) IntegrityCheck(ctx context.Context) error {
+	conn := db.rw
+	if conn == nil {
+		conn = db.ro
+	}
+	rows, err := conn.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return db.fail(ctx, err, "integrity check")
+	}
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			rows.Close()
+			return db.fail(ctx, err, "integrity check")
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	rows.Close()
+	if len(problems) > 0 {
+		return db.corrupt("integrity_check", problems)
+	}
+	if db.rw != nil {
+		// The FTS5 check is an INSERT command, so it needs the writer.
+		if _, err := db.rw.ExecContext(ctx, "INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')"); err != nil {
+			if isCorrupt(err) {
+				return db.corrupt("fts5 integrity-check", []string{err.Error()})
+			}
+			return db.fail(ctx, err, "fts5 integrity check")
+		}
+	}
+	invariants := []struct{ what, query string }{
+		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)`},
+		{"sources whose chunk_count is wrong", `SELECT count(*) FROM sources s WHERE chunk_count != (SELECT count(*) FROM chunks c WHERE c.sid = s.sid)`},
+		{"chunks without text", `SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_texts t WHERE t.id = c.id)`},
+		{"texts without a chunk", `SELECT count(*) FROM chunk_texts t WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = t.id)`},
+		{"chunks of no source", `SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM sources s WHERE s.sid = c.sid)`},
+		{"read spaces", `SELECT CASE WHEN count(*) > 1 THEN count(*) ELSE 0 END FROM spaces WHERE is_read`},
+	}
+	for _, inv := range invariants {
+		var n int
+		if err := conn.QueryRowContext(ctx, inv.query).Scan(&n); err != nil {
+			return db.fail(ctx, err, "integrity check")
+		}
+		if n > 0 {
+			problems = append(problems, fmt.Sprintf("%d %s", n, inv.what))
+		}
+	}
+	if len(problems) > 0 {
+		return db.corrupt("invariants", problems)
+	}
+	return nil
+}
+
+// Path returns the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// Close closes every connection. The WAL is checkpointed by SQLite when the
+// last connection closes.
+func (db *DB) Close() error {
+	var errs []error
+	if db.ro != nil {
+		errs = append(errs, db.ro.Close())
+	}
+	if db.rw != nil {
+		errs = append(errs, db.rw.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// fail wraps a database error with what was being done, reporting the
+// caller's cancellation as such (the driver reports it as an interrupt) and
+// passing recall errors through unchanged.
+func (db *DB) fail(ctx context.Context, err error, what string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var re *recall.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	if what != "" {
+		what = fmt.Sprintf(what, args...) + ": "
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%s%w", what, cerr)
+	}
+	if isCorrupt(err) {
+		return fmt.Errorf("%s%s: %w: %v", what, db.path, ErrCorrupt, err)
+	}
+	return fmt.Errorf("%s%w", what, err)
+}
+
+// writeTx runs fn in one IMMEDIATE transaction on the write connection and
+// commits it, or rolls everything back if fn or the commit fails.
+func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if db.rw == nil {
+		return ErrReadOnly
+	}
+	tx, err := db.rw.BeginTx(ctx, nil)
+	if err != nil {
+		return db.fail(ctx, err, "begin")
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return db.fail(ctx, err, "")
+	}
+	if err := tx.Commit(); err != nil {
+		return db.fail(ctx, err, "commit")
+	}
+	db.gen.Add(1)
+	return nil
+}

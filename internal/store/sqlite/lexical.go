@@ -1,0 +1,308 @@
+package sqlite
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/textindex"
+)
+
+// Full-text result limits.
+const (
+	defaultLexicalLimit = 50
+	maxLexicalLimit     = 1000
+)
+
+// bm25 weights the title column (source title or memory key) twice the body.
+const rankExpr = `bm25(chunks_fts, 2.0, 1.0)`
+
+// Lexical returns full-text candidates best first, scored by -bm25 (higher
+// is better). The query is literal text (see textindex.ParseQuery): quoted
+// parts are required phrases, other words are alternatives ranked by BM25,
+// stopwords are dropped unless nothing else is left, and nothing in the text
+// is ever read as FTS5 syntax. A query without any word (empty, or only
+// punctuation) has no candidates; it is not an error.
+//
+// The cost of a query is the number of chunks it ranks. Over a large store a
+// natural-language query holds words found in a good share of all chunks,
+// so the query is planned by document frequency (see plan). Filters are
+// conditions of the same SQL statement, applied before the LIMIT.
+func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) ([]recall.Candidate, error) {
+	where, args, err := filterSQL(q.Filter)
+	if err != nil {
+		return nil, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultLexicalLimit
+	}
+	limit = min(limit, maxLexicalLimit)
+	pq := textindex.ParseQuery(q.Text)
+	if pq.Empty() {
+		return nil, nil
+	}
+	exprs, err := db.plan(ctx, pq)
+	if err != nil {
+		return nil, db.fail(ctx, err, "plan full-text query")
+	}
+
+	query := `SELECT chunks_fts.rowid, ` + rankExpr + ` AS r FROM chunks_fts`
+	if filtered(q.Filter) {
+		// CROSS JOIN keeps the full-text index the outer loop: the other
+		// way round, FTS5 would be re-run once per chunk.
+		query += ` CROSS JOIN chunks c ON c.id = chunks_fts.rowid CROSS JOIN sources s ON s.sid = c.sid
+			WHERE chunks_fts MATCH ? AND ` + where
+	} else {
+		query += ` WHERE chunks_fts MATCH ?`
+	}
+	query += ` ORDER BY r LIMIT ?`
+
+	var out []recall.Candidate
+	for _, expr := range exprs {
+		out, err = db.match(ctx, query, append(append([]any{expr}, args...), limit)...)
+		if err != nil || len(out) >= limit {
+			break
+		}
+	}
+	return out, err
+}
+
+func (db *DB) match(ctx context.Context, query string, args ...any) ([]recall.Candidate, error) {
+	rows, err := db.ro.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, db.fail(ctx, err, "full-text search")
+	}
+	defer rows.Close()
+	var out []recall.Candidate
+	for rows.Next() {
+		var c recall.Candidate
+		if err := rows.Scan(&c.ChunkID, &c.Score); err != nil {
+			return nil, db.fail(ctx, err, "full-text search")
+		}
+		c.Score = -c.Score
+		out = append(out, c)
+	}
+	return out, db.fail(ctx, rows.Err(), "full-text search")
+}
+
+// plan turns a parsed query into FTS5 expressions to try in order, each one
+// broader than the one before; Lexical stops at the first that fills the
+// limit.
+//
+//   - Quoted phrases select: every one must match. The other words only
+//     rank: they are OR-ed with the first phrase, so that part holds
+//     wherever the phrases match, and bm25 adds in each word a chunk holds.
+//   - Otherwise, if the words' document frequencies add up to at most the
+//     budget, the query is their OR: plain BM25 over every chunk that holds
+//     any of them. This is the case for most queries and for every query
+//     over a small store.
+//   - If not, the rarest words that fit in the budget select the candidates
+//     and the common ones only rank them: (rare) AND (rare OR common). The
+//     rare words appear twice in the expression and so count twice in bm25;
+//     a chunk holding only common words is not a candidate. Both are the
+//     price of ranking a bounded number of rows; the rare words are the ones
+//     that tell chunks apart.
+//   - If even the rarest word is over the budget, the words are required
+//     together (AND), and the most common is let go, one at a time, while
+//     fewer chunks than the limit match.
+func (db *DB) plan(ctx context.Context, q textindex.Query) ([]string, error) {
+	terms := q.Terms
+	if len(q.Phrases) > 0 {
+		req := joinUnits(q.Phrases, " AND ")
+		if len(terms) == 0 {
+			return []string{req}, nil
+		}
+		return []string{req + " AND (" + joinUnits(append([]textindex.Unit{q.Phrases[0]}, terms...), " OR ") + ")"}, nil
+	}
+	if len(terms) == 1 {
+		return []string{unitExpr(terms[0])}, nil
+	}
+	dfs, err := db.unitFreqs(ctx, terms)
+	if err != nil {
+		return nil, err
+	}
+	order := make([]int, len(terms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return dfs[a] - dfs[b] })
+	sorted := make([]textindex.Unit, len(terms))
+	for i, j := range order {
+		sorted[i] = terms[j]
+	}
+	n, sum := 0, 0
+	for n < len(sorted) && sum+dfs[order[n]] <= db.opts.LexicalBudget {
+		sum += dfs[order[n]]
+		n++
+	}
+	switch {
+	case n == len(sorted):
+		return []string{joinUnits(sorted, " OR ")}, nil
+	case n > 0:
+		rare := joinUnits(sorted[:n], " OR ")
+		return []string{"(" + rare + ") AND (" + rare + " OR " + joinUnits(sorted[n:], " OR ") + ")"}, nil
+	}
+	var ladder []string
+	for k := len(sorted); k >= 1; k-- {
+		ladder = append(ladder, joinUnits(sorted[:k], " AND "))
+	}
+	return ladder, nil
+}
+
+// unitExpr writes a unit as one FTS5 string, which FTS5 reads as a phrase
+// of the tokens inside; quoting every token is what keeps user text from
+// ever being an operator.
+func unitExpr(u textindex.Unit) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i, t := range u.Tokens {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strings.ReplaceAll(t, `"`, `""`))
+	}
+	b.WriteByte('"')
+	if u.Prefix {
+		b.WriteString(" *")
+	}
+	return b.String()
+}
+
+func joinUnits(us []textindex.Unit, op string) string {
+	parts := make([]string, len(us))
+	for i, u := range us {
+		parts[i] = unitExpr(u)
+	}
+	return strings.Join(parts, op)
+}
+
+// unitFreqs estimates how many chunks each unit matches: the document
+// frequency of its rarest token (a phrase matches no more chunks than that),
+// or for a prefix the sum over the tokens it matches.
+func (db *DB) unitFreqs(ctx context.Context, units []textindex.Unit) ([]int, error) {
+	var exact, prefixes []string
+	for _, u := range units {
+		last := len(u.Tokens) - 1
+		exact = append(exact, u.Tokens[:last]...)
+		if u.Prefix {
+			prefixes = append(prefixes, u.Tokens[last])
+		} else {
+			exact = append(exact, u.Tokens[last])
+		}
+	}
+	freq, err := db.docFreqs(ctx, exact, prefixes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(units))
+	for i, u := range units {
+		last := len(u.Tokens) - 1
+		best := -1
+		for j, t := range u.Tokens {
+			key := t
+			if j == last && u.Prefix {
+				key = t + "*"
+			}
+			if f := freq[key]; best < 0 || f < best {
+				best = f
+			}
+		}
+		out[i] = best
+	}
+	return out, nil
+}
+
+// docFreqs returns the number of chunks holding each token (key tok) and,
+// for each prefix, holding any token that starts with it (key prefix+"*"),
+// from the fts5vocab table, through a cache that every committed write
+// empties.
+func (db *DB) docFreqs(ctx context.Context, tokens, prefixes []string) (map[string]int, error) {
+	gen := db.gen.Load()
+	out := make(map[string]int, len(tokens)+len(prefixes))
+	var missing []string
+	for _, t := range tokens {
+		if f, ok := db.df.get(gen, t); ok {
+			out[t] = f
+		} else if !slices.Contains(missing, t) {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		rows, err := db.ro.QueryContext(ctx,
+			`SELECT term, doc FROM chunks_fts_vocab WHERE term IN (SELECT value FROM json_each(?))`, jsonArray(missing))
+		if err != nil {
+			return nil, err
+		}
+		found := map[string]int{}
+		for rows.Next() {
+			var t string
+			var f int
+			if err := rows.Scan(&t, &f); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			found[t] = f
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		for _, t := range missing {
+			out[t] = found[t]
+			db.df.put(gen, t, found[t])
+		}
+	}
+	for _, p := range prefixes {
+		key := p + "*"
+		if f, ok := db.df.get(gen, key); ok {
+			out[key] = f
+			continue
+		}
+		var f int
+		// Every token starting with p sorts between p and p followed by
+		// the highest code point.
+		err := db.ro.QueryRowContext(ctx, `SELECT coalesce(sum(doc), 0) FROM chunks_fts_vocab WHERE term >= ? AND term < ?`,
+			p, p+"\U0010FFFF").Scan(&f)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = f
+		db.df.put(gen, key, f)
+	}
+	return out, nil
+}
+
+// dfCache holds document frequencies for one write generation.
+type dfCache struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string]int
+}
+
+// maxCachedFreqs bounds the cache; past it the cache starts over.
+const maxCachedFreqs = 50000
+
+func (c *dfCache) get(gen uint64, key string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return 0, false
+	}
+	f, ok := c.m[key]
+	return f, ok
+}
+
+func (c *dfCache) put(gen uint64, key string, f int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen < c.gen {
+		return
+	}
+	if gen > c.gen || c.m == nil || len(c.m) >= maxCachedFreqs {
+		c.gen, c.m = gen, map[string]int{}
+	}
+	c.m[key] = f
+}

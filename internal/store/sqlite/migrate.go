@@ -1,0 +1,159 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// ErrNewerSchema is wrapped when the database records a migration this
+// binary does not know: a newer recall wrote it, and an older one must not
+// guess at its schema.
+var ErrNewerSchema = errors.New("database was written by a newer version of recall")
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in order. Their file names are
+// NNNN_name.sql; versions are unique and start at 1 without gaps.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", e.Name())
+		}
+		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration versions must run 1..n without gaps; found %d at position %d", m.version, i+1)
+		}
+	}
+	return ms, nil
+}
+
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	name       TEXT NOT NULL,
+	applied_at TEXT NOT NULL
+)`
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction together with its schema_migrations row, so a crash leaves
+// the schema at a recorded version. The write connection begins IMMEDIATE
+// transactions, so two processes opening the same file cannot both apply one.
+func migrate(ctx context.Context, conn *sql.DB) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		err := func() error {
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			applied, err := appliedVersions(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if err := newerThan(applied, ms); err != nil {
+				return err
+			}
+			if slices.Contains(applied, m.version) {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSchema verifies, without writing, that a database is exactly at this
+// binary's schema version (for read-only opens, which cannot migrate).
+func checkSchema(ctx context.Context, conn *sql.DB) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	applied, err := appliedVersions(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if err := newerThan(applied, ms); err != nil {
+		return err
+	}
+	if len(applied) < len(ms) {
+		return fmt.Errorf("database schema is at version %d of %d; open it writable once to migrate", len(applied), len(ms))
+	}
+	return nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func appliedVersions(ctx context.Context, q querier) ([]int, error) {
+	rows, err := q.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	return vs, rows.Err()
+}
+
+func newerThan(applied []int, known []migration) error {
+	for _, v := range applied {
+		if v > len(known) {
+			return fmt.Errorf("%w: it records schema version %d, this binary knows up to %d", ErrNewerSchema, v, len(known))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store/storetest"
+)
+
+var ctx = context.Background()
+
+func openTest(t *testing.T, opts Options) *DB {
+	t.Helper()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "recall.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) recall.Store { return openTest(t, Options{}) })
+}
+
+// TestContractSmallBudget runs the contract with a full-text budget so small
+// that multi-word queries take the planned paths for common words.
+func TestContractSmallBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the contract already ran with the default budget")
+	}
+	storetest.Run(t, func(t *testing.T) recall.Store { return openTest(t, Options{LexicalBudget: 20}) })
+}
+
+func TestMigrationsRecorded(t *testing.T) {
+	db := openTest(t, Options{})
+	defer db.Close()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.ro.Query(`SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var v int
+		var name, at string
+		if err := rows.Scan(&v, &name, &at); err != nil {
+			t.Fatal(err)
+		}
+		if v != ms[n].version || name != ms[n].name || at == "" {
+			t.Errorf("migration row %d = %d %q %q; want %d %q", n, v, name, at, ms[n].version, ms[n].name)
+		}
+		n++
+	}
+	if n != len(ms) || n == 0 {
+		t.Errorf("%d migrations recorded; want %d", n, len(ms))
+	}
+}
+
+func TestReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nested", "dirs", "recall.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := recall.Document{Source: recall.Source{ID: "a.md", Kind: recall.KindArchive},
+		Chunks: []recall.Chunk{{Text: "persisted words", Hash: recall.TextHash("persisted words")}}}
+	if _, err := db.Write(ctx, []recall.Document{d}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []Options{{}, {ReadOnly: true}} {
+		db, err = Open(ctx, path, opts)
+		if err != nil {
+			t.Fatalf("reopen %+v: %v", opts, err)
+		}
+		cands, err := db.Lexical(ctx, recall.LexicalQuery{Text: "persisted"})
+		if err != nil || len(cands) != 1 {
+			t.Errorf("reopened %+v: %v, %v; want the chunk", opts, cands, err)
+		}
+		if opts.ReadOnly {
+			_, err := db.Write(ctx, []recall.Document{d}, nil)
+			if !errors.Is(err, ErrReadOnly) {
+				t.Errorf("write to a read-only store: %v; want ErrReadOnly", err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Open(ctx, filepath.Join(t.TempDir(), "absent.db"), Options{ReadOnly: true}); err == nil {
+		t.Error("read-only open of a missing file succeeded")
+	}
+}
+
+func TestPathWithURICharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a?b#c%d&_pragma=x")
+	db, err := Open(ctx, filepath.Join(dir, "re?call.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := os.Stat(filepath.Join(dir, "re?call.db")); err != nil {
+		t.Errorf("database not at the path given: %v", err)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "recall.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.rw.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, opts := range []Options{{}, {ReadOnly: true}} {
+		if _, err := Open(ctx, path, opts); !errors.Is(err, ErrNewerSchema) {
+			t.Errorf("open %+v of a newer database: %v; want ErrNewerSchema", opts, err)
+		}
+	}
+}
+
+func TestCorruptFileRefused(t *testing.T) {
+	t.Run("not a database", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "recall.db")
+		if err := os.WriteFile(path, []byte(strings.Repeat("this is not sqlite ", 500)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(ctx, path, Options{})
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Open of garbage: %v; want ErrCorrupt", err)
+		}
+	})
+	t.Run("damaged pages", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "recall.db")
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFiller(t, db, 200)
+		db.Close()
+		if _, err := os.Stat(path + "-wal"); err == nil {
+			t.Fatal("the WAL was not checkpointed on close; damaging the main file would test nothing")
+		}
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _ := f.Stat()
+		// Overwrite every page after the schema page with garbage, keeping
+		// the header: b-tree pages no longer parse.
+		junk := []byte(strings.Repeat("\xde\xad\xbe\xef", 1024))
+		for off := int64(4096); off < info.Size(); off += 4096 {
+			if _, err := f.WriteAt(junk, off); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.Close()
+		_, err = Open(ctx, path, Options{})
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Open of a damaged file: %v; want ErrCorrupt", err)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("the damaged file is gone: %v", err)
+		}
+	})
+}
+
+func writeFiller(t *testing.T, db *DB, n int) {
+	t.Helper()
+	var docs []recall.Document
+	for i := range n {
+		text := fmt.Sprintf("filler passage %d about nothing much, with some words to index: %s", i, strings.Repeat("lorem ipsum ", i%20))
+		docs = append(docs, recall.Document{
+			Source: recall.Source{ID: fmt.Sprintf("f/%04d.md", i), Kind: recall.KindArchive, Title: fmt.Sprint("Filler ", i)},
+			Chunks: []recall.Chunk{{Text: text, Hash: recall.TextHash(text)}},
+		})
+	}
+	if _, err := db.Write(ctx, docs, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIntegrityAfterWorkload(t *testing.T) {
+	db := openTest(t, Options{})
+	defer db.Close()
+	if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "sp", Provider: "p", Model: "m", Dim: 2}); err != nil {
+		t.Fatal(err)
+	}
+	writeFiller(t, db, 300)
+	// Replace, shrink, delete and re-embed a share of it.
+	for round := range 3 {
+		var docs []recall.Document
+		var vecs []recall.Vector
+		for i := round; i < 300; i += 7 {
+			var chunks []recall.Chunk
+			for j := range i % 4 {
+				text := fmt.Sprintf("round %d source %d chunk %d", round, i, j)
+				chunks = append(chunks, recall.Chunk{Index: j, Text: text, Hash: recall.TextHash(text)})
+				vecs = append(vecs, recall.Vector{Space: "sp", Hash: recall.TextHash(text), Vec: []float32{float32(i), float32(j)}})
+			}
+			docs = append(docs, recall.Document{Source: recall.Source{ID: fmt.Sprintf("f/%04d.md", i), Kind: recall.KindArchive}, Chunks: chunks})
+		}
+		if _, err := db.Write(ctx, docs, vecs); err != nil {
+			t.Fatal(err)
+		}
+		var del []string
+		for i := round * 11; i < 300; i += 31 {
+			del = append(del, fmt.Sprintf("f/%04d.md", i))
+		}
+		if _, _, err := db.Delete(ctx, del...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Fatalf("IntegrityCheck: %v", err)
+	}
+	// The check must be able to fail: break an invariant behind the
+	// store's back.
+	if _, err := db.rw.Exec(`INSERT INTO vectors (space, hash, vec) VALUES ('sp', 'orphan', x'0000803f0000803f')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.IntegrityCheck(ctx); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("IntegrityCheck with an orphan vector: %v; want ErrCorrupt", err)
+	}
+}

@@ -1,0 +1,305 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
+)
+
+// CreateSpace records a vector space, or returns the existing one when it
+// has the same parameters (ECONFLICT when they differ). The first space
+// becomes the read space.
+func (db *DB) CreateSpace(ctx context.Context, s recall.VectorSpace) (recall.VectorSpace, error) {
+	if err := store.ValidateSpace(s); err != nil {
+		return recall.VectorSpace{}, err
+	}
+	var out recall.VectorSpace
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		cur, err := scanSpace(tx.QueryRowContext(ctx, `SELECT `+spaceCols+` FROM spaces WHERE name = ?`, s.Name))
+		if err == nil {
+			if cur.Provider != s.Provider || cur.Model != s.Model || cur.Dim != s.Dim || cur.Normalized != s.Normalized {
+				return recall.Errorf(recall.ECONFLICT, "vector space %q exists as %s/%s with %d dimensions (normalized %t)",
+					s.Name, cur.Provider, cur.Model, cur.Dim, cur.Normalized)
+			}
+			out = cur
+			return nil
+		}
+		if err != sql.ErrNoRows {
+			return err
+		}
+		var others int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM spaces`).Scan(&others); err != nil {
+			return err
+		}
+		out = recall.VectorSpace{Name: s.Name, Provider: s.Provider, Model: s.Model, Dim: s.Dim,
+			Normalized: s.Normalized, Read: others == 0, CreatedAt: time.Now().UTC()}
+		_, err = tx.ExecContext(ctx, `INSERT INTO spaces (name, provider, model, dim, normalized, is_read, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, out.Name, out.Provider, out.Model, out.Dim, out.Normalized, out.Read, out.CreatedAt.UnixNano())
+		return err
+	})
+	if err != nil {
+		return recall.VectorSpace{}, err
+	}
+	return out, nil
+}
+
+const spaceCols = `name, provider, model, dim, normalized, is_read, created_at, repair_cursor`
+
+func scanSpace(sc scanner) (recall.VectorSpace, error) {
+	var s recall.VectorSpace
+	var created int64
+	if err := sc.Scan(&s.Name, &s.Provider, &s.Model, &s.Dim, &s.Normalized, &s.Read, &created, &s.RepairCursor); err != nil {
+		return recall.VectorSpace{}, err
+	}
+	s.CreatedAt = time.Unix(0, created).UTC()
+	return s, nil
+}
+
+// Spaces lists the vector spaces in the order they were created.
+func (db *DB) Spaces(ctx context.Context) ([]recall.VectorSpace, error) {
+	rows, err := db.ro.QueryContext(ctx, `SELECT `+spaceCols+` FROM spaces ORDER BY created_at, name`)
+	if err != nil {
+		return nil, db.fail(ctx, err, "list spaces")
+	}
+	defer rows.Close()
+	var out []recall.VectorSpace
+	for rows.Next() {
+		s, err := scanSpace(rows)
+		if err != nil {
+			return nil, db.fail(ctx, err, "list spaces")
+		}
+		out = append(out, s)
+	}
+	return out, db.fail(ctx, rows.Err(), "list spaces")
+}
+
+func noSpace(name string) error {
+	return recall.Errorf(recall.ENOTFOUND, "no vector space %q", name)
+}
+
+// UseSpace makes the named space the one searches read from.
+func (db *DB) UseSpace(ctx context.Context, name string) error {
+	return db.writeTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM spaces WHERE name = ?`, name).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return noSpace(name)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE spaces SET is_read = 0 WHERE is_read AND name != ?`, name); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE spaces SET is_read = 1 WHERE name = ?`, name)
+		return err
+	})
+}
+
+// DropSpace deletes a space and its vectors; EINVALID for the read space.
+func (db *DB) DropSpace(ctx context.Context, name string) error {
+	return db.writeTx(ctx, func(tx *sql.Tx) error {
+		var read bool
+		err := tx.QueryRowContext(ctx, `SELECT is_read FROM spaces WHERE name = ?`, name).Scan(&read)
+		if err == sql.ErrNoRows {
+			return noSpace(name)
+		}
+		if err != nil {
+			return err
+		}
+		if read {
+			return recall.Errorf(recall.EINVALID, "vector space %q is the read space; use another one before dropping it", name)
+		}
+		// The foreign key cascades to the space's vectors.
+		_, err = tx.ExecContext(ctx, `DELETE FROM spaces WHERE name = ?`, name)
+		return err
+	})
+}
+
+// PutVectors stores vectors in one transaction. A vector whose text no chunk
+// holds (its chunk was replaced while it was being embedded) is skipped, so a
+// vector without a chunk cannot exist.
+func (db *DB) PutVectors(ctx context.Context, vecs []recall.Vector) error {
+	for _, v := range vecs {
+		if err := store.ValidateVector(v); err != nil {
+			return err
+		}
+	}
+	if len(vecs) == 0 {
+		return nil
+	}
+	return db.writeTx(ctx, func(tx *sql.Tx) error { return putVectors(ctx, tx, vecs) })
+}
+
+// putVectors stores already validated vectors, checking each against its
+// space's dimension.
+func putVectors(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
+	if len(vecs) == 0 {
+		return nil
+	}
+	dims := map[string]int{}
+	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO vectors (space, hash, vec)
+		SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM chunks WHERE hash = ?2)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for _, v := range vecs {
+		dim, ok := dims[v.Space]
+		if !ok {
+			err := tx.QueryRowContext(ctx, `SELECT dim FROM spaces WHERE name = ?`, v.Space).Scan(&dim)
+			if err == sql.ErrNoRows {
+				return noSpace(v.Space)
+			}
+			if err != nil {
+				return err
+			}
+			dims[v.Space] = dim
+		}
+		if len(v.Vec) != dim {
+			return recall.Errorf(recall.ECONFLICT, "space %s holds %d-dim vectors, got %d", v.Space, dim, len(v.Vec))
+		}
+		if _, err := ins.ExecContext(ctx, v.Space, v.Hash, encodeVec(v.Vec)); err != nil {
+			return fmt.Errorf("store vector: %w", err)
+		}
+	}
+	return nil
+}
+
+// MissingVectors returns up to limit distinct chunk texts that have no
+// vector in the space and whose lowest chunk id is > after, ordered by that
+// id: a repair that pages with the last id seen as cursor meets each text
+// once.
+func (db *DB) MissingVectors(ctx context.Context, space string, after int64, limit int) ([]recall.PendingText, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if err := db.spaceExists(ctx, space); err != nil {
+		return nil, err
+	}
+	rows, err := db.ro.QueryContext(ctx, `SELECT c.id, c.hash, t.text, t.header FROM chunks c JOIN chunk_texts t ON t.id = c.id
+		WHERE c.id > ?
+		AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND v.hash = c.hash)
+		AND NOT EXISTS (SELECT 1 FROM chunks e WHERE e.hash = c.hash AND e.id < c.id)
+		ORDER BY c.id LIMIT ?`, after, space, limit)
+	if err != nil {
+		return nil, db.fail(ctx, err, "missing vectors")
+	}
+	defer rows.Close()
+	var out []recall.PendingText
+	for rows.Next() {
+		var p recall.PendingText
+		if err := rows.Scan(&p.ChunkID, &p.Hash, &p.Text, &p.Header); err != nil {
+			return nil, db.fail(ctx, err, "missing vectors")
+		}
+		out = append(out, p)
+	}
+	return out, db.fail(ctx, rows.Err(), "missing vectors")
+}
+
+func (db *DB) spaceExists(ctx context.Context, space string) error {
+	var n int
+	if err := db.ro.QueryRowContext(ctx, `SELECT count(*) FROM spaces WHERE name = ?`, space).Scan(&n); err != nil {
+		return db.fail(ctx, err, "read space")
+	}
+	if n == 0 {
+		return noSpace(space)
+	}
+	return nil
+}
+
+// SetRepairCursor records how far repair got in a space.
+func (db *DB) SetRepairCursor(ctx context.Context, space string, chunkID int64) error {
+	return db.writeTx(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE spaces SET repair_cursor = ? WHERE name = ?`, chunkID, space)
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			return noSpace(space)
+		}
+		return nil
+	})
+}
+
+// VectorsByHash returns the space's vectors for the given hashes.
+func (db *DB) VectorsByHash(ctx context.Context, space string, hashes []string) (map[string][]float32, error) {
+	out := map[string][]float32{}
+	if len(hashes) == 0 {
+		return out, nil
+	}
+	rows, err := db.ro.QueryContext(ctx, `SELECT hash, vec FROM vectors
+		WHERE space = ? AND hash IN (SELECT value FROM json_each(?))`, space, jsonArray(hashes))
+	if err != nil {
+		return nil, db.fail(ctx, err, "read vectors")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h string
+		var b []byte
+		if err := rows.Scan(&h, &b); err != nil {
+			return nil, db.fail(ctx, err, "read vectors")
+		}
+		v, err := decodeVec(b)
+		if err != nil {
+			return nil, fmt.Errorf("vector %s in %s: %w", h, space, err)
+		}
+		out[h] = v
+	}
+	return out, db.fail(ctx, rows.Err(), "read vectors")
+}
+
+// ScanVectors calls fn for every chunk with a vector in the space, in chunk
+// id order, streaming rows so the vectors are never all in memory at once.
+// fn runs while a read connection is held.
+func (db *DB) ScanVectors(ctx context.Context, space string, fn func(c recall.IndexedChunk, vec []float32) error) error {
+	if err := db.spaceExists(ctx, space); err != nil {
+		return err
+	}
+	rows, err := db.ro.QueryContext(ctx, `SELECT `+indexedChunkCols+`, v.vec FROM chunks c
+		CROSS JOIN vectors v ON v.space = ? AND v.hash = c.hash
+		JOIN sources s ON s.sid = c.sid ORDER BY c.id`, space)
+	if err != nil {
+		return db.fail(ctx, err, "scan vectors")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b []byte
+		c, err := scanIndexedChunk(rows, &b)
+		if err != nil {
+			return db.fail(ctx, err, "scan vectors")
+		}
+		v, err := decodeVec(b)
+		if err != nil {
+			return fmt.Errorf("vector %s in %s: %w", c.Hash, space, err)
+		}
+		if err := fn(c, v); err != nil {
+			return err
+		}
+	}
+	return db.fail(ctx, rows.Err(), "scan vectors")
+}
+
+func encodeVec(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func decodeVec(b []byte) ([]float32, error) {
+	if len(b) == 0 || len(b)%4 != 0 {
+		return nil, fmt.Errorf("%w: vector blob of %d bytes", ErrCorrupt, len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}

@@ -1,0 +1,356 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
+	"github.com/recall-mcp/recall/internal/textindex"
+)
+
+// Write stores the documents and vectors in one transaction. See
+// recall.Store. Two documents with the same id in one call are refused: the
+// WriteResult could not say which of them a chunk id belonged to.
+func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	seen := make(map[string]bool, len(docs))
+	for i := range docs {
+		if err := store.ValidateDocument(&docs[i]); err != nil {
+			return recall.WriteResult{}, err
+		}
+		if seen[docs[i].Source.ID] {
+			return recall.WriteResult{}, recall.Errorf(recall.EINVALID, "source %q appears twice in one write", docs[i].Source.ID)
+		}
+		seen[docs[i].Source.ID] = true
+	}
+	for _, v := range vecs {
+		if err := store.ValidateVector(v); err != nil {
+			return recall.WriteResult{}, err
+		}
+	}
+	var res recall.WriteResult
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		res = recall.WriteResult{}
+		w, err := newWriter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		now := time.Now()
+		for i := range docs {
+			if err := w.put(&docs[i], now, &res); err != nil {
+				return err
+			}
+		}
+		if err := putVectors(ctx, tx, vecs); err != nil {
+			return err
+		}
+		return w.dropOrphanVectors()
+	})
+	if err != nil {
+		return recall.WriteResult{}, err
+	}
+	return res, nil
+}
+
+// Update reads, calls fn and writes in one IMMEDIATE transaction, so no
+// other write can come between the read and the write. fn runs while the
+// store's write connection is held: it must not call the store.
+func (db *DB) Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error) {
+	var res recall.WriteResult
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		res = recall.WriteResult{}
+		cur, err := readDocument(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		next, err := fn(cur)
+		if err != nil || next == nil {
+			return err
+		}
+		if next.Source.ID != id {
+			return recall.Errorf(recall.EINVALID, "update of %q returned a document for %q", id, next.Source.ID)
+		}
+		if err := store.ValidateDocument(next); err != nil {
+			return err
+		}
+		w, err := newWriter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		if err := w.put(next, time.Now(), &res); err != nil {
+			return err
+		}
+		return w.dropOrphanVectors()
+	})
+	if err != nil {
+		return recall.WriteResult{}, err
+	}
+	return res, nil
+}
+
+// Delete removes the sources with their chunks, full-text rows and the
+// vectors no remaining chunk uses.
+func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error) {
+	var res recall.WriteResult
+	n := 0
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		res, n = recall.WriteResult{}, 0
+		w, err := newWriter(ctx, tx)
+		if err != nil {
+			return err
+		}
+		defer w.close()
+		for _, id := range ids {
+			var sid int64
+			err := tx.QueryRowContext(ctx, `SELECT sid FROM sources WHERE id = ?`, id).Scan(&sid)
+			if err == sql.ErrNoRows {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			old, err := w.chunksOf(sid)
+			if err != nil {
+				return err
+			}
+			for _, c := range old {
+				if err := w.removeChunk(c, &res); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sources WHERE sid = ?`, sid); err != nil {
+				return err
+			}
+			n++
+		}
+		return w.dropOrphanVectors()
+	})
+	if err != nil {
+		return 0, recall.WriteResult{}, err
+	}
+	return n, res, nil
+}
+
+// writer holds the statements one write transaction repeats per chunk, and
+// the text hashes whose last chunk it may have removed.
+type writer struct {
+	ctx context.Context
+	tx  *sql.Tx
+
+	insChunk, insText, insFTS *sql.Stmt
+	delChunk, delText, delFTS *sql.Stmt
+
+	touched map[string]bool
+}
+
+func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
+	w := &writer{ctx: ctx, tx: tx, touched: map[string]bool{}}
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&w.insChunk, `INSERT INTO chunks (sid, idx, hash, mid_word) VALUES (?, ?, ?, ?) RETURNING id`},
+		{&w.insText, `INSERT INTO chunk_texts (id, text, header) VALUES (?, ?, ?)`},
+		{&w.insFTS, `INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)`},
+		{&w.delChunk, `DELETE FROM chunks WHERE id = ?`},
+		{&w.delText, `DELETE FROM chunk_texts WHERE id = ?`},
+		{&w.delFTS, `DELETE FROM chunks_fts WHERE rowid = ?`},
+	} {
+		st, err := tx.PrepareContext(ctx, p.query)
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		*p.dst = st
+	}
+	return w, nil
+}
+
+func (w *writer) close() {
+	for _, st := range []*sql.Stmt{w.insChunk, w.insText, w.insFTS, w.delChunk, w.delText, w.delFTS} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+type storedChunk struct {
+	id      int64
+	idx     int
+	hash    string
+	header  string
+	midWord bool
+}
+
+func (w *writer) chunksOf(sid int64) ([]storedChunk, error) {
+	rows, err := w.tx.QueryContext(w.ctx,
+		`SELECT c.id, c.idx, c.hash, t.header, c.mid_word FROM chunks c JOIN chunk_texts t ON t.id = c.id WHERE c.sid = ? ORDER BY c.idx`, sid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cs []storedChunk
+	for rows.Next() {
+		var c storedChunk
+		if err := rows.Scan(&c.id, &c.idx, &c.hash, &c.header, &c.midWord); err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, rows.Err()
+}
+
+// put writes one document, replacing the source with its id. Chunks whose
+// index and text are unchanged keep their row, id and full-text entry; the
+// others are deleted and inserted under new ids. When the source attributes
+// that chunks carry into the vector index and the title column change
+// (title, date, owner, category), every chunk gets a new id, so that the
+// WriteResult tells the in-memory index to drop the stale ones.
+func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult) error {
+	s := d.Source
+	lo, hi, dated, _ := store.DateRange(s.Date)
+	var dateLo, dateHi any
+	if dated {
+		dateLo, dateHi = lo, hi
+	}
+	created, updated := s.CreatedAt, s.UpdatedAt
+	if updated.IsZero() {
+		updated = now
+	}
+
+	var (
+		sid     int64
+		old     recall.SourceMeta
+		oldCrt  int64
+		existed = true
+	)
+	err := w.tx.QueryRowContext(w.ctx,
+		`SELECT sid, kind, title, date, owner, category, created_at FROM sources WHERE id = ?`, s.ID).
+		Scan(&sid, &old.Kind, &old.Title, &old.Date, &old.Owner, &old.Category, &oldCrt)
+	switch {
+	case err == sql.ErrNoRows:
+		existed = false
+	case err != nil:
+		return err
+	case old.Kind != s.Kind:
+		return recall.Errorf(recall.ECONFLICT, "source %q exists as %s; it cannot be written as %s", s.ID, old.Kind, s.Kind)
+	}
+	if created.IsZero() {
+		created = now
+		if existed {
+			created = time.Unix(0, oldCrt)
+		}
+	}
+	cols := []any{s.Kind, s.Vault, s.Title, s.Date, dateLo, dateHi, s.Owner, s.Category,
+		s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created.UnixNano(), updated.UnixNano()}
+	if existed {
+		_, err = w.tx.ExecContext(w.ctx, `UPDATE sources SET kind = ?, vault = ?, title = ?, date = ?, date_lo = ?, date_hi = ?,
+			owner = ?, category = ?, content_hash = ?, size = ?, mtime = ?, chunk_count = ?, body = ?, index_state = ?,
+			created_at = ?, updated_at = ? WHERE sid = ?`, append(cols, sid)...)
+	} else {
+		err = w.tx.QueryRowContext(w.ctx, `INSERT INTO sources (kind, vault, title, date, date_lo, date_hi,
+			owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING sid`, append(cols, s.ID)...).Scan(&sid)
+	}
+	if err != nil {
+		return fmt.Errorf("write source %q: %w", s.ID, err)
+	}
+
+	meta := recall.SourceMeta{ID: s.ID, Kind: s.Kind, Title: s.Title, Date: s.Date, Owner: s.Owner, Category: s.Category}
+	var prev []storedChunk
+	if existed {
+		if prev, err = w.chunksOf(sid); err != nil {
+			return err
+		}
+	}
+	old.ID = s.ID
+	sameMeta := existed && old == meta
+	keep := make([]bool, len(d.Chunks))
+	for _, p := range prev {
+		if sameMeta && p.idx < len(d.Chunks) && d.Chunks[p.idx].Hash == p.hash {
+			keep[p.idx] = true
+			c := d.Chunks[p.idx]
+			if c.Header != p.header || c.MidWord != p.midWord {
+				if _, err := w.tx.ExecContext(w.ctx, `UPDATE chunks SET mid_word = ? WHERE id = ?`, c.MidWord, p.id); err != nil {
+					return err
+				}
+				if _, err := w.tx.ExecContext(w.ctx, `UPDATE chunk_texts SET header = ? WHERE id = ?`, c.Header, p.id); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := w.removeChunk(p, res); err != nil {
+			return err
+		}
+	}
+	title := textindex.IndexText(s.Title)
+	for i, c := range d.Chunks {
+		if keep[i] {
+			continue
+		}
+		var id int64
+		if err := w.insChunk.QueryRowContext(w.ctx, sid, i, c.Hash, c.MidWord).Scan(&id); err != nil {
+			return fmt.Errorf("write chunk %d of %q: %w", i, s.ID, err)
+		}
+		if _, err := w.insText.ExecContext(w.ctx, id, c.Text, c.Header); err != nil {
+			return err
+		}
+		if _, err := w.insFTS.ExecContext(w.ctx, id, title, textindex.IndexText(c.Text)); err != nil {
+			return err
+		}
+		res.Added = append(res.Added, recall.IndexedChunk{ID: id, Hash: c.Hash, Source: meta})
+	}
+	return nil
+}
+
+func (w *writer) removeChunk(c storedChunk, res *recall.WriteResult) error {
+	for _, st := range []*sql.Stmt{w.delFTS, w.delText, w.delChunk} {
+		if _, err := st.ExecContext(w.ctx, c.id); err != nil {
+			return fmt.Errorf("delete chunk %d: %w", c.id, err)
+		}
+	}
+	w.touched[c.hash] = true
+	res.Removed = append(res.Removed, c.id)
+	return nil
+}
+
+// dropOrphanVectors deletes the vectors of removed chunk texts that no chunk
+// holds any more, keeping those another source still shares.
+func (w *writer) dropOrphanVectors() error {
+	if len(w.touched) == 0 {
+		return nil
+	}
+	hashes := make([]string, 0, len(w.touched))
+	for h := range w.touched {
+		hashes = append(hashes, h)
+	}
+	slices.Sort(hashes)
+	_, err := w.tx.ExecContext(w.ctx, `DELETE FROM vectors WHERE (space, hash) IN (
+		SELECT sp.name, j.value FROM json_each(?) j CROSS JOIN spaces sp
+		WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = j.value))`, jsonArray(hashes))
+	if err != nil {
+		return fmt.Errorf("delete orphan vectors: %w", err)
+	}
+	return nil
+}
+
+// readDocument returns the document with the given id, nil when absent.
+func readDocument(ctx context.Context, q querier, id string) (*recall.Document, error) {
+	rows, err := q.QueryContext(ctx, exportQuery+` WHERE s.id = ? ORDER BY c.idx`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var doc *recall.Document
+	err = scanDocuments(rows, func(d recall.Document) error {
+		doc = &d
+		return nil
+	})
+	return doc, err
+}

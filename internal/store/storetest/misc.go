@@ -1,0 +1,257 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/recall-mcp/recall"
+)
+
+func testListSourcesPaging(t *testing.T, s recall.Store) {
+	var docs []recall.Document
+	var want []string
+	for i := range 23 {
+		id := fmt.Sprintf("s/%02d.md", i)
+		docs = append(docs, doc(id, recall.KindArchive, "text "+id))
+		want = append(want, id)
+	}
+	write(t, s, docs...)
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("paging does not end")
+		}
+		page, next, err := s.ListSources(ctx, recall.ListOptions{Cursor: cursor, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 5 {
+			t.Fatalf("page of %d; limit 5", len(page))
+		}
+		for _, src := range page {
+			got = append(got, src.ID)
+		}
+		// A source written between pages, before the cursor, does not
+		// shift the rest.
+		if pages == 1 {
+			write(t, s, doc("s/00a.md", recall.KindArchive, "late"))
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("paged ids = %v\nwant %v (each source once, in order)", got, want)
+	}
+	_, _, err := s.ListSources(ctx, recall.ListOptions{Cursor: "%%%not a cursor"})
+	wantCode(t, err, recall.EINVALID, "ListSources with a bad cursor")
+}
+
+func testByHash(t *testing.T, s recall.Store) {
+	a := doc("a.md", recall.KindArchive, "common passage", "a only")
+	m := doc("mem", recall.KindMemory, "common passage")
+	m.Source.Owner = "alice"
+	write(t, s, a, m, doc("b.md", recall.KindArchive, "common passage"))
+	h := recall.TextHash("common passage")
+	got, err := s.SourcesByHash(ctx, []string{h, recall.TextHash("a only"), recall.TextHash("absent")}, recall.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got[h], []string{"a.md", "b.md", "mem"}) || !slices.Equal(got[recall.TextHash("a only")], []string{"a.md"}) || len(got) != 2 {
+		t.Errorf("SourcesByHash = %v", got)
+	}
+	scoped, err := s.SourcesByHash(ctx, []string{h}, recall.Filter{OwnerScoped: true, Owner: "bob"})
+	if err != nil || !slices.Equal(scoped[h], []string{"a.md", "b.md"}) {
+		t.Errorf("SourcesByHash for bob = %v, %v; want the archive sources only", scoped, err)
+	}
+	chunks, err := s.ChunksByHash(ctx, []string{h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcs []string
+	for _, c := range chunks {
+		if c.Hash != h {
+			t.Errorf("ChunksByHash returned hash %s", c.Hash)
+		}
+		srcs = append(srcs, c.Source.ID)
+	}
+	if !sameSet(srcs, []string{"a.md", "b.md", "mem"}) || len(chunks) != 3 {
+		t.Errorf("ChunksByHash sources = %v", srcs)
+	}
+	if c, err := s.ChunksByHash(ctx, nil); err != nil || len(c) != 0 {
+		t.Errorf("ChunksByHash(nil) = %v, %v", c, err)
+	}
+	// Many hashes at once (more than any fixed parameter list).
+	many := make([]string, 5000)
+	for i := range many {
+		many[i] = recall.TextHash(fmt.Sprint(i))
+	}
+	many = append(many, h)
+	if got, err := s.SourcesByHash(ctx, many, recall.Filter{}); err != nil || len(got) != 1 {
+		t.Errorf("SourcesByHash of 5001 hashes = %d entries, %v", len(got), err)
+	}
+}
+
+func testExportImport(t *testing.T, s recall.Store, open func(t *testing.T) recall.Store) {
+	created := time.Date(2024, 1, 2, 3, 4, 5, 6000, time.UTC)
+	a := doc("2024/a.md", recall.KindArchive, "first", "second", "third")
+	a.Source.Vault, a.Source.Title, a.Source.Date, a.Source.MTime = "/v", "A chat", "2024-01", 77
+	a.Chunks[1].Header = "A chat (2024-01)"
+	a.Chunks[2].MidWord = true
+	a.Source.CreatedAt, a.Source.UpdatedAt = created, created.Add(time.Hour)
+	m := doc("key", recall.KindMemory, "value text")
+	m.Source.Owner, m.Source.Category, m.Source.IndexState = "alice", "person", recall.IndexOK
+	d := doc("diary/2024-01-02", recall.KindDiary, "09:00 coffee", "12:00 lunch")
+	d.Source.Date = "2024-01-02"
+	empty := doc("nothing", recall.KindMemory)
+	write(t, s, a, m, d, empty)
+
+	exported := exportAll(t, s)
+	if len(exported) != 4 {
+		t.Fatalf("exported %d documents; want 4", len(exported))
+	}
+	ids := make([]string, len(exported))
+	for i, e := range exported {
+		ids[i] = e.Source.ID
+	}
+	if !slices.IsSorted(ids) {
+		t.Errorf("export order %v; want ordered by id", ids)
+	}
+
+	fresh := open(t)
+	defer fresh.Close()
+	if _, err := fresh.Write(ctx, exported, nil); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	reimported := exportAll(t, fresh)
+	if len(reimported) != len(exported) {
+		t.Fatalf("reimported %d documents; want %d", len(reimported), len(exported))
+	}
+	for i := range exported {
+		e, r := exported[i], reimported[i]
+		if describeDoc(e) != describeDoc(r) || !sameTime(e.Source.CreatedAt, r.Source.CreatedAt) ||
+			!sameTime(e.Source.UpdatedAt, r.Source.UpdatedAt) {
+			t.Errorf("document %d differs after export and import:\n%s (%v, %v)\n%s (%v, %v)", i,
+				describeDoc(e), e.Source.CreatedAt, e.Source.UpdatedAt, describeDoc(r), r.Source.CreatedAt, r.Source.UpdatedAt)
+		}
+	}
+	if got := exported[0]; got.Source.ID != "2024/a.md" || !sameTime(got.Source.CreatedAt, created) {
+		t.Errorf("first exported = %s created %v; want 2024/a.md created %v", got.Source.ID, got.Source.CreatedAt, created)
+	}
+	if got := search(t, fresh, "lunch", recall.Filter{}); !slices.Equal(got, []string{"diary/2024-01-02"}) {
+		t.Errorf("imported store finds lunch in %v", got)
+	}
+}
+
+func exportAll(t *testing.T, s recall.Store) []recall.Document {
+	t.Helper()
+	var docs []recall.Document
+	if err := s.Export(ctx, func(d recall.Document) error {
+		docs = append(docs, d)
+		return nil
+	}); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	return docs
+}
+
+func testStats(t *testing.T, s recall.Store) {
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Chunks != 0 || len(st.Spaces) != 0 || st.LastSweep != nil || st.MidWordShare != 0 {
+		t.Errorf("empty store stats = %+v", st)
+	}
+
+	a := doc("a.md", recall.KindArchive, "one", "two", "three", "four")
+	a.Chunks[1].MidWord = true
+	b := doc("b.md", recall.KindArchive, "one")
+	m1 := doc("m1", recall.KindMemory, "memory one")
+	m1.Source.IndexState = recall.IndexOK
+	m2 := doc("m2", recall.KindMemory, "memory two")
+	dy := doc("diary/2025-01-01", recall.KindDiary, "entry")
+	write(t, s, a, b, m1, m2, dy)
+	space := createSpace(t, s, "sp", 2)
+	createSpace(t, s, "empty", 2)
+	putVecs(t, s, space, "one", "two")
+	started := time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC)
+	for i, outcome := range []string{"failures", "ok"} {
+		if err := s.RecordSweep(ctx, recall.SweepRecord{Vault: "/v", Started: started.Add(time.Duration(i) * time.Hour),
+			Finished: started.Add(time.Duration(i)*time.Hour + time.Minute), FilesSeen: 10 + i, FilesChanged: 2,
+			FilesSkipped: 8, ChunksWritten: 5, Bytes: 1234, VectorsMissing: 3, Outcome: outcome}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	st, err = s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSources := map[recall.Kind]int{recall.KindArchive: 2, recall.KindMemory: 2, recall.KindDiary: 1}
+	if fmt.Sprint(st.Sources) != fmt.Sprint(wantSources) {
+		t.Errorf("Sources = %v; want %v", st.Sources, wantSources)
+	}
+	if st.Chunks != 8 {
+		t.Errorf("Chunks = %d; want 8", st.Chunks)
+	}
+	wantBytes := a.Source.Size + b.Source.Size + m1.Source.Size + m2.Source.Size + dy.Source.Size
+	if st.Bytes != wantBytes {
+		t.Errorf("Bytes = %d; want %d", st.Bytes, wantBytes)
+	}
+	if math.Abs(st.MidWordShare-1.0/8) > 1e-9 {
+		t.Errorf("MidWordShare = %v; want 0.125", st.MidWordShare)
+	}
+	wantStates := map[string]int{recall.IndexOK: 1, recall.IndexPending: 2}
+	if fmt.Sprint(st.IndexStates) != fmt.Sprint(wantStates) {
+		t.Errorf("IndexStates = %v; want %v (memory and diary only)", st.IndexStates, wantStates)
+	}
+	if st.DBBytes < 0 {
+		t.Errorf("DBBytes = %d", st.DBBytes)
+	}
+	// Distinct texts: one, two, three, four, memory one, memory two, entry.
+	wantSpaces := map[string][3]float64{"sp": {2, 5, 2.0 / 7}, "empty": {0, 7, 0}}
+	if len(st.Spaces) != 2 {
+		t.Fatalf("Spaces = %+v; want 2", st.Spaces)
+	}
+	for _, sp := range st.Spaces {
+		w := wantSpaces[sp.Name]
+		if float64(sp.Vectors) != w[0] || float64(sp.Missing) != w[1] || math.Abs(sp.Coverage-w[2]) > 1e-9 {
+			t.Errorf("space %s: vectors %d missing %d coverage %v; want %v", sp.Name, sp.Vectors, sp.Missing, sp.Coverage, w)
+		}
+	}
+	if st.LastSweep == nil || st.LastSweep.Outcome != "ok" || st.LastSweep.FilesSeen != 11 ||
+		!st.LastSweep.Started.Equal(started.Add(time.Hour)) || st.LastSweep.Bytes != 1234 {
+		t.Errorf("LastSweep = %+v; want the second sweep", st.LastSweep)
+	}
+
+	// With nothing to embed, coverage is complete.
+	if _, _, err := s.Delete(ctx, "a.md", "b.md", "m1", "m2", "diary/2025-01-01"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = s.Stats(ctx)
+	for _, sp := range st.Spaces {
+		if sp.Vectors != 0 || sp.Missing != 0 || sp.Coverage != 1 {
+			t.Errorf("empty store, space %s: %+v; want 0 vectors, 0 missing, coverage 1", sp.Name, sp)
+		}
+	}
+}
+
+func testCanceled(t *testing.T, s recall.Store) {
+	write(t, s, doc("a.md", recall.KindArchive, "text"))
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := s.Write(c, []recall.Document{doc("b.md", recall.KindArchive, "more")}, nil)
+	wantCode(t, err, recall.ECANCELED, "Write with a canceled context")
+	_, err = s.Lexical(c, recall.LexicalQuery{Text: "text"})
+	wantCode(t, err, recall.ECANCELED, "Lexical with a canceled context")
+	if _, err := s.Source(ctx, "b.md"); !recall.IsNotFound(err) {
+		t.Errorf("canceled write was stored: %v", err)
+	}
+}
