@@ -11,6 +11,7 @@
 package chunk
 
 import (
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 
@@ -38,8 +39,8 @@ type Options struct {
 	// 0 means DefaultSize.
 	Size int
 	// Overlap is the most characters a chunk repeats from the end of the
-	// previous one (counting the whitespace between them). 0 means Size/10
-	// (200 for the default size); NoOverlap turns it off.
+	// previous one (counting the whitespace between them), at most Size/2.
+	// 0 means Size/10 (200 for the default size); NoOverlap turns it off.
 	Overlap int
 }
 
@@ -64,8 +65,10 @@ func (o Options) Validate() error {
 		return recall.Errorf(recall.EINVALID, "chunk size %d is too small: it must be at least %d characters", o.Size, MinSize)
 	case o.Overlap < NoOverlap:
 		return recall.Errorf(recall.EINVALID, "chunk overlap %d is negative: use 0 for the default or %d for none", o.Overlap, NoOverlap)
-	case n.Overlap >= n.Size:
-		return recall.Errorf(recall.EINVALID, "chunk overlap %d must be smaller than the chunk size %d", n.Overlap, n.Size)
+	case n.Overlap > n.Size/2:
+		// More would store every passage three times or more, and let a
+		// chunk add only a few characters to what the one before it holds.
+		return recall.Errorf(recall.EINVALID, "chunk overlap %d is too large: it may be at most half the chunk size %d", n.Overlap, n.Size)
 	}
 	return nil
 }
@@ -184,17 +187,11 @@ func (s *splitter) run() []Span {
 	next := s.msgs[0].start
 	for {
 		start := next
-		end, best := s.fill(next, next)
+		endB, best := s.fill(next, next)
 		if len(spans) > 0 {
-			// The longest overlap that does not force a worse cut than no
-			// overlap would: context is worth less than a clean boundary.
-			for _, c := range s.overlapStarts(prevStart, prevEnd, next) {
-				if e, l := s.fill(c, next); l >= best {
-					start, end = c, e
-					break
-				}
-			}
+			start, endB = s.withOverlap(s.overlapStarts(prevStart, prevEnd, next), next, start, endB, best)
 		}
+		end := s.forwardTo(next, endB)
 		spans = append(spans, Span{Start: start.b, End: end.b})
 		prevStart, prevEnd = start, end
 		next = s.skipSpace(end, len(s.text))
@@ -204,13 +201,39 @@ func (s *splitter) run() []Span {
 	}
 }
 
-// fill returns where a chunk that starts at start, with new text from p on,
-// ends, and how clean that end is. Whole messages are packed while they fit;
-// the message at p is cut only when what is left of it does not fit.
-func (s *splitter) fill(start, p pos) (pos, level) {
+// withOverlap picks the longest of the overlap starts cands (longest
+// first) that does not force a worse end than no overlap would: context is
+// worth less than a clean boundary. The end gets worse as the overlap grows,
+// so after trying the longest it searches for the point where it turns.
+// start, end and best describe the chunk without overlap.
+func (s *splitter) withOverlap(cands []pos, p, start pos, end int, best level) (pos, int) {
+	if len(cands) == 0 {
+		return start, end
+	}
+	if e, l := s.fill(cands[0], p); l >= best {
+		return cands[0], e
+	}
+	lo, hi := 1, len(cands)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if e, l := s.fill(cands[m], p); l >= best {
+			start, end = cands[m], e
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return start, end
+}
+
+// fill returns where (the byte offset) a chunk that starts at start, with
+// new text from p on, ends, and how clean that end is. Whole messages are
+// packed while they fit; the message at p is cut only when what is left of
+// it does not fit.
+func (s *splitter) fill(start, p pos) (int, level) {
 	limit := start.r + s.size
 	if p.r >= limit {
-		return p, levelNone
+		return p.b, levelNone
 	}
 	for s.msgs[s.cur].end.b <= p.b {
 		s.cur++
@@ -219,9 +242,9 @@ func (s *splitter) fill(start, p pos) (pos, level) {
 	if s.msgs[i].end.r > limit {
 		return s.cut(p, limit, s.msgs[i].end)
 	}
-	end := s.msgs[i].end
+	end := s.msgs[i].end.b
 	for i++; i < len(s.msgs) && s.msgs[i].end.r <= limit; i++ {
-		end = s.msgs[i].end
+		end = s.msgs[i].end.b
 	}
 	return end, levelMessage
 }
@@ -237,25 +260,30 @@ func (s *splitter) overlapStarts(prevStart, prevEnd, p pos) []pos {
 		return nil
 	}
 	t := s.text
-	w := p
-	for n := s.overlap; n > 0 && w.b > prevStart.b; n-- {
-		w.b = backRune(t, w.b)
-		w.r--
+	w := behind(t, p.b, s.overlap, nextRune(t, prevStart.b))
+	if w >= prevEnd.b {
+		return nil
 	}
-	if w.b == prevStart.b {
-		w.b = nextRune(t, w.b)
-		w.r++
-	}
+	r := p.r - runeCount(t[w:p.b])
 	good, words := s.cands[:0], []pos(nil)
-	for at := w; at.b < prevEnd.b; at.b, at.r = nextRune(t, at.b), at.r+1 {
-		switch startKind(t, at.b) {
+	for b := w; b < prevEnd.b; b++ {
+		c := t[b]
+		if !utf8.RuneStart(c) {
+			continue
+		}
+		r++
+		// Starts follow whitespace or a sentence end: skip the rest cheaply.
+		if x := t[b-1]; x < utf8.RuneSelf && !asciiSpace[x] && x != '.' || c < utf8.RuneSelf && asciiSpace[c] {
+			continue
+		}
+		switch startKind(t, b) {
 		case levelLine, levelSentence:
-			if pairBreaks(t, at.b) {
-				good = append(good, at)
+			if pairBreaks(t, b) {
+				good = append(good, pos{b, r - 1})
 			}
 		case levelWord:
-			if len(good) == 0 && pairBreaks(t, at.b) {
-				words = append(words, at)
+			if len(good) == 0 && pairBreaks(t, b) {
+				words = append(words, pos{b, r - 1})
 			}
 		}
 	}
@@ -312,7 +340,54 @@ func (s *splitter) trimSpace(start pos, end int) pos {
 
 // forwardTo returns the position of byte offset b, at or after p.
 func (s *splitter) forwardTo(p pos, b int) pos {
-	return pos{b, p.r + utf8.RuneCountInString(s.text[p.b:b])}
+	return pos{b, p.r + runeCount(s.text[p.b:b])}
+}
+
+// runeCount is utf8.RuneCountInString for valid UTF-8, eight bytes at a
+// time: every byte but a continuation byte (10xxxxxx) starts a character.
+func runeCount(s string) int {
+	n, i := len(s), 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		n -= bits.OnesCount64(x &^ (x << 1) & 0x8080808080808080)
+	}
+	for ; i < len(s); i++ {
+		if s[i]&0xc0 == 0x80 {
+			n--
+		}
+	}
+	return n
+}
+
+// ahead returns the byte offset n characters after b, or end if that is
+// sooner. Runs of ASCII are skipped eight bytes at a time.
+func ahead(t string, b, n, end int) int {
+	for n > 0 && b < end {
+		if n >= 8 && b+8 <= end && (t[b]|t[b+1]|t[b+2]|t[b+3]|t[b+4]|t[b+5]|t[b+6]|t[b+7]) < utf8.RuneSelf {
+			b += 8
+			n -= 8
+			continue
+		}
+		b = nextRune(t, b)
+		n--
+	}
+	return b
+}
+
+// behind returns the byte offset n characters before b, or start if that
+// is later (start must be the start of a character).
+func behind(t string, b, n, start int) int {
+	for n > 0 && b > start {
+		if n >= 8 && b-8 >= start && (t[b-1]|t[b-2]|t[b-3]|t[b-4]|t[b-5]|t[b-6]|t[b-7]|t[b-8]) < utf8.RuneSelf {
+			b -= 8
+			n -= 8
+			continue
+		}
+		b = backRune(t, b)
+		n--
+	}
+	return max(b, start)
 }
 
 func nextRune(t string, b int) int {

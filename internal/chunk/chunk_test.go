@@ -179,7 +179,7 @@ func TestSplitSizeIncludesOverlap(t *testing.T) {
 	for i := range 40 {
 		msgs = append(msgs, prose(20+i*37%260, i)+". "+prose(10+i*13%90, i+1)+".")
 	}
-	for _, opt := range []Options{{}, {Size: 100}, {Size: 150, Overlap: 149}, {Size: 300, Overlap: 100}, {Size: 120, Overlap: NoOverlap}} {
+	for _, opt := range []Options{{}, {Size: 100}, {Size: 150, Overlap: 75}, {Size: 300, Overlap: 100}, {Size: 120, Overlap: NoOverlap}} {
 		chunks := checkSplit(t, msgs, opt)
 		size := opt.withDefaults().Size
 		for _, c := range chunks {
@@ -243,13 +243,13 @@ func TestValidate(t *testing.T) {
 	}{
 		{Options{}, ""},
 		{Options{Size: 100}, ""},
-		{Options{Size: 4000, Overlap: 3999}, ""},
+		{Options{Size: 4000, Overlap: 2000}, ""},
 		{Options{Overlap: NoOverlap}, ""},
 		{Options{Size: 99}, "at least 100"},
 		{Options{Size: -5}, "at least 100"},
 		{Options{Overlap: -2}, "negative"},
-		{Options{Size: 500, Overlap: 500}, "smaller than the chunk size"},
-		{Options{Overlap: 2000}, "smaller than the chunk size"},
+		{Options{Size: 500, Overlap: 251}, "at most half"},
+		{Options{Overlap: 2000}, "at most half"},
 	}
 	for _, tt := range tests {
 		err := tt.opt.Validate()
@@ -281,4 +281,12 @@ func show(chunks []string) string {
 		fmt.Fprintf(&b, "  %d: %q\n", i, c)
 	}
 	return b.String()
+}
+
+func TestRuneCount(t *testing.T) {
+	for _, s := range []string{"", "a", "abcdefgh", "abcdefghi", "é", "日本語のテキスト", family + "x" + strings.Repeat("ü", 9), "\U0010FFFF\u0080abcdefg"} {
+		if got, want := runeCount(s), utf8.RuneCountInString(s); got != want {
+			t.Errorf("runeCount(%q) = %d, want %d", s, got, want)
+		}
+	}
 }

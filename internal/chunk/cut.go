@@ -26,65 +26,140 @@ const (
 // message that ends at end and does not fit: the chunk may hold at most
 // limit-p.r more characters. Paragraph, sentence and line ends are taken
 // only in the second half of the room, so that a blank line early on does
-// not leave a stub of a chunk while a sentence end further on would do.
-func (s *splitter) cut(p pos, limit int, end pos) (pos, level) {
+// not leave a stub of a chunk while a sentence end further on would do;
+// only a word end may come earlier.
+func (s *splitter) cut(p pos, limit int, end pos) (int, level) {
 	t := s.text
-	lim := p.b
-	for n := limit - p.r; n > 0 && lim < end.b; n-- {
-		lim = nextRune(t, lim)
-	}
+	lim := ahead(t, p.b, limit-p.r, end.b)
 	half := p.b + (lim-p.b)/2
-	var best [levelMessage]int
-	note := func(e int, l level) {
-		if e > p.b && e <= lim {
-			best[l] = e
+	for half > p.b && !utf8.RuneStart(t[half]) {
+		half--
+	}
+	from := half
+	for from > p.b {
+		r, n := utf8.DecodeLastRuneInString(t[:from])
+		if !isSpace(r) {
+			break
+		}
+		from -= n
+	}
+	best := scanCuts(t, from, lim, end.b)
+	for _, l := range [...]level{levelParagraph, levelSentence, levelLine} {
+		if best[l] >= half && best[l] > p.b {
+			return best[l], l
 		}
 	}
-	for i := p.b; i <= lim && i < end.b; {
+	if e := best[levelWord]; e > p.b {
+		return e, levelWord
+	}
+	if e := lastWordEnd(t, p.b, from); e > p.b {
+		return e, levelWord
+	}
+	return s.charCut(p, lim, end)
+}
+
+// scanCuts returns, for each level from word to paragraph, the last place
+// in [from, lim] where a chunk could end at that level, or 0. from is not
+// inside a run of whitespace, nor preceded by one; end bounds the text the
+// cut lies in.
+func scanCuts(t string, from, lim, end int) [levelMessage]int {
+	var best [levelMessage]int
+	stop := min(lim+1, end)
+	for i := from; i < stop; {
+		for i < stop && plain[t[i]] {
+			i++
+		}
+		if i >= stop {
+			break
+		}
 		c := t[i]
+		if c == '.' {
+			i++
+			if i < stop && closesSentence(t, i) && pairBreaks(t, i) {
+				best[levelSentence] = i
+			}
+			continue
+		}
 		r, n := rune(c), 1
 		if c >= utf8.RuneSelf {
 			r, n = utf8.DecodeRuneInString(t[i:])
 		}
-		if isSpace(r) {
-			j, lines := spaceRun(t, i, end.b)
-			if i > p.b && pairBreaks(t, i) {
-				note(i, levelWord)
-				if lines > 0 {
-					note(i, levelLine)
-				}
-				if lines > 1 {
-					note(i, levelParagraph)
-				}
-				if endsSentence(t[:i]) {
-					note(i, levelSentence)
-				}
+		if !isSpace(r) {
+			i += n
+			if i < end && i <= lim && isCloser(r) && closesSentence(t, i) && pairBreaks(t, i) {
+				best[levelSentence] = i
 			}
-			i = j
 			continue
 		}
-		i += n
-		if i < end.b && closesSentence(t, i) && pairBreaks(t, i) {
-			note(i, levelSentence)
+		j, lines := spaceRun(t, i, end)
+		if t[i-1] < utf8.RuneSelf || pairBreaks(t, i) {
+			best[levelWord] = i
+			if lines > 0 {
+				best[levelLine] = i
+			}
+			if lines > 1 {
+				best[levelParagraph] = i
+			}
+			if endsSentence(t[:i]) {
+				best[levelSentence] = i
+			}
+		}
+		i = j
+	}
+	return best
+}
+
+// lastWordEnd returns the last place in (lo, hi) where non-space text is
+// followed by whitespace, or 0.
+func lastWordEnd(t string, lo, hi int) int {
+	for e := hi; e > lo; {
+		r, n := utf8.DecodeLastRuneInString(t[:e])
+		if !isSpace(r) {
+			e -= n
+			continue
+		}
+		for e > lo {
+			r, n := utf8.DecodeLastRuneInString(t[:e])
+			if !isSpace(r) {
+				break
+			}
+			e -= n
+		}
+		if e > lo && pairBreaks(t, e) {
+			return e
 		}
 	}
-	for _, l := range [...]level{levelParagraph, levelSentence, levelLine} {
-		if best[l] >= half && best[l] > p.b {
-			return s.forwardTo(p, best[l]), l
-		}
-	}
-	if best[levelWord] > 0 {
-		return s.forwardTo(p, best[levelWord]), levelWord
-	}
-	return s.charCut(p, lim, end)
+	return 0
+}
+
+// isCloser reports whether r ends a sentence without needing a space after it.
+func isCloser(r rune) bool {
+	return r == '。' || r == '！' || r == '？' || r == '…'
 }
 
 // charCut ends a chunk in text with no whitespace before lim: at the last
 // grapheme boundary that does not split a word if there is one, else at the
 // last grapheme boundary, else (a single cluster longer than the chunk) at
 // the last character that fits.
-func (s *splitter) charCut(p pos, lim int, end pos) (pos, level) {
+func (s *splitter) charCut(p pos, lim int, end pos) (int, level) {
 	t := s.text
+	// Between two ASCII characters every place but inside "\r\n" is a
+	// grapheme boundary, so ASCII text (URLs, keys) needs no segmenter.
+	anyB := 0
+	for b := lim; b > p.b && t[b-1] < utf8.RuneSelf && t[b] < utf8.RuneSelf; b-- {
+		if t[b-1] == '\r' && t[b] == '\n' {
+			continue
+		}
+		if !midWordAt(t, b) {
+			return b, levelSymbol
+		}
+		if anyB == 0 {
+			anyB = b
+		}
+		if b-1 == p.b {
+			return anyB, levelGrapheme
+		}
+	}
 	anyB, symB := 0, 0
 	rest, state, b := t[p.b:end.b], -1, p.b
 	for len(rest) > 0 {
@@ -103,11 +178,11 @@ func (s *splitter) charCut(p pos, lim int, end pos) (pos, level) {
 	}
 	switch {
 	case symB > 0:
-		return s.forwardTo(p, symB), levelSymbol
+		return symB, levelSymbol
 	case anyB > 0:
-		return s.forwardTo(p, anyB), levelGrapheme
+		return anyB, levelGrapheme
 	}
-	return s.forwardTo(p, lim), levelRune
+	return lim, levelRune
 }
 
 // spaceRun returns the end of the run of whitespace starting at i (not past
@@ -115,17 +190,25 @@ func (s *splitter) charCut(p pos, lim int, end pos) (pos, level) {
 func spaceRun(t string, i, end int) (int, int) {
 	lines := 0
 	for i < end {
-		r, n := rune(t[i]), 1
-		if r >= utf8.RuneSelf {
-			r, n = utf8.DecodeRuneInString(t[i:])
+		c := t[i]
+		if c < utf8.RuneSelf {
+			if !asciiSpace[c] {
+				break
+			}
+			if c == '\n' {
+				lines++
+			}
+			i++
+			continue
 		}
+		r, n := utf8.DecodeRuneInString(t[i:])
 		if !isSpace(r) {
 			break
 		}
 		switch r {
-		case '\n', '\u2028':
+		case '\u2028': // line separator
 			lines++
-		case '\u2029':
+		case '\u2029': // paragraph separator
 			lines += 2
 		}
 		i += n
@@ -191,6 +274,12 @@ func closesSentence(t string, b int) bool {
 // perhaps followed by closing quotes or brackets. A number before a full
 // stop ("1." opening a list item) does not end a sentence.
 func endsSentence(s string) bool {
+	if len(s) == 0 {
+		return false
+	}
+	if c := s[len(s)-1]; c < utf8.RuneSelf && (c|0x20 >= 'a' && c|0x20 <= 'z' || c >= '0' && c <= '9') {
+		return false // the common case: a word ends here
+	}
 	for i := 0; i < 3 && len(s) > 0; i++ {
 		r, n := utf8.DecodeLastRuneInString(s)
 		switch r {
@@ -228,14 +317,21 @@ func listNumber(s string) bool {
 // spaces hold their words together, so they are not.
 func isSpace(r rune) bool {
 	if r < utf8.RuneSelf {
-		return r == ' ' || '\t' <= r && r <= '\r'
+		return asciiSpace[r]
 	}
-	switch r {
-	case '\u00a0', '\u2007', '\u202f':
-		return false
-	}
-	return unicode.IsSpace(r)
+	return r != '\u00a0' && r != '\u2007' && r != '\u202f' && unicode.IsSpace(r)
 }
+
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// plain marks the bytes scanCuts can step over: ASCII that is neither
+// whitespace nor a full stop.
+var plain = func() (p [256]bool) {
+	for c := range utf8.RuneSelf {
+		p[c] = !asciiSpace[c] && c != '.'
+	}
+	return p
+}()
 
 // pairBreaks reports whether there is a grapheme cluster boundary at byte
 // offset b of t judging by the two characters around it. That is exact when

@@ -29,7 +29,7 @@ func FuzzSplit(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data string, size uint16, overlap int16) {
 		opt := Options{Size: MinSize + int(size)%900}
-		opt.Overlap = int(overlap) % opt.Size
+		opt.Overlap = int(overlap) % (opt.Size/2 + 1)
 		if opt.Overlap < 0 {
 			opt.Overlap = NoOverlap
 		}
