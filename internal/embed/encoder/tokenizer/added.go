@@ -114,8 +114,11 @@ func leftmostLongest(s string, pos int, tokens []addedToken) (int, *addedToken) 
 	return best, tok
 }
 
+// isWordChar is the reference's regex \w: Alphabetic, marks, decimal
+// digits, connector punctuation and the joiners.
 func isWordChar(r rune) bool {
-	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) ||
+		unicode.In(r, unicode.Nl, unicode.Pc, unicode.Join_Control, unicode.Other_Alphabetic)
 }
 
 func isWordBoundaryBefore(s string, i int) bool {

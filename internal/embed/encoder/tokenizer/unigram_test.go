@@ -43,8 +43,8 @@ func readJSON(t testing.TB, name string, v any) {
 func TestUnigramGolden(t *testing.T) {
 	var g unigramGolden
 	readJSON(t, "golden.json", &g)
-	if len(g.Tokenizers) < 4 {
-		t.Fatalf("golden.json has %d tokenizers, want 4", len(g.Tokenizers))
+	if len(g.Tokenizers) != 5 {
+		t.Fatalf("golden.json has %d tokenizers, want 5", len(g.Tokenizers))
 	}
 	for _, gt := range g.Tokenizers {
 		t.Run(gt.Tokenizer, func(t *testing.T) {
@@ -68,6 +68,41 @@ func TestUnigramGolden(t *testing.T) {
 				t.Errorf("only %d distinct golden texts, want at least 40", len(texts))
 			}
 		})
+	}
+}
+
+// TestUnigramRandomGolden runs seeded random mixes of words, special
+// tokens, added tokens, whitespace, marks and emoji through each fixture.
+func TestUnigramRandomGolden(t *testing.T) {
+	var g struct {
+		Tokenizers []struct {
+			Tokenizer string `json:"tokenizer"`
+			Cases     []struct {
+				Text string  `json:"text"`
+				IDs  []int32 `json:"ids"`
+			} `json:"cases"`
+		} `json:"tokenizers"`
+	}
+	readJSON(t, "golden_random.json", &g)
+	if len(g.Tokenizers) != 5 {
+		t.Fatalf("golden_random.json has %d tokenizers, want 5", len(g.Tokenizers))
+	}
+	for _, gt := range g.Tokenizers {
+		tok, err := LoadTokenizer(filepath.Join("testdata", "unigram", gt.Tokenizer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for _, c := range gt.Cases {
+			if got := tok.Encode(c.Text, 0).IDs; !slices.Equal(got, c.IDs) {
+				if bad++; bad <= 5 {
+					t.Errorf("%s: Encode(%q)\n got %v\nwant %v", gt.Tokenizer, c.Text, got, c.IDs)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%s: %d of %d texts differ", gt.Tokenizer, bad, len(gt.Cases))
+		}
 	}
 }
 

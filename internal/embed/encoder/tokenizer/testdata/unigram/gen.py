@@ -24,6 +24,12 @@ way transformers' XLMRobertaConverter does it:
                   sdist (a real Japanese model with an older charsmap), saved
                   in the legacy add_prefix_space form.
 
+  * added.json  - bytes.json plus added tokens of every kind: normalized
+                  (matched after NFKC + Lowercase), single_word, rstrip.
+
+golden_random.json holds seeded random mixes of corpus words, specials,
+spaces, marks and emoji, encoded by each fixture.
+
 charsmap_*.json hold, for each charsmap, every code point the reference
 Precompiled normalizer changes, plus multi-character strings (graphemes).
 """
@@ -32,6 +38,7 @@ import base64
 import glob
 import json
 import os
+import random
 import subprocess
 import sys
 import tarfile
@@ -211,6 +218,8 @@ TEXTS = [
     "<s> literal specials </s> and <mask> here",
     "a<mask>b <mask>",
     "<unk><pad>",
+    "cat catि cat\u0301 cat_x xcat cat9 ½cat cat ⓐcat [MEMORY] ẞtraße <sep>   tail",  # added.json: word edges, marks
+
     "▁already▁has▁metaspace",
     "Mixed 中文 English 日本語 한국어 text",
     "x" * 120,
@@ -237,6 +246,30 @@ def golden(tok, name):
             })
     tok.no_truncation()
     return {"tokenizer": name, "cases": cases}
+
+
+def random_golden(fixtures, n=300):
+    rng = random.Random(7)
+    with open(os.path.join(HERE, "corpus.txt"), encoding="utf-8") as f:
+        corpus = f.read()
+    atoms = sorted(set(corpus)) + [
+        " ", "  ", "\t", "\n", "\r\n", "\u3000", "\u00a0", "\u200b", "\u0301", "\u0308", "<s>", "</s>",
+        "<mask>", " <mask> ", "<unk>", "▁", "``", "''", "ｶﾞ", "ﬁ", "👍🏽", "🇫🇷", "\u200d", "İ", "ẞ", "[memory]",
+        "cat", "<sep>", "e\u0301", "Ａ", "①", "ि"]
+    words = corpus.split()
+    out = []
+    for name, tok in fixtures.items():
+        cases = []
+        for _ in range(n):
+            parts = []
+            for _ in range(rng.randint(0, 12)):
+                parts.append(rng.choice(atoms) if rng.random() < 0.6 else rng.choice(words))
+                if rng.random() < 0.3:
+                    parts.append(" ")
+            text = "".join(parts)
+            cases.append({"text": text, "ids": tok.encode(text).ids})
+        out.append({"tokenizer": name, "cases": cases})
+    return {"generator": "tokenizers==0.23.3, seed 7", "tokenizers": out}
 
 
 def charsmap_golden(charsmap, name):
@@ -278,6 +311,14 @@ def main():
     }
     bproto = train([corpus], os.path.join(work, "bytes"), 800, byte_fallback=True, character_coverage=0.98)
     fixtures["bytes.json"] = build_bytes(bproto)
+    added = build_bytes(bproto)
+    added.add_tokens([
+        AddedToken("[memory]", normalized=True),
+        AddedToken("ẞtraße", normalized=True),
+        AddedToken("cat", single_word=True, normalized=True),
+        AddedToken("<sep>", rstrip=True, normalized=False),
+    ])
+    fixtures["added.json"] = added
     kyoto, kproto = build_kyoto(os.path.join(test_dir, "kyoto_ja_unigram_8000.model"))
     fixtures["kyoto.json"] = kyoto
 
@@ -293,6 +334,7 @@ def main():
             tok.save(os.path.join(HERE, name), pretty=False)
         goldens[name] = golden(Tokenizer.from_file(os.path.join(HERE, name)), name)
     write("golden.json", {"generator": "tokenizers==0.23.3, sentencepiece==0.2.3", "tokenizers": list(goldens.values())})
+    write("golden_random.json", random_golden({n: Tokenizer.from_file(os.path.join(HERE, n)) for n in fixtures}))
 
     write("charsmap_nmt_nfkc.json", charsmap_golden(proto.normalizer_spec.precompiled_charsmap, "xlmr.json"))
     write("charsmap_kyoto.json", charsmap_golden(kproto.normalizer_spec.precompiled_charsmap, "kyoto.json"))
