@@ -4,8 +4,10 @@ go 1.26.8
 
 require (
 	github.com/rivo/uniseg v0.4.7
-	golang.org/x/sys v0.49.0
+	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 	golang.org/x/text v0.44.0
+	golang.org/x/time v0.16.0
 	modernc.org/sqlite v1.62.0
 )
 

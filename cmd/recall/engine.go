@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed"
 	"github.com/recall-mcp/recall/internal/search"
 )
 
@@ -26,7 +29,11 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 		fmt.Fprintf(m.Stderr, "recall: %s; running lexical-only\n", recall.ErrorMessage(err))
 		emb = nil
 	}
-	eng := search.New(st, search.Options{Embedder: emb})
+	var query recall.Embedder
+	if emb != nil {
+		query = embed.WithQueryCache(emb, 256, 10*time.Minute)
+	}
+	eng := search.New(st, search.Options{Embedder: query})
 	space := ""
 	if emb != nil {
 		sp, err := m.ensureSpace(ctx, st, emb)
@@ -46,13 +53,50 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 // makeEmbedder constructs the named provider. EUNAVAILABLE means recall can
 // run without it (lexical-only); other errors are configuration mistakes.
 func (m *Main) makeEmbedder(provider, model string) (recall.Embedder, error) {
+	dim := 0
+	if d := m.setting("", "dimensions", ""); d != "" {
+		n, err := strconv.Atoi(d)
+		if err != nil || n <= 0 {
+			return nil, usagef("RECALL_DIMENSIONS must be a positive number, not %q", d)
+		}
+		dim = n
+	}
 	switch provider {
 	case "none", "":
 		return nil, nil
-	case "builtin", "ollama", "openai", "cloudflare":
-		return nil, recall.Errorf(recall.EUNAVAILABLE, "the %s embedder is not available in this build", provider)
+	case "builtin":
+		return m.builtinEmbedder(model)
+	case "ollama":
+		if model == "" {
+			model = "bge-m3"
+		}
+		return embed.NewOllama(embed.OllamaConfig{BaseURL: m.setting("", "ollama_url", embed.DefaultOllamaURL),
+			Model: model, Dim: dim})
+	case "openai":
+		if model == "" {
+			model = "text-embedding-3-small"
+		}
+		key := m.setting("", "openai_api_key", m.Getenv("OPENAI_API_KEY"))
+		return embed.NewOpenAI(embed.OpenAIConfig{BaseURL: m.setting("", "openai_url", embed.DefaultOpenAIURL),
+			Model: model, APIKey: key, Dim: dim})
+	case "cloudflare":
+		if model == "" {
+			model = "@cf/baai/bge-m3"
+		}
+		acct := m.setting("", "cloudflare_account_id", m.Getenv("CLOUDFLARE_ACCOUNT_ID"))
+		tok := m.setting("", "cloudflare_api_token", m.Getenv("CLOUDFLARE_API_TOKEN"))
+		if acct == "" || tok == "" {
+			return nil, usagef("the cloudflare embedder needs RECALL_CLOUDFLARE_ACCOUNT_ID and RECALL_CLOUDFLARE_API_TOKEN")
+		}
+		return embed.NewCloudflare(embed.CloudflareConfig{AccountID: acct, APIToken: tok, Model: model,
+			BaseURL: m.setting("", "cloudflare_url", ""), Dim: dim})
 	}
 	return nil, usagef("unknown embedder %q: use builtin, ollama, openai, cloudflare or none", provider)
+}
+
+// builtinEmbedder loads the in-process encoder.
+func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
+	return nil, recall.Errorf(recall.EUNAVAILABLE, "the builtin encoder is not in this build yet")
 }
 
 // spaceName is the default name of the vector space of an embedder.

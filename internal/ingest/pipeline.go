@@ -19,6 +19,10 @@ import (
 	"github.com/recall-mcp/recall/internal/convo"
 )
 
+// isExport reports whether a file holds many conversations (a ChatGPT or
+// Claude data export); each becomes its own source "<file>/<conversation id>".
+func isExport(rel string) bool { return strings.EqualFold(path.Ext(rel), ".json") }
+
 // MaxFileSize bounds a single-conversation file read into memory. Exports
 // (.json) are streamed and have no such bound.
 const MaxFileSize = 256 << 20
@@ -40,6 +44,11 @@ type pipeline struct {
 	mu        sync.Mutex // guards res counters and progress
 	filesDone int
 	bytesDone int64
+
+	// embedded holds the texts this sweep has embedded already, so an
+	// identical passage in files still in flight is embedded once. Only the
+	// embedding stage (one goroutine) touches it.
+	embedded map[string]bool
 }
 
 // parsed is what a worker hands on: the documents of one file, or its error.
@@ -132,7 +141,7 @@ func (p *pipeline) parseFile(ctx context.Context, f file) *parsed {
 	defer fh.Close()
 
 	var r io.ReadSeeker = fh
-	if !convo.IsExport(f.rel) {
+	if !isExport(f.rel) {
 		if f.size > MaxFileSize {
 			pr.err = fmt.Errorf("file is %d bytes, over the %d byte limit for a single conversation", f.size, MaxFileSize)
 			return pr
@@ -283,9 +292,12 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	if err != nil {
 		have = nil
 	}
+	if p.embedded == nil {
+		p.embedded = make(map[string]bool)
+	}
 	var need []string
 	for _, h := range hashes {
-		if _, ok := have[h]; !ok {
+		if _, ok := have[h]; !ok && !p.embedded[h] {
 			need = append(need, h)
 		}
 	}
@@ -307,6 +319,7 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 		}
 		for j, h := range part {
 			pr.vecs = append(pr.vecs, recall.Vector{Space: p.opt.Space, Hash: h, Vec: vecs[j]})
+			p.embedded[h] = true
 		}
 	}
 	if len(failed) == 0 {
@@ -364,7 +377,7 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 		}
 		p.mu.Lock()
 		for _, pr := range pending {
-			if pr.changed || len(p.byFile[pr.f.rel]) == 0 {
+			if pr.changed || p.opt.Full || len(p.byFile[pr.f.rel]) == 0 {
 				p.res.FilesChanged++
 				for _, d := range pr.docs {
 					p.res.ChunksWritten += len(d.Chunks)

@@ -107,7 +107,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 
 	files, walkFailures, err := walk(ctx, abs)
 	if err != nil {
-		return Result{}, err
+		return Result{Interrupted: errors.Is(err, context.Canceled)}, err
 	}
 	manifest, err := st.Manifest(ctx, recall.KindArchive, abs)
 	if err != nil {

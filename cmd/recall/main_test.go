@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+)
+
+// run runs one command line in-process with a private environment.
+func run(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	m := NewMain()
+	m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
+	m.Getenv = func(k string) string { return env[k] }
+	m.IsTerminal = func() bool { return false }
+	code = m.Run(context.Background(), args)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func testEnv(t *testing.T) map[string]string {
+	dir := t.TempDir()
+	return map[string]string{
+		"RECALL_DB":       filepath.Join(dir, "recall.db"),
+		"RECALL_EMBEDDER": "none",
+		"HOME":            dir,
+	}
+}
+
+const sampleVault = "../../examples/vault"
+
+func TestSweepSearchStatsOnSampleVault(t *testing.T) {
+	env := testEnv(t)
+	out, errs, code := run(t, env, "sweep", "--json", sampleVault)
+	if code != 0 {
+		t.Fatalf("sweep exit %d: %s %s", code, out, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sum struct {
+		FilesSeen, FilesChanged, FilesFailed, ChunksWritten int
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &raw); err != nil {
+		t.Fatalf("last line is not JSON: %q", lines[len(lines)-1])
+	}
+	for _, k := range []string{"files_seen", "files_changed", "files_skipped", "files_failed", "files_removed", "chunks_written", "bytes", "seconds"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("summary lacks %q: %v", k, raw)
+		}
+	}
+	json.Unmarshal([]byte(lines[len(lines)-1]), &sum)
+	sum.FilesSeen = int(raw["files_seen"].(float64))
+	sum.FilesFailed = int(raw["files_failed"].(float64))
+	if sum.FilesSeen < 9 || sum.FilesFailed != 0 {
+		t.Fatalf("summary: %v", raw)
+	}
+
+	out, _, code = run(t, env, "search", "--json", "moments of vulnerability")
+	if code != 0 {
+		t.Fatalf("search exit %d", code)
+	}
+	var resp recall.SearchResponse
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Mode != recall.ModeLexical || len(resp.Results) == 0 || resp.Results[0].Source != "2025/07/hard-week.md" {
+		t.Fatalf("search: %+v", resp)
+	}
+
+	// Two-character Chinese query.
+	out, _, _ = run(t, env, "search", "--json", "薄荷")
+	json.Unmarshal([]byte(out), &resp)
+	if len(resp.Results) == 0 || !strings.Contains(resp.Results[0].Source, "茶与薄荷") {
+		t.Fatalf("CJK search: %+v", resp)
+	}
+
+	// Hostile strings are literals.
+	for _, q := range []string{`"`, `NEAR(`, `*`, `^`, `') OR 1=1 --`, `-mint`, `title:mint`} {
+		if _, errs, code := run(t, env, "search", "--json", "--", q); code != 0 {
+			t.Errorf("search %q: exit %d %s", q, code, errs)
+		}
+	}
+
+	out, _, code = run(t, env, "stats", "--json")
+	if code != 0 {
+		t.Fatal("stats failed")
+	}
+	var st recall.Stats
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Sources[recall.KindArchive] < 10 || st.Chunks == 0 || st.LastSweep == nil || st.LastSweep.Outcome != "ok" || st.MidWordShare >= 0.01 {
+		t.Fatalf("stats: %+v", st)
+	}
+
+	// The re-sweep reads nothing.
+	out, _, _ = run(t, env, "sweep", "--json", sampleVault)
+	json.Unmarshal([]byte(strings.TrimSpace(out)), &raw)
+	if raw["files_changed"].(float64) != 0 {
+		t.Fatalf("re-sweep changed files: %v", raw)
+	}
+}
+
+func TestExportImportGivesSameSearchResults(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	dump := filepath.Join(t.TempDir(), "dump.jsonl")
+	if _, errs, code := run(t, env, "export", "--out", dump); code != 0 {
+		t.Fatal(errs)
+	}
+	env2 := testEnv(t)
+	if _, errs, code := run(t, env2, "import", dump); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, q := range []string{"moments of vulnerability", "peppermint tea", "marathon knee", "SQLite backup", "薄荷茶"} {
+		a, _, _ := run(t, env, "search", "--json", q)
+		b, _, _ := run(t, env2, "search", "--json", q)
+		if a != b {
+			t.Errorf("query %q differs after export/import:\n%s\n%s", q, a, b)
+		}
+	}
+	a, _, _ := run(t, env, "export")
+	b, _, _ := run(t, env2, "export")
+	if stripTimes(a) != stripTimes(b) {
+		t.Errorf("export of the import differs from the original export")
+	}
+}
+
+// stripTimes removes the timestamps that an import legitimately renews.
+func stripTimes(s string) string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			return s
+		}
+		delete(m, "created_at")
+		delete(m, "updated_at")
+		b, _ := json.Marshal(m)
+		out = append(out, string(b))
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestUsageErrors(t *testing.T) {
+	env := testEnv(t)
+	cases := [][]string{
+		{"nonsense"},
+		{"sweep"},
+		{"sweep", "a", "b"},
+		{"search"},
+		{"search", "--limit", "x", "q"},
+		{"sweep", "--chunk-size", "100", "--overlap", "100", "."},
+		{"--embedder", "bogus", "search", "q"},
+	}
+	for _, c := range cases {
+		if _, _, code := run(t, env, c...); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", c, code, exitUsage)
+		}
+	}
+	if _, errs, code := run(t, env, "search", "--limit", "21", "q"); code != exitFailure || !strings.Contains(errs, "limit") {
+		t.Errorf("limit 21: exit %d %q", code, errs)
+	}
+	if out, _, code := run(t, env, "--help"); code != 0 || !strings.Contains(out, "sweep") {
+		t.Errorf("--help: %d %q", code, out)
+	}
+	if out, _, code := run(t, env, "search", "-h"); code != 0 || !strings.Contains(out, "--per-source") && !strings.Contains(out, "-per-source") {
+		t.Errorf("search -h: %d %q", code, out)
+	}
+}
+
+func TestSweepFailureExitStatusAndLog(t *testing.T) {
+	env := testEnv(t)
+	vault := t.TempDir()
+	os.WriteFile(filepath.Join(vault, "ok.md"), []byte("**User:** hi\n\n**Assistant:** hello"), 0o644)
+	os.WriteFile(filepath.Join(vault, "bad.json"), []byte("{garbage"), 0o644)
+	_, _, code := run(t, env, "sweep", vault)
+	if code != exitFailure {
+		t.Fatalf("exit %d, want %d", code, exitFailure)
+	}
+	log, err := os.ReadFile(filepath.Join(filepath.Dir(env["RECALL_DB"]), "sweep.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "bad.json") || !strings.Contains(string(log), "summary") || strings.Contains(string(log), "ok.md") {
+		t.Fatalf("sweep log:\n%s", log)
+	}
+}
+
+func TestBatchSearch(t *testing.T) {
+	env := testEnv(t)
+	run(t, env, "sweep", sampleVault)
+	qf := filepath.Join(t.TempDir(), "q.jsonl")
+	os.WriteFile(qf, []byte(`{"query": "sourdough hooch", "expect": []}
+{"query": "lifetimes borrow"}
+not json
+{"query": ""}
+`), 0o644)
+	out, errs, code := run(t, env, "search", "--json", "--queries", qf)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want 4 result lines, got %d: %s", len(lines), out)
+	}
+	var r recall.SearchResponse
+	json.Unmarshal([]byte(lines[0]), &r)
+	if len(r.Results) == 0 || r.Results[0].Source != "2025/09/sourdough.md" {
+		t.Errorf("line 1: %s", lines[0])
+	}
+	if !strings.Contains(lines[2], "error") || !strings.Contains(lines[3], "error") {
+		t.Errorf("bad lines should give error objects: %s | %s", lines[2], lines[3])
+	}
+}

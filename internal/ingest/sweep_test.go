@@ -1,0 +1,238 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+)
+
+func openStore(t *testing.T) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "recall.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func write(t *testing.T, root, rel, text string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sweep(t *testing.T, st *sqlite.DB, root string, opt Options) (Result, string) {
+	t.Helper()
+	var log bytes.Buffer
+	opt.Failures = &log
+	res, err := Sweep(context.Background(), st, st, root, opt)
+	if err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	return res, log.String()
+}
+
+func sourceIDs(t *testing.T, st *sqlite.DB, root string) []string {
+	t.Helper()
+	abs, _ := filepath.Abs(root)
+	m, err := st.Manifest(context.Background(), recall.KindArchive, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+const convA = "# Alpha\n\n**User:** How do I repot a fern?\n\n**Assistant:** Gently, in spring, one size up.\n"
+const convB = "User: what is a monad\n\nAssistant: a monoid in the category of endofunctors.\n"
+
+const export = `[{"uuid":"u-1","name":"First","created_at":"2025-01-02T10:00:00Z","chat_messages":[
+ {"sender":"human","text":"hello there"},{"sender":"assistant","text":"general kenobi"}]},
+ {"uuid":"u-2","name":"Second","created_at":"2025-01-03T10:00:00Z","chat_messages":[
+ {"sender":"human","text":"what is the capital of peru"},{"sender":"assistant","text":"Lima."}]}]`
+
+func TestSweepLifecycle(t *testing.T) {
+	st := openStore(t)
+	root := t.TempDir()
+	write(t, root, "2025/07/a.md", convA)
+	write(t, root, "b.txt", convB)
+	write(t, root, "exports/claude.json", export)
+	write(t, root, "broken.json", `[{"uuid": "x", "chat_messages": [`)
+	write(t, root, ".obsidian/ignored.md", convA)
+	write(t, root, "image.png", "\x89PNG")
+
+	res, log := sweep(t, st, root, Options{})
+	if res.FilesSeen != 4 || res.FilesChanged != 3 || res.FilesFailed != 1 || res.FilesSkipped != 0 {
+		t.Fatalf("first sweep: %+v", res)
+	}
+	if !strings.Contains(log, "broken.json") {
+		t.Errorf("failure log does not name the broken file: %q", log)
+	}
+	want := []string{"2025/07/a.md", "b.txt", "exports/claude.json/u-1", "exports/claude.json/u-2"}
+	if got := sourceIDs(t, st, root); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("sources = %v, want %v", got, want)
+	}
+	src, err := st.Source(context.Background(), "2025/07/a.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Date != "2025-07" || src.Title != "Alpha" {
+		t.Errorf("a.md: date %q title %q", src.Date, src.Title)
+	}
+
+	// Nothing changed: everything but the broken file is skipped, and the
+	// broken file is tried again (it was never recorded).
+	res, _ = sweep(t, st, root, Options{})
+	if res.FilesChanged != 0 || res.FilesSkipped != 3 || res.FilesFailed != 1 || res.ChunksWritten != 0 {
+		t.Fatalf("unchanged re-sweep: %+v", res)
+	}
+
+	// An edit is caught; a touch with identical content re-reads but writes nothing new.
+	write(t, root, "b.txt", convB+"\nUser: and a functor?\n")
+	future := time.Now().Add(time.Hour)
+	os.Chtimes(filepath.Join(root, "2025/07/a.md"), future, future)
+	res, _ = sweep(t, st, root, Options{})
+	if res.FilesChanged != 1 || res.FilesSkipped != 2 || res.FilesFailed != 1 {
+		t.Fatalf("after edit+touch: %+v", res)
+	}
+	res, _ = sweep(t, st, root, Options{})
+	if res.FilesChanged != 0 || res.FilesSkipped != 3 {
+		t.Fatalf("touched file is not settled: %+v", res)
+	}
+
+	// One conversation in the export changes and one disappears.
+	write(t, root, "exports/claude.json", strings.Replace(export, "general kenobi", "GENERAL KENOBI", 1)[:strings.Index(export, `,
+ {"uuid":"u-2"`)]+"]")
+	res, _ = sweep(t, st, root, Options{})
+	if res.FilesChanged != 1 {
+		t.Fatalf("export edit: %+v", res)
+	}
+	want = []string{"2025/07/a.md", "b.txt", "exports/claude.json/u-1"}
+	if got := sourceIDs(t, st, root); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after export edit: sources = %v", got)
+	}
+
+	// Rename = delete + add; deleted files are reported, pruned only with --prune.
+	os.Rename(filepath.Join(root, "b.txt"), filepath.Join(root, "c.txt"))
+	res, _ = sweep(t, st, root, Options{})
+	if res.FilesRemoved != 1 || res.Removed[0] != "b.txt" || res.FilesChanged != 1 {
+		t.Fatalf("rename: %+v", res)
+	}
+	if ids := sourceIDs(t, st, root); len(ids) != 4 {
+		t.Fatalf("without --prune the old source stays: %v", ids)
+	}
+	res, _ = sweep(t, st, root, Options{Prune: true, DryRun: true})
+	if res.FilesRemoved != 1 || len(sourceIDs(t, st, root)) != 4 {
+		t.Fatalf("dry-run prune changed something: %+v", res)
+	}
+	res, _ = sweep(t, st, root, Options{Prune: true})
+	want = []string{"2025/07/a.md", "c.txt", "exports/claude.json/u-1"}
+	if got := sourceIDs(t, st, root); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after prune: %v", got)
+	}
+
+	// --full re-ingests every readable file.
+	res, _ = sweep(t, st, root, Options{Full: true})
+	if res.FilesChanged != 3 || res.FilesSkipped != 0 {
+		t.Fatalf("--full: %+v", res)
+	}
+}
+
+func TestSweepDryRunWritesNothing(t *testing.T) {
+	st := openStore(t)
+	root := t.TempDir()
+	write(t, root, "a.md", convA)
+	res, _ := sweep(t, st, root, Options{DryRun: true})
+	if res.FilesChanged != 1 || len(sourceIDs(t, st, root)) != 0 {
+		t.Fatalf("dry run: %+v, sources %v", res, sourceIDs(t, st, root))
+	}
+}
+
+func TestSweepEmbedsAndSurvivesEmbedderFailure(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	emb := embedtest.New(16)
+	sp, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "test", Provider: emb.Info().Provider, Model: emb.Info().Model, Dim: 16, Normalized: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	write(t, root, "a.md", convA)
+	write(t, root, "dup.md", convA) // identical text: embedded once
+	res, _ := sweep(t, st, root, Options{Embedder: emb, Space: sp.Name})
+	if res.VectorsMissing != 0 || emb.Texts() != 1 {
+		t.Fatalf("embedding: %+v, texts embedded %d", res, emb.Texts())
+	}
+	emb.FailOn(0, embedtest.FaultError)
+	write(t, root, "b.md", convB)
+	res, log := sweep(t, st, root, Options{Embedder: emb, Space: sp.Name})
+	if res.FilesChanged != 1 || res.VectorsMissing == 0 || !strings.Contains(log, "embedder") {
+		t.Fatalf("failing embedder: %+v log %q", res, log)
+	}
+	// The chunks are stored and searchable by text all the same.
+	cands, err := st.Lexical(ctx, recall.LexicalQuery{Text: "monad", Limit: 5})
+	if err != nil || len(cands) == 0 {
+		t.Fatalf("lexical after embed failure: %v %v", cands, err)
+	}
+	stats, _ := st.Stats(ctx)
+	if stats.Spaces[0].Missing == 0 {
+		t.Fatalf("stats do not show the missing vectors: %+v", stats.Spaces)
+	}
+}
+
+func TestSweepCancelKeepsCommittedWork(t *testing.T) {
+	st := openStore(t)
+	root := t.TempDir()
+	for i := range 50 {
+		write(t, root, filepath.Join("d", strings.Repeat("x", i%7+1)+string(rune('a'+i%26))+".md"), convA+strings.Repeat("more words here. ", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Sweep(ctx, st, st, root, Options{})
+	if err == nil || !res.Interrupted {
+		t.Fatalf("canceled sweep: res %+v err %v", res, err)
+	}
+	// The next run converges.
+	res, _ = sweep(t, st, root, Options{})
+	again, _ := sweep(t, st, root, Options{})
+	if again.FilesChanged != 0 || again.FilesSkipped != res.FilesSeen {
+		t.Fatalf("did not converge: %+v then %+v", res, again)
+	}
+}
+
+func TestDateFromPath(t *testing.T) {
+	cases := map[string]string{
+		"2025/07/title.md":         "2025-07",
+		"2025/07/14/title.md":      "2025-07-14",
+		"notes/2024-02-29 chat.md": "2024-02-29",
+		"archive/2023_11_chat.md":  "2023-11",
+		"x/1999.md":                "1999",
+		"2025/13/x.md":             "2025",
+		"random/file.md":           "",
+		"v20250714/x.md":           "",
+	}
+	for in, want := range cases {
+		if got := DateFromPath(in); got != want {
+			t.Errorf("DateFromPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
