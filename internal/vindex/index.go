@@ -17,10 +17,9 @@
 // filling the top k.
 //
 // Concurrency: every method is safe for concurrent use. Searches share a read
-// lock; Add and Remove take the write lock, so a chunk removed before a
-// Search starts is never in its results. The engine that applies a
-// recall.WriteResult under its own lock gets the same guarantee for a whole
-// write.
+// lock; Add, Remove and Apply take the write lock, so a chunk removed before
+// a Search starts is never in its results, and Apply makes a whole
+// recall.WriteResult visible at once.
 package vindex
 
 import (
@@ -122,29 +121,82 @@ func grow[T any](s []T, n int) []T {
 // have the index's dimension and a finite, non-zero length. Adding a chunk id
 // that is already indexed replaces it.
 func (x *Index) Add(c recall.IndexedChunk, vec []float32) error {
-	if vec != nil && len(vec) != x.dim {
-		return recall.Errorf(recall.ECONFLICT, "vector has %d dimensions, the index %d", len(vec), x.dim)
+	u, err := x.prepare(c.ID, vec)
+	if err != nil {
+		return err
 	}
-	var u []float32
-	if vec != nil {
-		var ok bool
-		if u, ok = unit(vec); !ok {
-			return recall.Errorf(recall.EINVALID, "vector for chunk %d is zero or not finite", c.ID)
-		}
-	}
-
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if !x.add(c, u) {
+		return recall.Errorf(recall.EINVALID, "chunk %d: no vector given and none indexed for its text", c.ID)
+	}
+	return nil
+}
+
+// Apply brings the index in step with a write: it adds res.Added, then
+// removes res.Removed, under one lock, so no search sees half a write.
+// Adding first keeps a text that moved from one chunk id to another from
+// being dropped and encoded again.
+//
+// vecs holds vectors by text hash for texts the index may not have yet: the
+// vectors the write stored, or Store.VectorsByHash. An added chunk whose text
+// has a vector neither there nor in the index is skipped and counted: its
+// text is not embedded yet and is indexed once its vector is stored. A bad
+// vector fails the whole call before anything changes.
+func (x *Index) Apply(res recall.WriteResult, vecs map[string][]float32) (skipped int, err error) {
+	units := make(map[string][]float32)
+	for _, c := range res.Added {
+		if _, done := units[c.Hash]; done {
+			continue
+		}
+		if vec, ok := vecs[c.Hash]; ok {
+			if units[c.Hash], err = x.prepare(c.ID, vec); err != nil {
+				return 0, err
+			}
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, c := range res.Added {
+		if !x.add(c, units[c.Hash]) {
+			skipped++
+		}
+	}
+	for _, id := range res.Removed {
+		x.remove(id)
+	}
+	x.shrink()
+	return skipped, nil
+}
+
+// prepare checks vec (nil passes) and returns its unit-length copy.
+func (x *Index) prepare(id int64, vec []float32) ([]float32, error) {
+	if vec == nil {
+		return nil, nil
+	}
+	if len(vec) != x.dim {
+		return nil, recall.Errorf(recall.ECONFLICT, "vector has %d dimensions, the index %d", len(vec), x.dim)
+	}
+	u, ok := unit(vec)
+	if !ok {
+		return nil, recall.Errorf(recall.EINVALID, "vector for chunk %d is zero or not finite", id)
+	}
+	return u, nil
+}
+
+// add indexes c with the unit vector u (nil: reuse the indexed one) and
+// reports false, changing nothing, when c's text has no vector either way.
+func (x *Index) add(c recall.IndexedChunk, u []float32) bool {
 	if s, dup := x.byID[c.ID]; dup && x.hashes[x.vecOf[s]] == c.Hash {
 		// Same chunk, same text: only its source's attributes can change.
 		old := x.metas[s]
 		x.metas[s] = x.internSource(c.Source)
 		x.release(old)
-		return nil
+		return true
 	}
 	v, ok := x.byHash[c.Hash]
 	if !ok && u == nil {
-		return recall.Errorf(recall.EINVALID, "chunk %d: no vector given and none indexed for its text", c.ID)
+		return false
 	}
 	// A chunk id that now holds another text. Removing the old chunk cannot
 	// drop the vector looked up above (that one holds another text) but can
@@ -165,7 +217,7 @@ func (x *Index) Add(c recall.IndexedChunk, vec []float32) error {
 	x.heads[v] = s
 	x.refs[v]++
 	x.byID[c.ID] = s
-	return nil
+	return true
 }
 
 func (x *Index) addVector(hash string, u []float32) int32 {

@@ -215,6 +215,46 @@ func TestReAddingAChunk(t *testing.T) {
 	}
 }
 
+func TestApply(t *testing.T) {
+	x := New(2, nil)
+	must(t, x.Add(chunk(1, "a", "s"), []float32{1, 0}))
+	must(t, x.Add(chunk(2, "b", "s"), []float32{0, 1}))
+
+	// The source is rewritten: chunk 1's text moves to chunk 3, chunk 2 is
+	// replaced by chunk 4 with a new text, and chunk 5's text has no vector yet.
+	w := recall.WriteResult{
+		Removed: []int64{1, 2},
+		Added:   []recall.IndexedChunk{chunk(3, "a", "s"), chunk(4, "c", "s"), chunk(5, "pending", "s")},
+	}
+	skipped, err := x.Apply(w, map[string][]float32{"c": {1, 1}})
+	must(t, err)
+	checkInvariants(t, x)
+	if skipped != 1 {
+		t.Fatalf("skipped %d, want 1 (the text without a vector)", skipped)
+	}
+	if x.Len() != 2 || !x.Has("a") || x.Has("b") || !x.Has("c") || x.Has("pending") {
+		t.Fatalf("after Apply: Len %d, Has a/b/c/pending %v %v %v %v", x.Len(), x.Has("a"), x.Has("b"), x.Has("c"), x.Has("pending"))
+	}
+	res, err := x.Search(ctx, []float32{1, 0}, 5, nil)
+	must(t, err)
+	if len(res) != 2 || res[0].Hash != "a" || !slices.Equal(res[0].ChunkIDs, []int64{3}) {
+		t.Fatalf("results %+v", res)
+	}
+
+	// A bad vector changes nothing, even for the chunks listed before it.
+	bad := recall.WriteResult{
+		Removed: []int64{3},
+		Added:   []recall.IndexedChunk{chunk(6, "d", "s"), chunk(7, "e", "s")},
+	}
+	_, err = x.Apply(bad, map[string][]float32{"d": {0, 1}, "e": {0, 0}})
+	if recall.ErrorCode(err) != recall.EINVALID {
+		t.Fatalf("Apply with a zero vector: %v", err)
+	}
+	if x.Len() != 2 || x.Has("d") || !x.Has("a") {
+		t.Fatal("a failed Apply changed the index")
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -180,7 +180,7 @@ func TestKBeyondSize(t *testing.T) {
 }
 
 // TestConcurrentSearchAndRemove runs searches while chunks are removed and
-// added, under the race detector in CI. A search that starts after Remove
+// moved, under the race detector in CI. A search that starts after Remove
 // returned must not see the removed chunk: the index's own lock is the whole
 // contract, no caller lock is needed for it.
 func TestConcurrentSearchAndRemove(t *testing.T) {
@@ -197,14 +197,18 @@ func TestConcurrentSearchAndRemove(t *testing.T) {
 		defer done.Store(true)
 		r := rand.New(rand.NewPCG(1, 1))
 		for _, i := range r.Perm(n)[:n/4] {
-			x.Remove(int64(i))
-			removed.Store(int64(i), true)
-			if i%3 == 0 { // some texts come back under a new chunk id
-				if err := x.Add(chunk(int64(n+i), hashOf(i), "back"), d.vector(i)); err != nil {
-					t.Error(err)
-					return
-				}
+			if i%3 != 0 {
+				x.Remove(int64(i))
+				removed.Store(int64(i), true)
+				continue
 			}
+			// The text moves to a new chunk id in one write.
+			w := recall.WriteResult{Removed: []int64{int64(i)}, Added: []recall.IndexedChunk{chunk(int64(n+i), hashOf(i), "moved")}}
+			if _, err := x.Apply(w, nil); err != nil {
+				t.Error(err)
+				return
+			}
+			removed.Store(int64(i), true)
 		}
 	})
 	for w := range 2 {
