@@ -72,6 +72,7 @@ func commands() []command {
 		{"search", "search the archive (and memories)", (*Main).cmdSearch},
 		{"context", "show the chunks around a search result", (*Main).cmdContext},
 		{"stats", "show what the store holds", (*Main).cmdStats},
+		{"eval", "measure retrieval quality on a query set", (*Main).cmdEval},
 		{"export", "write every source with its chunks as JSONL", (*Main).cmdExport},
 		{"import", "restore sources from an export file", (*Main).cmdImport},
 		{"version", "print the version", (*Main).cmdVersion},

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/quality"
+)
+
+func (m *Main) cmdEval(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	queries := fs.String("queries", "", "query set `FILE.jsonl` ({\"query\", \"expect\": [{\"source\", \"contains\"}], \"category\"} per line)")
+	mode := fs.String("mode", "", "hybrid, lexical or semantic (default: hybrid when vectors exist)")
+	k := fs.Int("k", 10, "results fetched per query (at most 20); R@1, R@5 and R@10 are reported")
+	perSource := fs.Int("per-source", recall.DefaultPerSource, "at most this many results from one source")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	out := fs.String("out", "", "write each query's outcome as JSONL to `FILE` (default: eval-results.jsonl next to the database)")
+	if _, err := m.parse(fs, args, "eval --queries FILE.jsonl [--k 10] [--mode M] [--json]"); err != nil {
+		return err
+	}
+	if *queries == "" {
+		return usagef("eval needs --queries FILE.jsonl")
+	}
+	f, err := os.Open(*queries)
+	if err != nil {
+		return err
+	}
+	qs, err := quality.Load(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	eng, _, _, err := m.engine(ctx, st, true)
+	if err != nil {
+		return err
+	}
+	outPath := *out
+	if outPath == "" {
+		dbp, _ := m.dbPath()
+		outPath = dbp + ".eval-results.jsonl"
+	}
+	of, err := os.Create(outPath)
+	if err != nil {
+		return err
+	}
+	defer of.Close()
+	enc := json.NewEncoder(of)
+	var outs []quality.Outcome
+	usedMode := *mode
+	for _, q := range qs {
+		resp, err := eng.Search(ctx, recall.SearchRequest{Query: q.Query, Mode: *mode, Limit: *k, PerSource: *perSource})
+		if err != nil {
+			return fmt.Errorf("query %q: %w", q.Query, err)
+		}
+		usedMode = resp.Mode
+		o := quality.Score(q, resp.Results)
+		outs = append(outs, o)
+		if err := enc.Encode(o); err != nil {
+			return err
+		}
+	}
+	rep := quality.Aggregate(usedMode, outs)
+	if *asJSON {
+		return json.NewEncoder(m.Stdout).Encode(rep)
+	}
+	rep.Write(m.Stdout)
+	fmt.Fprintf(m.Stderr, "per-query outcomes: %s\n", outPath)
+	return nil
+}
