@@ -12,12 +12,13 @@ import (
 	"github.com/recall-mcp/recall/internal/search"
 )
 
-// engine builds the search engine over st with the configured embedder. It
-// returns the engine, the embedder new chunks are written with and the name
-// of the vector space they go to (nil and "" when embedding is off or the
-// model is unavailable, in which case recall runs lexical-only and says so
-// once on stderr). With loadIndex, the read space's vectors are loaded for
-// semantic search.
+// engine builds the search engine over st. It returns the engine, the
+// embedder new chunks are written with and the vector space they go to (nil
+// and "" when embedding is off or the model is unavailable: recall then runs
+// lexical-only and says so once on stderr). Queries are embedded with the
+// model of the space searches read from, which may differ from the
+// configured one while a model switch is under way (`recall space`). With
+// loadIndex, the read space's vectors are loaded for semantic search.
 func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*search.Engine, recall.Embedder, string, error) {
 	provider := strings.ToLower(m.setting(m.g.embedder, "embedder", "builtin"))
 	model := m.setting(m.g.model, "model", "")
@@ -29,25 +30,59 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 		fmt.Fprintf(m.Stderr, "recall: %s; running lexical-only\n", recall.ErrorMessage(err))
 		emb = nil
 	}
+	space := ""
 	var query recall.Embedder
 	if emb != nil {
-		query = embed.WithQueryCache(emb, 256, 10*time.Minute)
-	}
-	eng := search.New(st, search.Options{Embedder: query})
-	space := ""
-	if emb != nil {
-		sp, err := m.ensureSpace(ctx, st, emb)
-		if err != nil {
+		if space, err = m.ensureSpace(ctx, st, emb); err != nil {
 			return nil, nil, "", err
 		}
-		space = sp
+		if query, err = m.queryEmbedder(ctx, st, emb); err != nil {
+			return nil, nil, "", err
+		}
 	}
+	if query != nil {
+		query = embed.WithQueryCache(query, 256, 10*time.Minute)
+	}
+	eng := search.New(st, search.Options{Embedder: query})
 	if loadIndex {
 		if err := eng.LoadIndex(ctx); err != nil {
 			return nil, nil, "", err
 		}
 	}
 	return eng, emb, space, nil
+}
+
+// queryEmbedder returns the embedder for the read space: emb itself when
+// it made that space, else one built from the space's provider and model.
+func (m *Main) queryEmbedder(ctx context.Context, st recall.Store, emb recall.Embedder) (recall.Embedder, error) {
+	read, err := readSpace(ctx, st)
+	if err != nil || read == nil {
+		return emb, err
+	}
+	info := emb.Info()
+	if read.Provider == info.Provider && read.Model == info.Model {
+		return emb, nil
+	}
+	q, err := m.makeEmbedder(read.Provider, read.Model)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "recall: searches read space %s (%s/%s), which cannot be used: %s; running lexical-only\n",
+			read.Name, read.Provider, read.Model, recall.ErrorMessage(err))
+		return nil, nil
+	}
+	return q, nil
+}
+
+func readSpace(ctx context.Context, st recall.Store) (*recall.VectorSpace, error) {
+	spaces, err := st.Spaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range spaces {
+		if spaces[i].Read {
+			return &spaces[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // makeEmbedder constructs the named provider. EUNAVAILABLE means recall can

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/memory"
+)
+
+// memoryService builds the memory service over the configured store and embedder.
+func (m *Main) memoryService(ctx context.Context) (*memory.Service, error) {
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	eng, emb, space, err := m.engine(ctx, st, false)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := m.location()
+	if err != nil {
+		return nil, err
+	}
+	return memory.New(st, eng, memory.Options{Embedder: emb, Space: space, Chunk: chunk.Options{}, Location: loc}), nil
+}
+
+// location is the configured time zone for "today" (RECALL_TIMEZONE, default local).
+func (m *Main) location() (*time.Location, error) {
+	tz := m.setting("", "timezone", "")
+	if tz == "" {
+		return time.Local, nil
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, usagef("unknown time zone %q (use an IANA name such as Europe/Berlin)", tz)
+	}
+	return loc, nil
+}
+
+// cliScope: the command line is the database's owner, so it acts as admin in
+// the owner namespace it names.
+func cliScope() memory.Scope { return memory.Scope{Admin: true} }
+
+func (m *Main) printJSON(v any) error {
+	enc := json.NewEncoder(m.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// readValue returns the value argument, or stdin for "-".
+func (m *Main) readValue(arg string) (string, error) {
+	if arg != "-" {
+		return arg, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(m.Stdin, 4*memory.MaxValueLen+1))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\n"), nil
+}
+
+func (m *Main) cmdMemory(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(m.Stdout, `usage:
+  recall memory save KEY [--category C] [--owner O] [--date YYYY-MM-DD] (VALUE | -)
+  recall memory get KEY [--owner O] [--json]
+  recall memory delete KEY --confirm [--owner O]
+  recall memory find [--prefix P] [--category C] [--owner O] [--since D] [--until D] [--limit N] [--cursor C] [--json]`)
+		if len(args) == 0 {
+			return usagef("memory needs a subcommand")
+		}
+		return nil
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("memory "+sub, flag.ContinueOnError)
+	owner := fs.String("owner", "", "owner namespace (default: unowned)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	switch sub {
+	case "save":
+		category := fs.String("category", "", "category (default: from the key prefix)")
+		date := fs.String("date", "", "date of the memory, YYYY-MM-DD (default today)")
+		pos, err := m.parse(fs, args, "memory save KEY [flags] (VALUE | -)")
+		if err != nil {
+			return err
+		}
+		if len(pos) != 2 {
+			return usagef("memory save takes KEY and VALUE (or - to read the value from stdin)")
+		}
+		value, err := m.readValue(pos[1])
+		if err != nil {
+			return err
+		}
+		svc, err := m.memoryService(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := svc.Save(ctx, memory.SaveRequest{Key: pos[0], Value: value, Category: *category, Owner: *owner, Date: *date}, cliScope())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(res)
+		}
+		fmt.Fprintf(m.Stdout, "saved %s: %d chunks, index %s\n", res.Key, res.Chunks, res.Index)
+		return nil
+	case "get":
+		pos, err := m.parse(fs, args, "memory get KEY [--owner O] [--json]")
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("memory get takes one KEY")
+		}
+		svc, err := m.memoryService(ctx)
+		if err != nil {
+			return err
+		}
+		mem, err := svc.Read(ctx, pos[0], *owner, cliScope())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(mem)
+		}
+		fmt.Fprintln(m.Stdout, mem.Value)
+		return nil
+	case "delete":
+		confirm := fs.Bool("confirm", false, "really delete (required)")
+		pos, err := m.parse(fs, args, "memory delete KEY --confirm [--owner O]")
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("memory delete takes one KEY")
+		}
+		svc, err := m.memoryService(ctx)
+		if err != nil {
+			return err
+		}
+		if err := svc.Delete(ctx, pos[0], *owner, *confirm, cliScope()); err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "deleted %s\n", pos[0])
+		return nil
+	case "find":
+		prefix := fs.String("prefix", "", "keys starting with `P`")
+		category := fs.String("category", "", "only this category")
+		since := fs.String("since", "", "dated on or after `DATE`")
+		until := fs.String("until", "", "dated on or before `DATE`")
+		limit := fs.Int("limit", 20, "page size (at most 20)")
+		cursor := fs.String("cursor", "", "continue after a previous page")
+		if _, err := m.parse(fs, args, "memory find [flags]"); err != nil {
+			return err
+		}
+		svc, err := m.memoryService(ctx)
+		if err != nil {
+			return err
+		}
+		page, err := svc.Find(ctx, memory.FindRequest{Prefix: *prefix, Category: *category, Owner: *owner,
+			Since: *since, Until: *until, Limit: *limit, Cursor: *cursor}, cliScope())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(page)
+		}
+		for _, it := range page.Items {
+			fmt.Fprintf(m.Stdout, "%-32s %-10s %s  %s\n", it.Key, it.Category, it.Date, it.Preview)
+		}
+		if page.Next != "" {
+			fmt.Fprintf(m.Stdout, "(more: --cursor %s)\n", page.Next)
+		}
+		return nil
+	}
+	return usagef("unknown memory subcommand %q: use save, get, delete or find", sub)
+}
+
+func (m *Main) cmdDiary(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(m.Stdout, `usage:
+  recall diary write [--date YYYY-MM-DD] [--replace] [--owner O] (TEXT | -)
+  recall diary read DATE [--owner O] [--json]
+  recall diary recent [--days N] [--owner O] [--json]`)
+		if len(args) == 0 {
+			return usagef("diary needs a subcommand")
+		}
+		return nil
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("diary "+sub, flag.ContinueOnError)
+	owner := fs.String("owner", "", "owner namespace (default: unowned)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	printDays := func(days []memory.Day) error {
+		if *asJSON {
+			return m.printJSON(days)
+		}
+		for _, d := range days {
+			fmt.Fprintf(m.Stdout, "== %s\n", d.Date)
+			for _, e := range d.Entries {
+				fmt.Fprintf(m.Stdout, "[%s] %s\n", e.Time, e.Text)
+			}
+		}
+		return nil
+	}
+	switch sub {
+	case "write":
+		date := fs.String("date", "", "day to write to, YYYY-MM-DD (default today)")
+		replace := fs.Bool("replace", false, "replace the whole day instead of appending")
+		pos, err := m.parse(fs, args, "diary write [flags] (TEXT | -)")
+		if err != nil {
+			return err
+		}
+		if len(pos) == 0 {
+			return usagef("diary write needs TEXT (or - for stdin)")
+		}
+		text, err := m.readValue(strings.Join(pos, " "))
+		if err != nil {
+			return err
+		}
+		svc, err := m.memoryService(ctx)
+		if err != nil {
+			return err
+		}
+		res, err := svc.WriteDiary(ctx, text, *date, *owner, *replace, cliScope())
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(res)
+		}
+		fmt.Fprintf(m.Stdout, "%s now holds %d entries (index %s)\n", res.Source, res.Entries, res.Index)
+		return nil
+	case "read":
+		pos, err := m.parse(fs, args, "diary read DATE [--json]")
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("diary read takes one DATE")
+		}
+		svc, err := m.memoryService(ctx)
+		if err != nil {
+			return err
+		}
+		d, err := svc.ReadDiary(ctx, pos[0], *owner, cliScope())
+		if err != nil {
+			return err
+		}
+		return printDays([]memory.Day{d})
+	case "recent":
+		days := fs.Int("days", 7, "how many days back (at most 30)")
+		if _, err := m.parse(fs, args, "diary recent [--days N] [--json]"); err != nil {
+			return err
+		}
+		svc, err := m.memoryService(ctx)
+		if err != nil {
+			return err
+		}
+		ds, err := svc.RecentDiary(ctx, *days, *owner, cliScope())
+		if err != nil {
+			return err
+		}
+		return printDays(ds)
+	}
+	return usagef("unknown diary subcommand %q: use write, read or recent", sub)
+}

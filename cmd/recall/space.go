@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/repair"
+)
+
+func (m *Main) cmdRepair(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
+	spaceName := fs.String("space", "", "repair only this vector space (default: every space)")
+	limit := fs.Int("limit", 0, "embed at most N texts per space this run (0: all)")
+	asJSON := fs.Bool("json", false, "print one JSON object per space")
+	if _, err := m.parse(fs, args, "repair [--space NAME] [--limit N] [--json]"); err != nil {
+		return err
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	eng, _, _, err := m.engine(ctx, st, true)
+	if err != nil {
+		return err
+	}
+	spaces, err := st.Spaces(ctx)
+	if err != nil {
+		return err
+	}
+	if len(spaces) == 0 {
+		return recall.Errorf(recall.EINVALID, "there is no vector space to repair (embedder none, or nothing swept with an embedder yet)")
+	}
+	found := false
+	for _, sp := range spaces {
+		if *spaceName != "" && sp.Name != *spaceName {
+			continue
+		}
+		found = true
+		emb, err := m.makeEmbedder(sp.Provider, sp.Model)
+		if err != nil {
+			return fmt.Errorf("space %s: %w", sp.Name, err)
+		}
+		if emb == nil {
+			return recall.Errorf(recall.EINVALID, "space %s has no embedder (%s/%s)", sp.Name, sp.Provider, sp.Model)
+		}
+		opt := repair.Options{Limit: *limit}
+		if m.IsTerminal() && !*asJSON {
+			opt.Progress = func(p repair.Progress) {
+				fmt.Fprintf(m.Stderr, "\r\033[Kspace %s: embedded %d", p.Space, p.Embedded)
+			}
+		}
+		start := time.Now()
+		p, err := repair.Run(ctx, st, eng, sp.Name, emb, opt)
+		if opt.Progress != nil {
+			fmt.Fprint(m.Stderr, "\r\033[K")
+		}
+		if err != nil {
+			return fmt.Errorf("repair %s (resumes at chunk %d next run): %w", sp.Name, p.Cursor, err)
+		}
+		if *asJSON {
+			json.NewEncoder(m.Stdout).Encode(p)
+			continue
+		}
+		state := "complete"
+		if !p.Done {
+			state = fmt.Sprintf("stopped at the limit; %d still missing, run again to continue", p.Missing)
+		}
+		fmt.Fprintf(m.Stdout, "space %s: embedded %d texts in %.1fs, %s\n", sp.Name, p.Embedded, time.Since(start).Seconds(), state)
+	}
+	if !found {
+		return recall.Errorf(recall.ENOTFOUND, "no vector space %q", *spaceName)
+	}
+	return nil
+}
+
+func (m *Main) cmdSpace(ctx context.Context, args []string) error {
+	usage := `usage:
+  recall space list [--json]
+  recall space create NAME --embedder PROVIDER [--model MODEL]
+  recall space use NAME [--force]
+  recall space drop NAME`
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(m.Stdout, usage)
+		if len(args) == 0 {
+			return usagef("space needs a subcommand")
+		}
+		return nil
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("space "+sub, flag.ContinueOnError)
+	force := fs.Bool("force", false, "use the space even though its coverage is incomplete")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := m.parse(fs, args, "space "+sub+" ...")
+	if err != nil {
+		return err
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	byName := map[string]recall.SpaceStats{}
+	for _, s := range stats.Spaces {
+		byName[s.Name] = s
+	}
+	need := func(n int) error {
+		if len(pos) != n {
+			return usagef("space %s takes %d argument(s)\n%s", sub, n, usage)
+		}
+		return nil
+	}
+	switch sub {
+	case "list":
+		if *asJSON {
+			return m.printJSON(stats.Spaces)
+		}
+		for _, s := range stats.Spaces {
+			read := ""
+			if s.Read {
+				read = "  <- searches read this space"
+			}
+			fmt.Fprintf(m.Stdout, "%-28s %s/%s %d-dim  %d vectors, %d missing (%.1f%%)%s\n",
+				s.Name, s.Provider, s.Model, s.Dim, s.Vectors, s.Missing, 100*s.Coverage, read)
+		}
+		return nil
+	case "create":
+		if err := need(1); err != nil {
+			return err
+		}
+		if m.g.embedder == "" || strings.EqualFold(m.g.embedder, "none") {
+			return usagef("space create needs --embedder (builtin, ollama, openai or cloudflare)")
+		}
+		emb, err := m.makeEmbedder(strings.ToLower(m.g.embedder), m.g.model)
+		if err != nil {
+			return err
+		}
+		info := emb.Info()
+		dim := info.Dim
+		if dim == 0 {
+			v, err := emb.Embed(ctx, recall.InputDocument, []string{"dimension probe"})
+			if err != nil {
+				return fmt.Errorf("probe %s/%s: %w", info.Provider, info.Model, err)
+			}
+			dim = len(v[0])
+		}
+		sp, err := st.CreateSpace(ctx, recall.VectorSpace{Name: pos[0], Provider: info.Provider, Model: info.Model, Dim: dim, Normalized: info.Normalized})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "created space %s (%s/%s, %d-dim). Fill it with `recall repair --space %s`, then `recall space use %s`.\n",
+			sp.Name, sp.Provider, sp.Model, sp.Dim, sp.Name, sp.Name)
+		return nil
+	case "use":
+		if err := need(1); err != nil {
+			return err
+		}
+		s, ok := byName[pos[0]]
+		if !ok {
+			return recall.Errorf(recall.ENOTFOUND, "no vector space %q", pos[0])
+		}
+		if s.Missing > 0 && !*force {
+			return recall.Errorf(recall.ECONFLICT, "space %s is missing %d vectors (coverage %.1f%%): run `recall repair --space %s` first, or pass --force",
+				s.Name, s.Missing, 100*s.Coverage, s.Name)
+		}
+		if err := st.UseSpace(ctx, s.Name); err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "searches now read space %s\n", s.Name)
+		return nil
+	case "drop":
+		if err := need(1); err != nil {
+			return err
+		}
+		if err := st.DropSpace(ctx, pos[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "dropped space %s\n", pos[0])
+		return nil
+	}
+	return usagef("unknown space subcommand %q\n%s", sub, usage)
+}
