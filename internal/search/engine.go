@@ -83,7 +83,10 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 	// and the swap: the index is then exactly the store's state.
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	vx := vindex.New(read.Dim)
+	space := read.Name
+	vx := vindex.New(read.Dim, func(ctx context.Context, hashes []string) (map[string][]float32, error) {
+		return e.store.VectorsByHash(ctx, space, hashes)
+	})
 	err = e.store.ScanVectors(ctx, read.Name, func(c recall.IndexedChunk, vec []float32) error {
 		return vx.Add(c, vec)
 	})
@@ -173,13 +176,11 @@ func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 	return nil
 }
 
-// apply brings the index in line with a committed write. Called with e.mu held.
+// apply brings the index in line with a committed write. Called with e.mu
+// held. Vectors come from the write itself, the index (a text it already
+// holds), or the store; a chunk whose text has none yet is left for repair.
 func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recall.Vector) error {
-	if e.vx == nil {
-		return nil
-	}
-	e.vx.Remove(res.Removed...)
-	if len(res.Added) == 0 {
+	if e.vx == nil || (len(res.Added) == 0 && len(res.Removed) == 0) {
 		return nil
 	}
 	batch := make(map[string][]float32)
@@ -190,14 +191,9 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 	}
 	var need []string
 	for _, c := range res.Added {
-		if _, ok := batch[c.Hash]; ok {
-			continue
+		if _, ok := batch[c.Hash]; !ok && !e.vx.Has(c.Hash) {
+			need = append(need, c.Hash)
 		}
-		if v, ok := e.vx.Has(c.Hash); ok {
-			batch[c.Hash] = v
-			continue
-		}
-		need = append(need, c.Hash)
 	}
 	if len(need) > 0 {
 		stored, err := e.store.VectorsByHash(ctx, e.space, need)
@@ -208,14 +204,8 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 			batch[h] = v
 		}
 	}
-	for _, c := range res.Added {
-		if v, ok := batch[c.Hash]; ok {
-			if err := e.vx.Add(c, v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	_, err := e.vx.Apply(res, batch)
+	return err
 }
 
 // Validate checks a request and fills in defaults.
@@ -328,9 +318,15 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	}
 	if resp.Mode != recall.ModeLexical {
 		f := req.Filter
-		for i, r := range e.vx.Search(qvec, want, f.Allows) {
-			cc := get(r.ChunkID)
-			cc.vecRank, cc.vecScore = i+1, float64(r.Score)
+		res, err := e.vx.Search(ctx, qvec, want, f.Allows)
+		if err != nil {
+			return resp, err
+		}
+		for i, r := range res {
+			for _, id := range r.ChunkIDs {
+				cc := get(id)
+				cc.vecRank, cc.vecScore = i+1, float64(r.Score)
+			}
 		}
 	}
 	if len(order) == 0 {

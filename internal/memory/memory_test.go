@@ -1,0 +1,378 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/repair"
+	"github.com/recall-mcp/recall/internal/search"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+)
+
+type fixture struct {
+	st  *sqlite.DB
+	eng *search.Engine
+	svc *Service
+	emb *embedtest.Embedder
+}
+
+func newFixture(t *testing.T, withEmbedder bool) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := &fixture{st: st}
+	opt := Options{Now: func() time.Time { return time.Date(2025, 7, 14, 9, 30, 0, 0, time.UTC) }}
+	var qe recall.Embedder
+	if withEmbedder {
+		f.emb = embedtest.New(32)
+		info := f.emb.Info()
+		if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 32, Normalized: true}); err != nil {
+			t.Fatal(err)
+		}
+		opt.Embedder, opt.Space, qe = f.emb, "t", f.emb
+	}
+	f.eng = search.New(st, search.Options{Embedder: qe})
+	if err := f.eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.svc = New(st, f.eng, opt)
+	return f
+}
+
+var ctx = context.Background()
+
+func TestSaveReadDeleteRoundTrip(t *testing.T) {
+	f := newFixture(t, true)
+	res, err := f.svc.Save(ctx, SaveRequest{Key: "person_ann", Value: "Ann runs marathons.\n\nShe hates cilantro."}, Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stored != "ok" || res.Index != recall.IndexOK || res.Chunks != 1 || res.ContentHash != recall.TextHash("Ann runs marathons.\n\nShe hates cilantro.") || res.Model == "" {
+		t.Fatalf("save: %+v", res)
+	}
+	m, err := f.svc.Read(ctx, "person_ann", "", Scope{})
+	if err != nil || m.Value != "Ann runs marathons.\n\nShe hates cilantro." || m.Category != "person" || m.Date != "2025-07-14" {
+		t.Fatalf("read: %+v %v", m, err)
+	}
+	// Identical content: nothing re-embedded.
+	calls := f.emb.Calls()
+	res, _ = f.svc.Save(ctx, SaveRequest{Key: "person_ann", Value: "Ann runs marathons.\n\nShe hates cilantro."}, Scope{})
+	if res.Index != recall.IndexSkipped || f.emb.Calls() != calls {
+		t.Fatalf("identical save: %+v (embed calls %d -> %d)", res, calls, f.emb.Calls())
+	}
+	// Replace.
+	f.svc.Save(ctx, SaveRequest{Key: "person_ann", Value: "Ann swims now."}, Scope{})
+	if m, _ := f.svc.Read(ctx, "person_ann", "", Scope{}); m.Value != "Ann swims now." {
+		t.Fatalf("replace: %q", m.Value)
+	}
+	hits, _ := f.eng.Search(ctx, recall.SearchRequest{Query: "marathons", Mode: recall.ModeLexical})
+	if len(hits.Results) != 0 {
+		t.Fatalf("old value still searchable: %+v", hits.Results)
+	}
+	// Delete needs confirm.
+	if err := f.svc.Delete(ctx, "person_ann", "", false, Scope{}); recall.ErrorCode(err) != recall.EINVALID {
+		t.Fatalf("delete without confirm: %v", err)
+	}
+	if _, err := f.svc.Read(ctx, "person_ann", "", Scope{}); err != nil {
+		t.Fatal("refused delete deleted anyway")
+	}
+	if err := f.svc.Delete(ctx, "person_ann", "", true, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Read(ctx, "person_ann", "", Scope{}); !recall.IsNotFound(err) {
+		t.Fatalf("read after delete: %v", err)
+	}
+	for _, mode := range []string{recall.ModeLexical, recall.ModeSemantic, recall.ModeHybrid} {
+		r, err := f.eng.Search(ctx, recall.SearchRequest{Query: "Ann swims", Mode: mode})
+		if err == nil && len(r.Results) != 0 {
+			t.Fatalf("%s search finds a deleted memory: %+v", mode, r.Results)
+		}
+	}
+	if err := f.svc.Delete(ctx, "person_ann", "", true, Scope{}); !recall.IsNotFound(err) {
+		t.Fatalf("second delete: %v", err)
+	}
+	stats, _ := f.st.Stats(ctx)
+	if stats.Chunks != 0 || stats.Spaces[0].Vectors != 0 {
+		t.Fatalf("delete left chunks or vectors: %+v", stats)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	f := newFixture(t, false)
+	bad := []SaveRequest{
+		{Key: "", Value: "x"},
+		{Key: strings.Repeat("k", 201), Value: "x"},
+		{Key: "has space", Value: "x"},
+		{Key: "semi;colon", Value: "x"},
+		{Key: "../escape", Value: "x"},
+		{Key: "ok", Value: ""},
+		{Key: "ok", Value: "   "},
+		{Key: "ok", Value: strings.Repeat("v", 100_001)},
+		{Key: "ok", Value: "x", Date: "2025-13-01"},
+		{Key: "ok", Value: "x", Owner: "bad owner"},
+	}
+	for _, r := range bad {
+		if _, err := f.svc.Save(ctx, r, Scope{}); err == nil || recall.ErrorCode(err) == recall.EINTERNAL {
+			t.Errorf("Save(%q, %d chars) = %v; want a clear error", r.Key, len(r.Value), err)
+		}
+	}
+	good := []string{strings.Repeat("k", 200), "日本語のキー", "a:b/c-d_e.f", "Ünïcödé"}
+	for _, k := range good {
+		if _, err := f.svc.Save(ctx, SaveRequest{Key: k, Value: "v"}, Scope{}); err != nil {
+			t.Errorf("Save(%q): %v", k, err)
+		}
+	}
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "big", Value: strings.Repeat("字", 100_000)}, Scope{}); err != nil {
+		t.Errorf("100,000 characters must fit: %v", err)
+	}
+	if _, err := f.svc.Find(ctx, FindRequest{}, Scope{}); recall.ErrorCode(err) != recall.EINVALID {
+		t.Errorf("unconditional find: %v", err)
+	}
+	if _, err := f.svc.Find(ctx, FindRequest{Prefix: "a", Limit: 21}, Scope{}); recall.ErrorCode(err) != recall.EINVALID {
+		t.Errorf("find limit 21: %v", err)
+	}
+}
+
+func TestCategoriesAndFindPaging(t *testing.T) {
+	f := newFixture(t, false)
+	for i := range 25 {
+		f.svc.Save(ctx, SaveRequest{Key: fmt.Sprintf("project_%02d", i), Value: fmt.Sprintf("project number %d", i)}, Scope{})
+	}
+	f.svc.Save(ctx, SaveRequest{Key: "proj_x", Value: "short prefix"}, Scope{})
+	f.svc.Save(ctx, SaveRequest{Key: "person_bo", Value: "Bo", Category: "friend"}, Scope{})
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		p, err := f.svc.Find(ctx, FindRequest{Category: "project", Limit: 10, Cursor: cursor}, Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range p.Items {
+			if seen[it.Key] {
+				t.Fatalf("key %s listed twice", it.Key)
+			}
+			seen[it.Key] = true
+		}
+		if p.Next == "" {
+			break
+		}
+		cursor = p.Next
+	}
+	if len(seen) != 26 {
+		t.Fatalf("paged find saw %d project memories, want 26", len(seen))
+	}
+	if p, _ := f.svc.Find(ctx, FindRequest{Category: "friend"}, Scope{}); len(p.Items) != 1 || p.Items[0].Key != "person_bo" {
+		t.Fatalf("explicit category: %+v", p)
+	}
+}
+
+func TestPendingThenRepaired(t *testing.T) {
+	f := newFixture(t, true)
+	f.emb.FailOn(0, embedtest.FaultError)
+	res, err := f.svc.Save(ctx, SaveRequest{Key: "note_x", Value: "the quick brown fox"}, Scope{})
+	if err != nil || res.Index != recall.IndexPending {
+		t.Fatalf("save with failing embedder: %+v %v", res, err)
+	}
+	if r, _ := f.eng.Search(ctx, recall.SearchRequest{Query: "brown fox"}); len(r.Results) != 1 {
+		t.Fatalf("pending memory must be searchable by text: %+v", r)
+	}
+	st, _ := f.svc.IndexStatus(ctx)
+	if st.Counts[recall.IndexPending] != 1 || len(st.Pending) != 1 || st.Pending[0].Key != "note_x" {
+		t.Fatalf("index status: %+v", st)
+	}
+	f.emb.FailOn(0, 0)
+	p, err := repair.Run(ctx, f.st, f.eng, "t", f.emb, repair.Options{})
+	if err != nil || !p.Done || p.Embedded != 1 {
+		t.Fatalf("repair: %+v %v", p, err)
+	}
+	if m, _ := f.svc.Read(ctx, "note_x", "", Scope{}); m.Index != recall.IndexOK {
+		t.Fatalf("after repair the memory is %q", m.Index)
+	}
+	r, err := f.eng.Search(ctx, recall.SearchRequest{Query: "quick brown fox", Mode: recall.ModeSemantic})
+	if err != nil || len(r.Results) != 1 {
+		t.Fatalf("semantic after repair: %+v %v", r, err)
+	}
+}
+
+func TestConcurrentSavesOfOneKeyAreAtomic(t *testing.T) {
+	f := newFixture(t, true)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := strings.Repeat(fmt.Sprintf("version %d says hello. ", i), 50+i*20)
+			if _, err := f.svc.Save(ctx, SaveRequest{Key: "shared", Value: v}, Scope{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	m, err := f.svc.Read(ctx, "shared", "", Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, _ := f.st.Chunks(ctx, recall.MemoryID("", "shared"), 0, 1000)
+	var joined strings.Builder
+	for _, c := range chunks {
+		if !strings.Contains(m.Value, c.Text) {
+			t.Fatalf("chunk %d is not from the stored value: the replace was not atomic", c.Index)
+		}
+		joined.WriteString(c.Text)
+	}
+	if len(chunks) != m.Chunks || m.ContentHash != recall.TextHash(m.Value) {
+		t.Fatalf("value and chunks disagree: %d chunks recorded, %d stored", m.Chunks, len(chunks))
+	}
+}
+
+func TestDiaryAppendsAndNeverWipesByAccident(t *testing.T) {
+	f := newFixture(t, true)
+	for _, text := range []string{"Woke early.", "Planted mint.", "Tea on the balcony."} {
+		if _, err := f.svc.WriteDiary(ctx, text, "", "", false, Scope{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := f.svc.ReadDiary(ctx, "2025-07-14", "", Scope{})
+	if err != nil || len(d.Entries) != 3 || d.Entries[1].Text != "Planted mint." {
+		t.Fatalf("diary: %+v %v", d, err)
+	}
+	res, _ := f.svc.WriteDiary(ctx, "Only this.", "2025-07-14", "", true, Scope{})
+	if res.Entries != 1 {
+		t.Fatalf("replace: %+v", res)
+	}
+	f.svc.WriteDiary(ctx, "Older day.", "2025-07-10", "", false, Scope{})
+	f.svc.WriteDiary(ctx, "Too old.", "2025-06-01", "", false, Scope{})
+	days, err := f.svc.RecentDiary(ctx, 7, "", Scope{})
+	if err != nil || len(days) != 2 || days[0].Date != "2025-07-14" || days[1].Date != "2025-07-10" {
+		t.Fatalf("recent: %+v %v", days, err)
+	}
+	r, _ := f.eng.Search(ctx, recall.SearchRequest{Query: "Older day", Filter: recall.Filter{Kinds: []recall.Kind{recall.KindDiary}, Since: "2025-07-01"}})
+	if len(r.Results) == 0 || r.Results[0].Source != "diary/2025-07-10" || r.Results[0].Kind != recall.KindDiary {
+		t.Fatalf("diary search: %+v", r)
+	}
+	if _, err := f.svc.RecentDiary(ctx, 31, "", Scope{}); recall.ErrorCode(err) != recall.EINVALID {
+		t.Fatalf("31 days: %v", err)
+	}
+	// Concurrent appends lose nothing.
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := f.svc.WriteDiary(ctx, fmt.Sprintf("entry %d", i), "2025-08-01", "", false, Scope{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if d, _ := f.svc.ReadDiary(ctx, "2025-08-01", "", Scope{}); len(d.Entries) != 20 {
+		t.Fatalf("concurrent appends: %d entries, want 20", len(d.Entries))
+	}
+}
+
+func TestOwnerIsolation(t *testing.T) {
+	f := newFixture(t, true)
+	ann, bob := Scope{Owner: "ann", Bound: true}, Scope{Owner: "bob", Bound: true}
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "secret", Value: "ann's locker code is 4711 zebra"}, ann); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.WriteDiary(ctx, "ann met the zebra keeper", "2025-07-14", "", false, ann)
+	_, errMissing := f.svc.Read(ctx, "no-such-key", "", bob)
+	_, errOther := f.svc.Read(ctx, "secret", "", bob)
+	if errOther == nil || errOther.Error() != strings.Replace(errMissing.Error(), "no-such-key", "secret", 1) {
+		t.Fatalf("another owner's key must read like a missing key: %v vs %v", errOther, errMissing)
+	}
+	if _, err := f.svc.Read(ctx, "secret", "ann", bob); recall.ErrorCode(err) != recall.EFORBIDDEN {
+		t.Fatalf("bob naming owner ann: %v", err)
+	}
+	if err := f.svc.Delete(ctx, "secret", "", true, bob); !recall.IsNotFound(err) {
+		t.Fatalf("bob deleting ann's key: %v", err)
+	}
+	if _, err := f.svc.ReadDiary(ctx, "2025-07-14", "", bob); !recall.IsNotFound(err) {
+		t.Fatalf("bob reading ann's diary: %v", err)
+	}
+	if p, _ := f.svc.Find(ctx, FindRequest{Prefix: "sec"}, bob); len(p.Items) != 0 {
+		t.Fatalf("bob finds ann's keys: %+v", p)
+	}
+	for _, mode := range []string{recall.ModeLexical, recall.ModeSemantic, recall.ModeHybrid} {
+		r, err := f.eng.Search(ctx, recall.SearchRequest{Query: "zebra locker code", Mode: mode, Limit: 20, Filter: bob.Filter(recall.Filter{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Results) != 0 {
+			t.Fatalf("%s search shows bob ann's text: %+v", mode, r.Results)
+		}
+		r, _ = f.eng.Search(ctx, recall.SearchRequest{Query: "zebra locker code", Mode: mode, Filter: ann.Filter(recall.Filter{})})
+		if len(r.Results) == 0 {
+			t.Fatalf("%s search hides ann's own text from ann", mode)
+		}
+	}
+	// Bob may use the same key for his own memory.
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "secret", Value: "bob's own"}, bob); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.svc.Read(ctx, "secret", "", ann); m.Value != "ann's locker code is 4711 zebra" {
+		t.Fatalf("bob overwrote ann: %q", m.Value)
+	}
+}
+
+// TestChineseExactPhrases: every exact-phrase query of a fictional Chinese
+// and Japanese memory set, two-character ones included, finds its memory first.
+func TestChineseExactPhrases(t *testing.T) {
+	f := newFixture(t, true)
+	raw, err := os.ReadFile("testdata/zh_memories.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set []struct {
+		Key, Value string
+		Queries    []string
+	}
+	if err := json.Unmarshal(raw, &set); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range set {
+		if _, err := f.svc.Save(ctx, SaveRequest{Key: m.Key, Value: m.Value}, Scope{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mode := range []string{recall.ModeLexical, recall.ModeHybrid} {
+		for _, m := range set {
+			for _, q := range m.Queries {
+				r, err := f.eng.Search(ctx, recall.SearchRequest{Query: q, Mode: mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(r.Results) == 0 || r.Results[0].Source != m.Key {
+					t.Errorf("%s %q: want %s first, got %+v", mode, q, m.Key, r.Results)
+					continue
+				}
+				if !contains(r.Results[0].Match, "exact") {
+					t.Errorf("%s %q: first result not marked exact: %v", mode, q, r.Results[0].Match)
+				}
+			}
+		}
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
