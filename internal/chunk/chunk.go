@@ -146,7 +146,8 @@ type splitter struct {
 	overlap int
 	msgs    []message
 	cur     int   // index of the first message that ends after the current chunk's new text
-	cands   []pos // scratch for overlap candidates
+	cands   []pos // scratch for overlap starts at lines and sentences
+	words   []pos // scratch for overlap starts at words
 }
 
 func newSplitter(messages []string, opt Options) *splitter {
@@ -159,6 +160,7 @@ func newSplitter(messages []string, opt Options) *splitter {
 		text:    strings.Join(messages, separator),
 		size:    opt.Size,
 		overlap: opt.Overlap,
+		msgs:    make([]message, 0, len(messages)),
 	}
 	at := pos{}
 	for i, m := range messages {
@@ -182,7 +184,7 @@ func (s *splitter) run() []Span {
 	if len(s.msgs) == 0 {
 		return nil
 	}
-	var spans []Span
+	spans := make([]Span, 0, 1+len(s.text)/s.size)
 	var prevStart, prevEnd pos
 	next := s.msgs[0].start
 	for {
@@ -265,7 +267,7 @@ func (s *splitter) overlapStarts(prevStart, prevEnd, p pos) []pos {
 		return nil
 	}
 	r := p.r - runeCount(t[w:p.b])
-	good, words := s.cands[:0], []pos(nil)
+	good, words := s.cands[:0], s.words[:0]
 	for b := w; b < prevEnd.b; b++ {
 		c := t[b]
 		if !utf8.RuneStart(c) {
@@ -287,7 +289,7 @@ func (s *splitter) overlapStarts(prevStart, prevEnd, p pos) []pos {
 			}
 		}
 	}
-	s.cands = good
+	s.cands, s.words = good, words
 	if len(good) > 0 {
 		return good
 	}

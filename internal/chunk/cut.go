@@ -143,25 +143,35 @@ func isCloser(r rune) bool {
 // the last character that fits.
 func (s *splitter) charCut(p pos, lim int, end pos) (int, level) {
 	t := s.text
-	// Between two ASCII characters every place but inside "\r\n" is a
-	// grapheme boundary, so ASCII text (URLs, keys) needs no segmenter.
+	// Walk back from lim while the two characters around each place tell
+	// on their own whether it is a grapheme boundary (see pairExact): the
+	// last boundary that splits no word is usually a few characters away.
 	anyB := 0
-	for b := lim; b > p.b && t[b-1] < utf8.RuneSelf && t[b] < utf8.RuneSelf; b-- {
-		if t[b-1] == '\r' && t[b] == '\n' {
-			continue
+	for b := lim; ; {
+		x, n := utf8.DecodeLastRuneInString(t[:b])
+		if !pairExact(x) {
+			break
 		}
-		if !midWordAt(t, b) {
-			return b, levelSymbol
+		if pairBreaks(t, b) {
+			if !midWordAt(t, b) {
+				return b, levelSymbol
+			}
+			if anyB == 0 {
+				anyB = b
+			}
 		}
-		if anyB == 0 {
-			anyB = b
-		}
-		if b-1 == p.b {
-			return anyB, levelGrapheme
+		if b -= n; b == p.b {
+			if anyB > 0 {
+				return anyB, levelGrapheme
+			}
+			return lim, levelRune
 		}
 	}
+	// The segmenter sees one character past lim, all it needs to tell
+	// whether lim is a boundary, so a cluster of a million combining marks
+	// costs one pass, not one per chunk.
 	anyB, symB := 0, 0
-	rest, state, b := t[p.b:end.b], -1, p.b
+	rest, state, b := t[p.b:min(nextRune(t, lim), end.b)], -1, p.b
 	for len(rest) > 0 {
 		var cl string
 		cl, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
@@ -350,6 +360,18 @@ func pairBreaks(t string, b int) bool {
 	_, n2 := utf8.DecodeRuneInString(t[b:])
 	cl, _, _, _ := uniseg.FirstGraphemeClusterInString(t[b-n1:b+n2], -1)
 	return len(cl) == n1
+}
+
+// pairExact reports whether, with x just before a place, pairBreaks is
+// exact there. The grapheme rules that look further than two characters
+// (emoji ZWJ sequences, flag pairs, Indic conjuncts) apply only after a
+// joiner, a regional indicator or an extending mark, and no letter, number
+// or punctuation is one of those but the two halfwidth kana voicing marks.
+func pairExact(x rune) bool {
+	if x < utf8.RuneSelf {
+		return true
+	}
+	return (unicode.IsLetter(x) || unicode.IsNumber(x) || unicode.IsPunct(x)) && x != '\uff9e' && x != '\uff9f'
 }
 
 // midWordAt reports whether byte offset b of t lies between two letters or
