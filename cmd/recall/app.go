@@ -76,6 +76,7 @@ func commands() []command {
 		{"memory", "save, get, delete and find key-value memories", (*Main).cmdMemory},
 		{"diary", "write and read dated diary entries", (*Main).cmdDiary},
 		{"repair", "embed chunks that lack vectors (resumable)", (*Main).cmdRepair},
+		{"model", "list installed models, pull a known model", (*Main).cmdModel},
 		{"space", "list, create, use and drop vector spaces (switch models without downtime)", (*Main).cmdSpace},
 		{"export", "write every source with its chunks as JSONL", (*Main).cmdExport},
 		{"import", "restore sources from an export file", (*Main).cmdImport},

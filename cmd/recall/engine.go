@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed"
+	"github.com/recall-mcp/recall/internal/embed/encoder"
+	"github.com/recall-mcp/recall/internal/embed/hub"
 	"github.com/recall-mcp/recall/internal/search"
 )
 
@@ -129,9 +132,36 @@ func (m *Main) makeEmbedder(provider, model string) (recall.Embedder, error) {
 	return nil, usagef("unknown embedder %q: use builtin, ollama, openai, cloudflare or none", provider)
 }
 
-// builtinEmbedder loads the in-process encoder.
+// builtinEmbedder loads the in-process encoder. A missing model is
+// EUNAVAILABLE with a one-line explanation of how to get it.
 func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
-	return nil, recall.Errorf(recall.EUNAVAILABLE, "the builtin encoder is not in this build yet")
+	modelsDir, err := m.modelsDir()
+	if err != nil {
+		return nil, err
+	}
+	home := m.Getenv("HOME")
+	extra := hub.PackageDirs(hub.SitePackages(m.Getenv, home))
+	dir, err := hub.Resolve(model, modelsDir, extra)
+	if err != nil {
+		return nil, err
+	}
+	name := model
+	if name == "" {
+		name = hub.DefaultModel
+	}
+	if strings.ContainsAny(name, `/\`) { // a directory: name the model after it
+		name = filepath.Base(filepath.Clean(dir))
+	}
+	return encoder.Load(dir, encoder.Options{Name: name})
+}
+
+// modelsDir is where built-in models are kept (RECALL_MODELS_DIR, config
+// models_dir, or under the user's data directory).
+func (m *Main) modelsDir() (string, error) {
+	if d := m.setting("", "models_dir", ""); d != "" {
+		return d, nil
+	}
+	return hub.DefaultDir(m.Getenv, m.Getenv("HOME"))
 }
 
 // spaceName is the default name of the vector space of an embedder.

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed/hub"
+)
+
+func (m *Main) cmdModel(ctx context.Context, args []string) error {
+	usage := `usage:
+  recall model list              models installed in the models directory
+  recall model pull NAME         download a known model from Hugging Face (resumable, checked)
+known models: ` + knownModels()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(m.Stdout, usage)
+		if len(args) == 0 {
+			return usagef("model needs a subcommand")
+		}
+		return nil
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("model "+sub, flag.ContinueOnError)
+	pos, err := m.parse(fs, args, "model "+sub)
+	if err != nil {
+		return err
+	}
+	dir, err := m.modelsDir()
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		list, err := hub.List(dir)
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(m.Stdout, "no models in %s (known: %s)\n", dir, knownModels())
+			return nil
+		}
+		for _, in := range list {
+			state := "complete"
+			if !in.Complete {
+				state = "incomplete, missing " + strings.Join(in.Missing, ", ")
+			}
+			fmt.Fprintf(m.Stdout, "%-28s %7.1f MB  %s  %s\n", in.Name, float64(in.Bytes)/1e6, state, in.Dir)
+		}
+		return nil
+	case "pull":
+		if len(pos) != 1 {
+			return usagef("model pull takes one model name (known: %s)", knownModels())
+		}
+		mod, ok := hub.Lookup(pos[0])
+		if !ok {
+			return recall.Errorf(recall.EINVALID, "unknown model %q: known models are %s (or point --model at a directory)", pos[0], knownModels())
+		}
+		p := &hub.Puller{Endpoint: hub.Endpoint(m.Getenv), Progress: m.Stderr, Terminal: m.IsTerminal()}
+		got, err := p.Pull(ctx, mod, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "installed %s in %s\n", mod.Name, got)
+		return nil
+	}
+	return usagef("unknown model subcommand %q\n%s", sub, usage)
+}
+
+func knownModels() string {
+	var names []string
+	for _, k := range hub.Known() {
+		names = append(names, k.Name)
+	}
+	return strings.Join(names, ", ")
+}
