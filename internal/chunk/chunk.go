@@ -90,8 +90,9 @@ func Join(messages []string) string {
 // Split cuts the messages of one conversation into chunks. messages are the
 // conversation's blocks in order (speaker turns such as "**User:** hello",
 // or paragraphs of an unmarked file). Each chunk's Text is the substring of
-// Join(messages) at the span SplitSpans reports; chunks are indexed 0..n-1.
-// Whitespace-only input gives no chunks.
+// Join(messages) at the span SplitSpans reports, without whitespace at
+// either end; chunks are indexed 0..n-1, carry their Hash and MidWord, and
+// leave Header to the caller. Whitespace-only input gives no chunks.
 //
 // Split panics if opt does not pass Validate: options come from
 // configuration, which is validated once when it is loaded.
@@ -120,13 +121,15 @@ func SplitSpans(messages []string, opt Options) []Span {
 	return newSplitter(messages, opt).run()
 }
 
+// sanitize returns messages with invalid UTF-8 replaced, copying the slice
+// only when something needs replacing.
 func sanitize(messages []string) []string {
 	out := messages
 	for i, m := range messages {
 		if utf8.ValidString(m) {
 			continue
 		}
-		if &out[0] == &messages[0] {
+		if len(out) > 0 && &out[0] == &messages[0] {
 			out = append([]string(nil), messages...)
 		}
 		out[i] = strings.ToValidUTF8(m, "\uFFFD")

@@ -410,5 +410,5 @@ func wordChar(r rune) bool {
 // two of their characters is as good as a cut gets without a dictionary.
 var unspaced = []*unicode.RangeTable{
 	unicode.Han, unicode.Hiragana, unicode.Katakana,
-	unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar, unicode.Tibetan,
+	unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar,
 }

@@ -23,6 +23,11 @@ func FuzzSplit(f *testing.F) {
 		"caf\xe9 \xff\xfe" + strings.Repeat("x", 300),
 		strings.Repeat("한국어문장 ", 50) + strings.Repeat("ภาษาไทย", 40),
 		strings.Repeat("a\u00a0b ", 100),
+		// Places where two characters do not tell a grapheme boundary:
+		// halfwidth kana voicing marks, skin tones, a conjunct, flags
+		// after text, a ZWJ before a pictograph.
+		strings.Repeat("ｶﾞｷﾞｸﾞ", 60) + strings.Repeat("👍🏽", 50) + strings.Repeat("क्षत्रि", 40),
+		"x" + strings.Repeat("🇺🇸", 61) + strings.Repeat("a\u200d👩", 70) + strings.Repeat("々ー", 80),
 	}
 	for i, s := range seeds {
 		f.Add(s, uint16(i*97), int16(i*31-40))
