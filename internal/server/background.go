@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/repair"
+	"github.com/recall-mcp/recall/internal/search"
+)
+
+// background loads the vector index and repairs missing vectors after the
+// server is already answering, so start-up never waits for either. Until
+// the index is loaded, searches run on full text and say so.
+
+// RepairState is the background repair's progress, shown in stats.
+type RepairState struct {
+	State     string `json:"state"` // off (no embedder), waiting (index loading), running, idle (nothing missing), retrying (after an error)
+	Space     string `json:"space,omitempty"`
+	Embedded  int    `json:"embedded"` // chunk texts embedded since start-up
+	Missing   int    `json:"missing"`  // chunk texts without a vector after the last page
+	LastError string `json:"last_error,omitempty"`
+	LastRun   string `json:"last_run,omitempty"` // RFC 3339, UTC
+}
+
+type background struct {
+	eng   *search.Engine
+	st    recall.Store
+	emb   recall.Embedder
+	space string
+	m     *metrics
+	log   logger
+	now   func() time.Time
+
+	page  int           // texts per background page
+	pause time.Duration // between pages, so foreground writes and searches get their turn
+	idle  time.Duration // between checks once nothing is missing
+
+	sem  chan struct{} // one repair at a time, background or admin
+	wake chan struct{}
+
+	mu  sync.Mutex
+	idx string // loading, ready, failed
+	rep RepairState
+}
+
+// logger is the part of slog.Logger background work uses.
+type logger interface {
+	Info(msg string, args ...any)
+	Warn(msg string, args ...any)
+	Error(msg string, args ...any)
+}
+
+func newBackground(eng *search.Engine, st recall.Store, emb recall.Embedder, space string, m *metrics, log logger, now func() time.Time, page int, pause time.Duration) *background {
+	if page <= 0 {
+		page = 256
+	}
+	if pause <= 0 {
+		pause = 250 * time.Millisecond
+	}
+	b := &background{eng: eng, st: st, emb: emb, space: space, m: m, log: log, now: now, page: page, pause: pause,
+		idle: 5 * time.Minute, sem: make(chan struct{}, 1), wake: make(chan struct{}, 1), idx: "loading",
+		rep: RepairState{State: "waiting", Space: space}}
+	if emb == nil || space == "" {
+		b.rep = RepairState{State: "off"}
+	}
+	return b
+}
+
+func (b *background) index() IndexOutput {
+	b.mu.Lock()
+	state := b.idx
+	b.mu.Unlock()
+	out := IndexOutput{State: state}
+	if state == "ready" {
+		out.Space, out.Vectors = b.eng.ReadSpace()
+	}
+	return out
+}
+
+func (b *background) repairState() RepairState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rep
+}
+
+// nudge asks the repair loop to look for missing vectors now (new chunks
+// arrived through /ingest).
+func (b *background) nudge() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run loads the index, then repairs page by page until ctx ends.
+func (b *background) run(ctx context.Context) {
+	start := b.now()
+	if err := b.eng.LoadIndex(ctx); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.Error("load vector index", "err", err)
+		b.setIndex("failed")
+	} else {
+		space, n := b.eng.ReadSpace()
+		b.log.Info("vector index loaded", "space", space, "vectors", n, "ms", b.now().Sub(start).Milliseconds())
+		b.setIndex("ready")
+	}
+	if b.emb == nil || b.space == "" {
+		return
+	}
+	var backoff time.Duration
+	for {
+		p, err := b.repairOnce(ctx, b.page)
+		wait := b.pause
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			backoff = min(max(2*backoff, 5*time.Second), 5*time.Minute)
+			wait = backoff
+			b.log.Warn("background repair", "err", recall.ErrorMessage(err), "retry_in", backoff.String())
+		case p.Done:
+			backoff, wait = 0, b.idle
+		default:
+			backoff = 0
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-b.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+func (b *background) setIndex(state string) {
+	b.mu.Lock()
+	b.idx = state
+	b.mu.Unlock()
+}
+
+// repairOnce embeds up to limit missing texts, resuming at the space's
+// recorded cursor.
+func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress, error) {
+	if b.emb == nil || b.space == "" {
+		return repair.Progress{}, recall.Errorf(recall.EUNAVAILABLE, "no embedder is configured, so there is nothing to repair with")
+	}
+	select {
+	case b.sem <- struct{}{}:
+	case <-ctx.Done():
+		return repair.Progress{}, ctx.Err()
+	}
+	defer func() { <-b.sem }()
+	b.mu.Lock()
+	b.rep.State = "running"
+	b.mu.Unlock()
+
+	p, err := repair.Run(ctx, b.st, b.eng, b.space, b.emb, repair.Options{Limit: limit, PageSize: min(limit, 256)})
+	b.m.repaired.add(float64(p.Embedded))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rep.Embedded += p.Embedded
+	b.rep.LastRun = b.now().UTC().Format(time.RFC3339)
+	switch {
+	case err != nil:
+		b.rep.State, b.rep.LastError = "retrying", recall.ErrorMessage(err)
+	case p.Done:
+		b.rep.State, b.rep.LastError, b.rep.Missing = "idle", "", p.Missing
+	default:
+		b.rep.State, b.rep.LastError, b.rep.Missing = "running", "", p.Missing
+	}
+	return p, err
+}

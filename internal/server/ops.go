@@ -1,0 +1,356 @@
+package server
+
+import (
+	"context"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/memory"
+)
+
+// The operations behind both transports. MCP tools and REST endpoints
+// decode the same input structs (the jsonschema tags are the tool
+// descriptions models read) and call the same functions; only the
+// rendering differs.
+
+// caller is who is asking, and the request being served (nil over stdio).
+type caller struct {
+	id *identity
+	ri *reqInfo
+}
+
+func (c caller) scope() memory.Scope {
+	return memory.Scope{Owner: c.id.owner, Bound: c.id.bound, Admin: c.id.admin}
+}
+
+// SearchInput is search_archive's input.
+type SearchInput struct {
+	Query        string `json:"query" jsonschema:"what to look for, at most 500 characters. Words are matched literally (no operators); put \"double quotes\" around parts that must appear as an exact phrase"`
+	Limit        int    `json:"limit,omitempty" jsonschema:"how many results to return, 1 to 20 (default 5)"`
+	Mode         string `json:"mode,omitempty" jsonschema:"hybrid (full text and meaning combined; the default when vectors exist), lexical (full text only) or semantic (meaning only)"`
+	SourcePrefix string `json:"source_prefix,omitempty" jsonschema:"only archive sources whose path starts with this, e.g. 2025/07/"`
+	Kind         string `json:"kind,omitempty" jsonschema:"only this kind of source: archive (past conversations), memory (saved memories) or diary (diary days)"`
+	Category     string `json:"category,omitempty" jsonschema:"only memories of this category, e.g. project or person"`
+	Owner        string `json:"owner,omitempty" jsonschema:"only memories and diary days of this owner (a token bound to an owner always sees only its own)"`
+	Since        string `json:"since,omitempty" jsonschema:"only sources dated on or after this date: YYYY, YYYY-MM or YYYY-MM-DD"`
+	Until        string `json:"until,omitempty" jsonschema:"only sources dated on or before this date: YYYY, YYYY-MM or YYYY-MM-DD"`
+}
+
+var ownerRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,64}$`)
+
+func (s *Server) search(ctx context.Context, c caller, in SearchInput) (recall.SearchResponse, error) {
+	f := recall.Filter{SourcePrefix: in.SourcePrefix, Category: in.Category, Since: in.Since, Until: in.Until}
+	if in.Kind != "" {
+		f.Kinds = []recall.Kind{recall.Kind(in.Kind)}
+	}
+	if in.Owner != "" {
+		if !ownerRE.MatchString(in.Owner) {
+			return recall.SearchResponse{}, recall.Errorf(recall.EINVALID, "owner must be at most 64 letters, digits, '_', '.' or '-'")
+		}
+		if c.id.bound && in.Owner != c.id.owner {
+			return recall.SearchResponse{}, recall.Errorf(recall.EFORBIDDEN, "this token may only use its own owner")
+		}
+		f.OwnerScoped, f.Owner = true, in.Owner
+	}
+	f = c.scope().Filter(f)
+	resp, err := s.eng.Search(ctx, recall.SearchRequest{Query: in.Query, Mode: in.Mode, Limit: in.Limit, Filter: f})
+	if err != nil {
+		return resp, err
+	}
+	return resp, nil
+}
+
+// ContextInput is get_context's input.
+type ContextInput struct {
+	Source     string `json:"source" jsonschema:"the source of a search result, exactly as the result names it"`
+	ChunkIndex int    `json:"chunk_index" jsonschema:"the chunk_index of that result"`
+	Radius     *int   `json:"radius,omitempty" jsonschema:"how many chunks to show on each side, 0 to 3 (default 1)"`
+}
+
+// ContextOutput is get_context's answer.
+type ContextOutput struct {
+	Source     string         `json:"source"`
+	ChunkIndex int            `json:"chunk_index"`
+	Chunks     []ContextChunk `json:"chunks"`
+}
+
+// ContextChunk is one chunk around a hit.
+type ContextChunk struct {
+	Source     string `json:"source"`
+	ChunkIndex int    `json:"chunk_index"`
+	Text       string `json:"text"`
+}
+
+func (s *Server) context(ctx context.Context, c caller, in ContextInput) (ContextOutput, error) {
+	radius := 1
+	if in.Radius != nil {
+		radius = *in.Radius
+	}
+	if in.Source == "" {
+		return ContextOutput{}, recall.Errorf(recall.EINVALID, "source is required: use the source of a search result")
+	}
+	chunks, err := s.eng.Context(ctx, in.Source, in.ChunkIndex, radius, c.scope().Filter(recall.Filter{}))
+	if err != nil {
+		return ContextOutput{}, err
+	}
+	out := ContextOutput{Source: in.Source, ChunkIndex: in.ChunkIndex, Chunks: make([]ContextChunk, len(chunks))}
+	for i, ch := range chunks {
+		out.Chunks[i] = ContextChunk{Source: recall.PublicID(ch.Source.ID), ChunkIndex: ch.Index, Text: ch.Text}
+	}
+	return out, nil
+}
+
+// StatsOutput is get_archive_stats' answer.
+type StatsOutput struct {
+	Sources     map[string]int `json:"sources"`      // by kind
+	Chunks      int            `json:"chunks"`       // passages stored
+	Bytes       int64          `json:"bytes"`        // text bytes of all sources
+	DBBytes     int64          `json:"db_bytes"`     // database size on disk
+	IndexStates map[string]int `json:"index_states"` // memories and diary days by index state
+	Spaces      []SpaceOutput  `json:"spaces"`
+	LastSweep   *SweepOutput   `json:"last_sweep,omitempty"`
+	Index       IndexOutput    `json:"index"`
+	Repair      RepairState    `json:"repair"`
+	Staged      int            `json:"ingest_staged_sources"` // sources with some chunks posted to /ingest, waiting for the rest
+}
+
+// SpaceOutput is one vector space's coverage.
+type SpaceOutput struct {
+	Name     string  `json:"name"`
+	Provider string  `json:"provider"`
+	Model    string  `json:"model"`
+	Dim      int     `json:"dim"`
+	Read     bool    `json:"read"`
+	Vectors  int     `json:"vectors"`
+	Missing  int     `json:"missing"`
+	Coverage float64 `json:"coverage"`
+}
+
+// SweepOutput is the last sweep's summary.
+type SweepOutput struct {
+	Finished     string `json:"finished"` // RFC 3339, UTC
+	Outcome      string `json:"outcome"`
+	FilesSeen    int    `json:"files_seen"`
+	FilesChanged int    `json:"files_changed"`
+	FilesFailed  int    `json:"files_failed"`
+	FilesRemoved int    `json:"files_removed"`
+}
+
+// IndexOutput is the state of the in-memory vector index.
+type IndexOutput struct {
+	State   string `json:"state"` // loading, ready, failed
+	Space   string `json:"space,omitempty"`
+	Vectors int    `json:"vectors"`
+}
+
+func (s *Server) stats(ctx context.Context) (StatsOutput, error) {
+	st, err := s.st.Stats(ctx)
+	if err != nil {
+		return StatsOutput{}, err
+	}
+	out := StatsOutput{Sources: map[string]int{}, Chunks: st.Chunks, Bytes: st.Bytes, DBBytes: st.DBBytes,
+		IndexStates: map[string]int{}, Spaces: []SpaceOutput{}}
+	for k, n := range st.Sources {
+		out.Sources[string(k)] = n
+	}
+	for k, n := range st.IndexStates {
+		out.IndexStates[k] = n
+	}
+	for _, sp := range st.Spaces {
+		out.Spaces = append(out.Spaces, SpaceOutput{Name: sp.Name, Provider: sp.Provider, Model: sp.Model,
+			Dim: sp.Dim, Read: sp.Read, Vectors: sp.Vectors, Missing: sp.Missing, Coverage: sp.Coverage})
+	}
+	if ls := st.LastSweep; ls != nil {
+		out.LastSweep = &SweepOutput{Finished: ls.Finished.UTC().Format(time.RFC3339), Outcome: ls.Outcome,
+			FilesSeen: ls.FilesSeen, FilesChanged: ls.FilesChanged, FilesFailed: ls.FilesFailed, FilesRemoved: ls.FilesRemoved}
+	}
+	out.Index = s.bg.index()
+	out.Repair = s.bg.repairState()
+	out.Staged, _ = s.stage.size()
+	return out, nil
+}
+
+// RepairInput is repair_archive's input.
+type RepairInput struct {
+	MaxTexts int `json:"max_texts,omitempty" jsonschema:"embed at most this many chunk texts in this call, 1 to 10000 (default 256); call again to continue"`
+}
+
+// RepairOutput is repair_archive's answer.
+type RepairOutput struct {
+	Space    string `json:"space"`
+	Embedded int    `json:"embedded"` // chunk texts embedded by this call
+	Missing  int    `json:"missing"`  // chunk texts still without a vector
+	Done     bool   `json:"done"`     // nothing is missing any more
+	Note     string `json:"note"`
+}
+
+const maxRepairTexts = 10000
+
+func (s *Server) repair(ctx context.Context, in RepairInput) (RepairOutput, error) {
+	if in.MaxTexts == 0 {
+		in.MaxTexts = 256
+	}
+	if in.MaxTexts < 1 || in.MaxTexts > maxRepairTexts {
+		return RepairOutput{}, recall.Errorf(recall.EINVALID, "max_texts must be between 1 and %d", maxRepairTexts)
+	}
+	p, err := s.bg.repairOnce(ctx, in.MaxTexts)
+	if err != nil {
+		return RepairOutput{}, err
+	}
+	out := RepairOutput{Space: p.Space, Embedded: p.Embedded, Missing: p.Missing, Done: p.Done}
+	switch {
+	case p.Done:
+		out.Note = "reached the end: every chunk text has a vector"
+	default:
+		out.Note = "stopped after max_texts; call again to continue where this call stopped"
+	}
+	return out, nil
+}
+
+// SaveInput is save_memory's input.
+type SaveInput struct {
+	Key      string `json:"key" jsonschema:"the memory's name, up to 200 characters: letters of any script, digits and _-.:/ (e.g. project_recall or person_ada). Saving an existing key replaces its value"`
+	Value    string `json:"value" jsonschema:"the text to remember, stored verbatim, up to 100000 characters"`
+	Category string `json:"category,omitempty" jsonschema:"a category such as project, person or note; by default derived from the key prefix (project_, proj_, person_, note_, diary_)"`
+	Owner    string `json:"owner,omitempty" jsonschema:"whose memory this is (a token bound to an owner always uses its own)"`
+	Date     string `json:"date,omitempty" jsonschema:"the date the memory is about, YYYY-MM-DD (default today)"`
+}
+
+func (s *Server) save(ctx context.Context, c caller, in SaveInput) (memory.SaveResult, error) {
+	return s.mem.Save(ctx, memory.SaveRequest{Key: in.Key, Value: in.Value, Category: in.Category, Owner: in.Owner, Date: in.Date}, c.scope())
+}
+
+// KeyInput names one memory.
+type KeyInput struct {
+	Key   string `json:"key" jsonschema:"the memory's key"`
+	Owner string `json:"owner,omitempty" jsonschema:"whose memory (a token bound to an owner always uses its own)"`
+}
+
+func (s *Server) read(ctx context.Context, c caller, in KeyInput) (memory.Memory, error) {
+	return s.mem.Read(ctx, in.Key, in.Owner, c.scope())
+}
+
+// DeleteInput is delete_memory's input.
+type DeleteInput struct {
+	Key     string `json:"key" jsonschema:"the memory's key"`
+	Confirm bool   `json:"confirm,omitempty" jsonschema:"must be true: deleting removes the value and everything indexed from it, and cannot be undone"`
+	Owner   string `json:"owner,omitempty" jsonschema:"whose memory (a token bound to an owner always uses its own)"`
+}
+
+// DeleteOutput is delete_memory's answer.
+type DeleteOutput struct {
+	Key     string `json:"key"`
+	Deleted bool   `json:"deleted"`
+}
+
+func (s *Server) deleteMemory(ctx context.Context, c caller, in DeleteInput) (DeleteOutput, error) {
+	if err := s.mem.Delete(ctx, in.Key, in.Owner, in.Confirm, c.scope()); err != nil {
+		return DeleteOutput{}, err
+	}
+	return DeleteOutput{Key: in.Key, Deleted: true}, nil
+}
+
+// FindInput is find_memories' input.
+type FindInput struct {
+	Prefix   string `json:"prefix,omitempty" jsonschema:"only keys starting with this"`
+	Category string `json:"category,omitempty" jsonschema:"only memories of this category"`
+	Owner    string `json:"owner,omitempty" jsonschema:"whose memories (a token bound to an owner always uses its own)"`
+	Since    string `json:"since,omitempty" jsonschema:"only memories dated on or after this date: YYYY, YYYY-MM or YYYY-MM-DD"`
+	Until    string `json:"until,omitempty" jsonschema:"only memories dated on or before this date: YYYY, YYYY-MM or YYYY-MM-DD"`
+	Cursor   string `json:"cursor,omitempty" jsonschema:"next_cursor from the previous page, to continue a listing"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"memories per page, 1 to 20 (default 10)"`
+}
+
+func (s *Server) find(ctx context.Context, c caller, in FindInput) (memory.Page, error) {
+	return s.mem.Find(ctx, memory.FindRequest{Prefix: in.Prefix, Category: in.Category, Owner: in.Owner,
+		Since: in.Since, Until: in.Until, Cursor: in.Cursor, Limit: in.Limit}, c.scope())
+}
+
+// DiaryWriteInput is write_diary's input.
+type DiaryWriteInput struct {
+	Text    string `json:"text" jsonschema:"the entry to add, up to 100000 characters"`
+	Date    string `json:"date,omitempty" jsonschema:"the day, YYYY-MM-DD (default today)"`
+	Replace bool   `json:"replace,omitempty" jsonschema:"true replaces every entry of that day with this one; by default the entry is appended"`
+	Owner   string `json:"owner,omitempty" jsonschema:"whose diary (a token bound to an owner always uses its own)"`
+}
+
+func (s *Server) writeDiary(ctx context.Context, c caller, in DiaryWriteInput) (memory.DiaryResult, error) {
+	return s.mem.WriteDiary(ctx, in.Text, in.Date, in.Owner, in.Replace, c.scope())
+}
+
+// DiaryReadInput is read_diary's input.
+type DiaryReadInput struct {
+	Date  string `json:"date" jsonschema:"the day, YYYY-MM-DD"`
+	Owner string `json:"owner,omitempty" jsonschema:"whose diary (a token bound to an owner always uses its own)"`
+}
+
+func (s *Server) readDiary(ctx context.Context, c caller, in DiaryReadInput) (memory.Day, error) {
+	return s.mem.ReadDiary(ctx, in.Date, in.Owner, c.scope())
+}
+
+// RecentInput is recent_diary's input.
+type RecentInput struct {
+	Days  int    `json:"days,omitempty" jsonschema:"how many calendar days back to look, today included, 1 to 30 (default 7)"`
+	Owner string `json:"owner,omitempty" jsonschema:"whose diary (a token bound to an owner always uses its own)"`
+}
+
+// RecentOutput is recent_diary's answer.
+type RecentOutput struct {
+	Days []memory.Day `json:"days"` // newest first
+}
+
+func (s *Server) recentDiary(ctx context.Context, c caller, in RecentInput) (RecentOutput, error) {
+	days, err := s.mem.RecentDiary(ctx, in.Days, in.Owner, c.scope())
+	if err != nil {
+		return RecentOutput{}, err
+	}
+	if days == nil {
+		days = []memory.Day{}
+	}
+	return RecentOutput{Days: days}, nil
+}
+
+// ListInput is list_memories' input.
+type ListInput struct {
+	Cursor string `json:"cursor,omitempty" jsonschema:"next_cursor from the previous page"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"entries per page, 1 to 200 (default 50)"`
+}
+
+func (s *Server) listAll(ctx context.Context, in ListInput) (memory.Page, error) {
+	return s.mem.ListAll(ctx, in.Cursor, in.Limit)
+}
+
+// ReindexInput is reindex_memory's input.
+type ReindexInput struct {
+	Key   string `json:"key" jsonschema:"the memory's key, or diary/YYYY-MM-DD for a diary day"`
+	Owner string `json:"owner,omitempty" jsonschema:"the owner of the memory (default: unowned)"`
+}
+
+func (s *Server) reindex(ctx context.Context, in ReindexInput) (memory.SaveResult, error) {
+	if !ownerRE.MatchString(in.Owner) {
+		return memory.SaveResult{}, recall.Errorf(recall.EINVALID, "owner must be at most 64 letters, digits, '_', '.' or '-'")
+	}
+	if err := memory.ValidateKey(in.Key); err != nil {
+		return memory.SaveResult{}, err
+	}
+	return s.mem.Reindex(ctx, in.Key, in.Owner)
+}
+
+// NoInput is the input of tools that take none.
+type NoInput struct{}
+
+func (s *Server) indexStatus(ctx context.Context) (memory.Status, error) {
+	return s.mem.IndexStatus(ctx)
+}
+
+// kindsOf lists the kinds with sources, in a stable order, for metrics.
+func kindsOf(m map[recall.Kind]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, string(k))
+	}
+	sort.Strings(out)
+	return out
+}

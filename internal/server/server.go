@@ -1,0 +1,528 @@
+// Package server serves recall over HTTP and stdio: MCP (Streamable HTTP at
+// /mcp, or newline-delimited JSON on stdio) through the official Go SDK, a
+// JSON REST API under /api/ and /admin/, POST /ingest for remote sweeps,
+// /healthz and Prometheus /metrics.
+//
+// Every HTTP request passes one front door (ServeHTTP) in this order: Host
+// check (DNS rebinding), Origin check and CORS, /healthz, body limit, token
+// (header, or /mcp/<token> when enabled; never the query string), throttling
+// of bad tokens per client address, the per-token rate limit, then the route.
+// Refusals happen before any body is parsed.
+//
+// Decisions worth knowing:
+//   - With no user token configured the server is a local single-user
+//     service: it accepts requests without a token, but only on a loopback
+//     address (Listen refuses anything else), and admin tools and endpoints
+//     still need RECALL_ADMIN_TOKEN. A wrong token is refused even then.
+//   - Text sent to MCP clients has control, ANSI, zero-width, bidi and tag
+//     characters escaped, in the readable text and the structured output
+//     alike; the REST API returns stored text verbatim (see escape.go).
+//   - MCP sessions are bound to the credential that opened them: a session
+//     id presented with another token gets 403.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/memory"
+	"github.com/recall-mcp/recall/internal/search"
+)
+
+// DefaultMaxBody bounds a request body.
+const DefaultMaxBody = 4 << 20
+
+// Options configure a Server. Engine, Memory and Store are required.
+type Options struct {
+	Engine *search.Engine
+	Memory *memory.Service
+	Store  recall.Store
+	// Embedder and Space are what repair embeds missing vectors with (nil
+	// and "": lexical only, no repair).
+	Embedder recall.Embedder
+	Space    string
+
+	Tokens         []Token // user tokens
+	AdminToken     string  // "" disables admin tools and endpoints
+	AllowPathToken bool    // accept /mcp/<token>, for clients of the replaced system
+	CORSOrigins    []string
+	AllowedHosts   []string // extra Host names accepted (a reverse proxy's name)
+
+	Rate     rate.Limit // requests per second per token (0: DefaultRate; rate.Inf: unlimited)
+	Burst    int        // bucket size (0: DefaultBurst)
+	MaxBody  int64      // bytes (0: DefaultMaxBody)
+	Sessions int        // concurrent MCP sessions (0: 1000)
+
+	Audit   io.Writer // one JSON line per request (nil: no audit log)
+	Logger  *slog.Logger
+	Version string
+	Now     func() time.Time
+
+	RepairPage  int           // texts per background repair page (0: 256)
+	RepairPause time.Duration // pause between pages (0: 250ms)
+	StageTTL    time.Duration // how long partial /ingest sources wait (0: 15 minutes)
+	StageBytes  int64         // staged chunk text bound (0: 64 MiB)
+}
+
+// Rate limit defaults: enough for an assistant's bursts of tool calls.
+const (
+	DefaultRate  = 20
+	DefaultBurst = 60
+)
+
+// Server is safe for concurrent use.
+type Server struct {
+	opt     Options
+	eng     *search.Engine
+	st      recall.Store
+	mem     *memory.Service
+	keys    *keyring
+	local   *identity // the identity of token-less requests when no user token is configured
+	log     *slog.Logger
+	metrics *metrics
+	audit   *auditLog
+	bad     *badTokens
+	stage   *staging
+	bg      *background
+
+	users, admins *mcp.Server
+	mcpHTTP       *mcp.StreamableHTTPHandler
+	mux           *http.ServeMux
+
+	bgOnce     sync.Once
+	statsCache statsCache
+}
+
+// New checks the configuration and builds the server. Nothing runs until
+// Start (background work) and Serve or RunStdio.
+func New(opt Options) (*Server, error) {
+	if opt.Engine == nil || opt.Memory == nil || opt.Store == nil {
+		return nil, errors.New("server: Engine, Memory and Store are required")
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opt.Rate == 0 {
+		opt.Rate = DefaultRate
+	}
+	if opt.Burst <= 0 {
+		opt.Burst = DefaultBurst
+	}
+	if opt.MaxBody <= 0 {
+		opt.MaxBody = DefaultMaxBody
+	}
+	if opt.Sessions <= 0 {
+		opt.Sessions = 1000
+	}
+	for _, o := range opt.CORSOrigins {
+		if o == "*" || o == "null" || !strings.Contains(o, "://") {
+			return nil, recall.Errorf(recall.EINVALID, "CORS origin %q must be a full origin such as https://app.example (never * or null)", o)
+		}
+	}
+	newLimiter := func() *rate.Limiter {
+		if opt.Rate == rate.Inf {
+			return nil
+		}
+		return rate.NewLimiter(opt.Rate, opt.Burst)
+	}
+	keys, err := newKeyring(opt.Tokens, opt.AdminToken, newLimiter)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opt: opt, eng: opt.Engine, st: opt.Store, mem: opt.Memory, keys: keys, log: opt.Logger,
+		metrics: newMetrics(), bad: newBadTokens(rate.Every(10*time.Second), 10, 10_000, opt.Now),
+		stage: newStaging(opt.StageTTL, opt.StageBytes, opt.Now)}
+	if opt.Audit != nil {
+		s.audit = &auditLog{w: opt.Audit}
+	}
+	if !keys.hasUsers() {
+		s.local = &identity{name: "local", key: "local", lim: newLimiter()}
+	}
+	s.bg = newBackground(opt.Engine, opt.Store, opt.Embedder, opt.Space, s.metrics, s.log, opt.Now, opt.RepairPage, opt.RepairPause)
+	s.users = s.newMCPServer(false, nil)
+	s.admins = s.newMCPServer(true, nil)
+	s.mcpHTTP = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if id := identityFrom(r.Context()); id != nil && id.admin {
+			return s.admins
+		}
+		return s.users
+	}, &mcp.StreamableHTTPOptions{
+		Logger:              s.log,
+		SessionTimeout:      30 * time.Minute,
+		MaxRequestBodyBytes: opt.MaxBody,
+		// The front door checks Host itself, honouring AllowedHosts (the
+		// SDK's check would refuse a reverse proxy's name).
+		DisableLocalhostProtection: true,
+	})
+	s.routes()
+	return s, nil
+}
+
+// Start runs the background work (vector index load, repair) until ctx
+// ends. It returns at once; calling it again does nothing.
+func (s *Server) Start(ctx context.Context) {
+	s.bgOnce.Do(func() { go s.bg.run(ctx) })
+}
+
+// Open reports whether requests without a token are accepted (no user
+// token is configured).
+func (s *Server) Open() bool { return s.local != nil }
+
+// Listen opens a TCP listener on addr. It refuses a non-loopback address
+// when no user token is configured, before binding anything.
+func (s *Server) Listen(addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, recall.Errorf(recall.EINVALID, "address %q: use host:port, e.g. 127.0.0.1:8787", addr)
+	}
+	if s.Open() && !loopbackName(host) {
+		return nil, recall.Errorf(recall.EINVALID, "refusing to listen on %s with no token configured: set RECALL_TOKEN or a tokens file, or listen on 127.0.0.1", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if s.Open() && !isLoopbackHost(splitHost(ln.Addr().String())) {
+		ln.Close()
+		return nil, recall.Errorf(recall.EINVALID, "refusing to listen on %s with no token configured", ln.Addr())
+	}
+	return ln, nil
+}
+
+// loopbackName reports whether every address a listen host stands for is
+// loopback ("" and 0.0.0.0 stand for all interfaces).
+func loopbackName(host string) bool {
+	if isLoopbackHost(host) {
+		return true
+	}
+	if host == "" || strings.Contains(host, ":") || net.ParseIP(host) != nil {
+		return false
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}
+
+// Serve answers HTTP on ln until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Event streams stay open until their clients go: give requests a
+	// moment to finish, then close what is left.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// RunStdio serves MCP over r and w (newline-delimited JSON) until the
+// client disconnects or ctx ends. The caller is the local user: unbound,
+// and an administrator only when admin is set.
+func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer, admin bool) error {
+	id := &identity{name: "stdio", key: "stdio", admin: admin}
+	ms := s.newMCPServer(admin, id)
+	return ms.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// identity and request info travel in the request context and, for MCP
+// tool handlers, in the SDK's TokenInfo.
+type idKey struct{}
+
+const (
+	extraIdentity = "recall.identity"
+	extraRequest  = "recall.request"
+)
+
+func identityFrom(ctx context.Context) *identity {
+	id, _ := ctx.Value(idKey{}).(*identity)
+	return id
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// ServeHTTP is the front door every request passes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := s.opt.Now()
+	ri := &reqInfo{id: newRequestID(), remote: clientIP(r), route: "unmatched"}
+	sw := &statusWriter{ResponseWriter: w}
+	defer s.finish(ri, sw, start)
+	w = sw
+	w.Header().Set("X-Request-Id", ri.id)
+	defer func() {
+		// A panic in one request must not take the server down; net/http
+		// would recover it too, but without the error body and audit line.
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic", "id", ri.id, "panic", fmt.Sprint(v))
+			if sw.status == 0 {
+				s.writeError(w, r, recall.Errorf(recall.EINTERNAL, "internal error"))
+			}
+		}
+	}()
+
+	if !s.hostAllowed(r) {
+		s.refuse(w, ri, http.StatusForbidden, recall.EFORBIDDEN, "the Host header names a host this server does not serve")
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		if !s.originAllowed(origin) {
+			s.refuse(w, ri, http.StatusForbidden, recall.EFORBIDDEN, "requests from this Origin are not allowed")
+			return
+		}
+		corsHeaders(w.Header(), origin)
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			ri.route = "preflight"
+			preflight(w)
+			return
+		}
+	}
+	if r.URL.Path == "/healthz" {
+		ri.route = "/healthz"
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+		return
+	}
+	if r.ContentLength > s.opt.MaxBody {
+		s.refuse(w, ri, http.StatusRequestEntityTooLarge, recall.ETOOLARGE,
+			fmt.Sprintf("the request body is over the %d byte limit", s.opt.MaxBody))
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBody)
+	}
+
+	id, ok := s.authenticate(w, r, ri)
+	if !ok {
+		return
+	}
+	if id.lim != nil && !id.lim.Allow() {
+		setRetryAfter(w, retryAfter(id.lim))
+		s.refuse(w, ri, http.StatusTooManyRequests, recall.ERATELIMIT, "too many requests for this token; retry after the number of seconds in Retry-After")
+		return
+	}
+	ctx := context.WithValue(withReqInfo(r.Context(), ri), idKey{}, id)
+	s.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// authenticate resolves the caller. It writes the refusal itself.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, ri *reqInfo) (*identity, bool) {
+	q := r.URL.Query()
+	for _, name := range []string{"token", "access_token", "api_key", "apikey"} {
+		if q.Has(name) {
+			s.unauthorized(w, ri, "tokens are never accepted in the query string; send an Authorization: Bearer header")
+			return nil, false
+		}
+	}
+	token, present := "", false
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, value, _ := strings.Cut(h, " ")
+		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(value) == "" {
+			s.unauthorized(w, ri, "the Authorization header must be `Bearer <token>`")
+			return nil, false
+		}
+		token, present = strings.TrimSpace(value), true
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/mcp/"); ok && rest != "" {
+		ri.route = "/mcp/{token}"
+		if !s.opt.AllowPathToken {
+			s.unauthorized(w, ri, "tokens in the URL path are disabled; send an Authorization: Bearer header (or start the server with --allow-path-token)")
+			return nil, false
+		}
+		if present || strings.Contains(rest, "/") {
+			s.unauthorized(w, ri, "give the token either in the path or in the Authorization header, once")
+			return nil, false
+		}
+		token, present = rest, true
+		r.URL.Path, r.URL.RawPath = "/mcp", ""
+	}
+	ip := clientIP(r)
+	if !present {
+		if s.local != nil {
+			ri.set(func(ri *reqInfo) { ri.token = s.local.name })
+			return s.local, true
+		}
+		s.unauthorized(w, ri, "this server needs a token: send an Authorization: Bearer header")
+		return nil, false
+	}
+	if secs, blocked := s.bad.blocked(ip); blocked {
+		setRetryAfter(w, secs)
+		s.refuse(w, ri, http.StatusTooManyRequests, recall.ERATELIMIT, "too many wrong tokens from this address; retry after the number of seconds in Retry-After")
+		return nil, false
+	}
+	id := s.keys.lookup(token)
+	if id == nil {
+		s.bad.fail(ip)
+		s.unauthorized(w, ri, "the token is not valid")
+		return nil, false
+	}
+	ri.set(func(ri *reqInfo) { ri.token = id.name })
+	return id, true
+}
+
+func (s *Server) unauthorized(w http.ResponseWriter, ri *reqInfo, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="recall"`)
+	s.refuse(w, ri, http.StatusUnauthorized, recall.EUNAUTHORIZED, msg)
+}
+
+// refuse answers before routing, in the REST error shape.
+func (s *Server) refuse(w http.ResponseWriter, ri *reqInfo, status int, code, msg string) {
+	ri.set(func(ri *reqInfo) { ri.errCode = code })
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+}
+
+// routes registers every route behind the front door.
+func (s *Server) routes() {
+	mux := http.NewServeMux()
+	handle := func(pattern string, admin bool, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			reqInfoFrom(r.Context()).set(func(ri *reqInfo) { ri.route = pattern })
+			if admin && !identityFrom(r.Context()).admin {
+				s.writeError(w, r, recall.Errorf(recall.EFORBIDDEN, "this endpoint needs the admin token"))
+				return
+			}
+			h(w, r)
+		})
+	}
+	handle("/mcp", false, s.serveMCP)
+	handle("GET /metrics", false, s.serveMetrics)
+	handle("POST /ingest", false, s.serveIngest)
+	s.restRoutes(handle)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, recall.Errorf(recall.ENOTFOUND, "no such endpoint"))
+	})
+	s.mux = mux
+}
+
+// mcpPeek is what the front door reads of a JSON-RPC body before the SDK:
+// enough to refuse batches and admin tools, and to name the call in the
+// audit log.
+type mcpPeek struct {
+	ID     any    `json:"id"`
+	Method string `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
+var mcpMethods = []string{"initialize", "notifications/initialized", "ping", "tools/list", "tools/call",
+	"notifications/cancelled", "resources/list", "prompts/list", "logging/setLevel", "server/discover", "completion/complete"}
+
+// serveMCP hands a request to the SDK after the checks it does not make.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	ri := reqInfoFrom(r.Context())
+	id := identityFrom(r.Context())
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedProtocolVersions, v) {
+		s.writeError(w, r, recall.Errorf(recall.EINVALID, "unsupported MCP-Protocol-Version %q", v))
+		return
+	}
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			s.writeError(w, r, bodyError(err))
+			return
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		trimmed := strings.TrimLeft(string(body), " \t\r\n")
+		if strings.HasPrefix(trimmed, "[") {
+			s.writeError(w, r, recall.Errorf(recall.EINVALID, "JSON-RPC batches are not supported: send one message per request"))
+			return
+		}
+		var p mcpPeek
+		if json.Unmarshal(body, &p) == nil {
+			method := "other"
+			if slices.Contains(mcpMethods, p.Method) {
+				method = p.Method
+			}
+			ri.set(func(ri *reqInfo) { ri.route = "mcp " + method })
+			if p.Method == "tools/call" && knownTool(p.Params.Name) {
+				ri.set(func(ri *reqInfo) { ri.tool = p.Params.Name })
+				if isAdminTool(p.Params.Name) && !id.admin {
+					ri.set(func(ri *reqInfo) { ri.errCode = recall.EFORBIDDEN })
+					writeJSON(w, http.StatusForbidden, map[string]any{"jsonrpc": "2.0", "id": p.ID,
+						"error": map[string]any{"code": -32003, "message": p.Params.Name + " needs the admin token"}})
+					return
+				}
+			}
+		}
+		if r.Header.Get("Mcp-Session-Id") == "" && s.sessionCount() >= s.opt.Sessions {
+			s.writeError(w, r, recall.Errorf(recall.EUNAVAILABLE, "too many open MCP sessions; retry later"))
+			return
+		}
+	} else {
+		ri.set(func(ri *reqInfo) { ri.route = "mcp " + strings.ToLower(r.Method) })
+	}
+	// The SDK binds a session to TokenInfo.UserID and refuses it to any
+	// other; the header it reads is replaced by a fixed value so the real
+	// token never travels further than this function.
+	r2 := r.Clone(r.Context())
+	r2.Header.Set("Authorization", "Bearer verified")
+	verify := func(ctx context.Context, _ string, req *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: id.key, Expiration: s.opt.Now().Add(time.Hour),
+			Extra: map[string]any{extraIdentity: id, extraRequest: ri}}, nil
+	}
+	auth.RequireBearerToken(verify, nil)(s.mcpHTTP).ServeHTTP(w, r2)
+}
+
+// supportedProtocolVersions are the MCP revisions the SDK speaks.
+var supportedProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+
+func (s *Server) sessionCount() int {
+	n := 0
+	for range s.users.Sessions() {
+		n++
+	}
+	for range s.admins.Sessions() {
+		n++
+	}
+	return n
+}
