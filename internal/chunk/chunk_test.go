@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
@@ -289,4 +290,35 @@ func TestRuneCount(t *testing.T) {
 			t.Errorf("runeCount(%q) = %d, want %d", s, got, want)
 		}
 	}
+}
+
+// TestPairExact checks the claim charCut relies on: after a character that
+// pairExact accepts, the two characters around a place decide whether it
+// is a grapheme boundary, whatever came before them.
+func TestPairExact(t *testing.T) {
+	before := []string{"", "a", "\u200d", "👩", "👩\u200d", "🇺", "क्", "\u0301", "\r", "\u0600"}
+	after := []string{"a", " ", "\n", "👩", "🇺", "\u0301", "\u200d", "क", "\u0903", "ᄀ", "ᅡ", "\uff9e", "🏽", "天"}
+	var xs []rune
+	for x := rune(0); x <= unicode.MaxRune; x += 101 {
+		xs = append(xs, x)
+	}
+	xs = append(xs, 'a', '天', 'ー', '々', 'क', '\uff9e', '\uff9f', '\u0e33', '\u0d4e')
+	checked := 0
+	for _, x := range xs {
+		if !pairExact(x) || !utf8.ValidRune(x) {
+			continue
+		}
+		for _, w := range before {
+			for _, y := range after {
+				text := w + string(x) + y
+				at := len(w) + utf8.RuneLen(x)
+				_, inside := graphemeBounds(text).inside(at)
+				if pairBreaks(text, at) == inside {
+					t.Fatalf("after %q: pairBreaks says %v, the segmenter %v", text, !inside, inside)
+				}
+				checked++
+			}
+		}
+	}
+	t.Logf("%d places checked", checked)
 }

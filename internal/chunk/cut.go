@@ -146,8 +146,21 @@ func (s *splitter) charCut(p pos, lim int, end pos) (int, level) {
 	// Walk back from lim while the two characters around each place tell
 	// on their own whether it is a grapheme boundary (see pairExact): the
 	// last boundary that splits no word is usually a few characters away.
-	anyB := 0
-	for b := lim; ; {
+	anyB, b := 0, lim
+	for b > p.b {
+		if x, y := t[b-1], t[b]; x < utf8.RuneSelf && y < utf8.RuneSelf {
+			// ASCII on both sides: a boundary unless inside "\r\n".
+			switch {
+			case !asciiWord[x] || !asciiWord[y]:
+				if x != '\r' || y != '\n' {
+					return b, levelSymbol
+				}
+			case anyB == 0:
+				anyB = b
+			}
+			b--
+			continue
+		}
 		x, n := utf8.DecodeLastRuneInString(t[:b])
 		if !pairExact(x) {
 			break
@@ -160,12 +173,13 @@ func (s *splitter) charCut(p pos, lim int, end pos) (int, level) {
 				anyB = b
 			}
 		}
-		if b -= n; b == p.b {
-			if anyB > 0 {
-				return anyB, levelGrapheme
-			}
-			return lim, levelRune
+		b -= n
+	}
+	if b == p.b {
+		if anyB > 0 {
+			return anyB, levelGrapheme
 		}
+		return lim, levelRune
 	}
 	// The segmenter sees one character past lim, all it needs to tell
 	// whether lim is a boundary, so a cluster of a million combining marks
@@ -332,6 +346,13 @@ func isSpace(r rune) bool {
 	return r != '\u00a0' && r != '\u2007' && r != '\u202f' && unicode.IsSpace(r)
 }
 
+var asciiWord = func() (w [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		w[c] = wordChar(rune(c))
+	}
+	return w
+}()
+
 var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // plain marks the bytes scanCuts can step over: ASCII that is neither
@@ -363,10 +384,11 @@ func pairBreaks(t string, b int) bool {
 }
 
 // pairExact reports whether, with x just before a place, pairBreaks is
-// exact there. The grapheme rules that look further than two characters
-// (emoji ZWJ sequences, flag pairs, Indic conjuncts) apply only after a
-// joiner, a regional indicator or an extending mark, and no letter, number
-// or punctuation is one of those but the two halfwidth kana voicing marks.
+// exact there. The grapheme rules that look further back than one
+// character apply only after a zero-width joiner (emoji sequences), a
+// regional indicator (flags) or, since Unicode 15.1, an extending mark or
+// virama in an Indic conjunct. No letter, number or punctuation is one of
+// those except the two halfwidth kana voicing marks, which are extending.
 func pairExact(x rune) bool {
 	if x < utf8.RuneSelf {
 		return true

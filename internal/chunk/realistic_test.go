@@ -1,6 +1,8 @@
 package chunk
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -66,6 +68,9 @@ func BenchmarkSplit(b *testing.B) {
 	}{
 		{"english", conversations(2, 100, true)},
 		{"mixed", conversations(3, 100, false)},
+		// The slow paths: nothing but character cuts.
+		{"cjk-unpunctuated", [][]string{{strings.Repeat("天地玄黄宇宙洪荒日月盈昃", 20000)}}},
+		{"no-spaces", [][]string{{blob(rand.New(rand.NewPCG(4, 4)), 1<<20, "0123456789abcdef")}}},
 	} {
 		size := 0
 		for _, m := range bc.msgs {
