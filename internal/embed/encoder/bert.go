@@ -107,6 +107,9 @@ type sequence struct {
 
 // workspace holds every activation buffer of a forward pass, so that
 // embedding a batch allocates nothing once the buffers have grown to size.
+// A Model keeps a few for reuse rather than a sync.Pool: the buffers are
+// tens of megabytes, so garbage collections come often enough to empty a
+// pool between two batches.
 type workspace struct {
 	x, qkv, ctx, tmp, inter []float32
 	offs                    []int
@@ -117,8 +120,6 @@ type workspace struct {
 type headScratch struct {
 	q, k, vt, scores, out []float32
 }
-
-var workspaces = sync.Pool{New: func() any { return new(workspace) }}
 
 func grow(buf []float32, n int) []float32 {
 	if cap(buf) < n {

@@ -68,6 +68,7 @@ type Model struct {
 	overlap      int
 	windows      WindowMode
 	batch        int
+	free         chan *workspace // idle workspaces, kept for the next Embed
 }
 
 var _ recall.Embedder = (*Model)(nil)
@@ -147,6 +148,7 @@ func Load(dir string, opts Options) (*Model, error) {
 		overlap:   overlap,
 		windows:   opts.Windows,
 		batch:     batch,
+		free:      make(chan *workspace, 2),
 	}
 	for _, kind := range []recall.InputKind{recall.InputQuery, recall.InputDocument} {
 		if p := m.prefixFor(kind); p != "" {
@@ -207,8 +209,8 @@ func (m *Model) EmbedWindows(ctx context.Context, kind recall.InputKind, texts [
 	// batch is the cheap one.
 	slices.SortStableFunc(jobs, func(a, b job) int { return len(b.seq.ids) - len(a.seq.ids) })
 
-	ws := workspaces.Get().(*workspace)
-	defer workspaces.Put(ws)
+	ws := m.getWorkspace()
+	defer m.putWorkspace(ws)
 	dim := m.info.Dim
 	seqs := make([]sequence, 0, len(jobs))
 	for start := 0; start < len(jobs); {
@@ -237,6 +239,22 @@ func (m *Model) EmbedWindows(ctx context.Context, kind recall.InputKind, texts [
 		start = end
 	}
 	return out, nil
+}
+
+func (m *Model) getWorkspace() *workspace {
+	select {
+	case ws := <-m.free:
+		return ws
+	default:
+		return new(workspace)
+	}
+}
+
+func (m *Model) putWorkspace(ws *workspace) {
+	select {
+	case m.free <- ws:
+	default: // enough are kept; let this one go
+	}
 }
 
 type window struct {
