@@ -206,8 +206,9 @@ func TestSoftmaxRows(t *testing.T) {
 // and an odd worker count that leaves units of unequal size.
 func TestMatMulTSplits(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	saved := workers
-	defer func() { workers = saved }()
+	saved, savedMin := workers, parallelMin
+	defer func() { workers, parallelMin = saved, savedMin }()
+	parallelMin = 0
 	for _, w := range []int{1, 2, 3, 8} {
 		workers = func() int { return w }
 		for _, s := range [][3]int{{7, 384, 1536}, {200, 64, 100}, {250, 300, 70}, {13, 1536, 33}, {1, 600, 500}} {
