@@ -44,20 +44,21 @@ func benchSearch(b *testing.B, n int) {
 	})
 }
 
-// built is the one index kept between runs of a benchmark function, so that
-// raising b.N does not rebuild it; a new data set replaces it.
-var built struct {
-	key   string
+// built keeps each index between runs of a benchmark (a higher b.N,
+// -count), since building the 1M ones with their exact answers takes a
+// minute. Both 1M indexes together hold about 1 GB.
+var built = map[string]*benchIndex{}
+
+type benchIndex struct {
 	x     *Index
-	d     *dataset
 	qs    [][]float32
 	truth *exactTop
 }
 
 func runSearch(b *testing.B, n int, name string, data func() *dataset) {
 	key := name + "/" + strconv.Itoa(n)
-	if built.key != key {
-		built.x = nil // let the previous one go before building the next
+	bi := built[key]
+	if bi == nil {
 		d := data()
 		qs := make([][]float32, benchQueries)
 		for i := range qs {
@@ -66,9 +67,10 @@ func runSearch(b *testing.B, n int, name string, data func() *dataset) {
 		start := time.Now()
 		x, truth := build(d, n, d.fetch, qs, 10)
 		b.Logf("built %s in %v", key, time.Since(start).Round(time.Millisecond))
-		built.key, built.x, built.d, built.qs, built.truth = key, x, d, qs, truth
+		bi = &benchIndex{x, qs, truth}
+		built[key] = bi
 	}
-	x, qs, truth := built.x, built.qs, built.truth
+	x, qs, truth := bi.x, bi.qs, bi.truth
 
 	rec := func() float64 {
 		var sum float64

@@ -1,25 +1,3 @@
-// Package vindex is the in-memory vector index over one vector space: exact
-// top-k cosine search over every chunk that has a vector, kept current by the
-// search engine on every write and delete.
-//
-// Each distinct chunk text (hash) has one vector, however many chunks hold
-// that text; chunks point at it. Vectors are normalised once at insert and
-// kept as int8 codes with a per-vector scale in one contiguous slab (one byte
-// per dimension: 384 MB for a million 384-dimensional vectors). A search
-// scans all codes in parallel against a 15-bit quantised query and then
-// rescores the best candidates with exact float vectors fetched from the
-// store, so the top of the ranking is what a float search would give while
-// memory stays at a quarter of float32.
-//
-// Results are one per distinct text: a Result lists every chunk holding that
-// text that the filter allows. The search layer collapses duplicates anyway,
-// and counting them once keeps a passage pasted into fifty files from
-// filling the top k.
-//
-// Concurrency: every method is safe for concurrent use. Searches share a read
-// lock; Add, Remove and Apply take the write lock, so a chunk removed before
-// a Search starts is never in its results, and Apply makes a whole
-// recall.WriteResult visible at once.
 package vindex
 
 import (

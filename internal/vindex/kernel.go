@@ -14,15 +14,17 @@ func dotBatchGeneric(q []int16, codes []int8, dim int, out []int32) {
 	q = q[:dim]
 	for i := range out {
 		x := codes[i*dim : i*dim+dim]
+		x = x[:len(q)] // lets the compiler drop the bounds checks below
 		var s0, s1, s2, s3 int32
 		j := 0
-		for ; j+4 <= dim; j += 4 {
-			s0 += int32(q[j]) * int32(x[j])
-			s1 += int32(q[j+1]) * int32(x[j+1])
-			s2 += int32(q[j+2]) * int32(x[j+2])
-			s3 += int32(q[j+3]) * int32(x[j+3])
+		for ; j+4 <= len(q); j += 4 {
+			qq, xx := q[j:j+4:j+4], x[j:j+4:j+4]
+			s0 += int32(qq[0]) * int32(xx[0])
+			s1 += int32(qq[1]) * int32(xx[1])
+			s2 += int32(qq[2]) * int32(xx[2])
+			s3 += int32(qq[3]) * int32(xx[3])
 		}
-		for ; j < dim; j++ {
+		for ; j < len(q); j++ {
 			s0 += int32(q[j]) * int32(x[j])
 		}
 		out[i] = s0 + s1 + s2 + s3
