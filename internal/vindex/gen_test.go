@@ -62,14 +62,16 @@ func (d *dataset) vector(i int) []float32 {
 
 func (d *dataset) query(i int) []float32 { return d.vector(-1 - i) }
 
-func hashOf(i int) string { return "h" + strconv.Itoa(i) }
+// hashOf names vector i with a string as long as a real text hash (64 hex
+// digits), so that the index's memory is measured as it would be.
+func hashOf(i int) string { return fmt.Sprintf("%064x", i) }
 
 func numberOf(hash string) int {
-	n, err := strconv.Atoi(hash[1:])
+	n, err := strconv.ParseInt(hash, 16, 64)
 	if err != nil {
 		panic(err)
 	}
-	return n
+	return int(n)
 }
 
 // fetch is the FetchFunc of an index over the dataset.

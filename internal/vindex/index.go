@@ -47,8 +47,9 @@ type sourceRef struct {
 
 // New returns an empty index for vectors of dim components. fetch supplies
 // the exact vectors that rescore the best candidates of each search; with
-// nil fetch, scores come from the int8 codes alone (recall@10 against float
-// search measured 0.92–0.99, lower on tightly clustered data).
+// nil fetch, scores come from the int8 codes alone: recall@10 against float
+// search measured 0.95 on clustered and 0.99 on uniform data (see the
+// benchmarks). dim must be positive.
 func New(dim int, fetch FetchFunc) *Index {
 	if dim <= 0 {
 		panic("vindex: dimension must be positive")
