@@ -87,3 +87,28 @@ func BenchmarkLayerNorm(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAttentionHead runs one head's two products on a 256-token window
+// the way the strided API allows: queries and keys read in place from fused
+// 1152-wide query/key/value rows, values multiplied without a transpose,
+// output written into a 384-wide row.
+func BenchmarkAttentionHead(b *testing.B) {
+	const n, d, h = 256, 32, 384
+	r := rand.New(rand.NewPCG(5, 5))
+	qkv, scores, ctx := randSlice(r, n*3*h), make([]float32, n*n), make([]float32, n*h)
+	for _, impl := range impls() {
+		b.Run(impl.name, func(b *testing.B) {
+			defer impl.use()()
+			cpu0 := processCPU()
+			for b.Loop() {
+				MatMulTStrided(scores, qkv, qkv[h:], nil, n, d, n, 3*h, 3*h, n)
+				MatMulStrided(ctx, scores, qkv[2*h:], nil, n, n, d, n, 3*h, h)
+			}
+			flop := 4 * float64(n*n*d) * float64(b.N)
+			b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(flop/cpu.Seconds()/1e9, "GFLOP/cpu-s")
+			}
+		})
+	}
+}

@@ -11,5 +11,5 @@ var (
 	gelu         = geluGeneric
 	layerNormRow = layerNormRowGeneric
 	softmaxRow   = softmaxRowGeneric
-	matMulT      = matMulTGeneric
+	matMulImpl   = matMulGeneric
 )

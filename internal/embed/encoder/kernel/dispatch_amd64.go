@@ -72,7 +72,7 @@ func useAVX2() {
 	dot, axpy, add, scale = dotAVX2Go, axpyAVX2Go, addAVX2Go, scaleAVX2Go
 	gelu, layerNormRow, softmaxRow = geluAVX2Go, layerNormRowAVX2, softmaxRowAVX2
 	gemm = gemmAVX2
-	matMulT = matMulTPacked
+	matMulImpl = matMulPacked
 }
 
 func dotAVX2Go(a, b []float32) float32 {

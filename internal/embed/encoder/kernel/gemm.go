@@ -54,9 +54,10 @@ var packPool = sync.Pool{New: func() any { return new([]float32) }}
 // workers is a variable so tests can exercise the parallel split on any machine.
 var workers = func() int { return runtime.GOMAXPROCS(0) }
 
-func matMulTPacked(dst, a, b, bias []float32, m, k, n int) {
+func matMulPacked(pr product) {
+	m, k, n := pr.m, pr.k, pr.n
 	if k == 0 {
-		fillBias(dst, bias, m, n)
+		fillBias(pr)
 		return
 	}
 	g := gemm
@@ -82,7 +83,12 @@ func matMulTPacked(dst, a, b, bias []float32, m, k, n int) {
 		for kb := 0; kb < nkb; kb++ {
 			p0 := kb * kc
 			kcb := min(kc, k-p0)
-			packPanel(packed[kb*kc*np*nr+q*kcb*nr:], b, k, n, q*nr, nr, p0, kcb)
+			dst := packed[kb*kc*np*nr+q*kcb*nr:]
+			if pr.bT {
+				packPanelT(dst, pr.b, pr.ldb, n, q*nr, nr, p0, kcb)
+			} else {
+				packPanelN(dst, pr.b, pr.ldb, n, q*nr, nr, p0, kcb)
+			}
 		}
 	})
 
@@ -103,11 +109,10 @@ func matMulTPacked(dst, a, b, bias []float32, m, k, n int) {
 		q0 := (u % colChunks) * qPer
 		t := tilePool.Get().(*tile)
 		defer tilePool.Put(t)
-		t.g, t.dst, t.a, t.bias, t.packed = g, dst, a, bias, packed
-		t.m, t.k, t.n, t.np, t.kc = m, k, n, np, kc
+		t.product, t.g, t.packed, t.np, t.kc = pr, g, packed, np, kc
 		t.i0, t.i1, t.q0, t.q1 = i0, min(m, i0+mc), q0, min(np, q0+qPer)
 		t.run()
-		t.dst, t.a, t.bias, t.packed = nil, nil, nil, nil // let the caller's slices go
+		t.product, t.packed = product{}, nil // let the caller's slices go
 	})
 }
 
@@ -115,14 +120,14 @@ func matMulTPacked(dst, a, b, bias []float32, m, k, n int) {
 var tilePool = sync.Pool{New: func() any { return new(tile) }}
 
 type tile struct {
-	g               gemmKernel
-	dst, a, bias    []float32
-	packed          []float32
-	m, k, n, np, kc int
-	i0, i1, q0, q1  int
-	aEdge           [mrMax * kcMax]float32
-	cEdge           [mrMax * nrMax]float32
-	bEdge           [nrMax]float32
+	product
+	g              gemmKernel
+	packed         []float32
+	np, kc         int
+	i0, i1, q0, q1 int
+	aEdge          [mrMax * kcMax]float32
+	cEdge          [mrMax * nrMax]float32
+	bEdge          [nrMax]float32
 }
 
 func (t *tile) run() {
@@ -142,7 +147,7 @@ func (t *tile) run() {
 }
 
 func (t *tile) runColumns(qa, qb, nkb int, edgeRows bool, lastI int) {
-	m, k, n := t.m, t.k, t.n
+	m, k, n, lda, ldc := t.m, t.k, t.n, t.lda, t.ldc
 	mr, nr, kern := t.g.mr, t.g.nr, t.g.fn
 	for kb := 0; kb < nkb; kb++ {
 		p0 := kb * t.kc
@@ -154,7 +159,7 @@ func (t *tile) runColumns(qa, qb, nkb int, edgeRows bool, lastI int) {
 			// so the kernel never reads past the end of a.
 			clear(t.aEdge[:mr*kcb])
 			for r := 0; lastI+r < m; r++ {
-				copy(t.aEdge[r*kcb:(r+1)*kcb], t.a[(lastI+r)*k+p0:])
+				copy(t.aEdge[r*kcb:(r+1)*kcb], t.a[(lastI+r)*lda+p0:])
 			}
 		}
 		for q := qa; q < qb; q++ {
@@ -174,32 +179,33 @@ func (t *tile) runColumns(qa, qb, nkb int, edgeRows bool, lastI int) {
 			i := t.i0
 			if cols == nr {
 				for ; i < lastI; i += mr {
-					kern(kcb, &t.a[i*k+p0], k, bp, &t.dst[i*n+j0], n, biasp, acc)
+					kern(kcb, &t.a[i*lda+p0], lda, bp, &t.dst[i*ldc+j0], ldc, biasp, acc)
 				}
 			}
 			for ; i < t.i1; i += mr {
 				rows := min(mr, m-i)
-				ap, lda := &t.aEdge[0], kcb
+				ap, ld := &t.aEdge[0], kcb
 				if rows == mr {
-					ap, lda = &t.a[i*k+p0], k
+					ap, ld = &t.a[i*lda+p0], lda
 				}
 				if acc != 0 {
 					for r := 0; r < rows; r++ {
-						copy(t.cEdge[r*nr:r*nr+cols], t.dst[(i+r)*n+j0:])
+						copy(t.cEdge[r*nr:r*nr+cols], t.dst[(i+r)*ldc+j0:])
 					}
 				}
-				kern(kcb, ap, lda, bp, &t.cEdge[0], nr, biasp, acc)
+				kern(kcb, ap, ld, bp, &t.cEdge[0], nr, biasp, acc)
 				for r := 0; r < rows; r++ {
-					copy(t.dst[(i+r)*n+j0:(i+r)*n+j0+cols], t.cEdge[r*nr:])
+					copy(t.dst[(i+r)*ldc+j0:(i+r)*ldc+j0+cols], t.cEdge[r*nr:])
 				}
 			}
 		}
 	}
 }
 
-// packPanel writes columns j0..j0+nr of b (rows of the n×k matrix), inner
-// indices p0..p0+kcb, as kcb groups of nr values; columns past n are zero.
-func packPanel(dst, b []float32, k, n, j0, nr, p0, kcb int) {
+// packPanelT packs columns j0..j0+nr of the product from b laid out n×k
+// (row j at b[j*ldb]), inner indices p0..p0+kcb: kcb groups of nr values,
+// zero past column n.
+func packPanelT(dst, b []float32, ldb, n, j0, nr, p0, kcb int) {
 	dst = dst[:kcb*nr]
 	for jj := 0; jj < nr; jj++ {
 		if j0+jj >= n {
@@ -208,20 +214,32 @@ func packPanel(dst, b []float32, k, n, j0, nr, p0, kcb int) {
 			}
 			continue
 		}
-		src := b[(j0+jj)*k+p0 : (j0+jj)*k+p0+kcb]
+		src := b[(j0+jj)*ldb+p0 : (j0+jj)*ldb+p0+kcb]
 		for p, v := range src {
 			dst[p*nr+jj] = v
 		}
 	}
 }
 
-func fillBias(dst, bias []float32, m, n int) {
-	for i := 0; i < m; i++ {
-		row := dst[i*n : (i+1)*n]
-		if bias == nil {
+// packPanelN packs the same block from b laid out k×n (row p at b[p*ldb]),
+// where each group of nr values is a contiguous piece of one row.
+func packPanelN(dst, b []float32, ldb, n, j0, nr, p0, kcb int) {
+	dst = dst[:kcb*nr]
+	cols := min(nr, n-j0)
+	for p := 0; p < kcb; p++ {
+		row := dst[p*nr : (p+1)*nr]
+		copy(row, b[(p0+p)*ldb+j0:(p0+p)*ldb+j0+cols])
+		clear(row[cols:])
+	}
+}
+
+func fillBias(pr product) {
+	for i := 0; i < pr.m; i++ {
+		row := pr.dst[i*pr.ldc : i*pr.ldc+pr.n]
+		if pr.bias == nil {
 			clear(row)
 		} else {
-			copy(row, bias[:n])
+			copy(row, pr.bias[:pr.n])
 		}
 	}
 }

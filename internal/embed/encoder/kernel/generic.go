@@ -32,11 +32,11 @@ func geluGeneric(x []float32) {
 	}
 }
 
-// matMulTGeneric is the portable product: outputs are dot products of two
-// contiguous rows, computed two rows by four columns at a time so each load
-// feeds two or four multiply-adds, with row blocks spread over the cores.
-func matMulTGeneric(dst, a, b, bias []float32, m, k, n int) {
+// matMulGeneric is the portable product, spread over the cores by blocks
+// of rows.
+func matMulGeneric(pr product) {
 	const rows = 16
+	m, k, n := pr.m, pr.k, pr.n
 	blocks := (m + rows - 1) / rows
 	w := workers()
 	if m*n*k < parallelMin {
@@ -44,33 +44,47 @@ func matMulTGeneric(dst, a, b, bias []float32, m, k, n int) {
 	}
 	parallelFor(min(w, blocks), blocks, func(blk int) {
 		i1 := min(m, (blk+1)*rows)
-		for i := blk * rows; i < i1; i += 2 {
-			if i+1 == i1 {
-				matMulRows1(dst[i*n:(i+1)*n], a[i*k:(i+1)*k], b, bias, k, n)
+		for i := blk * rows; i < i1; i++ {
+			if !pr.bT {
+				matMulRowN(pr, i)
 				continue
 			}
-			matMulRows2(dst[i*n:(i+2)*n], a[i*k:(i+2)*k], b, bias, k, n)
+			if i+1 < i1 {
+				matMulRows2T(pr, i)
+				i++
+				continue
+			}
+			matMulRowT(pr, i)
 		}
 	})
 }
 
-func matMulRows1(dst, a, b, bias []float32, k, n int) {
-	for j := 0; j < n; j++ {
-		s := dotGeneric(a, b[j*k:(j+1)*k])
-		if bias != nil {
-			s += bias[j]
+// matMulRowT fills row i of dst from b laid out n×k: one dot product per
+// output, over two contiguous rows.
+func matMulRowT(pr product, i int) {
+	a := pr.a[i*pr.lda : i*pr.lda+pr.k]
+	dst := pr.dst[i*pr.ldc : i*pr.ldc+pr.n]
+	for j := range dst {
+		s := dotGeneric(a, pr.b[j*pr.ldb:j*pr.ldb+pr.k])
+		if pr.bias != nil {
+			s += pr.bias[j]
 		}
 		dst[j] = s
 	}
 }
 
-// matMulRows2 fills two rows of dst from two rows of a.
-func matMulRows2(dst, a, b, bias []float32, k, n int) {
-	a0, a1 := a[:k], a[k:2*k]
+// matMulRows2T fills rows i and i+1 of dst, four columns at a time, so each
+// value loaded feeds two or four multiply-adds.
+func matMulRows2T(pr product, i int) {
+	k, n, ldb := pr.k, pr.n, pr.ldb
+	a0 := pr.a[i*pr.lda : i*pr.lda+k]
+	a1 := pr.a[(i+1)*pr.lda : (i+1)*pr.lda+k]
 	a1 = a1[:len(a0)] // equal lengths let the compiler drop bounds checks
+	d0 := pr.dst[i*pr.ldc : i*pr.ldc+n]
+	d1 := pr.dst[(i+1)*pr.ldc : (i+1)*pr.ldc+n]
 	j := 0
 	for ; j+4 <= n; j += 4 {
-		b0, b1, b2, b3 := b[j*k:(j+1)*k], b[(j+1)*k:(j+2)*k], b[(j+2)*k:(j+3)*k], b[(j+3)*k:(j+4)*k]
+		b0, b1, b2, b3 := pr.b[j*ldb:j*ldb+k], pr.b[(j+1)*ldb:(j+1)*ldb+k], pr.b[(j+2)*ldb:(j+2)*ldb+k], pr.b[(j+3)*ldb:(j+3)*ldb+k]
 		b0, b1, b2, b3 = b0[:len(a0)], b1[:len(a0)], b2[:len(a0)], b3[:len(a0)]
 		var s00, s01, s02, s03, s10, s11, s12, s13 float32
 		for p, x0 := range a0 {
@@ -85,27 +99,36 @@ func matMulRows2(dst, a, b, bias []float32, k, n int) {
 			s12 += x1 * y2
 			s13 += x1 * y3
 		}
-		if bias != nil {
-			s00 += bias[j]
-			s01 += bias[j+1]
-			s02 += bias[j+2]
-			s03 += bias[j+3]
-			s10 += bias[j]
-			s11 += bias[j+1]
-			s12 += bias[j+2]
-			s13 += bias[j+3]
+		if pr.bias != nil {
+			c0, c1, c2, c3 := pr.bias[j], pr.bias[j+1], pr.bias[j+2], pr.bias[j+3]
+			s00, s01, s02, s03 = s00+c0, s01+c1, s02+c2, s03+c3
+			s10, s11, s12, s13 = s10+c0, s11+c1, s12+c2, s13+c3
 		}
-		dst[j], dst[j+1], dst[j+2], dst[j+3] = s00, s01, s02, s03
-		dst[n+j], dst[n+j+1], dst[n+j+2], dst[n+j+3] = s10, s11, s12, s13
+		d0[j], d0[j+1], d0[j+2], d0[j+3] = s00, s01, s02, s03
+		d1[j], d1[j+1], d1[j+2], d1[j+3] = s10, s11, s12, s13
 	}
 	for ; j < n; j++ {
-		bj := b[j*k : (j+1)*k]
+		bj := pr.b[j*ldb : j*ldb+k]
 		s0, s1 := dotGeneric(a0, bj), dotGeneric(a1, bj)
-		if bias != nil {
-			s0 += bias[j]
-			s1 += bias[j]
+		if pr.bias != nil {
+			s0 += pr.bias[j]
+			s1 += pr.bias[j]
 		}
-		dst[j], dst[n+j] = s0, s1
+		d0[j], d1[j] = s0, s1
+	}
+}
+
+// matMulRowN fills row i of dst from b laid out k×n: the row is a sum of
+// b's rows scaled by a's entries.
+func matMulRowN(pr product, i int) {
+	dst := pr.dst[i*pr.ldc : i*pr.ldc+pr.n]
+	if pr.bias != nil {
+		copy(dst, pr.bias[:pr.n])
+	} else {
+		clear(dst)
+	}
+	for p, x := range pr.a[i*pr.lda : i*pr.lda+pr.k] {
+		axpyGeneric(x, pr.b[p*pr.ldb:p*pr.ldb+pr.n], dst)
 	}
 }
 

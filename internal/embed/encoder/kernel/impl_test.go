@@ -16,21 +16,21 @@ type kernelSet struct {
 	gelu         func(x []float32)
 	layerNormRow func(row, gamma, beta []float32, eps float32)
 	softmaxRow   func(row []float32)
-	matMulT      func(dst, a, b, bias []float32, m, k, n int)
+	matMul       func(product)
 }
 
 func current() kernelSet {
-	return kernelSet{dot, axpy, add, scale, gelu, layerNormRow, softmaxRow, matMulT}
+	return kernelSet{dot, axpy, add, scale, gelu, layerNormRow, softmaxRow, matMulImpl}
 }
 
 func (s kernelSet) install() {
 	dot, axpy, add, scale = s.dot, s.axpy, s.add, s.scale
-	gelu, layerNormRow, softmaxRow, matMulT = s.gelu, s.layerNormRow, s.softmaxRow, s.matMulT
+	gelu, layerNormRow, softmaxRow, matMulImpl = s.gelu, s.layerNormRow, s.softmaxRow, s.matMul
 }
 
 var generic = kernelSet{
 	dotGeneric, axpyGeneric, addGeneric, scaleGeneric,
-	geluGeneric, layerNormRowGeneric, softmaxRowGeneric, matMulTGeneric,
+	geluGeneric, layerNormRowGeneric, softmaxRowGeneric, matMulGeneric,
 }
 
 // impls lists the portable kernels and every accelerated set this CPU can

@@ -11,16 +11,56 @@ package kernel
 // m×k row-major, b is n×k row-major (nn.Linear's out_features×in_features),
 // and dst is m×n. bias may be nil. Large products use all cores.
 func MatMulT(dst, a, b, bias []float32, m, k, n int) {
+	matMul(product{dst: dst, a: a, b: b, bias: bias, m: m, k: k, n: n, lda: k, ldb: k, ldc: n, bT: true})
+}
+
+// MatMulTStrided is MatMulT on matrices whose rows lie apart: row i of a
+// starts at a[i*lda], row j of b at b[j*ldb], row i of dst at dst[i*ldc].
+// Attention uses it to read one head's queries and keys straight out of
+// the fused query/key/value rows and to write its output in place.
+func MatMulTStrided(dst, a, b, bias []float32, m, k, n, lda, ldb, ldc int) {
+	matMul(product{dst: dst, a: a, b: b, bias: bias, m: m, k: k, n: n, lda: lda, ldb: ldb, ldc: ldc, bT: true})
+}
+
+// MatMulStrided computes dst = a·b + bias with b laid out k×n: dst[i*ldc+j] =
+// bias[j] + sum_p a[i*lda+p]*b[p*ldb+j]. Attention uses it to multiply the
+// probabilities by the values without transposing them first.
+func MatMulStrided(dst, a, b, bias []float32, m, k, n, lda, ldb, ldc int) {
+	matMul(product{dst: dst, a: a, b: b, bias: bias, m: m, k: k, n: n, lda: lda, ldb: ldb, ldc: ldc})
+}
+
+// product is dst = a·b + bias (or a·bᵀ when bT) on strided row-major matrices.
+type product struct {
+	dst, a, b, bias []float32
+	m, k, n         int
+	lda, ldb, ldc   int
+	bT              bool // b is n×k, rows of length k; otherwise k×n
+}
+
+func matMul(pr product) {
+	m, k, n := pr.m, pr.k, pr.n
+	if m < 0 || k < 0 || n < 0 {
+		panic("kernel: negative matrix dimension")
+	}
 	if m == 0 || n == 0 {
 		return
 	}
-	checkLen("dst", dst, m*n)
-	checkLen("a", a, m*k)
-	checkLen("b", b, n*k)
-	if bias != nil {
-		checkLen("bias", bias, n)
+	bRows, bCols := k, n
+	if pr.bT {
+		bRows, bCols = n, k
 	}
-	matMulT(dst, a, b, bias, m, k, n)
+	if pr.lda < k || pr.ldb < bCols || pr.ldc < n {
+		panic("kernel: leading dimension shorter than a row")
+	}
+	checkLen("dst", pr.dst, (m-1)*pr.ldc+n)
+	if k > 0 {
+		checkLen("a", pr.a, (m-1)*pr.lda+k)
+		checkLen("b", pr.b, (bRows-1)*pr.ldb+bCols)
+	}
+	if pr.bias != nil {
+		checkLen("bias", pr.bias, n)
+	}
+	matMulImpl(pr)
 }
 
 // Dot returns sum_i a[i]*b[i] over len(a); b must be at least as long.

@@ -253,3 +253,74 @@ func TestExp32(t *testing.T) {
 		t.Errorf("exp32(-Inf) = %g", got)
 	}
 }
+
+// TestMatMulStrided checks both strided products against the naive one on
+// copies of the operands laid out densely, and that dst's gaps between rows
+// are left alone.
+func TestMatMulStrided(t *testing.T) {
+	savedMin := parallelMin
+	defer func() { parallelMin = savedMin }()
+	parallelMin = 0 // split even these small products across workers
+	r := rand.New(rand.NewPCG(13, 14))
+	shapes := [][3]int{{0, 3, 4}, {1, 1, 1}, {5, 0, 3}, {7, 32, 9}, {13, 33, 40}, {256, 32, 256}, {100, 256, 32}, {30, 300, 70}}
+	for _, s := range shapes {
+		m, k, n := s[0], s[1], s[2]
+		lda, ldb, ldc := k+3, max(k, n)+5, n+2
+		a, bN, bT := randSlice(r, m*lda), randSlice(r, k*ldb), randSlice(r, n*ldb)
+		bias := randSlice(r, n)
+		// Dense copies for the reference: b as n×k in both cases.
+		dense, denseA := make([]float32, n*k), make([]float32, m*k)
+		for i := 0; i < m; i++ {
+			copy(denseA[i*k:(i+1)*k], a[i*lda:])
+		}
+		for j := 0; j < n; j++ {
+			for p := 0; p < k; p++ {
+				dense[j*k+p] = bN[p*ldb+j]
+			}
+		}
+		wantN := naiveMatMulT(denseA, dense, bias, m, k, n)
+		for j := 0; j < n; j++ {
+			copy(dense[j*k:(j+1)*k], bT[j*ldb:])
+		}
+		wantT := naiveMatMulT(denseA, dense, nil, m, k, n)
+		forEachImpl(t, func(t *testing.T) {
+			for _, c := range []struct {
+				name string
+				mul  func(dst []float32)
+				want []float64
+			}{
+				{"MatMulStrided", func(dst []float32) { MatMulStrided(dst, a, bN, bias, m, k, n, lda, ldb, ldc) }, wantN},
+				{"MatMulTStrided", func(dst []float32) { MatMulTStrided(dst, a, bT, nil, m, k, n, lda, ldb, ldc) }, wantT},
+			} {
+				dst := make([]float32, m*ldc)
+				for i := range dst {
+					dst[i] = -7
+				}
+				c.mul(dst)
+				for i := 0; i < m; i++ {
+					for j := 0; j < ldc; j++ {
+						got := dst[i*ldc+j]
+						if j >= n {
+							if got != -7 {
+								t.Fatalf("%s m=%d k=%d n=%d: wrote the gap at [%d,%d]", c.name, m, k, n, i, j)
+							}
+							continue
+						}
+						if !closeTo(got, c.want[i*n+j], k) {
+							t.Fatalf("%s m=%d k=%d n=%d: [%d,%d]=%g want %g", c.name, m, k, n, i, j, got, c.want[i*n+j])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestMatMulStridedRejectsShortRows(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("lda < k did not panic")
+		}
+	}()
+	MatMulTStrided(make([]float32, 4), make([]float32, 8), make([]float32, 8), nil, 2, 4, 2, 3, 4, 2)
+}
