@@ -183,11 +183,14 @@ func (m *bert) forward(ws *workspace, seqs []sequence, pool pooling, out []float
 	for b := range seqs {
 		dst := out[b*h : (b+1)*h]
 		start, end := ws.offs[b], ws.offs[b+1]
-		if pool == poolCLS {
+		if pool == poolCLS && end > start {
 			copy(dst, x[start*h:(start+1)*h])
 			continue
 		}
 		clear(dst)
+		if end == start {
+			continue // a tokenizer without special tokens on empty text: a zero vector, not NaN
+		}
 		for r := start; r < end; r++ {
 			kernel.Add(dst, x[r*h:(r+1)*h])
 		}

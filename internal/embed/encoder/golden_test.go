@@ -124,34 +124,54 @@ func TestGoldenEmbeddings(t *testing.T) {
 			if avg.Info().MaxTokens != g.Window {
 				t.Fatalf("window %d; the reference used %d", avg.Info().MaxTokens, g.Window)
 			}
-			kinds := map[string]recall.InputKind{"query": recall.InputQuery, "document": recall.InputDocument}
-			worst := 1.0
-			windowed := 0
+			// One Embed call per model and kind, as recall batches texts.
+			byKind := map[string][]int{}
 			for i, c := range g.Cases {
-				kind := kinds[c.Kind]
-				want := c.First
-				if c.Windows > 1 {
-					want = c.Average
-					windowed++
+				byKind[c.Kind] = append(byKind[c.Kind], i)
+			}
+			kinds := map[string]recall.InputKind{"query": recall.InputQuery, "document": recall.InputDocument}
+			got := map[string][][]float32{}
+			for _, name := range []string{"windows", "first"} {
+				m := avg
+				if name == "first" {
+					m = first
 				}
-				checks := []struct {
-					name string
-					m    *Model
-					want []float64
-				}{{"windows", avg, want}, {"first", first, c.First}}
-				for _, ch := range checks {
-					got, err := ch.m.Embed(context.Background(), kind, []string{c.Text})
+				got[name] = make([][]float32, len(g.Cases))
+				for kind, idx := range byKind {
+					var texts []string
+					for _, i := range idx {
+						texts = append(texts, g.Cases[i].Text)
+					}
+					vecs, err := m.Embed(context.Background(), kinds[kind], texts)
 					if err != nil {
 						t.Fatal(err)
 					}
-					cos := cosine(got[0], ch.want)
+					for j, i := range idx {
+						got[name][i] = vecs[j]
+					}
+				}
+			}
+			worst := 1.0
+			windowed := 0
+			for i, c := range g.Cases {
+				want := map[string][]float64{"windows": c.First, "first": c.First}
+				if c.Windows > 1 {
+					want["windows"] = c.Average
+					windowed++
+				}
+				for _, name := range []string{"windows", "first"} {
+					v := got[name][i]
+					if len(v) != len(want[name]) {
+						t.Fatalf("case %d: %d dimensions, want %d", i, len(v), len(want[name]))
+					}
+					cos := cosine(v, want[name])
 					worst = min(worst, cos)
 					if cos < 0.999 {
-						t.Errorf("case %d (%s, %d tokens, %s): cosine %.6f to the reference; want >= 0.999", i, abbreviate(c.Text), c.Tokens, ch.name, cos)
+						t.Errorf("case %d (%s, %d tokens, %s): cosine %.6f to the reference; want >= 0.999", i, abbreviate(c.Text), c.Tokens, name, cos)
 					}
 					// The average of windows and the truncated text are close
 					// (cosine about 0.99): make sure each matches its own.
-					if c.Windows > 1 && ch.name == "windows" && cos <= cosine(got[0], c.First) {
+					if c.Windows > 1 && name == "windows" && cos <= cosine(v, c.First) {
 						t.Errorf("case %d: windowed vector is no closer to the windowed reference than to the truncated one", i)
 					}
 				}
@@ -159,7 +179,7 @@ func TestGoldenEmbeddings(t *testing.T) {
 			if windowed == 0 {
 				t.Error("no golden case is longer than the window")
 			}
-			t.Logf("%s: %d cases (%d over the window), lowest cosine %.7f", rm.name, len(g.Cases), windowed, worst)
+			t.Logf("%s: %d cases (%d over the window), lowest cosine %.9f", rm.name, len(g.Cases), windowed, worst)
 		})
 	}
 }

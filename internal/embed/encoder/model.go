@@ -49,7 +49,8 @@ type Options struct {
 	// Windows says how windows are combined.
 	Windows WindowMode
 	// BatchTokens bounds the tokens run through the model at once, which
-	// bounds memory (about 24 KiB per token for MiniLM); default 8192.
+	// bounds memory (15 KiB per token for MiniLM, twice that for base-sized
+	// models) and how long a cancellation can wait; default 2048.
 	BatchTokens int
 }
 
@@ -130,7 +131,7 @@ func Load(dir string, opts Options) (*Model, error) {
 	}
 	batch := opts.BatchTokens
 	if batch <= 0 {
-		batch = 8192
+		batch = 2048
 	}
 	m := &Model{
 		info: recall.EmbedderInfo{

@@ -326,3 +326,34 @@ func TestEmbedCancel(t *testing.T) {
 		t.Fatalf("Embed checked the context %d times fewer than expected", c.n)
 	}
 }
+
+// TestNoSpecialTokens covers tokenizers without a post-processor, where an
+// empty text has no token at all: its vector must be zeros, not NaN.
+func TestNoSpecialTokens(t *testing.T) {
+	for _, pool := range []string{"mean", "cls"} {
+		s := defaultTiny()
+		s.pooling = pool
+		dir := filepath.Join(t.TempDir(), "m")
+		writeTiny(t, dir, s)
+		tok := tinyTokenizer()
+		tok["post_processor"] = nil
+		writeJSON(t, filepath.Join(dir, "tokenizer.json"), tok)
+		m, err := Load(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vecs := embed(t, m, recall.InputDocument, "", "the dog", longText)
+		for j, v := range vecs[0] {
+			if v != 0 {
+				t.Fatalf("%s pooling: empty text gives %g at %d; want a zero vector", pool, v, j)
+			}
+		}
+		for i, vec := range vecs[1:] {
+			for _, v := range vec {
+				if math.IsNaN(float64(v)) {
+					t.Fatalf("%s pooling: text %d has NaN", pool, i+1)
+				}
+			}
+		}
+	}
+}
