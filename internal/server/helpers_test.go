@@ -55,7 +55,7 @@ func (s *syncBuffer) String() string {
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	st    *sqlite.DB
 	eng   *search.Engine
 	emb   *embedtest.Embedder
@@ -69,7 +69,7 @@ type fixture struct {
 // newFixture builds a server over a real SQLite store in a temp dir, with
 // the deterministic test embedder, alice and bob bound to their owners, an
 // unbound token and an admin token, and serves it on 127.0.0.1.
-func newFixture(t *testing.T, mod func(*Options)) *fixture {
+func newFixture(t testing.TB, mod func(*Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "recall.db"), sqlite.Options{})
@@ -93,7 +93,7 @@ func newFixture(t *testing.T, mod func(*Options)) *fixture {
 			{Name: "bob", Secret: bobTok, Owner: "bob"},
 			{Name: "plain", Secret: plainTok},
 		},
-		AdminToken: adminTok, Rate: 1000, Burst: 1000, Audit: f.audit, Version: "test",
+		AdminToken: adminTok, Rate: 1000, Burst: 1000, BadTokenBurst: 1000, Audit: f.audit, Version: "test",
 		Logger: slog.New(slog.NewTextHandler(RedactWriter(f.logs), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if mod != nil {
@@ -294,3 +294,5 @@ func sseData(body string) string {
 	}
 	return last
 }
+
+func memoryScope(owner string) memory.Scope { return memory.Scope{Owner: owner, Bound: true} }

@@ -68,6 +68,11 @@ type Options struct {
 	Burst    int        // bucket size (0: DefaultBurst)
 	MaxBody  int64      // bytes (0: DefaultMaxBody)
 	Sessions int        // concurrent MCP sessions (0: 1000)
+	// Wrong tokens per client address: a bucket of BadTokenBurst (0: 10)
+	// refilled at BadTokenRate (0: one every 10 seconds). An empty bucket
+	// refuses that address's authenticated requests with 429.
+	BadTokenRate  rate.Limit
+	BadTokenBurst int
 
 	Audit   io.Writer // one JSON line per request (nil: no audit log)
 	Logger  *slog.Logger
@@ -133,6 +138,12 @@ func New(opt Options) (*Server, error) {
 	if opt.Sessions <= 0 {
 		opt.Sessions = 1000
 	}
+	if opt.BadTokenRate <= 0 {
+		opt.BadTokenRate = rate.Every(10 * time.Second)
+	}
+	if opt.BadTokenBurst <= 0 {
+		opt.BadTokenBurst = 10
+	}
 	for _, o := range opt.CORSOrigins {
 		if o == "*" || o == "null" || !strings.Contains(o, "://") {
 			return nil, recall.Errorf(recall.EINVALID, "CORS origin %q must be a full origin such as https://app.example (never * or null)", o)
@@ -149,7 +160,7 @@ func New(opt Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opt: opt, eng: opt.Engine, st: opt.Store, mem: opt.Memory, keys: keys, log: opt.Logger,
-		metrics: newMetrics(), bad: newBadTokens(rate.Every(10*time.Second), 10, 10_000, opt.Now),
+		metrics: newMetrics(), bad: newBadTokens(opt.BadTokenRate, opt.BadTokenBurst, 10_000, opt.Now),
 		stage: newStaging(opt.StageTTL, opt.StageBytes, opt.Now)}
 	if opt.Audit != nil {
 		s.audit = &auditLog{w: opt.Audit}

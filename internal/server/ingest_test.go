@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/remote"
+)
+
+func (f *fixture) ingest(token string, chunks ...remote.IngestChunk) (int, remote.IngestResponse, string) {
+	f.t.Helper()
+	b, _ := json.Marshal(remote.IngestRequest{Chunks: chunks})
+	resp, body := f.do("POST", "/ingest", token, string(b))
+	var out remote.IngestResponse
+	if resp.StatusCode == 200 {
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
+			f.t.Fatalf("ingest answer %s: %v", body, err)
+		}
+	}
+	return resp.StatusCode, out, body
+}
+
+func chunkOf(file string, i, n int, text string) remote.IngestChunk {
+	return remote.IngestChunk{SourceFile: file, ChunkIndex: i, TotalChunks: n, Content: text, Era: "2025-07", ConversationTitle: "title"}
+}
+
+func TestIngestWritesCompleteSources(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	// A source whose chunks span two requests, in the replaced system's payload.
+	status, out, body := f.ingest(plainTok, chunkOf(`2025\07\trip.md`, 0, 3, "first part"), chunkOf(`2025\07\trip.md`, 2, 3, "third part"),
+		chunkOf("one.md", 0, 1, "a source in one chunk"))
+	if status != 200 || len(out.Sources) != 2 {
+		t.Fatalf("%d %s", status, body)
+	}
+	want := []remote.SourceStatus{
+		{SourceFile: `2025\07\trip.md`, Source: "2025/07/trip.md", Status: remote.StatusPartial, Received: 2, TotalChunks: 3},
+		{SourceFile: "one.md", Source: "one.md", Status: remote.StatusWritten, Received: 1, TotalChunks: 1},
+	}
+	for i := range want {
+		if out.Sources[i] != want[i] {
+			t.Errorf("source %d: %+v, want %+v", i, out.Sources[i], want[i])
+		}
+	}
+	if _, err := f.st.Source(ctx, "2025/07/trip.md"); !recall.IsNotFound(err) {
+		t.Errorf("a partial source was written: %v", err)
+	}
+	_, out, _ = f.ingest(plainTok, chunkOf("2025/07/trip.md", 1, 3, "second part"))
+	if out.Sources[0].Status != remote.StatusWritten || out.Sources[0].Received != 3 {
+		t.Errorf("completing request: %+v", out.Sources[0])
+	}
+	chunks, err := f.st.Chunks(ctx, "2025/07/trip.md", 0, 10)
+	if err != nil || len(chunks) != 3 || chunks[1].Text != "second part" {
+		t.Fatalf("stored chunks: %v %+v", err, chunks)
+	}
+	src, _ := f.st.Source(ctx, "2025/07/trip.md")
+	if src.Title != "title" || src.Date != "2025-07" || src.Kind != recall.KindArchive {
+		t.Errorf("stored source: %+v", src)
+	}
+
+	// Sending it again changes nothing.
+	_, out, _ = f.ingest(plainTok, chunkOf("2025/07/trip.md", 0, 3, "first part"), chunkOf("2025/07/trip.md", 1, 3, "second part"), chunkOf("2025/07/trip.md", 2, 3, "third part"))
+	if out.Sources[0].Status != remote.StatusUnchanged {
+		t.Errorf("identical resend: %+v", out.Sources[0])
+	}
+	// A shorter version replaces it: chunks at or beyond the new count go.
+	_, out, _ = f.ingest(plainTok, chunkOf("2025/07/trip.md", 0, 1, "rewritten"))
+	if out.Sources[0].Status != remote.StatusWritten {
+		t.Errorf("replacement: %+v", out.Sources[0])
+	}
+	if chunks, _ := f.st.Chunks(ctx, "2025/07/trip.md", 0, 10); len(chunks) != 1 || chunks[0].Text != "rewritten" {
+		t.Errorf("after replacement: %+v", chunks)
+	}
+	// The written text is searchable.
+	resp, raw := f.do("POST", "/api/search", plainTok, `{"query":"rewritten","mode":"lexical"}`)
+	if resp.StatusCode != 200 || !strings.Contains(raw, `"source":"2025/07/trip.md"`) {
+		t.Errorf("search after ingest: %d %s", resp.StatusCode, raw)
+	}
+}
+
+func TestIngestRejections(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct {
+		chunk remote.IngestChunk
+		want  string
+	}{
+		{chunkOf("../etc/passwd", 0, 1, "x"), "leaves the vault"},
+		{chunkOf("/abs.md", 0, 1, "x"), "absolute"},
+		{chunkOf(`C:\x.md`, 0, 1, "x"), "absolute"},
+		{chunkOf("memory:alice:k", 0, 1, "x"), "reserved"},
+		{chunkOf("a.md", 1, 1, "x"), "chunk_index 1 is outside"},
+		{chunkOf("a.md", 0, 0, "x"), "total_chunks must be"},
+		{chunkOf("a.md", 0, 1, "  "), "content is empty"},
+		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", Era: "July"}, `era "July" is not a date`},
+	} {
+		status, out, body := f.ingest(plainTok, tc.chunk)
+		if status != 200 || len(out.Sources) != 1 || out.Sources[0].Status != remote.StatusRejected ||
+			!strings.Contains(out.Sources[0].Error, tc.want) {
+			t.Errorf("%+v: %d %s", tc.chunk, status, body)
+		}
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"chunks":[]}`, "chunks is empty"},
+		{`{"chunks":[{"source_file":"a.md","chunk_index":0,"total_chunks":1,"content":"x","extra":1}]}`, `unknown field \"extra\"`},
+		{`{"chunks":"no"}`, "field chunks must be a list"},
+		{`{"chunks":[`, "not valid JSON"},
+		{`[]`, "must be a JSON object"},
+	} {
+		resp, body := f.do("POST", "/ingest", plainTok, tc.body)
+		if resp.StatusCode != 400 || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: %d %s", tc.body, resp.StatusCode, body)
+		}
+	}
+	// Chunks that disagree on the count reject the source, not the request.
+	_, out, _ := f.ingest(plainTok, chunkOf("a.md", 0, 2, "x"), chunkOf("a.md", 1, 3, "y"), chunkOf("b.md", 0, 1, "fine"))
+	if out.Sources[0].Status != remote.StatusRejected || out.Sources[1].Status != remote.StatusWritten {
+		t.Errorf("mixed request: %+v", out.Sources)
+	}
+}
+
+func TestIngestStagingIsBounded(t *testing.T) {
+	now := time.Date(2025, 7, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	f := newFixture(t, func(o *Options) { o.StageBytes = 100; o.StageTTL = time.Minute; o.Now = clock })
+	big := strings.Repeat("x", 60)
+	_, out, _ := f.ingest(plainTok, chunkOf("a.md", 0, 2, big))
+	if out.Sources[0].Status != remote.StatusPartial {
+		t.Fatalf("first: %+v", out.Sources[0])
+	}
+	now = now.Add(time.Second)
+	// b does not fit beside a: the least recently touched (a) is evicted.
+	_, out, _ = f.ingest(plainTok, chunkOf("b.md", 0, 2, big))
+	if out.Sources[0].Status != remote.StatusPartial {
+		t.Fatalf("second: %+v", out.Sources[0])
+	}
+	if n, bytes := f.srv.stage.size(); n != 1 || bytes != 60 {
+		t.Errorf("staging holds %d sources, %d bytes; want 1, 60", n, bytes)
+	}
+	// a's last chunk now completes nothing: the client will resend a in full.
+	_, out, _ = f.ingest(plainTok, chunkOf("a.md", 1, 2, "end"))
+	if out.Sources[0].Status != remote.StatusPartial || out.Sources[0].Received != 1 {
+		t.Errorf("after eviction: %+v", out.Sources[0])
+	}
+	// A source that can never fit is refused with advice.
+	_, out, _ = f.ingest(plainTok, chunkOf("huge.md", 0, 2, strings.Repeat("y", 150)))
+	if out.Sources[0].Status != remote.StatusRejected || !strings.Contains(out.Sources[0].Error, "in one request") {
+		t.Errorf("oversized: %+v", out.Sources[0])
+	}
+	// Entries expire.
+	now = now.Add(2 * time.Minute)
+	f.ingest(plainTok, chunkOf("c.md", 0, 1, "done"))
+	if n, _ := f.srv.stage.size(); n != 0 {
+		t.Errorf("%d staged sources outlived their TTL", n)
+	}
+	if n, bytes := f.srv.stage.size(); n < 0 || bytes < 0 {
+		t.Errorf("negative accounting: %d %d", n, bytes)
+	}
+}
+
+func TestIngestMetrics(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := range 3 {
+		f.ingest(plainTok, chunkOf(fmt.Sprintf("m%d.md", i), 0, 1, "text"))
+	}
+	_, body := f.do("GET", "/metrics", plainTok, "")
+	if !strings.Contains(body, `recall_ingest_sources_total{status="written"} 3`) {
+		t.Errorf("metrics:\n%s", body)
+	}
+}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+)
+
+// Owner isolation: a token bound to an owner never sees another owner's
+// memories or diary, in any search mode, over MCP and REST, and another
+// owner's key reads exactly like a missing one.
+func TestOwnerIsolation(t *testing.T) {
+	f := newFixture(t, nil)
+	const secret = "marzipan zeppelin quartet"
+	f.save("bob", "note_secret", "bob keeps the "+secret+" here")
+	f.save("alice", "note_mine", "alice likes the marzipan zeppelin quartet too")
+	f.archive("shared.md", "Shared", "2025-01", "the zeppelin archive is shared by everyone")
+
+	alice := f.connect(aliceTok)
+	for _, mode := range []string{recall.ModeLexical, recall.ModeSemantic, recall.ModeHybrid} {
+		for _, kind := range []string{"", "memory"} {
+			args := map[string]any{"query": secret, "mode": mode, "limit": 20}
+			if kind != "" {
+				args["kind"] = kind
+			}
+			out, res := mustCall[recall.SearchResponse](t, alice, "search_archive", args)
+			if len(out.Results) == 0 {
+				t.Errorf("mode %s: alice finds nothing, not even her own memory", mode)
+			}
+			for _, h := range out.Results {
+				if h.Source == "note_secret" || strings.Contains(h.Text, "bob keeps") {
+					t.Errorf("MCP mode %s kind %q: alice sees bob's memory: %+v", mode, kind, h)
+				}
+			}
+			if strings.Contains(resultText(res), "bob keeps") {
+				t.Errorf("MCP mode %s: bob's text in the readable result", mode)
+			}
+
+			body, _ := json.Marshal(args)
+			resp, raw := f.do("POST", "/api/search", aliceTok, string(body))
+			if resp.StatusCode != 200 || strings.Contains(raw, "bob keeps") || strings.Contains(raw, "note_secret") {
+				t.Errorf("REST mode %s: %d %s", mode, resp.StatusCode, raw)
+			}
+		}
+	}
+
+	// Another owner's key reads exactly like a missing key.
+	missing := resultText(call(t, alice, "read_memory", map[string]any{"key": "note_nothing"}))
+	theirs := resultText(call(t, alice, "read_memory", map[string]any{"key": "note_secret"}))
+	if strings.ReplaceAll(missing, "note_nothing", "K") != strings.ReplaceAll(theirs, "note_secret", "K") {
+		t.Errorf("bob's key reads differently from a missing one: %q vs %q", theirs, missing)
+	}
+	_, restMissing := f.do("GET", "/api/memories/note_nothing", aliceTok, "")
+	_, restTheirs := f.do("GET", "/api/memories/note_secret", aliceTok, "")
+	if strings.ReplaceAll(restMissing, "note_nothing", "K") != strings.ReplaceAll(restTheirs, "note_secret", "K") {
+		t.Errorf("REST: bob's key reads differently from a missing one: %s vs %s", restTheirs, restMissing)
+	}
+	for _, tc := range []struct{ tool, args string }{
+		{"get_context", `{"source":"note_secret","chunk_index":0}`},
+		{"get_context", `{"source":"memory:bob:note_secret","chunk_index":0}`},
+		{"delete_memory", `{"key":"note_secret","confirm":true}`},
+	} {
+		var args map[string]any
+		json.Unmarshal([]byte(tc.args), &args)
+		if res := call(t, alice, tc.tool, args); !res.IsError {
+			t.Errorf("%s %s: alice reached bob's memory: %s", tc.tool, tc.args, resultText(res))
+		}
+	}
+	res := call(t, alice, "search_archive", map[string]any{"query": secret, "owner": "bob"})
+	if !res.IsError || !strings.Contains(resultText(res), "its own owner") {
+		t.Errorf("alice asking for bob's owner: %s", resultText(res))
+	}
+	if resp, _ := f.do("GET", "/api/memories/note_secret?owner=bob", aliceTok, ""); resp.StatusCode != 403 {
+		t.Errorf("REST read naming bob's owner: %d", resp.StatusCode)
+	}
+	// Bob's memory is intact and his.
+	bob := f.connect(bobTok)
+	if m := resultText(call(t, bob, "read_memory", map[string]any{"key": "note_secret"})); !strings.Contains(m, secret) {
+		t.Errorf("bob's own memory: %s", m)
+	}
+}

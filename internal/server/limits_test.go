@@ -1,0 +1,186 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+func TestBodyLimit(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.MaxBody = 1 << 20 })
+	big := `{"query":"` + strings.Repeat("x", 2<<20) + `"}`
+	for _, path := range []string{"/api/search", "/ingest", "/mcp", "/api/diary"} {
+		resp, body := f.do("POST", path, plainTok, big, mcpHeaders...)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "too_large") {
+			t.Errorf("%s with a 2 MiB body: %d %.200s", path, resp.StatusCode, body)
+		}
+	}
+	// Without a Content-Length the limit applies while reading.
+	for _, path := range []string{"/api/search", "/mcp"} {
+		req, _ := http.NewRequest("POST", f.hs.URL+path, io.MultiReader(strings.NewReader(big)))
+		req.ContentLength = -1
+		req.Header.Set("Authorization", "Bearer "+plainTok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("chunked %s: %d", path, resp.StatusCode)
+		}
+	}
+}
+
+func TestInputLimitsOverREST(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"POST", "/api/search", `{"query":"` + strings.Repeat("q", 501) + `"}`, 400, "the limit is 500"},
+		{"POST", "/api/search", `{"query":"x","limit":21}`, 400, "limit must be between 1 and 20"},
+		{"POST", "/api/search", `{"query":"x","limit":"five"}`, 400, "field limit must be a number"},
+		{"POST", "/api/search", `{"query":"x","unknown":true}`, 400, "unknown field"},
+		{"POST", "/api/search", ``, 400, "body is empty"},
+		{"PUT", "/api/memories/k", `{"value":"` + strings.Repeat("v", 100_001) + `"}`, 413, "the limit is 100000"},
+		{"PUT", "/api/memories/" + strings.Repeat("k", 201), `{"value":"v"}`, 400, "the limit is 200"},
+		{"GET", "/api/memories?prefix=a&limit=21", "", 400, "limit must be between 1 and 20"},
+		{"GET", "/api/memories?prefix=a&limit=x", "", 400, "must be a whole number"},
+		{"GET", "/api/memories?prefix=a&sort=desc", "", 400, `unknown query parameter \"sort\"`},
+		{"GET", "/api/diary?days=31", "", 400, "days must be between 1 and 30"},
+		{"DELETE", "/api/memories/k", "", 400, "confirm set to true"},
+		{"GET", "/api/memories/nothing", "", 404, "no memory with key"},
+		{"GET", "/no/such/route", "", 404, "no such endpoint"},
+	} {
+		path := tc.path
+		resp, body := f.do(tc.method, path, plainTok, tc.body)
+		if resp.StatusCode != tc.status || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %.60s: %d %.300s, want %d mentioning %q", tc.method, path, resp.StatusCode, body, tc.status, tc.want)
+		}
+		var eb errorBody
+		if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error.Code == "" || eb.Error.Message == "" {
+			t.Errorf("%s %.60s: error body %q is not {error:{code,message}}", tc.method, path, body)
+		}
+	}
+}
+
+// Hostile search strings are searched as literals: never a 500, never SQL.
+func TestHostileQueries(t *testing.T) {
+	f := newFixture(t, nil)
+	f.archive("h.md", "Hostile", "", `He wrote ') OR 1=1 -- and NEAR( and "quotes" and * and ^ in one line.`)
+	for _, q := range []string{`"`, `NEAR(`, `*`, `^`, `') OR 1=1 --`, `a AND OR NOT b`, `"unbalanced`, `col:value`, "\x00", `\`} {
+		body, _ := json.Marshal(map[string]any{"query": q, "mode": "lexical"})
+		resp, raw := f.do("POST", "/api/search", plainTok, string(body))
+		if resp.StatusCode != 200 && resp.StatusCode != 400 {
+			t.Errorf("query %q: %d %s", q, resp.StatusCode, raw)
+		}
+	}
+	resp, raw := f.do("POST", "/api/search", plainTok, `{"query":"') OR 1=1 --","mode":"lexical"}`)
+	if resp.StatusCode != 200 || !strings.Contains(raw, `"source":"h.md"`) {
+		t.Errorf("the literal text was not found: %d %s", resp.StatusCode, raw)
+	}
+}
+
+func TestRateLimitPerToken(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Rate = rate.Every(time.Hour); o.Burst = 3 })
+	for i := range 3 {
+		if resp, _ := f.do("GET", "/api/stats", plainTok, ""); resp.StatusCode != 200 {
+			t.Fatalf("request %d within the burst: %d", i+1, resp.StatusCode)
+		}
+	}
+	resp, body := f.do("GET", "/api/stats", plainTok, "")
+	if resp.StatusCode != 429 || !strings.Contains(body, "rate_limited") {
+		t.Fatalf("burst+1: %d %s", resp.StatusCode, body)
+	}
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || secs < 1 {
+		t.Errorf("Retry-After %q is not a positive integer", resp.Header.Get("Retry-After"))
+	}
+	for _, tok := range []string{aliceTok, adminTok} {
+		if resp, _ := f.do("GET", "/api/stats", tok, ""); resp.StatusCode != 200 {
+			t.Errorf("another token was limited too: %d", resp.StatusCode)
+		}
+	}
+	// MCP requests count against the same bucket.
+	if _, err := f.dial(plainTok, f.hs.URL+"/mcp"); err == nil {
+		t.Error("an MCP session opened past the rate limit")
+	}
+}
+
+func TestBadTokensThrottled(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.BadTokenBurst = 5 })
+	for i := range 5 {
+		if resp, _ := f.do("GET", "/api/stats", fmt.Sprintf("%s-%d", wrongTok, i), ""); resp.StatusCode != 401 {
+			t.Fatalf("wrong token %d: %d", i, resp.StatusCode)
+		}
+	}
+	resp, _ := f.do("GET", "/api/stats", wrongTok, "")
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("sixth wrong token: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// Ordinary traffic gets the normal limit: 1000 a second in the fixture.
+	g := newFixture(t, nil)
+	for i := range 20 {
+		if resp, _ := g.do("GET", "/api/stats", plainTok, ""); resp.StatusCode != 200 {
+			t.Fatalf("good request %d: %d", i, resp.StatusCode)
+		}
+	}
+}
+
+func TestBadTokenMemoryIsBounded(t *testing.T) {
+	now := time.Unix(0, 0)
+	b := newBadTokens(rate.Every(time.Second), 2, 3, func() time.Time { return now })
+	for i := range 100 {
+		b.fail(fmt.Sprintf("10.0.0.%d", i))
+	}
+	if n := b.size(); n > 3 {
+		t.Errorf("%d addresses tracked, cap 3", n)
+	}
+	// Past the cap, new addresses share one bucket, which they drained.
+	if _, blocked := b.blocked("10.9.9.9"); !blocked {
+		t.Error("an untracked address escaped the shared bucket")
+	}
+	now = now.Add(time.Hour)
+	b.fail("10.1.1.1") // triggers a sweep of idle entries
+	if n := b.size(); n != 1 {
+		t.Errorf("after an hour %d addresses remain, want 1", n)
+	}
+	if _, blocked := b.blocked("10.0.0.1"); blocked {
+		t.Error("a forgotten address is still blocked")
+	}
+}
+
+func TestMCPProtocolChecks(t *testing.T) {
+	f := newFixture(t, nil)
+	sid := f.rawSession(plainTok)
+	list := `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
+	resp, _ := f.do("POST", "/mcp", plainTok, list, append(mcpHeaders, "Mcp-Session-Id: "+sid, "Mcp-Protocol-Version: 1999-01-01")...)
+	if resp.StatusCode != 400 {
+		t.Errorf("bad MCP-Protocol-Version: %d", resp.StatusCode)
+	}
+	resp, _ = f.do("GET", "/mcp", plainTok, "", "Accept: text/event-stream", "Mcp-Session-Id: "+sid, "Mcp-Protocol-Version: garbage")
+	if resp.StatusCode != 400 {
+		t.Errorf("bad MCP-Protocol-Version on GET: %d", resp.StatusCode)
+	}
+	resp, body := f.do("POST", "/mcp", plainTok, "  ["+list+"]", append(mcpHeaders, "Mcp-Session-Id: "+sid, "Mcp-Protocol-Version: 2025-11-25")...)
+	if resp.StatusCode != 400 || !strings.Contains(body, "batches") {
+		t.Errorf("batch: %d %s", resp.StatusCode, body)
+	}
+	resp, _ = f.do("POST", "/mcp", plainTok, "[]", mcpHeaders...)
+	if resp.StatusCode != 400 {
+		t.Errorf("empty batch without a session: %d", resp.StatusCode)
+	}
+	if status, body := f.rawCall(plainTok, sid, list); status != 200 || !strings.Contains(body, "search_archive") {
+		t.Errorf("a valid call after the refusals: %d %s", status, body)
+	}
+}
