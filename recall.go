@@ -151,7 +151,9 @@ type VectorSpace struct {
 	RepairCursor int64 `json:"repair_cursor"`
 }
 
-// Vector is one embedding in a space.
+// Vector is the embedding of one chunk text in a space: one or more unit
+// vectors of the space's dimension, concatenated (a chunk is embedded as
+// its paragraphs and scores as its best one; see internal/embed.Units).
 type Vector struct {
 	Space string
 	Hash  string // TextHash of the chunk text it embeds

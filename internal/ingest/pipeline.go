@@ -17,6 +17,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/convo"
+	"github.com/recall-mcp/recall/internal/embed"
 )
 
 // isExport reports whether a file holds many conversations (a ChatGPT or
@@ -279,11 +280,11 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 		return
 	}
 	var hashes []string
-	texts := make(map[string]string)
+	texts := make(map[string]embed.ChunkText)
 	for _, d := range pr.docs {
 		for _, c := range d.Chunks {
 			if _, ok := texts[c.Hash]; !ok {
-				texts[c.Hash] = recall.EmbedInput(c.Header, c.Text)
+				texts[c.Hash] = embed.ChunkText{Header: c.Header, Text: c.Text}
 				hashes = append(hashes, c.Hash)
 			}
 		}
@@ -301,15 +302,15 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 			need = append(need, h)
 		}
 	}
-	const batch = 32
+	const batch = 16 // chunks per embedder call (each is several units)
 	failed := make(map[string]bool)
 	for i := 0; i < len(need); i += batch {
 		part := need[i:min(i+batch, len(need))]
-		in := make([]string, len(part))
+		in := make([]embed.ChunkText, len(part))
 		for j, h := range part {
 			in[j] = texts[h]
 		}
-		vecs, err := p.opt.Embedder.Embed(ctx, recall.InputDocument, in)
+		vecs, err := embed.EmbedChunks(ctx, p.opt.Embedder, in)
 		if err != nil {
 			for _, h := range need[i:] {
 				failed[h] = true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/embed"
 )
 
 // Limits.
@@ -197,11 +198,11 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	if s.opt.Embedder == nil || s.opt.Space == "" {
 		return nil, recall.IndexSkipped
 	}
-	var hashes, texts []string
-	seen := map[string]bool{}
+	var hashes []string
+	byHash := map[string]recall.Chunk{}
 	for _, c := range chunks {
-		if !seen[c.Hash] {
-			seen[c.Hash] = true
+		if _, ok := byHash[c.Hash]; !ok {
+			byHash[c.Hash] = c
 			hashes = append(hashes, c.Hash)
 		}
 	}
@@ -210,22 +211,18 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 		return nil, recall.IndexPending
 	}
 	var need []string
-	byHash := map[string]recall.Chunk{}
-	for _, c := range chunks {
-		byHash[c.Hash] = c
-	}
+	var texts []embed.ChunkText
 	for _, h := range hashes {
 		if _, ok := have[h]; !ok {
 			need = append(need, h)
-			c := byHash[h]
-			texts = append(texts, recall.EmbedInput(c.Header, c.Text))
+			texts = append(texts, embed.ChunkText{Header: byHash[h].Header, Text: byHash[h].Text})
 		}
 	}
 	if len(need) == 0 {
 		return nil, recall.IndexOK
 	}
-	vecs, err := s.opt.Embedder.Embed(ctx, recall.InputDocument, texts)
-	if err != nil || len(vecs) != len(need) {
+	vecs, err := embed.EmbedChunks(ctx, s.opt.Embedder, texts)
+	if err != nil {
 		return nil, recall.IndexPending
 	}
 	out := make([]recall.Vector, len(need))

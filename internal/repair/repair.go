@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed"
 )
 
 // VectorWriter stores vectors and keeps the vector index in step (the
@@ -19,7 +20,7 @@ type VectorWriter interface {
 type Options struct {
 	Limit    int            // at most this many texts this run; 0 means no limit
 	PageSize int            // texts read from the store at a time (0: 256)
-	Batch    int            // texts per embedder call (0: 32)
+	Batch    int            // chunk texts per embedder call (0: 16)
 	Progress func(Progress) // called after every page (nil: quiet)
 }
 
@@ -41,7 +42,7 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 		opt.PageSize = 256
 	}
 	if opt.Batch <= 0 {
-		opt.Batch = 32
+		opt.Batch = 16
 	}
 	sp, err := findSpace(ctx, st, space)
 	if err != nil {
@@ -73,11 +74,11 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 		}
 		for i := 0; i < len(page); i += opt.Batch {
 			part := page[i:min(i+opt.Batch, len(page))]
-			texts := make([]string, len(part))
+			texts := make([]embed.ChunkText, len(part))
 			for j, t := range part {
-				texts[j] = recall.EmbedInput(t.Header, t.Text)
+				texts[j] = embed.ChunkText{Header: t.Header, Text: t.Text}
 			}
-			vecs, err := emb.Embed(ctx, recall.InputDocument, texts)
+			vecs, err := embed.EmbedChunks(ctx, emb, texts)
 			if err != nil {
 				return p, fmt.Errorf("embed: %w", err)
 			}

@@ -161,8 +161,10 @@ func putVectors(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
 			}
 			dims[v.Space] = dim
 		}
-		if len(v.Vec) != dim {
-			return recall.Errorf(recall.ECONFLICT, "space %s holds %d-dim vectors, got %d", v.Space, dim, len(v.Vec))
+		// A text's vector is one or more unit vectors of the space's
+		// dimension, concatenated (recall.Vector).
+		if len(v.Vec)%dim != 0 {
+			return recall.Errorf(recall.ECONFLICT, "space %s holds %d-dim vectors, got %d values", v.Space, dim, len(v.Vec))
 		}
 		if _, err := ins.ExecContext(ctx, v.Space, v.Hash, encodeVec(v.Vec)); err != nil {
 			return fmt.Errorf("store vector: %w", err)
