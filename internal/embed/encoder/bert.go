@@ -75,6 +75,13 @@ func loadBERT(st *safetensors, c bertConfig) (*bert, error) {
 		var l bertLayer
 		l.qkvW = concat(get(p+"attention.self.query.weight", h, h), get(p+"attention.self.key.weight", h, h), get(p+"attention.self.value.weight", h, h))
 		l.qkvB = concat(get(p+"attention.self.query.bias", h), get(p+"attention.self.key.bias", h), get(p+"attention.self.value.bias", h))
+		if err == nil {
+			// Scaling queries by 1/sqrt(head size) here spares scaling every
+			// attention score at run time.
+			scale := float32(1 / math.Sqrt(float64(h/m.heads)))
+			kernel.Scale(l.qkvW[:h*h], scale)
+			kernel.Scale(l.qkvB[:h], scale)
+		}
 		l.outW, l.outB = get(p+"attention.output.dense.weight", h, h), get(p+"attention.output.dense.bias", h)
 		l.ln1G, l.ln1B = layerNorm(p + "attention.output.LayerNorm")
 		l.interW, l.interB = get(p+"intermediate.dense.weight", in, h), get(p+"intermediate.dense.bias", in)
@@ -113,12 +120,7 @@ type sequence struct {
 type workspace struct {
 	x, qkv, ctx, tmp, inter []float32
 	offs                    []int
-	heads                   []headScratch // one per worker
-}
-
-// headScratch is one worker's buffers for one attention head of one sequence.
-type headScratch struct {
-	q, k, vt, scores, out []float32
+	scores                  [][]float32 // attention probabilities, one buffer per worker
 }
 
 func grow(buf []float32, n int) []float32 {
@@ -223,48 +225,36 @@ func addLayerNorm(x, y, gamma, beta []float32, rows, cols int, eps float32) {
 }
 
 // attention computes multi-head self-attention of each sequence over itself,
-// reading the fused query/key/value rows and writing the heads' outputs side
-// by side into ctx. Units of work are (sequence, head) pairs.
+// reading each head's queries, keys and values in place from the fused rows
+// and writing its output in place into ctx, where the heads sit side by side.
+// Units of work are (sequence, head) pairs; the query weights were scaled by
+// 1/sqrt(head size) at load, so the scores need no scaling here.
 func (m *bert) attention(ws *workspace, qkv, ctx []float32, offs []int) {
 	h, heads := m.hidden, m.heads
 	d := h / heads
-	scale := float32(1 / math.Sqrt(float64(d)))
 	nseq := len(offs) - 1
 	maxLen := 0
 	for b := 0; b < nseq; b++ {
 		maxLen = max(maxLen, offs[b+1]-offs[b])
 	}
 	w := workers()
-	for len(ws.heads) < w {
-		ws.heads = append(ws.heads, headScratch{})
+	for len(ws.scores) < w {
+		ws.scores = append(ws.scores, nil)
 	}
-	for i := range ws.heads[:w] {
-		s := &ws.heads[i]
-		s.q, s.k, s.vt = grow(s.q, maxLen*d), grow(s.k, maxLen*d), grow(s.vt, maxLen*d)
-		s.scores, s.out = grow(s.scores, maxLen*maxLen), grow(s.out, maxLen*d)
+	for i := range ws.scores[:w] {
+		ws.scores[i] = grow(ws.scores[i], maxLen*maxLen)
 	}
 	parallelFor(nseq*heads, func(worker, u int) {
-		b, hd := u/heads, u%heads
+		b, col := u/heads, (u%heads)*d
 		start, n := offs[b], offs[b+1]-offs[b]
-		s := &ws.heads[worker]
-		q, k, vt := s.q[:n*d], s.k[:n*d], s.vt[:n*d]
-		scores, o := s.scores[:n*n], s.out[:n*d]
-		col := hd * d
-		for i := 0; i < n; i++ {
-			row := qkv[(start+i)*3*h:]
-			copy(q[i*d:(i+1)*d], row[col:col+d])
-			copy(k[i*d:(i+1)*d], row[h+col:h+col+d])
-			for j, v := range row[2*h+col : 2*h+col+d] {
-				vt[j*n+i] = v
-			}
+		if n == 0 {
+			return
 		}
-		kernel.Scale(q, scale)
-		kernel.MatMulT(scores, q, k, nil, n, d, n)
+		rows := qkv[start*3*h:]
+		scores := ws.scores[worker][:n*n]
+		kernel.MatMulTStrided(scores, rows[col:], rows[h+col:], nil, n, d, n, 3*h, 3*h, n)
 		kernel.SoftmaxRows(scores, n, n)
-		kernel.MatMulT(o, scores, vt, nil, n, n, d)
-		for i := 0; i < n; i++ {
-			copy(ctx[(start+i)*h+col:(start+i)*h+col+d], o[i*d:(i+1)*d])
-		}
+		kernel.MatMulStrided(ctx[start*h+col:], scores, rows[2*h+col:], nil, n, n, d, n, 3*h, h)
 	})
 }
 
