@@ -1,0 +1,596 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/convo"
+	"github.com/recall-mcp/recall/internal/ingest"
+)
+
+// Options configure a remote sweep.
+type Options struct {
+	URL      string // server base URL, e.g. http://host:8787
+	Token    string // bearer token ("" for a server with none configured)
+	Manifest string // path of the local manifest file
+	Chunk    chunk.Options
+	Full     bool // send every file, even those the manifest records
+
+	BatchChunks int           // chunks per request (0: 256)
+	BatchBytes  int           // chunk text bytes per request (0: 2 MiB; the server takes 4 MiB bodies)
+	Retries     int           // attempts per batch beyond the first (0: 3; -1: none)
+	MaxWait     time.Duration // longest pause between attempts (0: 30s)
+	HTTPClient  *http.Client  // nil: a client with a 2 minute timeout
+	Failures    io.Writer     // one line per failed file or batch (nil: discarded)
+}
+
+// Result summarises a remote sweep.
+type Result struct {
+	FilesSeen      int     `json:"files_seen"`
+	FilesSent      int     `json:"files_sent"`      // confirmed by the server and recorded in the manifest
+	FilesUnchanged int     `json:"files_unchanged"` // recorded with the same content: not sent
+	FilesFailed    int     `json:"files_failed"`    // left out of the manifest: sent again next run
+	FilesGone      int     `json:"files_gone"`      // recorded but no longer in the vault (the server keeps them)
+	Sources        int     `json:"sources"`
+	Chunks         int     `json:"chunks"`
+	Batches        int     `json:"batches"`
+	BatchesFailed  int     `json:"batches_failed"`
+	Seconds        float64 `json:"seconds"`
+}
+
+// manifest records the files the server has confirmed, by content hash.
+type manifest struct {
+	Version int                  `json:"version"`
+	Server  string               `json:"server"`
+	Chunk   chunk.Options        `json:"chunk"`
+	Files   map[string]fileEntry `json:"files"`
+}
+
+type fileEntry struct {
+	Hash  string `json:"hash"` // sha256 of the file's bytes
+	Size  int64  `json:"size"`
+	MTime int64  `json:"mtime"` // unix nanoseconds: an unchanged size and mtime skip the hashing
+}
+
+const manifestVersion = 1
+
+func loadManifest(p, server string, co chunk.Options) (*manifest, error) {
+	fresh := &manifest{Version: manifestVersion, Server: server, Chunk: co, Files: map[string]fileEntry{}}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fresh, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, recall.WrapError(recall.EINVALID, err, "manifest %s is damaged: delete it to send the whole vault again", p)
+	}
+	// Another server or other chunking: what it records says nothing about
+	// what this server holds.
+	if m.Version != manifestVersion || m.Server != server || m.Chunk != co || m.Files == nil {
+		return fresh, nil
+	}
+	return &m, nil
+}
+
+// save writes the manifest atomically: a crash leaves the old one or the new one.
+func (m *manifest) save(p string) error {
+	b, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+// pending is a file whose chunks are on their way.
+type pending struct {
+	rel      string
+	entry    fileEntry
+	waiting  map[string]bool // source ids not yet reported complete
+	failed   bool
+	finished bool
+}
+
+// sweeper carries one run's state.
+type sweeper struct {
+	opt      Options
+	man      *manifest
+	res      Result
+	batch    []IngestChunk
+	size     int
+	bySource map[string]*pending // source id -> its file
+	inBatch  []*pending          // files with chunks in the current batch
+	all      []*pending
+}
+
+// Sweep sends the new and changed conversation files under root to the
+// server. A file is recorded in the manifest only when every chunk of every
+// conversation in it was accepted and the server reported each of its
+// sources complete; anything else is logged and sent again next run.
+func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
+	start := time.Now()
+	if opt.URL == "" {
+		return Result{}, recall.Errorf(recall.EINVALID, "no server URL")
+	}
+	opt.URL = strings.TrimRight(opt.URL, "/")
+	if err := opt.Chunk.Validate(); err != nil {
+		return Result{}, err
+	}
+	if opt.BatchChunks <= 0 {
+		opt.BatchChunks = 256
+	}
+	if opt.BatchBytes <= 0 {
+		opt.BatchBytes = 2 << 20
+	}
+	if opt.Retries == 0 {
+		opt.Retries = 3
+	}
+	if opt.MaxWait <= 0 {
+		opt.MaxWait = 30 * time.Second
+	}
+	if opt.HTTPClient == nil {
+		opt.HTTPClient = &http.Client{Timeout: 2 * time.Minute}
+	}
+	if opt.Failures == nil {
+		opt.Failures = io.Discard
+	}
+	man, err := loadManifest(opt.Manifest, opt.URL, opt.Chunk)
+	if err != nil {
+		return Result{}, err
+	}
+	files, err := walk(ctx, root, opt.Failures)
+	if err != nil {
+		return Result{}, err
+	}
+	s := &sweeper{opt: opt, man: man, bySource: map[string]*pending{}}
+	s.res.FilesSeen = len(files)
+	present := map[string]bool{}
+	for _, f := range files {
+		present[f.rel] = true
+	}
+	for rel := range man.Files {
+		if !present[rel] {
+			delete(man.Files, rel)
+			s.res.FilesGone++
+		}
+	}
+
+	runErr := s.run(ctx, files)
+	// Whatever happened, keep what the server confirmed.
+	if err := man.save(opt.Manifest); err != nil && runErr == nil {
+		runErr = fmt.Errorf("save manifest: %w", err)
+	}
+	s.res.Seconds = time.Since(start).Seconds()
+	return s.res, runErr
+}
+
+func (s *sweeper) run(ctx context.Context, files []localFile) error {
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.file(ctx, f); err != nil {
+			return err
+		}
+	}
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	// Every chunk went out and was accepted, yet a source was not reported
+	// complete: chunks were lost on the way (the server's staging expired or
+	// it restarted). The file is sent again next run.
+	for _, p := range s.all {
+		if !p.finished && !p.failed {
+			s.failPending(p, fmt.Errorf("the server did not report %s complete", firstKey(p.waiting)))
+		}
+	}
+	return nil
+}
+
+func firstKey(m map[string]bool) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
+
+// file reads, parses and chunks one file into the batch.
+func (s *sweeper) file(ctx context.Context, f localFile) error {
+	old, recorded := s.man.Files[f.rel]
+	if !s.opt.Full && recorded && old.Size == f.size && old.MTime == f.mtime {
+		s.res.FilesUnchanged++
+		return nil
+	}
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		s.fail(f.rel, err)
+		return nil
+	}
+	sum := sha256.Sum256(data)
+	entry := fileEntry{Hash: hex.EncodeToString(sum[:]), Size: f.size, MTime: f.mtime}
+	if !s.opt.Full && recorded && old.Hash == entry.Hash {
+		s.man.Files[f.rel] = entry
+		s.res.FilesUnchanged++
+		return nil
+	}
+	var convs []convo.Conversation
+	if err := convo.Parse(f.rel, bytes.NewReader(data), func(c convo.Conversation) error {
+		convs = append(convs, c)
+		return ctx.Err()
+	}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.fail(f.rel, err)
+		return nil
+	}
+	p := &pending{rel: f.rel, entry: entry, waiting: map[string]bool{}}
+	var sources [][]IngestChunk
+	for _, c := range convs {
+		chunks, err := s.chunks(f.rel, c)
+		if err != nil {
+			s.fail(f.rel, err)
+			return nil
+		}
+		if len(chunks) > 0 {
+			sources = append(sources, chunks)
+			p.waiting[chunks[0].SourceFile] = true
+		}
+	}
+	if len(sources) == 0 {
+		s.man.Files[f.rel] = entry // nothing to send: done
+		s.res.FilesSent++
+		return nil
+	}
+	for _, src := range sources {
+		if prev := s.bySource[src[0].SourceFile]; prev != nil && !prev.finished {
+			// Two files claim one source id: the later one waits for a run of its own.
+			s.fail(f.rel, fmt.Errorf("source %s is also sent for %s", src[0].SourceFile, prev.rel))
+			return nil
+		}
+	}
+	s.all = append(s.all, p)
+	for _, src := range sources {
+		s.bySource[src[0].SourceFile] = p
+		if err := s.add(ctx, p, src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunks turns one conversation into the chunks of its source, named and
+// dated as a local sweep names and dates them.
+func (s *sweeper) chunks(rel string, c convo.Conversation) ([]IngestChunk, error) {
+	if len(c.Messages) == 0 {
+		return nil, nil
+	}
+	id := rel
+	if c.ID != "" {
+		cid, err := recall.CleanSourceID(rel + "/" + strings.ReplaceAll(c.ID, "/", "_"))
+		if err != nil {
+			return nil, err
+		}
+		id = cid
+	}
+	title := c.Title
+	if title == "" && c.ID == "" {
+		title = strings.TrimSuffix(path.Base(rel), path.Ext(rel))
+	}
+	date := c.Date
+	if date == "" {
+		date = ingest.DateFromPath(rel)
+	}
+	cs := chunk.Split(c.Messages, s.opt.Chunk)
+	out := make([]IngestChunk, len(cs))
+	for i, ch := range cs {
+		out[i] = IngestChunk{SourceFile: id, ChunkIndex: i, TotalChunks: len(cs), Content: ch.Text, Era: date, ConversationTitle: title}
+	}
+	return out, nil
+}
+
+// add puts a source's chunks in the batch. A source starts a new batch when
+// it would not fit in the current one, so it spans requests only when it is
+// larger than a whole batch.
+func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error {
+	n := 0
+	for _, c := range src {
+		n += len(c.Content)
+	}
+	if len(s.batch) > 0 && (len(s.batch)+len(src) > s.opt.BatchChunks || s.size+n > s.opt.BatchBytes) {
+		if err := s.flush(ctx); err != nil {
+			return err
+		}
+	}
+	s.res.Sources++
+	for _, c := range src {
+		if len(s.batch) > 0 && (len(s.batch) >= s.opt.BatchChunks || s.size+len(c.Content) > s.opt.BatchBytes) {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+		}
+		s.batch = append(s.batch, c)
+		s.size += len(c.Content)
+		s.res.Chunks++
+		if len(s.inBatch) == 0 || s.inBatch[len(s.inBatch)-1] != p {
+			s.inBatch = append(s.inBatch, p)
+		}
+	}
+	return nil
+}
+
+// flush posts the batch and settles the files it completes or fails.
+func (s *sweeper) flush(ctx context.Context) error {
+	if len(s.batch) == 0 {
+		return nil
+	}
+	batch, files := s.batch, s.inBatch
+	s.batch, s.inBatch, s.size = nil, nil, 0
+	s.res.Batches++
+	resp, err := s.post(ctx, batch)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var fatal fatalError
+		if errors.As(err, &fatal) {
+			return fatal.err
+		}
+		s.res.BatchesFailed++
+		names := make([]string, 0, len(files))
+		for _, p := range files {
+			names = append(names, p.rel)
+			s.failPending(p, nil)
+		}
+		logLine(s.opt.Failures, "batch", fmt.Sprintf("%d chunks of %s: %v", len(batch), strings.Join(names, ", "), err))
+		return nil
+	}
+	for _, st := range resp.Sources {
+		p := s.bySource[st.SourceFile]
+		if p == nil || p.failed {
+			continue
+		}
+		switch {
+		case st.Complete():
+			delete(p.waiting, st.SourceFile)
+		case st.Status == StatusRejected:
+			s.failPending(p, fmt.Errorf("the server rejected %s: %s", st.SourceFile, st.Error))
+		}
+		if len(p.waiting) == 0 && !p.finished {
+			p.finished = true
+			s.man.Files[p.rel] = p.entry
+			s.res.FilesSent++
+		}
+	}
+	return nil
+}
+
+func (s *sweeper) failPending(p *pending, err error) {
+	if p.failed || p.finished {
+		return
+	}
+	p.failed = true
+	s.res.FilesFailed++
+	if err != nil {
+		logLine(s.opt.Failures, p.rel, err.Error())
+	}
+}
+
+func (s *sweeper) fail(rel string, err error) {
+	s.res.FilesFailed++
+	logLine(s.opt.Failures, rel, err.Error())
+}
+
+// fatalError stops the run: retrying cannot help (wrong token, wrong URL).
+type fatalError struct{ err error }
+
+func (e fatalError) Error() string { return e.err.Error() }
+
+// post sends one batch, retrying transient failures with backoff.
+func (s *sweeper) post(ctx context.Context, batch []IngestChunk) (IngestResponse, error) {
+	body, err := json.Marshal(IngestRequest{Chunks: batch})
+	if err != nil {
+		return IngestResponse{}, err
+	}
+	wait := time.Second
+	for attempt := 0; ; attempt++ {
+		resp, retryAfter, err := s.postOnce(ctx, body)
+		if err == nil {
+			if len(resp.Sources) == 0 {
+				return resp, errors.New("the server answered with no source statuses")
+			}
+			return resp, nil
+		}
+		var fatal fatalError
+		var bad badBatch
+		if errors.As(err, &fatal) || errors.As(err, &bad) || attempt >= s.opt.Retries || s.opt.Retries < 0 {
+			return IngestResponse{}, err
+		}
+		if retryAfter > 0 {
+			wait = retryAfter
+		}
+		wait = min(wait, s.opt.MaxWait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return IngestResponse{}, ctx.Err()
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// postOnce makes one request. Errors that retrying cannot fix are fatalError.
+func (s *sweeper) postOnce(ctx context.Context, body []byte) (IngestResponse, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opt.URL+"/ingest", bytes.NewReader(body))
+	if err != nil {
+		return IngestResponse{}, 0, fatalError{err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if s.opt.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.opt.Token)
+	}
+	resp, err := s.opt.HTTPClient.Do(req)
+	if err != nil {
+		return IngestResponse{}, 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return IngestResponse{}, 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg := serverMessage(data)
+		err := fmt.Errorf("the server answered %s: %s", resp.Status, msg)
+		switch resp.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+			return IngestResponse{}, 0, fatalError{fmt.Errorf("%s %s: %s", s.opt.URL, resp.Status, msg)}
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			return IngestResponse{}, time.Duration(secs) * time.Second, err
+		}
+		if resp.StatusCode >= 500 {
+			return IngestResponse{}, 0, err
+		}
+		// Other 4xx: this batch is wrong and will stay wrong; later ones may be fine.
+		return IngestResponse{}, 0, badBatch{err}
+	}
+	var out IngestResponse
+	if err := json.Unmarshal(data, &out); err != nil {
+		return IngestResponse{}, 0, fmt.Errorf("the server's answer is not an ingest response: %w", err)
+	}
+	return out, 0, nil
+}
+
+// badBatch is a batch the server refused as invalid: not retried now.
+type badBatch struct{ err error }
+
+func (e badBatch) Error() string { return e.err.Error() }
+
+func serverMessage(data []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
+		return e.Error.Message
+	}
+	s := strings.TrimSpace(string(data))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func logLine(w io.Writer, what, reason string) {
+	fmt.Fprintf(w, "%s\tfailed\t%s\t%s\n", time.Now().UTC().Format(time.RFC3339), what, strings.Join(strings.Fields(reason), " "))
+}
+
+// localFile is one vault file the walk found.
+type localFile struct {
+	rel   string
+	path  string
+	size  int64
+	mtime int64
+}
+
+// walk lists supported files as a local sweep does: hidden files and
+// folders skipped, symbolic links not followed.
+func walk(ctx context.Context, root string, failures io.Writer) ([]localFile, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return nil, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
+	} else if !fi.IsDir() {
+		return nil, recall.Errorf(recall.EINVALID, "vault %s is not a directory", root)
+	}
+	var files []localFile
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		rel, _ := filepath.Rel(abs, p)
+		if err != nil {
+			if p == abs {
+				return err
+			}
+			logLine(failures, filepath.ToSlash(rel), err.Error())
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if p != abs && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !d.Type().IsRegular() || !convo.Supported(d.Name()) {
+			return nil
+		}
+		id, ierr := recall.CleanSourceID(rel)
+		if ierr != nil {
+			logLine(failures, filepath.ToSlash(rel), recall.ErrorMessage(ierr))
+			return nil
+		}
+		info, ierr := d.Info()
+		if ierr != nil {
+			logLine(failures, id, ierr.Error())
+			return nil
+		}
+		files = append(files, localFile{rel: id, path: p, size: info.Size(), mtime: info.ModTime().UnixNano()})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walk %s: %w", root, err)
+	}
+	return files, nil
+}

@@ -1,0 +1,301 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/ingest"
+	"github.com/recall-mcp/recall/internal/memory"
+	"github.com/recall-mcp/recall/internal/remote"
+	"github.com/recall-mcp/recall/internal/search"
+	"github.com/recall-mcp/recall/internal/server"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+)
+
+const token = "remote-test-token-0123456789abcdef"
+
+// target is a real recall server over a temporary store.
+type target struct {
+	st  *sqlite.DB
+	srv *httptest.Server
+}
+
+func newTarget(t *testing.T, wrap func(http.Handler) http.Handler) *target {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "remote.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	eng := search.New(st, search.Options{})
+	s, err := server.New(server.Options{Engine: eng, Store: st, Memory: memory.New(st, eng, memory.Options{}),
+		Tokens: []server.Token{{Name: "sweeper", Secret: token}}, StageBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = s
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &target{st: st, srv: srv}
+}
+
+// vault copies testdata/vault to a temporary directory the test may change.
+func vault(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk("testdata/vault", func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("testdata/vault", p)
+		if fi.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func options(t *testing.T, url string) remote.Options {
+	return remote.Options{URL: url, Token: token, Manifest: filepath.Join(t.TempDir(), "manifest.json"),
+		Chunk: chunk.Options{Size: 300, Overlap: 30}, BatchChunks: 4, MaxWait: 1}
+}
+
+// contents lists every archive source as "id|title|date" and its chunk texts.
+func contents(t *testing.T, st recall.Store) []string {
+	t.Helper()
+	var out []string
+	err := st.Export(context.Background(), func(d recall.Document) error {
+		line := fmt.Sprintf("%s|%s|%s", d.Source.ID, d.Source.Title, d.Source.Date)
+		for _, c := range d.Chunks {
+			line += "\n  " + c.Text
+		}
+		out = append(out, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A remote sweep stores what a local sweep of the same vault stores.
+func TestRemoteSweepMatchesLocalSweep(t *testing.T) {
+	dir := vault(t)
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesSeen != 4 || res.FilesSent != 4 || res.FilesFailed != 0 || res.Batches < 2 {
+		t.Errorf("first run: %+v", res)
+	}
+
+	local, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "local.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	if _, err := ingest.Sweep(context.Background(), local, local, dir, ingest.Options{Chunk: opt.Chunk}); err != nil {
+		t.Fatal(err)
+	}
+	got, want := contents(t, tg.st), contents(t, local)
+	if len(want) < 5 {
+		t.Fatalf("the local sweep stored only %d sources: the comparison would prove little", len(want))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("remote store:\n%s\n\nlocal sweep:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.Contains(strings.Join(got, ""), "secret notes") {
+		t.Error("a hidden folder was sent")
+	}
+
+	// Nothing changed: nothing is sent.
+	res, err = remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesUnchanged != 4 || res.Batches != 0 {
+		t.Errorf("second run: %+v %v", res, err)
+	}
+	// A changed file is sent again, alone.
+	p := filepath.Join(dir, "chinese-names.md")
+	if err := os.WriteFile(p, []byte("**User:** 新的内容\n\n**Assistant:** 好的"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesSent != 1 || res.FilesUnchanged != 3 {
+		t.Errorf("after a change: %+v %v", res, err)
+	}
+	if chunks, _ := tg.st.Chunks(context.Background(), "chinese-names.md", 0, 10); len(chunks) != 1 || !strings.Contains(chunks[0].Text, "新的内容") {
+		t.Errorf("the change did not reach the server: %+v", chunks)
+	}
+	// A removed file leaves the manifest; the server keeps it.
+	os.Remove(p)
+	res, err = remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesGone != 1 {
+		t.Errorf("after a removal: %+v %v", res, err)
+	}
+}
+
+// A batch that keeps failing is logged and its files stay out of the
+// manifest; the next run sends them.
+func TestFailedBatchesAreRetriedNextRun(t *testing.T) {
+	dir := vault(t)
+	var down atomic.Bool
+	var calls atomic.Int32
+	tg := newTarget(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			if down.Load() {
+				http.Error(w, `{"error":{"code":"unavailable","message":"down for maintenance"}}`, http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	opt := options(t, tg.srv.URL)
+	opt.Retries = 1
+	var log bytes.Buffer
+	opt.Failures = &log
+	down.Store(true)
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesSent != 0 || res.FilesFailed != 4 || res.BatchesFailed != res.Batches || int(calls.Load()) != 2*res.Batches {
+		t.Errorf("while down: %+v, %d calls", res, calls.Load())
+	}
+	if !strings.Contains(log.String(), "down for maintenance") || !strings.Contains(log.String(), "\tbatch\t") {
+		t.Errorf("failure log:\n%s", log.String())
+	}
+	down.Store(false)
+	res, err = remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesSent != 4 || res.FilesFailed != 0 {
+		t.Errorf("once up: %+v %v", res, err)
+	}
+}
+
+// Transient failures are retried within the run, honouring Retry-After.
+func TestTransientFailuresRetried(t *testing.T) {
+	dir := vault(t)
+	var n atomic.Int32
+	tg := newTarget(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1)%2 == 1 {
+				w.Header().Set("Retry-After", "0")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	res, err := remote.Sweep(context.Background(), dir, options(t, tg.srv.URL))
+	if err != nil || res.FilesSent != 4 || res.BatchesFailed != 0 {
+		t.Errorf("%+v %v", res, err)
+	}
+}
+
+// A file is recorded only when the server reports its sources complete.
+func TestIncompleteSourcesAreNotRecorded(t *testing.T) {
+	dir := vault(t)
+	partial := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req remote.IngestRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		var resp remote.IngestResponse
+		seen := map[string]bool{}
+		for _, c := range req.Chunks {
+			if !seen[c.SourceFile] {
+				seen[c.SourceFile] = true
+				resp.Sources = append(resp.Sources, remote.SourceStatus{SourceFile: c.SourceFile, Source: c.SourceFile,
+					Status: remote.StatusPartial, TotalChunks: c.TotalChunks})
+			}
+		}
+		json.NewEncoder(w).Encode(resp)
+	}))
+	defer partial.Close()
+	opt := options(t, partial.URL)
+	var log bytes.Buffer
+	opt.Failures = &log
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesSent != 0 || res.FilesFailed != 4 {
+		t.Errorf("%+v %v", res, err)
+	}
+	if !strings.Contains(log.String(), "did not report") {
+		t.Errorf("log: %s", log.String())
+	}
+	b, _ := os.ReadFile(opt.Manifest)
+	var m struct{ Files map[string]any }
+	if json.Unmarshal(b, &m); len(m.Files) != 0 {
+		t.Errorf("manifest records %v", m.Files)
+	}
+}
+
+func TestWrongTokenStopsTheRun(t *testing.T) {
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	opt.Token = "not-the-token-0123456789abcdef"
+	_, err := remote.Sweep(context.Background(), vault(t), opt)
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestUnparseableFileIsLoggedAndSkipped(t *testing.T) {
+	dir := vault(t)
+	b, _ := os.ReadFile("testdata/broken.json")
+	os.WriteFile(filepath.Join(dir, "broken.json"), b, 0o644)
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	var log bytes.Buffer
+	opt.Failures = &log
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesSent != 4 || res.FilesFailed != 1 || !strings.Contains(log.String(), "broken.json") {
+		t.Errorf("%+v %v\n%s", res, err, log.String())
+	}
+}
+
+// The manifest of another server or other chunking is not trusted.
+func TestManifestTiedToServerAndChunking(t *testing.T) {
+	dir := vault(t)
+	a, b := newTarget(t, nil), newTarget(t, nil)
+	opt := options(t, a.srv.URL)
+	if _, err := remote.Sweep(context.Background(), dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	opt.URL = b.srv.URL
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesSent != 4 {
+		t.Errorf("new server: %+v %v", res, err)
+	}
+	opt.Chunk.Size = 500
+	res, err = remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesSent != 4 {
+		t.Errorf("new chunking: %+v %v", res, err)
+	}
+	os.WriteFile(opt.Manifest, []byte("{not json"), 0o600)
+	if _, err := remote.Sweep(context.Background(), dir, opt); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("damaged manifest: %v", err)
+	}
+}
