@@ -64,16 +64,18 @@ func init() {
 		useAVX2()
 	}
 	if hasAVX512 {
-		gemm = gemmAVX512
+		matMulImpl = matMulAVX512
 	}
 }
 
 func useAVX2() {
 	dot, axpy, add, scale = dotAVX2Go, axpyAVX2Go, addAVX2Go, scaleAVX2Go
 	gelu, layerNormRow, softmaxRow = geluAVX2Go, layerNormRowAVX2, softmaxRowAVX2
-	gemm = gemmAVX2
-	matMulImpl = matMulPacked
+	matMulImpl = matMulAVX2
 }
+
+func matMulAVX2(pr product)   { matMulPacked(gemmAVX2, pr) }
+func matMulAVX512(pr product) { matMulPacked(gemmAVX512, pr) }
 
 func dotAVX2Go(a, b []float32) float32 {
 	n := len(a) &^ 7

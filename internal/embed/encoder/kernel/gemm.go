@@ -1,10 +1,8 @@
+//go:build amd64 && !purego
+
 package kernel
 
-import (
-	"runtime"
-	"sync"
-	"sync/atomic"
-)
+import "sync"
 
 // The packed product follows the BLIS loop nest. b is repacked once per call
 // into panels of nr columns, each stored p-major (nr contiguous values per
@@ -23,13 +21,6 @@ const (
 	ncMax = 256 // columns per pass over the k blocks
 )
 
-// Products below this many multiply-adds (about 40 µs on one core) run on
-// the calling goroutine. Starting workers costs a few microseconds, and
-// callers that already run many small products in parallel (one per
-// attention head) lose more to the nested split than they gain: 3% of a
-// MiniLM forward pass at 1<<18. A variable so tests can split small products.
-var parallelMin = 1 << 22
-
 // microKernel computes one mr×nr tile of c (leading dimension ldc):
 //
 //	c[r][j] = init[r][j] + sum_{p<kc} a[r*lda+p] * b[p*nr+j]
@@ -38,29 +29,21 @@ var parallelMin = 1 << 22
 // bias[j] (zero when bias is nil).
 type microKernel func(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, acc int)
 
-// gemmKernel describes the micro-kernel of the packed path: its tile and the
-// inner-dimension block that keeps one packed panel (kc×nr floats) near
-// 16 KiB, half of L1. A nil fn means this CPU has none and MatMulT uses the
-// portable product.
+// gemmKernel describes a micro-kernel: its tile and the inner-dimension
+// block that keeps one packed panel (kc×nr floats) near 16 KiB, half of L1.
 type gemmKernel struct {
 	fn         microKernel
 	mr, nr, kc int
 }
 
-var gemm gemmKernel
-
 var packPool = sync.Pool{New: func() any { return new([]float32) }}
 
-// workers is a variable so tests can exercise the parallel split on any machine.
-var workers = func() int { return runtime.GOMAXPROCS(0) }
-
-func matMulPacked(pr product) {
+func matMulPacked(g gemmKernel, pr product) {
 	m, k, n := pr.m, pr.k, pr.n
 	if k == 0 {
 		fillBias(pr)
 		return
 	}
-	g := gemm
 	mr, nr := g.mr, g.nr
 	np := (n + nr - 1) / nr
 	nkb := (k + g.kc - 1) / g.kc
@@ -242,33 +225,6 @@ func fillBias(pr product) {
 			copy(row, pr.bias[:pr.n])
 		}
 	}
-}
-
-// parallelFor runs f(0..count-1) on w goroutines, handing out indices in
-// order so uneven units balance themselves.
-func parallelFor(w, count int, f func(int)) {
-	if w <= 1 {
-		for i := 0; i < count; i++ {
-			f(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for g := 0; g < w; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= count {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 func roundUp(x, to int) int { return (x + to - 1) / to * to }

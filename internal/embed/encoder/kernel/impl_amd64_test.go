@@ -5,14 +5,15 @@ package kernel
 func archImpls() []impl {
 	var out []impl
 	if hasAVX2 {
-		saved, savedGemm := current(), gemm
+		saved := current()
 		useAVX2()
 		avx2 := current()
 		saved.install()
-		gemm = savedGemm
-		out = append(out, useSet("avx2", avx2, gemmAVX2))
+		out = append(out, useSet("avx2", avx2))
 		if hasAVX512 {
-			out = append(out, useSet("avx512", avx2, gemmAVX512))
+			avx512 := avx2
+			avx512.matMul = matMulAVX512
+			out = append(out, useSet("avx512", avx512))
 		}
 	}
 	return out

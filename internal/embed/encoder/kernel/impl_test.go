@@ -36,19 +36,15 @@ var generic = kernelSet{
 // impls lists the portable kernels and every accelerated set this CPU can
 // run, so each test and benchmark covers all the paths.
 func impls() []impl {
-	return append([]impl{useSet("generic", generic, gemmKernel{})}, archImpls()...)
+	return append([]impl{useSet("generic", generic)}, archImpls()...)
 }
 
-// useSet returns an impl that installs s and the micro-kernel g.
-func useSet(name string, s kernelSet, g gemmKernel) impl {
+// useSet returns an impl that installs s.
+func useSet(name string, s kernelSet) impl {
 	return impl{name, func() func() {
-		saved, savedGemm := current(), gemm
+		saved := current()
 		s.install()
-		gemm = g
-		return func() {
-			saved.install()
-			gemm = savedGemm
-		}
+		return saved.install
 	}}
 }
 
