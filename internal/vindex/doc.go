@@ -7,23 +7,26 @@
 //
 // Each distinct chunk text (hash) has one vector, however many chunks hold
 // that text; chunks point at it and the vector goes with its last chunk.
-// Vectors are normalised once at insert and kept as int8 codes with a
-// per-vector scale in one contiguous slab: one byte per dimension, 384 MB
-// for a million 384-dimensional vectors where float32 would take 1.5 GB.
+// Vectors are normalised once at insert and quantised to int8 codes with a
+// per-vector scale, kept as two contiguous slabs of 4-bit digits (high and
+// low digit of each code): one byte per dimension in all, 384 MB for a
+// million 384-dimensional vectors where float32 would take 1.5 GB.
 // Chunks sit in slabs of their own, each pointing at one shared SourceMeta
 // per source for filters. Removal moves the last entry into the hole, so the
 // slabs stay dense and a scan reads nothing dead.
 //
 // # Search
 //
-// A search scans every code, split across cores, with an AVX2 kernel
-// (portable Go elsewhere) against the query quantised to 15 bits, so the
-// scan's error is the stored codes' alone: about 0.001 in cosine. Filters
-// are evaluated once per source into a bitmap before the scan; whole blocks
-// of refused vectors are skipped, and nothing refused can take a place in the
-// top k. The best k+max(k,32) candidates are then rescored with their exact
-// float vectors, fetched from the store through a FetchFunc, so the top of
-// the ranking is what a float search gives.
+// A search scans the high digits of every vector, split across cores, with
+// an AVX2 kernel (portable Go elsewhere) against the query quantised to 15
+// bits: half a byte per dimension, since a large scan is bounded by memory
+// bandwidth. The 512 best (8×pool when more) get their exact int8 scores
+// from the low digits; the int8 scores err by about 0.001 in cosine. The
+// best pool = k+max(k,32) of those are then rescored with their exact float
+// vectors, fetched from the store through a FetchFunc, so the top of the
+// ranking is what a float search gives. Filters are evaluated once per
+// source into a bitmap before the scan; whole blocks of refused vectors are
+// skipped, and nothing refused can take a place in the top k.
 //
 // Why fetch and not keep: float16 copies would double memory (768 MB at a
 // million); an int4 residual per component (192 MB more) reached recall@10

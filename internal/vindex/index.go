@@ -16,15 +16,20 @@ type FetchFunc func(ctx context.Context, hashes []string) (map[string][]float32,
 // Index is an in-memory vector index over one dimension. The zero value is
 // not usable: call New.
 type Index struct {
-	dim   int
-	fetch FetchFunc
+	dim    int
+	stride int // bytes per vector in each code plane
+	fetch  FetchFunc
 
 	mu sync.RWMutex
 
 	// Vectors, one per distinct hash, dense in [0, len(hashes)): removal
 	// moves the last vector into the hole.
-	codes  []int8    // len(hashes) × dim
-	scales []float32 // code × scale approximates the unit vector
+	// Each vector's int8 codes, as two planes of 4-bit digits (see pack):
+	// the scan reads the high plane only, half the bytes, and the low plane
+	// completes the int8 score of the best candidates. Both hold stride
+	// bytes per vector.
+	hi, lo []byte
+	scales []float32 // int8 code × scale approximates the unit vector
 	hashes []string
 	heads  []int32 // first chunk slot holding the vector
 	refs   []int32 // number of chunks holding the vector
@@ -56,6 +61,7 @@ func New(dim int, fetch FetchFunc) *Index {
 	}
 	return &Index{
 		dim:    dim,
+		stride: paddedDim(dim) / 2,
 		fetch:  fetch,
 		byHash: make(map[string]int32),
 		byID:   make(map[int64]int32),
@@ -75,7 +81,8 @@ func (x *Index) Grow(n int) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.codes = grow(x.codes, n*x.dim)
+	x.hi = grow(x.hi, n*x.stride)
+	x.lo = grow(x.lo, n*x.stride)
 	x.scales = grow(x.scales, n)
 	x.hashes = grow(x.hashes, n)
 	x.heads = grow(x.heads, n)
@@ -201,9 +208,10 @@ func (x *Index) add(c recall.IndexedChunk, u []float32) bool {
 
 func (x *Index) addVector(hash string, u []float32) int32 {
 	v := int32(len(x.hashes))
-	n := len(x.codes)
-	x.codes = append(x.codes, make([]int8, x.dim)...)
-	x.scales = append(x.scales, encode(x.codes[n:], u))
+	n := len(x.hi)
+	x.hi = append(x.hi, make([]byte, x.stride)...)
+	x.lo = append(x.lo, make([]byte, x.stride)...)
+	x.scales = append(x.scales, encode(x.hi[n:], x.lo[n:], u))
 	x.hashes = append(x.hashes, hash)
 	x.heads = append(x.heads, -1)
 	x.refs = append(x.refs, 0)
@@ -331,8 +339,9 @@ func (x *Index) removeVector(v int32) {
 	delete(x.byHash, x.hashes[v])
 	last := int32(len(x.hashes) - 1)
 	if v != last {
-		d := x.dim
-		copy(x.codes[int(v)*d:int(v+1)*d], x.codes[int(last)*d:])
+		d := x.stride
+		copy(x.hi[int(v)*d:int(v+1)*d], x.hi[int(last)*d:])
+		copy(x.lo[int(v)*d:int(v+1)*d], x.lo[int(last)*d:])
 		x.scales[v] = x.scales[last]
 		x.hashes[v] = x.hashes[last]
 		x.heads[v] = x.heads[last]
@@ -342,7 +351,8 @@ func (x *Index) removeVector(v int32) {
 		}
 		x.byHash[x.hashes[v]] = v
 	}
-	x.codes = x.codes[:int(last)*x.dim]
+	x.hi = x.hi[:int(last)*x.stride]
+	x.lo = x.lo[:int(last)*x.stride]
 	x.scales = x.scales[:last]
 	x.hashes[last] = ""
 	x.hashes = x.hashes[:last]
@@ -355,7 +365,8 @@ func (x *Index) removeVector(v int32) {
 func (x *Index) shrink() {
 	const minCap = 1024
 	if n := len(x.hashes); cap(x.hashes) > minCap && n < cap(x.hashes)/4 {
-		x.codes = clip(x.codes, n*x.dim)
+		x.hi = clip(x.hi, n*x.stride)
+		x.lo = clip(x.lo, n*x.stride)
 		x.scales = clip(x.scales, n)
 		x.hashes = clip(x.hashes, n)
 		x.heads = clip(x.heads, n)
@@ -399,7 +410,7 @@ func (x *Index) MemoryBytes() int64 {
 
 // vectorBytes is the memory of the vector data proper: codes and scales.
 func (x *Index) vectorBytes() int64 {
-	return int64(cap(x.codes)) + int64(cap(x.scales))*4
+	return int64(cap(x.hi)) + int64(cap(x.lo)) + int64(cap(x.scales))*4
 }
 
 func mapBytes(n, entry int) int64 {

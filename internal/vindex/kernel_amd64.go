@@ -4,26 +4,29 @@ package vindex
 
 import "golang.org/x/sys/cpu"
 
-// dotBatchAVX2 is dotBatch with AVX2: codes are sign-extended to int16 and
-// multiplied-and-paired with VPMADDWD, 64 components per loop turn.
+// dotDigitsAVX2 is dotDigits with AVX2: 16 bytes of digits are widened to
+// 16-bit lanes, split into low and high digits by mask and shift, and
+// multiplied-and-paired with the query by VPMADDWD; 64 dimensions a turn.
 //
 //go:noescape
-func dotBatchAVX2(q *int16, codes *int8, dim, n int, out *int32)
+func dotDigitsAVX2(q *int16, plane *byte, stride, n int, out *int32)
 
 func init() {
 	if cpu.X86.HasAVX2 {
-		dotBatch = dotBatchAsm
+		dotDigits = dotDigitsAsm
 	}
 }
 
-func dotBatchAsm(q []int16, codes []int8, dim int, out []int32) {
+func dotDigitsAsm(q []int16, plane []byte, stride int, out []int32) {
 	n := len(out)
-	if n == 0 || dim == 0 {
-		clear(out)
+	if n == 0 {
 		return
 	}
+	if stride%16 != 0 {
+		panic("vindex: stride not a multiple of 16")
+	}
 	// Bounds are checked here once so the assembly can trust its arguments.
-	_ = q[dim-1]
-	_ = codes[n*dim-1]
-	dotBatchAVX2(&q[0], &codes[0], dim, n, &out[0])
+	_ = q[2*stride-1]
+	_ = plane[n*stride-1]
+	dotDigitsAVX2(&q[0], &plane[0], stride, n, &out[0])
 }

@@ -2,13 +2,18 @@
 
 #include "textflag.h"
 
-// func dotBatchAVX2(q *int16, codes *int8, dim, n int, out *int32)
-TEXT ·dotBatchAVX2(SB), NOSPLIT, $0-40
+// func dotDigitsAVX2(q *int16, plane *byte, stride, n int, out *int32)
+TEXT ·dotDigitsAVX2(SB), NOSPLIT, $0-40
 	MOVQ q+0(FP), SI
-	MOVQ codes+8(FP), DI
-	MOVQ dim+16(FP), CX
+	MOVQ plane+8(FP), DI
+	MOVQ stride+16(FP), CX
 	MOVQ n+24(FP), DX
 	MOVQ out+32(FP), R8
+
+	// Y15: 0x000f in every 16-bit lane, the low-digit mask.
+	MOVL         $0x000f000f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
 
 vector:
 	TESTQ DX, DX
@@ -20,13 +25,15 @@ vector:
 	MOVQ  SI, R9
 	MOVQ  CX, R10
 
-loop64:
-	CMPQ      R10, $64
+loop32:
+	CMPQ      R10, $32
 	JLT       loop16
-	VPMOVSXBW (DI), Y4
-	VPMOVSXBW 16(DI), Y5
-	VPMOVSXBW 32(DI), Y6
-	VPMOVSXBW 48(DI), Y7
+	VPMOVZXBW (DI), Y4
+	VPMOVZXBW 16(DI), Y6
+	VPSRLW    $4, Y4, Y5
+	VPSRLW    $4, Y6, Y7
+	VPAND     Y15, Y4, Y4
+	VPAND     Y15, Y6, Y6
 	VPMADDWD  (R9), Y4, Y4
 	VPMADDWD  32(R9), Y5, Y5
 	VPMADDWD  64(R9), Y6, Y6
@@ -35,19 +42,23 @@ loop64:
 	VPADDD    Y5, Y1, Y1
 	VPADDD    Y6, Y2, Y2
 	VPADDD    Y7, Y3, Y3
-	ADDQ      $64, DI
+	ADDQ      $32, DI
 	ADDQ      $128, R9
-	SUBQ      $64, R10
-	JMP       loop64
+	SUBQ      $32, R10
+	JMP       loop32
 
 loop16:
 	CMPQ      R10, $16
 	JLT       reduce
-	VPMOVSXBW (DI), Y4
+	VPMOVZXBW (DI), Y4
+	VPSRLW    $4, Y4, Y5
+	VPAND     Y15, Y4, Y4
 	VPMADDWD  (R9), Y4, Y4
+	VPMADDWD  32(R9), Y5, Y5
 	VPADDD    Y4, Y0, Y0
+	VPADDD    Y5, Y1, Y1
 	ADDQ      $16, DI
-	ADDQ      $32, R9
+	ADDQ      $64, R9
 	SUBQ      $16, R10
 	JMP       loop16
 
@@ -61,25 +72,10 @@ reduce:
 	VPADDD       X1, X0, X0
 	VPSHUFD      $0xb1, X0, X1
 	VPADDD       X1, X0, X0
-	VMOVD        X0, AX
-
-tail:
-	TESTQ   R10, R10
-	JZ      store
-	MOVBQSX (DI), R11
-	MOVWQSX (R9), R12
-	IMULQ   R12, R11
-	ADDL    R11, AX
-	INCQ    DI
-	ADDQ    $2, R9
-	DECQ    R10
-	JMP     tail
-
-store:
-	MOVL AX, (R8)
-	ADDQ $4, R8
-	DECQ DX
-	JMP  vector
+	VMOVD        X0, (R8)
+	ADDQ         $4, R8
+	DECQ         DX
+	JMP          vector
 
 done:
 	VZEROUPPER

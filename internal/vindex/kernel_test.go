@@ -2,51 +2,76 @@ package vindex
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
-// TestDotBatchMatchesGeneric runs the selected kernel (assembly where the CPU
-// has it) against the portable one on lengths that exercise every loop and
-// tail, with values at the extremes the quantisers produce.
-func TestDotBatchMatchesGeneric(t *testing.T) {
+// TestDotDigitsMatchesGeneric runs the selected kernel (assembly where the
+// CPU has it) against the portable one for every stride shape the loops
+// distinguish, with digits and query components at their extremes.
+func TestDotDigitsMatchesGeneric(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
-	dims := []int{1, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 79, 127, 128, 129, 383, 384, 385, 769, 1536}
-	for _, dim := range dims {
+	for _, stride := range []int{16, 32, 48, 64, 80, 192, 208, 768, 1536} {
 		for _, n := range []int{0, 1, 2, 5, 64} {
-			bound := queryBound(dim)
-			q := make([]int16, dim)
+			bound := queryBound(2 * stride)
+			q := make([]int16, 2*stride)
 			for j := range q {
 				q[j] = int16(r.IntN(2*bound+1) - bound)
 			}
-			codes := make([]int8, n*dim)
-			for j := range codes {
-				codes[j] = int8(r.IntN(255) - 127)
+			plane := make([]byte, n*stride)
+			for j := range plane {
+				plane[j] = byte(r.IntN(256))
 			}
 			if n > 0 {
-				// Extremes: every product at its largest magnitude, both signs.
-				for j := 0; j < dim; j++ {
-					q[j] = int16(bound)
-					codes[j] = -127
+				for j := range q {
+					q[j] = int16(-bound)
+				}
+				for j := 0; j < stride; j++ {
+					plane[j] = 0xff
 				}
 			}
 			got := make([]int32, n)
 			want := make([]int32, n)
-			dotBatch(q, codes, dim, got)
-			dotBatchGeneric(q, codes, dim, want)
-			for i := range want {
-				if got[i] != want[i] {
-					t.Fatalf("dim %d n %d vector %d: kernel %d, generic %d", dim, n, i, got[i], want[i])
-				}
+			dotDigits(q, plane, stride, got)
+			dotDigitsGeneric(q, plane, stride, want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("stride %d n %d: kernel %v, generic %v", stride, n, got, want)
 			}
-			if n > 0 {
-				var exact int64
-				for j := 0; j < dim; j++ {
-					exact += int64(q[j]) * int64(codes[j])
-				}
-				if int64(want[0]) != exact {
-					t.Fatalf("dim %d: int32 sum %d overflowed, exact %d", dim, want[0], exact)
-				}
-			}
+		}
+	}
+}
+
+// TestDigitsRecombine checks that the two digit planes give back the exact
+// int8 dot product: Σ q·c = 16·Σ q·high + Σ q·low − 128·Σ q.
+func TestDigitsRecombine(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	for _, dim := range []int{1, 3, 31, 32, 33, 100, 384, 1536} {
+		pd := paddedDim(dim)
+		codes := make([]int8, pd)
+		for j := range dim {
+			codes[j] = int8(r.IntN(255) - 127)
+		}
+		hi, lo := make([]byte, pd/2), make([]byte, pd/2)
+		pack(hi, lo, codes)
+		back := make([]int8, pd)
+		unpack(back, hi, lo)
+		if !slices.Equal(back, codes) {
+			t.Fatalf("dim %d: unpack(pack(c)) = %v, want %v", dim, back, codes)
+		}
+
+		bound := queryBound(dim)
+		q := make([]int16, pd)
+		var sum, want int64
+		for j := range dim {
+			q[j] = int16(r.IntN(2*bound+1) - bound)
+			sum += int64(q[j])
+			want += int64(q[j]) * int64(codes[j])
+		}
+		var dh, dl [1]int32
+		dotDigits(q, hi, pd/2, dh[:])
+		dotDigits(q, lo, pd/2, dl[:])
+		if got := 16*int64(dh[0]) + int64(dl[0]) - 128*sum; got != want {
+			t.Fatalf("dim %d: recombined %d, int8 dot %d", dim, got, want)
 		}
 	}
 }

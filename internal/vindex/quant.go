@@ -11,6 +11,22 @@ import "math"
 // against 0.944 on clustered data), and rescoring with exact floats repairs
 // what either misses.
 
+// Each int8 code c is stored as the two hexadecimal digits of c+128, in
+// two planes: high digits in one slab, low digits in another. The scan
+// reads the high plane alone, so each query reads half a byte per dimension
+// (memory bandwidth is what bounds a scan of a large index), ranks by
+// 16·high + 7.5, and the low plane then gives the exact int8 score of the
+// few hundred best. A vector's codes are padded to a multiple of 32 so the
+// kernel needs no tail; padded dimensions meet zero query components.
+//
+// Within each block of 32 dimensions, byte i of a plane holds the digit of
+// dimension i in its low four bits and that of dimension i+16 in its high
+// four, so one 16-byte load widened to 16-bit lanes and split by shift and
+// mask lines up with the query's components in their natural order.
+
+// paddedDim is dim rounded up to a whole number of 32-dimension blocks.
+func paddedDim(dim int) int { return (dim + 31) / 32 * 32 }
+
 // queryBound is the largest query code magnitude for which a dot product
 // with dim int8 codes cannot overflow int32: dim × 127 × bound < 2³¹. Queries
 // keep up to 15 bits, so the scan's error is the stored codes' alone.
@@ -37,15 +53,46 @@ func unit(v []float32) (u []float32, ok bool) {
 	return u, true
 }
 
-// encode writes the int8 codes of the unit vector u into dst and returns the
-// scale that maps them back.
-func encode(dst []int8, u []float32) float32 {
+// encode stores the codes of the unit vector u as its high and low digit
+// planes (paddedDim(len(u))/2 bytes each) and returns the code scale.
+func encode(hi, lo []byte, u []float32) float32 {
+	c := make([]int8, paddedDim(len(u)))
+	scale := quantise(c, u)
+	pack(hi, lo, c)
+	return scale
+}
+
+// quantise writes the int8 codes of the unit vector u into dst and returns
+// the scale that maps them back.
+func quantise(dst []int8, u []float32) float32 {
 	scale := maxAbs(u) / 127
 	inv := 1 / scale
 	for i, x := range u {
-		dst[i] = int8(math.Round(float64(x * inv)))
+		dst[i] = int8(max(-127, min(127, math.Round(float64(x*inv)))))
 	}
 	return scale
+}
+
+// pack splits codes (a multiple of 32 of them) into digit planes.
+func pack(hi, lo []byte, codes []int8) {
+	for b := 0; b < len(codes); b += 32 {
+		for i := range 16 {
+			d0, d1 := uint8(int(codes[b+i])+128), uint8(int(codes[b+i+16])+128)
+			hi[b/2+i] = d0>>4 | d1&0xf0
+			lo[b/2+i] = d0&0x0f | d1<<4
+		}
+	}
+}
+
+// unpack is the inverse of pack, for tests.
+func unpack(codes []int8, hi, lo []byte) {
+	for b := 0; b < len(codes); b += 32 {
+		for i := range 16 {
+			h, l := hi[b/2+i], lo[b/2+i]
+			codes[b+i] = int8(int(h&0x0f<<4|l&0x0f) - 128)
+			codes[b+i+16] = int8(int(h&0xf0|l>>4) - 128)
+		}
+	}
 }
 
 // encodeQuery quantises the unit query u to int16 codes within bound and

@@ -12,7 +12,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 	for _, dim := range []int{1, 5, 384, 3072} {
 		u, _ := unit(gaussian(r, dim))
 		codes := make([]int8, dim)
-		scale := encode(codes, u)
+		scale := quantise(codes, u)
 		for j, x := range u {
 			if err := math.Abs(float64(x - float32(codes[j])*scale)); err > float64(scale)/2*1.0001 {
 				t.Fatalf("dim %d component %d: error %g over half a step %g", dim, j, err, scale/2)
@@ -68,7 +68,7 @@ func BenchmarkQuantisation(b *testing.B) {
 		perVector := make([][]float32, n)
 		for i, v := range vecs {
 			codes := make([]int8, dim)
-			s := encode(codes, v)
+			s := quantise(codes, v)
 			perVector[i] = decode(codes, func(int) float32 { return s }, func(int) float32 { return 0 })
 		}
 		lo, hi := make([]float32, dim), make([]float32, dim)

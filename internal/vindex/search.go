@@ -21,10 +21,10 @@ type Result struct {
 }
 
 const (
-	// rescoreMin is how many candidates beyond k the int8 scan hands to
-	// float rescoring (at least k more). The scan's score error is about
-	// 0.001; on clustered data a few ranks lie within that of the k-th, and
-	// 30 extra candidates held every true top 10 in all measurements (see
+	// rescoreMin is how many candidates beyond k the int8 scores hand to
+	// float rescoring (at least k more). Their error is about 0.001; on
+	// clustered data a few ranks lie within that of the k-th, and 30 extra
+	// candidates held every true top 10 in all measurements (see
 	// BenchmarkSearch1M).
 	rescoreMin = 32
 	// block is how many vectors one kernel call scores: enough to amortise
@@ -64,7 +64,7 @@ func (x *Index) Search(ctx context.Context, q []float32, k int, allow func(*reca
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	qc := make([]int16, x.dim)
+	qc := make([]int16, 2*x.stride)
 	qscale := encodeQuery(qc, u, queryBound(x.dim))
 
 	pool := k
@@ -107,7 +107,7 @@ func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*rec
 			return nil
 		}
 	}
-	top := x.scan(qc, allowed, pool)
+	top := x.refine(qc, x.scan(qc, allowed, firstPass(pool)), pool)
 	res := make([]Result, len(top))
 	for i, c := range top {
 		res[i] = Result{Hash: x.hashes[c.v], Score: c.score * qscale, ChunkIDs: x.chunksOf(c.v, allow)}
@@ -170,17 +170,32 @@ func (x *Index) chunksOf(v int32, allow func(*recall.SourceMeta) bool) []int64 {
 }
 
 type candidate struct {
-	score float32 // int8 dot product times the vector's scale: the query's scale is left out
+	score float32 // approximate score, without the query's scale
 	v     int32
+	dhi   int32 // dot product of the query with the vector's high digits
 }
 
-// scan returns the pool best allowed vectors by approximate score, best
-// first, splitting the slab across cores.
-func (x *Index) scan(qc []int16, allowed []uint64, pool int) []candidate {
+// firstPass is how many candidates the scan of high digits keeps for the
+// exact int8 scores to choose pool from. Dropping the low digits errs by up
+// to 7.5 steps a component: about 0.01 in cosine, where some hundreds of
+// vectors of a dense cluster can lie. A few hundred random reads of low
+// digits cost nothing next to the scan.
+func firstPass(pool int) int { return max(8*pool, 512) }
+
+// scan returns the best candidates by high digits, at most first of them,
+// splitting the slab across cores.
+func (x *Index) scan(qc []int16, allowed []uint64, first int) []candidate {
 	n := len(x.hashes)
+	var sum int64
+	for _, c := range qc {
+		sum += int64(c)
+	}
+	// With the low digit taken as its mean, 7.5, the int8 code is
+	// 16·high + 7.5 − 128, so Σ q·c ≈ 16·dhi − 120.5·Σ q.
+	offset := float32(120.5 * float64(sum))
 	workers := min(runtime.GOMAXPROCS(0), (n+minPerWorker-1)/minPerWorker)
 	if workers <= 1 {
-		return x.scanRange(qc, allowed, 0, n, make(heap, 0, pool), pool).sorted()
+		return x.scanRange(qc, offset, allowed, 0, n, make(heap, 0, first), first)
 	}
 	// Workers take segments as they go rather than a fixed share, so one
 	// slowed by other load on its core leaves the rest to the others.
@@ -189,13 +204,13 @@ func (x *Index) scan(qc []int16, allowed []uint64, pool int) []candidate {
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			top := make(heap, 0, pool)
+			top := make(heap, 0, first)
 			for {
 				lo := int(next.Add(segment)) - segment
 				if lo >= n {
 					break
 				}
-				top = x.scanRange(qc, allowed, lo, min(lo+segment, n), top, pool)
+				top = x.scanRange(qc, offset, allowed, lo, min(lo+segment, n), top, first)
 			}
 			tops[w] = top
 		})
@@ -204,17 +219,17 @@ func (x *Index) scan(qc []int16, allowed []uint64, pool int) []candidate {
 	all := tops[0]
 	for _, t := range tops[1:] {
 		for _, c := range t {
-			all = all.push(c, pool)
+			all = all.push(c, first)
 		}
 	}
-	return all.sorted()
+	return all
 }
 
 // scanRange pushes the vectors in [lo, hi) onto top; lo is a multiple of
 // block, so bitmap words line up.
-func (x *Index) scanRange(qc []int16, allowed []uint64, lo, hi int, top heap, pool int) heap {
+func (x *Index) scanRange(qc []int16, offset float32, allowed []uint64, lo, hi int, top heap, first int) heap {
 	var buf [block]int32
-	d := x.dim
+	st := x.stride
 	for b := lo; b < hi; b += block {
 		e := min(b+block, hi)
 		mask := ^uint64(0)
@@ -224,20 +239,38 @@ func (x *Index) scanRange(qc []int16, allowed []uint64, lo, hi int, top heap, po
 			}
 		}
 		out := buf[:e-b]
-		dotBatch(qc, x.codes[b*d:e*d], d, out)
+		dotDigits(qc, x.hi[b*st:e*st], st, out)
 		for mask != 0 && len(out) > 0 {
 			i := bits.TrailingZeros64(mask)
 			mask &= mask - 1
 			if i >= len(out) {
 				break
 			}
-			s := float32(out[i]) * x.scales[b+i]
-			if len(top) < pool || s > top[0].score {
-				top = top.push(candidate{s, int32(b + i)}, pool)
+			s := (16*float32(out[i]) - offset) * x.scales[b+i]
+			if len(top) < first || s > top[0].score {
+				top = top.push(candidate{s, int32(b + i), out[i]}, first)
 			}
 		}
 	}
 	return top
+}
+
+// refine completes the int8 scores of the scan's candidates with their low
+// digits and returns the best pool of them, best first.
+func (x *Index) refine(qc []int16, cands []candidate, pool int) []candidate {
+	var sum int64
+	for _, c := range qc {
+		sum += int64(c)
+	}
+	st := x.stride
+	var dlo [1]int32
+	for i, c := range cands {
+		dotDigits(qc, x.lo[int(c.v)*st:int(c.v+1)*st], st, dlo[:])
+		full := 16*int64(c.dhi) + int64(dlo[0]) - 128*sum
+		cands[i].score = float32(full) * x.scales[c.v]
+	}
+	h := heap(cands).sorted()
+	return h[:min(pool, len(h))]
 }
 
 // rescore replaces the approximate scores of res with exact cosines from the
