@@ -121,39 +121,46 @@ func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*rec
 // can still be a hundred thousand calls, so large indexes split the chunks
 // across cores.
 func (x *Index) allowed(allow func(*recall.SourceMeta) bool) []uint64 {
-	bm := make([]uint64, (len(x.hashes)+block-1)/block)
+	words := (len(x.hashes) + block - 1) / block
 	n := len(x.ids)
 	workers := min(runtime.GOMAXPROCS(0), (n+minPerWorker-1)/minPerWorker)
-	var any atomic.Bool
-	mark := func(lo, hi int) {
+	// Each worker marks a bitmap of its own: plain writes, merged at the end.
+	maps := make([][]uint64, max(workers, 1))
+	found := make([]bool, len(maps))
+	mark := func(w, lo, hi int) {
+		bm := make([]uint64, words)
 		var last *sourceRef
-		var ok, found bool
+		var ok bool
 		for s := lo; s < hi; s++ {
 			if r := x.metas[s]; r != last {
 				last, ok = r, allow(&r.meta)
 			}
 			if ok {
 				v := x.vecOf[s]
-				atomic.OrUint64(&bm[v/block], 1<<(v%block))
-				found = true
+				bm[v/block] |= 1 << (v % block)
+				found[w] = true
 			}
 		}
-		if found {
-			any.Store(true)
-		}
+		maps[w] = bm
 	}
 	if workers <= 1 {
-		mark(0, n)
+		mark(0, 0, n)
 	} else {
 		per := (n + workers - 1) / workers
 		var wg sync.WaitGroup
 		for w := range workers {
-			wg.Go(func() { mark(w*per, min((w+1)*per, n)) })
+			wg.Go(func() { mark(w, w*per, min((w+1)*per, n)) })
 		}
 		wg.Wait()
 	}
-	if !any.Load() {
+	if !slices.Contains(found, true) {
 		return nil
+	}
+	bm := maps[0]
+	for _, m := range maps[1:] {
+		for i, b := range m {
+			bm[i] |= b
+		}
 	}
 	return bm
 }
