@@ -16,6 +16,9 @@ import (
 )
 
 func (m *Main) cmdSweep(ctx context.Context, args []string) error {
+	if wantsRemote(args) {
+		return m.sweepRemote(ctx, args)
+	}
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	full := fs.Bool("full", false, "re-ingest every file, even unchanged ones")
 	prune := fs.Bool("prune", false, "delete sources whose files are gone from the vault")

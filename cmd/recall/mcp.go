@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+
+	"github.com/recall-mcp/recall/internal/server"
+)
+
+// cmdMCP serves the tools over stdin/stdout for a local client (Claude
+// Desktop, Claude Code, Cursor). Stdout carries nothing but protocol;
+// every log line goes to stderr.
+func (m *Main) cmdMCP(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	admin := fs.Bool("admin", false, "also serve the admin tools (repair_archive, list_memories, reindex_memory, memory_index_status)")
+	if _, err := m.parse(fs, args, "mcp [--admin]"); err != nil {
+		return err
+	}
+	srv, err := m.newServer(ctx, server.Options{})
+	if err != nil {
+		return err
+	}
+	srv.Start(ctx)
+	err = srv.RunStdio(ctx, m.Stdin, m.Stdout, *admin)
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		return nil // the client went away or we were told to stop
+	}
+	return err
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/remote"
+)
+
+// wantsRemote reports whether a sweep command line names --remote, so
+// cmdSweep can hand it to sweepRemote before parsing its own flags.
+func wantsRemote(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.HasPrefix(a, "-") && (name == "remote" || strings.HasPrefix(name, "remote=")) {
+			return true
+		}
+	}
+	return false
+}
+
+// sweepRemote sweeps a local vault into a recall server through /ingest:
+// `recall sweep DIR --remote URL`, with the token from RECALL_TOKEN.
+func (m *Main) sweepRemote(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	url := fs.String("remote", "", "send the vault to the recall server at `URL` (token from RECALL_TOKEN)")
+	full := fs.Bool("full", false, "send every file, even those the server already confirmed")
+	size := fs.Int("chunk-size", 2000, "chunk size limit in characters")
+	overlap := fs.Int("overlap", 200, "characters of the previous chunk carried into the next")
+	manifest := fs.String("manifest", "", "manifest `file` of confirmed files (default: under the data directory, one per server and vault)")
+	logPath := fs.String("log", "", "failure log `file` (default: sweep.log next to the database)")
+	asJSON := fs.Bool("json", false, "print one JSON summary object as the last line of stdout")
+	pos, err := m.parse(fs, args, "sweep --remote URL [flags] DIR")
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("sweep takes one vault directory (got %d arguments)", len(pos))
+	}
+	if !strings.HasPrefix(*url, "http://") && !strings.HasPrefix(*url, "https://") {
+		return usagef("--remote must be an http:// or https:// URL")
+	}
+	opt := remote.Options{URL: *url, Token: m.setting("", "token", ""), Full: *full,
+		Chunk: chunk.Options{Size: *size, Overlap: *overlap}, Manifest: *manifest}
+	if err := opt.Chunk.Validate(); err != nil {
+		return usagef("%s", recall.ErrorMessage(err))
+	}
+	abs, err := filepath.Abs(pos[0])
+	if err != nil {
+		return err
+	}
+	if opt.Manifest == "" {
+		dir, err := m.dataDir()
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256([]byte(strings.TrimRight(*url, "/") + "\x00" + abs))
+		opt.Manifest = filepath.Join(dir, "remote", hex.EncodeToString(sum[:8])+".json")
+	}
+	lp := *logPath
+	if lp == "" {
+		dbp, err := m.dbPath()
+		if err != nil {
+			return err
+		}
+		lp = filepath.Join(filepath.Dir(dbp), "sweep.log")
+	}
+	if err := os.MkdirAll(filepath.Dir(lp), 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(lp, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open sweep log: %w", err)
+	}
+	defer logf.Close()
+	opt.Failures = lockedWriter{&sync.Mutex{}, logf}
+
+	res, err := remote.Sweep(ctx, abs, opt)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(m.Stdout, string(b))
+	} else {
+		fmt.Fprintf(m.Stdout, "sent %d of %d files to %s (%d unchanged, %d failed), %d sources, %d chunks in %d requests, %.2fs\n",
+			res.FilesSent, res.FilesSeen, *url, res.FilesUnchanged, res.FilesFailed, res.Sources, res.Chunks, res.Batches, res.Seconds)
+		if res.FilesFailed > 0 {
+			fmt.Fprintf(m.Stdout, "failures are listed in %s; they are sent again on the next run\n", lp)
+		}
+	}
+	if res.FilesFailed > 0 {
+		return exitError(exitFailure)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"golang.org/x/time/rate"
+
+	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/memory"
+	"github.com/recall-mcp/recall/internal/server"
+)
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+func (m *Main) cmdServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8787", "listen `address` (host:port; port 0 picks a free one)")
+	allowPath := fs.Bool("allow-path-token", false, "also accept the token in the URL path, /mcp/<token> (for clients of the replaced system; the token is redacted from logs)")
+	auditPath := fs.String("audit", "", "append one JSON line per request to `FILE` (no tokens, queries or stored text)")
+	var cors, hosts stringList
+	fs.Var(&cors, "cors-origin", "allow browser requests from this `origin`, e.g. https://app.example (repeatable)")
+	fs.Var(&hosts, "allowed-host", "also accept requests naming this `host` (a reverse proxy's name; repeatable)")
+	perSec := fs.Float64("rate", server.DefaultRate, "requests per second per token (0: unlimited)")
+	burst := fs.Int("burst", server.DefaultBurst, "requests a token may make at once before the rate applies")
+	if _, err := m.parse(fs, args, "serve [flags]"); err != nil {
+		return err
+	}
+	opt := server.Options{AllowPathToken: *allowPath, CORSOrigins: cors, AllowedHosts: hosts,
+		Rate: rate.Limit(*perSec), Burst: *burst}
+	if *perSec == 0 {
+		opt.Rate = rate.Inf
+	}
+	if *perSec < 0 {
+		return usagef("--rate must be 0 (unlimited) or more")
+	}
+	if err := m.serverTokens(&opt); err != nil {
+		return err
+	}
+	if *auditPath != "" {
+		f, err := os.OpenFile(*auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("open audit log: %w", err)
+		}
+		m.closers = append(m.closers, f.Close)
+		opt.Audit = f
+	}
+	srv, err := m.newServer(ctx, opt)
+	if err != nil {
+		return err
+	}
+	ln, err := srv.Listen(*addr)
+	if err != nil {
+		return err
+	}
+	if srv.Open() {
+		fmt.Fprintln(m.Stderr, "recall: no token configured: accepting token-less requests on loopback only (set RECALL_TOKEN or RECALL_TOKENS_FILE)")
+	}
+	// Scripts wait for this line and read the port from it.
+	fmt.Fprintf(m.Stderr, "listening on http://%s\n", ln.Addr())
+	srv.Start(ctx)
+	return srv.Serve(ctx, ln)
+}
+
+// serverTokens reads the credentials: RECALL_TOKEN, the tokens file
+// (RECALL_TOKENS_FILE or tokens_file) and RECALL_ADMIN_TOKEN (admin_token).
+func (m *Main) serverTokens(opt *server.Options) error {
+	if tok := m.setting("", "token", ""); tok != "" {
+		opt.Tokens = append(opt.Tokens, server.Token{Name: "default", Secret: tok})
+	}
+	if path := m.setting("", "tokens_file", ""); path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("tokens file: %w", err)
+		}
+		toks, err := server.ParseTokens(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		opt.Tokens = append(opt.Tokens, toks...)
+	}
+	opt.AdminToken = m.setting("", "admin_token", "")
+	return nil
+}
+
+// newServer wires the store, one search engine (which holds the vector
+// index, so everything must write through it) and the memory service into
+// a server. The vector index is loaded by Start, in the background.
+func (m *Main) newServer(ctx context.Context, opt server.Options) (*server.Server, error) {
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	eng, emb, space, err := m.engine(ctx, st, false)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := m.location()
+	if err != nil {
+		return nil, err
+	}
+	opt.Engine, opt.Store, opt.Embedder, opt.Space = eng, st, emb, space
+	opt.Memory = memory.New(st, eng, memory.Options{Embedder: emb, Space: space, Chunk: chunk.Options{}, Location: loc})
+	opt.Version = version
+	opt.Logger = slog.New(slog.NewTextHandler(server.RedactWriter(m.Stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return server.New(opt)
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const serveToken = "serve-test-token-0123456789abcdef"
+
+// lockedBuffer is a stderr several goroutines write to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)\n`)
+
+// startServe runs `recall serve` in-process on a free port and returns its
+// URL, its stderr and a function that stops it and returns the exit code.
+func startServe(t *testing.T, env map[string]string, args ...string) (string, *lockedBuffer, func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := NewMain()
+	stderr := &lockedBuffer{}
+	m.Stdout, m.Stderr, m.Stdin = io.Discard, stderr, strings.NewReader("")
+	m.Getenv = func(k string) string { return env[k] }
+	done := make(chan int, 1)
+	go func() {
+		done <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+		m.Close()
+	}()
+	stop := func() int {
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not stop")
+			return -1
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := listeningRE.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], stderr, stop
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited with %d: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("serve never said where it listens: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeStartsAndStops(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	url, stderr, stop := startServe(t, env, "--audit", audit)
+	if code, body := get(t, url+"/healthz", ""); code != 200 || body != "ok\n" {
+		t.Errorf("healthz: %d %q", code, body)
+	}
+	if code, _ := get(t, url+"/api/stats", ""); code != 401 {
+		t.Errorf("stats without the token: %d", code)
+	}
+	if code, body := get(t, url+"/api/stats", serveToken); code != 200 || !strings.Contains(body, `"sources"`) {
+		t.Errorf("stats: %d %s", code, body)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("serve exited with %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil || strings.Count(string(b), "\n") != 3 || strings.Contains(string(b), serveToken) {
+		t.Errorf("audit log: %v\n%s", err, b)
+	}
+	if strings.Contains(stderr.String(), serveToken) {
+		t.Errorf("the token reached stderr: %s", stderr.String())
+	}
+}
+
+func TestServeRefusesOpenNonLoopback(t *testing.T) {
+	env := testEnv(t)
+	_, errs, code := run(t, env, "serve", "--addr", "0.0.0.0:0")
+	if code == 0 || !strings.Contains(errs, "no token configured") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	env["RECALL_TOKEN"] = "short"
+	_, errs, code = run(t, env, "serve", "--addr", "127.0.0.1:0")
+	if code == 0 || !strings.Contains(errs, "at least 24") || strings.Contains(errs, "short\"") {
+		t.Errorf("short token: exit %d: %s", code, errs)
+	}
+}
+
+func TestServeTokensFile(t *testing.T) {
+	env := testEnv(t)
+	file := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(file, []byte("# tokens\nlaptop "+serveToken+" ada\n"), 0o600)
+	env["RECALL_TOKENS_FILE"] = file
+	env["RECALL_ADMIN_TOKEN"] = "admin-" + serveToken
+	url, _, stop := startServe(t, env)
+	defer stop()
+	if code, _ := get(t, url+"/api/memories?prefix=a", serveToken); code != 200 {
+		t.Errorf("file token: %d", code)
+	}
+	if code, _ := get(t, url+"/admin/index-status", serveToken); code != 403 {
+		t.Errorf("user token on an admin endpoint: %d", code)
+	}
+	if code, _ := get(t, url+"/admin/index-status", "admin-"+serveToken); code != 200 {
+		t.Errorf("admin token: %d", code)
+	}
+}
+
+func TestTokenNew(t *testing.T) {
+	out, _, code := run(t, testEnv(t), "token", "new")
+	tok := strings.TrimSpace(out)
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if code != 0 || err != nil || len(raw) != 32 {
+		t.Errorf("token new: %d %q %v", code, out, err)
+	}
+	if _, _, code := run(t, testEnv(t), "token"); code != exitUsage {
+		t.Errorf("token without a subcommand: exit %d", code)
+	}
+}
+
+// `recall mcp` speaks nothing but JSON-RPC on stdout.
+func TestMCPOverStdio(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatalf("sweep: %s", errs)
+	}
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_archive","arguments":{"query":"moments of vulnerability"}}}`,
+	}, "\n") + "\n"
+	out := &lockedBuffer{}
+	stderr := &lockedBuffer{}
+	m := NewMain()
+	// A pipe held open until the answers are in: EOF on stdin ends the session.
+	pr, pw := io.Pipe()
+	m.Stdin, m.Stdout, m.Stderr = pr, out, stderr
+	m.Getenv = func(k string) string { return env[k] }
+	done := make(chan int, 1)
+	go func() { done <- m.Run(context.Background(), []string{"mcp"}); m.Close() }()
+	pw.Write([]byte(in))
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), `"id":3`) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	pw.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("mcp exit %d: %s", code, stderr.String())
+	}
+	ids := map[float64]string{}
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var msg map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &msg); err != nil || msg["jsonrpc"] != "2.0" {
+			t.Fatalf("stdout line is not JSON-RPC: %q", sc.Text())
+		}
+		if id, ok := msg["id"].(float64); ok {
+			ids[id] = sc.Text()
+		}
+	}
+	if !strings.Contains(ids[2], "search_archive") || strings.Contains(ids[2], "repair_archive") {
+		t.Errorf("tools/list: %s", ids[2])
+	}
+	if !strings.Contains(ids[3], "2025/07/hard-week.md") {
+		t.Errorf("search: %s", ids[3])
+	}
+}
+
+// `recall sweep DIR --remote URL` fills a running server.
+func TestSweepRemote(t *testing.T) {
+	serverEnv := testEnv(t)
+	serverEnv["RECALL_TOKEN"] = serveToken
+	url, _, stop := startServe(t, serverEnv)
+	defer stop()
+
+	clientEnv := testEnv(t)
+	clientEnv["RECALL_TOKEN"] = serveToken
+	out, errs, code := run(t, clientEnv, "sweep", sampleVault, "--remote", url, "--json")
+	if code != 0 {
+		t.Fatalf("remote sweep exit %d: %s %s", code, out, errs)
+	}
+	var res struct{ FilesSeen, FilesSent, FilesFailed int }
+	var raw map[string]int
+	json.Unmarshal([]byte(strings.TrimSpace(out)), &raw)
+	res.FilesSeen, res.FilesSent, res.FilesFailed = raw["files_seen"], raw["files_sent"], raw["files_failed"]
+	if res.FilesSeen < 9 || res.FilesSent != res.FilesSeen || res.FilesFailed != 0 {
+		t.Fatalf("summary: %s", out)
+	}
+	req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(`{"query":"moments of vulnerability"}`))
+	req.Header.Set("Authorization", "Bearer "+serveToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"source":"2025/07/hard-week.md"`) {
+		t.Errorf("search on the server: %s", b)
+	}
+	out, _, code = run(t, clientEnv, "sweep", "--remote="+url, "--json", sampleVault)
+	json.Unmarshal([]byte(strings.TrimSpace(out)), &raw)
+	if code != 0 || raw["files_unchanged"] != res.FilesSeen || raw["batches"] != 0 {
+		t.Errorf("second run: %d %s", code, out)
+	}
+	clientEnv["RECALL_TOKEN"] = "wrong-token-0123456789abcdefgh"
+	if _, errs, code := run(t, clientEnv, "sweep", "--full", "--remote", url, sampleVault); code == 0 || !strings.Contains(errs, "401") {
+		t.Errorf("wrong token: exit %d: %s", code, errs)
+	}
+}
