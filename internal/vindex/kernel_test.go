@@ -75,3 +75,14 @@ func TestDigitsRecombine(t *testing.T) {
 		}
 	}
 }
+
+// unpack is the inverse of pack.
+func unpack(codes []int8, hi, lo []byte) {
+	for b := 0; b < len(codes); b += 32 {
+		for i := range 16 {
+			h, l := hi[b/2+i], lo[b/2+i]
+			codes[b+i] = int8(int(h&0x0f<<4|l&0x0f) - 128)
+			codes[b+i+16] = int8(int(h&0xf0|l>>4) - 128)
+		}
+	}
+}

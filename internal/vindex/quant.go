@@ -84,17 +84,6 @@ func pack(hi, lo []byte, codes []int8) {
 	}
 }
 
-// unpack is the inverse of pack, for tests.
-func unpack(codes []int8, hi, lo []byte) {
-	for b := 0; b < len(codes); b += 32 {
-		for i := range 16 {
-			h, l := hi[b/2+i], lo[b/2+i]
-			codes[b+i] = int8(int(h&0x0f<<4|l&0x0f) - 128)
-			codes[b+i+16] = int8(int(h&0xf0|l>>4) - 128)
-		}
-	}
-}
-
 // encodeQuery quantises the unit query u to int16 codes within bound and
 // returns the scale that maps them back.
 func encodeQuery(dst []int16, u []float32, bound int) float32 {
