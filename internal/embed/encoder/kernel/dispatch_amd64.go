@@ -74,8 +74,21 @@ func useAVX2() {
 	matMulImpl = matMulAVX2
 }
 
-func matMulAVX2(pr product)   { matMulPacked(gemmAVX2, pr) }
-func matMulAVX512(pr product) { matMulPacked(gemmAVX512, pr) }
+func matMulAVX2(pr product) {
+	if pr.bT && pr.m <= smallM {
+		matMulSmallM(pr)
+		return
+	}
+	matMulPacked(gemmAVX2, pr)
+}
+
+func matMulAVX512(pr product) {
+	if pr.bT && pr.m <= smallM {
+		matMulSmallM(pr)
+		return
+	}
+	matMulPacked(gemmAVX512, pr)
+}
 
 func dotAVX2Go(a, b []float32) float32 {
 	n := len(a) &^ 7

@@ -313,3 +313,82 @@ store512:
 	VMOVUPS Z23, 64(R9)(R8*2)
 	VZEROUPPER
 	RET
+
+// func dot3x4AVX2(k int, a *float32, lda int, b *float32, ldb int, out *[12]float32)
+// out[r*4+c] = sum_{p<k} a[r*lda+p]*b[c*ldb+p] for three rows of a and four
+// rows of b; k is a multiple of 8. Products with only a few rows of a use
+// this instead of packing b: each value of b loaded feeds three rows.
+TEXT ·dot3x4AVX2(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), BX
+	SHLQ $2, BX
+	MOVQ b+24(FP), DX
+	MOVQ ldb+32(FP), R8
+	SHLQ $2, R8
+	LEAQ (DX)(R8*2), R9
+	ADDQ R8, R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	SHRQ $3, CX
+	JZ dot34done
+
+dot34loop:
+	VMOVUPS (AX), Y12
+	VMOVUPS (AX)(BX*1), Y13
+	VMOVUPS (AX)(BX*2), Y14
+	VMOVUPS (DX), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS (DX)(R8*1), Y15
+	VFMADD231PS Y15, Y12, Y1
+	VFMADD231PS Y15, Y13, Y5
+	VFMADD231PS Y15, Y14, Y9
+	VMOVUPS (DX)(R8*2), Y15
+	VFMADD231PS Y15, Y12, Y2
+	VFMADD231PS Y15, Y13, Y6
+	VFMADD231PS Y15, Y14, Y10
+	VMOVUPS (R9), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y11
+	ADDQ $32, AX
+	ADDQ $32, DX
+	ADDQ $32, R9
+	DECQ CX
+	JNZ dot34loop
+
+dot34done:
+	// Reduce each group of four accumulators to one vector of four sums.
+	MOVQ out+40(FP), DI
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DI)
+	VHADDPS Y5, Y4, Y4
+	VHADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VMOVUPS X4, 16(DI)
+	VHADDPS Y9, Y8, Y8
+	VHADDPS Y11, Y10, Y10
+	VHADDPS Y10, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS X9, X8, X8
+	VMOVUPS X8, 32(DI)
+	VZEROUPPER
+	RET
