@@ -48,9 +48,7 @@ func TestAuditCanary(t *testing.T) {
 	f.do("POST", "/mcp/"+canaryTok, "", initBody, mcpHeaders...)
 	f.do("GET", "/admin/index-status", canaryTok, "")
 
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(f.audit.String(), `"route":"GET /admin/index-status"`) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond) // the last line is written after the answer
-	}
+	waitFor(f.audit, `"route":"GET /admin/index-status"`, `"tool":"delete_memory"`)
 	out := f.logs.String() + f.audit.String()
 	if f.audit.String() == "" || f.logs.String() == "" {
 		t.Fatal("nothing was logged: the canary check would be blind")
@@ -75,9 +73,7 @@ func TestAuditLines(t *testing.T) {
 	f.do("GET", "/api/memories?prefix=note_", aliceTok, "")
 
 	// Lines are written after the answer is sent: wait for the last one.
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(f.audit.String(), `"route":"GET /api/memories"`) && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(f.audit, `"tool":"search_archive"`, `"route":"GET /api/memories"`, `"status":401`, `"route":"GET /admin/memories"`)
 	var lines []auditLine
 	sc := bufio.NewScanner(strings.NewReader(f.audit.String()))
 	for sc.Scan() {
@@ -180,5 +176,21 @@ func TestMetricsExposition(t *testing.T) {
 		if _, err := fmt.Sscan(line[i+1:], &v); err != nil && line[i+1:] != "+Inf" {
 			t.Errorf("bad sample %q", line)
 		}
+	}
+}
+
+// waitFor waits until the log holds every want: a request's line is written
+// after its answer has gone out, so the client may be ahead of it.
+func waitFor(log *syncBuffer, want ...string) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(log.String(), w)
+		}
+		if all {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -173,7 +173,7 @@ func TestToolsListUnchangedByStoredText(t *testing.T) {
 	if status, out, body := f.ingest(plainTok, chunks...); status != 200 || out.Sources[0].Status != remote.StatusWritten {
 		t.Fatalf("ingest: %d %s", status, body)
 	}
-	f.save("", "note_injection", string(injection))
+	f.save("", "note_injection", strings.SplitN(string(injection), "\n\n", 2)[0])
 	_, after := f.rawCall(plainTok, sid, list)
 	if before != after || !strings.Contains(before, "search_archive") {
 		t.Errorf("tools/list changed:\nbefore %s\nafter  %s", before, after)

@@ -22,6 +22,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,6 +160,8 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// From here on only the hashes in the keyring remain.
+	opt.Tokens, opt.AdminToken = nil, ""
 	s := &Server{opt: opt, eng: opt.Engine, st: opt.Store, mem: opt.Memory, keys: keys, log: opt.Logger,
 		metrics: newMetrics(), bad: newBadTokens(opt.BadTokenRate, opt.BadTokenBurst, 10_000, opt.Now),
 		stage: newStaging(opt.StageTTL, opt.StageBytes, opt.Now)}
@@ -248,7 +251,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -348,10 +350,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("the request body is over the %d byte limit", s.opt.MaxBody))
 		return
 	}
-	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBody)
-	}
-
 	id, ok := s.authenticate(w, r, ri)
 	if !ok {
 		return
@@ -361,8 +359,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, ri, http.StatusTooManyRequests, recall.ERATELIMIT, "too many requests for this token; retry after the number of seconds in Retry-After")
 		return
 	}
+	if err := s.readBody(w, r); err != nil {
+		s.refuse(w, ri, httpStatus(recall.ErrorCode(err)), recall.ErrorCode(err), recall.ErrorMessage(err))
+		return
+	}
 	ctx := context.WithValue(withReqInfo(r.Context(), ri), idKey{}, id)
 	s.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// bodyTimeout bounds how long a client may take to send its body, so a
+// trickling client cannot hold a request open.
+const bodyTimeout = 30 * time.Second
+
+// readBody reads the (authenticated) request's body into memory, at most
+// MaxBody bytes within bodyTimeout. Handlers then read it from memory, and
+// the read deadline is lifted before they run: a deadline left on the
+// connection would cancel a long request once it passed.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(s.opt.Now().Add(bodyTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBody))
+	rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return bodyError(err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return nil
 }
 
 // authenticate resolves the caller. It writes the refusal itself.
@@ -482,9 +507,8 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, bodyError(err))
 			return
 		}
-		r.Body = io.NopCloser(strings.NewReader(string(body)))
-		trimmed := strings.TrimLeft(string(body), " \t\r\n")
-		if strings.HasPrefix(trimmed, "[") {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
 			s.writeError(w, r, recall.Errorf(recall.EINVALID, "JSON-RPC batches are not supported: send one message per request"))
 			return
 		}
