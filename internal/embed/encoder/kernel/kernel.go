@@ -86,7 +86,10 @@ func Scale(x []float32, s float32) {
 }
 
 // GELU applies the exact (erf-based) GELU in place, as BERT's "gelu"
-// activation does: x * 0.5 * (1 + erf(x/sqrt(2))).
+// activation does: x * 0.5 * (1 + erf(x/sqrt(2))). erf is a rational
+// approximation: the result is within 1.3e-6 of the float64 value for every
+// input. Relative error reaches 3e-5 in the negative tail (|GELU| ~ 0.01),
+// where 1+erf cancels, as in any float32 erf-based GELU.
 func GELU(x []float32) {
 	gelu(x)
 }
