@@ -76,7 +76,8 @@ const (
 )
 
 // stConfig is what the sentence-transformers files of a model directory
-// say: pooling, normalization, input window, lowercasing and prompts.
+// say: pooling, normalization, input window, lowercasing and prompts. Both
+// the layout of sentence-transformers 2-5 and that of 6 are read.
 type stConfig struct {
 	pooling   pooling
 	normalize bool
@@ -153,6 +154,20 @@ func readSTConfig(dir string) (stConfig, error) {
 		st.maxSeqLen, st.lowercase = sb.MaxSeqLength, sb.DoLowerCase
 	}
 
+	if st.maxSeqLen == 0 {
+		// sentence-transformers 6 keeps the window in the tokenizer's config.
+		var tc struct {
+			ModelMaxLength float64 `json:"model_max_length"`
+		}
+		switch err := readJSON(filepath.Join(dir, "tokenizer_config.json"), &tc); {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return st, err
+		case tc.ModelMaxLength > 0 && tc.ModelMaxLength < 1<<20: // "unbounded" is saved as 1e30
+			st.maxSeqLen = int(tc.ModelMaxLength)
+		}
+	}
+
 	var cst struct {
 		Prompts map[string]string `json:"prompts"`
 	}
@@ -183,15 +198,20 @@ const bgeZhQueryInstruction = "为这个句子生成表示以用于检索相关�
 // defaultPrefixes picks prefixes for a model: from the prompts in
 // config_sentence_transformers.json when it names them, else by family,
 // recognised from the directory name or config's _name_or_path.
+//
+// Empty prompts count as none: sentence-transformers saves them empty when
+// the model's author set none, and BGE's query instruction, for one, lives
+// only in its model card.
 func defaultPrefixes(names []string, prompts map[string]string) Prefixes {
-	if q, ok := prompts["query"]; ok {
-		p := Prefixes{Query: q}
-		for _, k := range []string{"document", "passage", "corpus"} {
-			if d, ok := prompts[k]; ok {
-				p.Document = d
-				break
-			}
+	var p Prefixes
+	p.Query = prompts["query"]
+	for _, k := range []string{"document", "passage", "corpus"} {
+		if d := prompts[k]; d != "" {
+			p.Document = d
+			break
 		}
+	}
+	if p != (Prefixes{}) {
 		return p
 	}
 	for _, name := range names {

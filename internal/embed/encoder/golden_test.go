@@ -69,9 +69,10 @@ func findModel(t testing.TB, rm realModel) string {
 }
 
 type goldenEmbeddings struct {
-	Model         string `json:"model"`
-	WeightsSHA256 string `json:"weights_sha256"`
-	Window        int    `json:"window"`
+	Model         string            `json:"model"`
+	WeightsSHA256 string            `json:"weights_sha256"`
+	Window        int               `json:"window"`
+	Prefixes      map[string]string `json:"prefixes"`
 	Cases         []struct {
 		Kind    string    `json:"kind"`
 		Text    string    `json:"text"`
@@ -95,93 +96,106 @@ func cosine(a []float32, b []float64) float64 {
 func TestGoldenEmbeddings(t *testing.T) {
 	for _, rm := range realModels {
 		t.Run(rm.name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "golden", rm.name+".json"))
-			if errors.Is(err, fs.ErrNotExist) {
+			path := filepath.Join("testdata", "golden", rm.name+".json")
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 				t.Skipf("skipping: no golden vectors for %s (%s, then run scripts/golden_embeddings.py)", rm.name, rm.hint)
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var g goldenEmbeddings
-			if err := json.Unmarshal(data, &g); err != nil {
-				t.Fatal(err)
-			}
-			dir := findModel(t, rm)
-			if sum := fileSHA256(t, filepath.Join(dir, "model.safetensors")); sum != g.WeightsSHA256 {
-				t.Fatalf("%s/model.safetensors has sha256 %s; the golden vectors were made with %s", dir, sum, g.WeightsSHA256)
-			}
-			if len(g.Cases) < 20 {
-				t.Fatalf("golden file has %d cases; want at least 20", len(g.Cases))
-			}
-			avg, err := Load(dir, Options{Name: rm.name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			first, err := Load(dir, Options{Name: rm.name, Windows: WindowsFirst})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if avg.Info().MaxTokens != g.Window {
-				t.Fatalf("window %d; the reference used %d", avg.Info().MaxTokens, g.Window)
-			}
-			// One Embed call per model and kind, as recall batches texts.
-			byKind := map[string][]int{}
-			for i, c := range g.Cases {
-				byKind[c.Kind] = append(byKind[c.Kind], i)
-			}
-			kinds := map[string]recall.InputKind{"query": recall.InputQuery, "document": recall.InputDocument}
-			got := map[string][][]float32{}
-			for _, name := range []string{"windows", "first"} {
-				m := avg
-				if name == "first" {
-					m = first
-				}
-				got[name] = make([][]float32, len(g.Cases))
-				for kind, idx := range byKind {
-					var texts []string
-					for _, i := range idx {
-						texts = append(texts, g.Cases[i].Text)
-					}
-					vecs, err := m.Embed(context.Background(), kinds[kind], texts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for j, i := range idx {
-						got[name][i] = vecs[j]
-					}
-				}
-			}
-			worst := 1.0
-			windowed := 0
-			for i, c := range g.Cases {
-				want := map[string][]float64{"windows": c.First, "first": c.First}
-				if c.Windows > 1 {
-					want["windows"] = c.Average
-					windowed++
-				}
-				for _, name := range []string{"windows", "first"} {
-					v := got[name][i]
-					if len(v) != len(want[name]) {
-						t.Fatalf("case %d: %d dimensions, want %d", i, len(v), len(want[name]))
-					}
-					cos := cosine(v, want[name])
-					worst = min(worst, cos)
-					if cos < 0.999 {
-						t.Errorf("case %d (%s, %d tokens, %s): cosine %.6f to the reference; want >= 0.999", i, abbreviate(c.Text), c.Tokens, name, cos)
-					}
-					// The average of windows and the truncated text are close
-					// (cosine about 0.99): make sure each matches its own.
-					if c.Windows > 1 && name == "windows" && cos <= cosine(v, c.First) {
-						t.Errorf("case %d: windowed vector is no closer to the windowed reference than to the truncated one", i)
-					}
-				}
-			}
-			if windowed == 0 {
-				t.Error("no golden case is longer than the window")
-			}
-			t.Logf("%s: %d cases (%d over the window), lowest cosine %.9f", rm.name, len(g.Cases), windowed, worst)
+			checkGolden(t, findModel(t, rm), path)
 		})
 	}
+}
+
+// TestGoldenTinyBGE runs the same comparison on a committed random-weight
+// model in BGE's layout (CLS pooling, query instruction), saved and
+// embedded by the reference (scripts/golden_tiny.py): it always runs.
+func TestGoldenTinyBGE(t *testing.T) {
+	checkGolden(t, filepath.Join("testdata", "bge-tiny"), filepath.Join("testdata", "golden", "bge-tiny.json"))
+}
+
+// checkGolden embeds every golden sentence with the model in dir, windowed
+// and truncated, and compares with the reference's vectors.
+func checkGolden(t *testing.T, dir, goldenPath string) {
+	t.Helper()
+	data, err := os.ReadFile(goldenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g goldenEmbeddings
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	if sum := fileSHA256(t, filepath.Join(dir, "model.safetensors")); sum != g.WeightsSHA256 {
+		t.Fatalf("%s/model.safetensors has sha256 %s; the golden vectors were made with %s", dir, sum, g.WeightsSHA256)
+	}
+	if len(g.Cases) < 20 {
+		t.Fatalf("golden file has %d cases; want at least 20", len(g.Cases))
+	}
+	avg, err := Load(dir, Options{Name: g.Model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := Load(dir, Options{Name: g.Model, Windows: WindowsFirst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if avg.Info().MaxTokens != g.Window {
+		t.Fatalf("window %d; the reference used %d", avg.Info().MaxTokens, g.Window)
+	}
+	if got := avg.Prefixes(); got.Query != g.Prefixes["query"] || got.Document != g.Prefixes["document"] {
+		t.Fatalf("prefixes %+v; the reference used %v", got, g.Prefixes)
+	}
+	// One Embed call per model and kind, as recall batches texts.
+	byKind := map[string][]int{}
+	for i, c := range g.Cases {
+		byKind[c.Kind] = append(byKind[c.Kind], i)
+	}
+	kinds := map[string]recall.InputKind{"query": recall.InputQuery, "document": recall.InputDocument}
+	got := map[string][][]float32{}
+	for name, m := range map[string]*Model{"windows": avg, "first": first} {
+		got[name] = make([][]float32, len(g.Cases))
+		for kind, idx := range byKind {
+			var texts []string
+			for _, i := range idx {
+				texts = append(texts, g.Cases[i].Text)
+			}
+			vecs, err := m.Embed(context.Background(), kinds[kind], texts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, i := range idx {
+				got[name][i] = vecs[j]
+			}
+		}
+	}
+	worst := 1.0
+	windowed := 0
+	for i, c := range g.Cases {
+		want := map[string][]float64{"windows": c.First, "first": c.First}
+		if c.Windows > 1 {
+			want["windows"] = c.Average
+			windowed++
+		}
+		for _, name := range []string{"windows", "first"} {
+			v := got[name][i]
+			if len(v) != len(want[name]) {
+				t.Fatalf("case %d: %d dimensions, want %d", i, len(v), len(want[name]))
+			}
+			cos := cosine(v, want[name])
+			worst = min(worst, cos)
+			if cos < 0.999 {
+				t.Errorf("case %d (%s, %d tokens, %s): cosine %.6f to the reference; want >= 0.999", i, abbreviate(c.Text), c.Tokens, name, cos)
+			}
+			// The average of windows and the truncated text are close
+			// (cosine about 0.99 for MiniLM): make sure each matches its own.
+			if c.Windows > 1 && name == "windows" && cos <= cosine(v, c.First) {
+				t.Errorf("case %d: windowed vector is no closer to the windowed reference than to the truncated one", i)
+			}
+		}
+	}
+	if windowed == 0 {
+		t.Error("no golden case is longer than the window")
+	}
+	t.Logf("%s: %d cases (%d over the window), lowest cosine %.9f", g.Model, len(g.Cases), windowed, worst)
 }
 
 func fileSHA256(t testing.TB, path string) string {

@@ -206,6 +206,7 @@ func TestPrefixes(t *testing.T) {
 		{[]string{"resnet5-e50"}, nil, Prefixes{}},
 		{[]string{"bge-small-en-v1.5"}, map[string]string{"query": "Q: ", "document": "D: "}, Prefixes{Query: "Q: ", Document: "D: "}},
 		{[]string{"x"}, map[string]string{"query": "query: ", "passage": "passage: "}, e5},
+		{[]string{"bge-small-en-v1.5"}, map[string]string{"query": "", "document": ""}, Prefixes{Query: bgeQueryInstruction}},
 	}
 	for _, tt := range tests {
 		if got := defaultPrefixes(tt.names, tt.prompts); got != tt.want {
