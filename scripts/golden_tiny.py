@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a tiny random-weight BGE-style model and its reference embeddings.
+"""Write tiny random-weight BGE- and E5-style models and their reference embeddings.
 
 No PyPI package ships bge-small-en-v1.5 as safetensors, so the parts of the
 encoder only BGE-family models use (CLS pooling, the query instruction) are
@@ -12,8 +12,11 @@ directory is in sentence-transformers 6's layout (window in
 tokenizer_config.json, "pooling_mode" in the pooling config), so the newer
 layout is covered as all-MiniLM-L6-v2 covers the older one.
 
-Writes internal/embed/encoder/testdata/bge-tiny/ (the model directory) and
-internal/embed/encoder/testdata/golden/bge-tiny.json.
+The E5-style twin (mean pooling, "query: " and "passage: ") checks that a
+document prefix is repeated in every window as the reference is given it.
+
+Writes internal/embed/encoder/testdata/{bge,e5}-tiny/ (model directories)
+and internal/embed/encoder/testdata/golden/{bge,e5}-tiny.json.
 
 Usage:
     scripts/install-test-models.sh --reference
@@ -36,8 +39,8 @@ from transformers import BertConfig, BertModel, BertTokenizerFast
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_embeddings import BGE_QUERY, OUT, SENTENCES, golden  # noqa: E402
 
-MODEL_DIR = os.path.join(OUT, "..", "bge-tiny")
 WINDOW = 24
+E5 = {"query": "query: ", "document": "passage: "}
 
 WORDS = """the of and to in is was for that on with as by at from this it be are or an have not which but were
 recall memory search sqlite vector text query passage database migration decide night sweep file chunk
@@ -52,7 +55,13 @@ def vocab():
 
 
 def main():
-    torch.manual_seed(20260501)
+    write("bge-tiny", "cls", {"query": BGE_QUERY}, seed=20260501)
+    write("e5-tiny", "mean", E5, seed=20260502)
+
+
+def write(name, pooling_mode, prefixes, seed):
+    model_dir = os.path.join(OUT, "..", name)
+    torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as tmp:
         ids = {piece: i for i, piece in enumerate(vocab())}
         t = Tokenizer(tokenizer_models.WordPiece(ids, unk_token="[UNK]"))
@@ -68,28 +77,28 @@ def main():
         with torch.no_grad():
             # Random init keeps LayerNorm at identity; perturb it so its
             # weights are exercised too.
-            for name, p in bert.named_parameters():
-                if "LayerNorm" in name:
+            for param_name, p in bert.named_parameters():
+                if "LayerNorm" in param_name:
                     p.add_(torch.randn_like(p) * 0.1)
         hf_dir = os.path.join(tmp, "hf")
         bert.save_pretrained(hf_dir)
         tok.save_pretrained(hf_dir)
 
         transformer = models.Transformer(hf_dir, max_seq_length=WINDOW)
-        pooling = models.Pooling(transformer.get_embedding_dimension(), pooling_mode="cls")
+        pooling = models.Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling_mode)
         st = SentenceTransformer(modules=[transformer, pooling, models.Normalize()], device="cpu")
-        if os.path.exists(MODEL_DIR):
-            shutil.rmtree(MODEL_DIR)
-        st.save(MODEL_DIR)
+        if os.path.exists(model_dir):
+            shutil.rmtree(model_dir)
+        st.save(model_dir)
     # Keep only what the Go encoder reads; the rest would be noise in review.
     # sentence-transformers 6 keeps the window in tokenizer_config.json.
     keep = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "modules.json",
             "sentence_bert_config.json", "1_Pooling"}
-    for name in os.listdir(MODEL_DIR):
-        if name not in keep:
-            path = os.path.join(MODEL_DIR, name)
+    for entry in os.listdir(model_dir):
+        if entry not in keep:
+            path = os.path.join(model_dir, entry)
             shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-    golden("bge-tiny", MODEL_DIR, {"query": BGE_QUERY}, True)
+    golden(name, model_dir, prefixes, True)
 
 
 if __name__ == "__main__":

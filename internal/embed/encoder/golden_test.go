@@ -105,11 +105,16 @@ func TestGoldenEmbeddings(t *testing.T) {
 	}
 }
 
-// TestGoldenTinyBGE runs the same comparison on a committed random-weight
-// model in BGE's layout (CLS pooling, query instruction), saved and
-// embedded by the reference (scripts/golden_tiny.py): it always runs.
-func TestGoldenTinyBGE(t *testing.T) {
-	checkGolden(t, filepath.Join("testdata", "bge-tiny"), filepath.Join("testdata", "golden", "bge-tiny.json"))
+// TestGoldenTiny runs the same comparison on committed random-weight models
+// in BGE's layout (CLS pooling, query instruction) and E5's (mean pooling,
+// query and passage prefixes), saved and embedded by the reference
+// (scripts/golden_tiny.py): it always runs.
+func TestGoldenTiny(t *testing.T) {
+	for _, name := range []string{"bge-tiny", "e5-tiny"} {
+		t.Run(name, func(t *testing.T) {
+			checkGolden(t, filepath.Join("testdata", name), filepath.Join("testdata", "golden", name+".json"))
+		})
+	}
 }
 
 // checkGolden embeds every golden sentence with the model in dir, windowed
