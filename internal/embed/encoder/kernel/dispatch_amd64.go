@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// The assembly routines process the largest multiple of 8 elements of n; the
-// wrappers below finish the tail in Go.
+// The vector routines (all but the matrix kernels) process the largest
+// multiple of 8 elements of n; the wrappers below finish the tail in Go.
 
 //go:noescape
 func gemm6x16AVX2(kc int, a *float32, lda int, b *float32, c *float32, ldc int, bias *float32, acc int)

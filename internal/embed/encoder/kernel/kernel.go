@@ -2,9 +2,11 @@
 // multiplication in the PyTorch nn.Linear weight layout, vector primitives,
 // and the activation and normalisation steps of a BERT layer.
 //
-// Every kernel has a portable Go version; on CPUs that support it the hot
-// paths run Go assembly chosen once at start-up. Slices must be at least as
-// long as the shapes passed; kernels panic otherwise, like an index error.
+// Every kernel has a portable Go version; on amd64 CPUs with AVX2 and FMA
+// (and AVX-512 for the matrix products) the hot paths run Go assembly
+// chosen once at start-up through golang.org/x/sys/cpu. The purego build
+// tag keeps to the portable code. Slices must be at least as long as the
+// shapes passed; kernels panic otherwise, like an index error.
 package kernel
 
 // MatMulT computes dst[i*n+j] = bias[j] + sum_p a[i*k+p]*b[j*k+p], where a is
