@@ -1,16 +1,21 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/search"
 )
 
 func TestBodyLimit(t *testing.T) {
@@ -182,5 +187,54 @@ func TestMCPProtocolChecks(t *testing.T) {
 	}
 	if status, body := f.rawCall(plainTok, sid, list); status != 200 || !strings.Contains(body, "search_archive") {
 		t.Errorf("a valid call after the refusals: %d %s", status, body)
+	}
+}
+
+// A search that runs out of its time budget is stopped, and the server
+// answers other requests meanwhile.
+func TestSearchTimeBudget(t *testing.T) {
+	f := newFixture(t, nil)
+	f.archive("b.md", "B", "", "budget text")
+	slow := embedtest.New(64)
+	slow.Delay = 3 * time.Second
+	eng := search.New(f.st, search.Options{Embedder: slow, Budget: 100 * time.Millisecond})
+	if err := eng.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Engine: eng, Memory: f.mem, Store: f.st, Tokens: []Token{{Name: "p", Secret: plainTok}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	post := func(body string) (int, string, time.Duration) {
+		start := time.Now()
+		req, _ := http.NewRequest("POST", hs.URL+"/api/search", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+plainTok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), time.Since(start)
+	}
+	done := make(chan string)
+	go func() {
+		status, body, took := post(`{"query":"budget","mode":"semantic"}`)
+		done <- fmt.Sprintf("%d %s %v", status, body, took)
+	}()
+	status, body, took := post(`{"query":"budget","mode":"lexical"}`)
+	if status != 200 || !strings.Contains(body, "b.md") || took > time.Second {
+		t.Errorf("lexical search during a slow one: %d %s in %v", status, body, took)
+	}
+	if got := <-done; !strings.HasPrefix(got, "503 ") || !strings.Contains(got, "could not be embedded") {
+		t.Errorf("semantic search past its budget: %s", got)
+	}
+	// Hybrid is stopped by the budget too (today the embedder may use all of
+	// it, leaving none for full text): an answer or a timeout, promptly.
+	status, body, took = post(`{"query":"budget"}`)
+	if (status != 200 && status != 503) || took > time.Second {
+		t.Errorf("hybrid search past its budget: %d %s in %v", status, body, took)
 	}
 }
