@@ -160,6 +160,8 @@ func TestIngestStagingIsBounded(t *testing.T) {
 	if n, bytes := f.srv.stage.size(); n < 0 || bytes < 0 {
 		t.Errorf("negative accounting: %d %d", n, bytes)
 	}
+	// The injected clock governs staging only: MCP still works with it in the past.
+	mustCall[StatsOutput](t, f.connect(plainTok), "get_archive_stats", map[string]any{})
 }
 
 func TestIngestMetrics(t *testing.T) {

@@ -380,7 +380,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(s.opt.Now().Add(bodyTimeout))
+	rc.SetReadDeadline(time.Now().Add(bodyTimeout)) // the real clock, not Options.Now: the network keeps real time
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBody))
 	rc.SetReadDeadline(time.Time{})
 	if err != nil {
@@ -409,7 +409,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, ri *reqInf
 		token, present = strings.TrimSpace(value), true
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/mcp/"); ok && rest != "" {
-		ri.route = "/mcp/{token}"
+		ri.set(func(ri *reqInfo) { ri.route = "/mcp/{token}" })
 		if !s.opt.AllowPathToken {
 			s.unauthorized(w, ri, "tokens in the URL path are disabled; send an Authorization: Bearer header (or start the server with --allow-path-token)")
 			return nil, false
@@ -542,10 +542,10 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r2 := r.Clone(r.Context())
 	r2.Header.Set("Authorization", "Bearer verified")
 	verify := func(ctx context.Context, _ string, req *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: id.key, Expiration: s.opt.Now().Add(time.Hour),
-			Extra: map[string]any{extraIdentity: id, extraRequest: ri}}, nil
+		return &auth.TokenInfo{UserID: id.key, Extra: map[string]any{extraIdentity: id, extraRequest: ri}}, nil
 	}
-	auth.RequireBearerToken(verify, nil)(s.mcpHTTP).ServeHTTP(w, r2)
+	// Our tokens do not expire; rotation is by the tokens file.
+	auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.mcpHTTP).ServeHTTP(w, r2)
 }
 
 // supportedProtocolVersions are the MCP revisions the SDK speaks.
