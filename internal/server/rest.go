@@ -394,6 +394,12 @@ func (s *Server) restRoutes(handle func(pattern string, admin bool, h http.Handl
 }
 
 func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request) {
+	// The archive is shared by every owner: a token bound to one owner may
+	// not put text in front of the others.
+	if id := identityFrom(r.Context()); id.bound {
+		s.writeError(w, r, recall.Errorf(recall.EFORBIDDEN, "this token is bound to an owner; ingesting into the shared archive needs an unbound token or the admin token"))
+		return
+	}
 	var req remote.IngestRequest
 	if err := decode(r, &req); err != nil {
 		s.writeError(w, r, err)
