@@ -185,25 +185,6 @@ func (t *tile) runColumns(qa, qb, nkb int, edgeRows bool, lastI int) {
 	}
 }
 
-// packPanelT packs columns j0..j0+nr of the product from b laid out n×k
-// (row j at b[j*ldb]), inner indices p0..p0+kcb: kcb groups of nr values,
-// zero past column n.
-func packPanelT(dst, b []float32, ldb, n, j0, nr, p0, kcb int) {
-	dst = dst[:kcb*nr]
-	for jj := 0; jj < nr; jj++ {
-		if j0+jj >= n {
-			for p := 0; p < kcb; p++ {
-				dst[p*nr+jj] = 0
-			}
-			continue
-		}
-		src := b[(j0+jj)*ldb+p0 : (j0+jj)*ldb+p0+kcb]
-		for p, v := range src {
-			dst[p*nr+jj] = v
-		}
-	}
-}
-
 // packPanelN packs the same block from b laid out k×n (row p at b[p*ldb]),
 // where each group of nr values is a contiguous piece of one row.
 func packPanelN(dst, b []float32, ldb, n, j0, nr, p0, kcb int) {

@@ -392,3 +392,78 @@ dot34done:
 	VMOVUPS X8, 32(DI)
 	VZEROUPPER
 	RET
+
+// func packT8AVX2(dst *float32, b *float32, ldb int, kc int, nr int)
+// Transposes 8 rows of b (stride ldb) by kc columns (a multiple of 8) into
+// dst, where column p of those rows becomes the 8 floats at dst[p*nr]:
+// 8×8 blocks through unpack, shuffle and lane-permute steps.
+TEXT ·packT8AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ b+8(FP), SI
+	MOVQ ldb+16(FP), BX
+	SHLQ $2, BX
+	MOVQ kc+24(FP), CX
+	MOVQ nr+32(FP), R12
+	SHLQ $2, R12
+	LEAQ (SI)(BX*2), R10
+	ADDQ BX, R10
+	LEAQ (R10)(BX*2), R11
+	ADDQ BX, R11
+	SHRQ $3, CX
+	JZ packdone
+
+packloop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(BX*1), Y1
+	VMOVUPS (SI)(BX*2), Y2
+	VMOVUPS (R10), Y3
+	VMOVUPS (R10)(BX*1), Y4
+	VMOVUPS (R10)(BX*2), Y5
+	VMOVUPS (R11), Y6
+	VMOVUPS (R11)(BX*1), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	LEAQ (DI)(R12*2), R13
+	ADDQ R12, R13
+	LEAQ (R13)(R12*2), R9
+	ADDQ R12, R9
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, (DI)(R12*1)
+	VMOVUPS Y10, (DI)(R12*2)
+	VMOVUPS Y11, (R13)
+	VMOVUPS Y12, (R13)(R12*1)
+	VMOVUPS Y13, (R13)(R12*2)
+	VMOVUPS Y14, (R9)
+	VMOVUPS Y15, (R9)(R12*1)
+	ADDQ $32, SI
+	ADDQ $32, R10
+	ADDQ $32, R11
+	LEAQ (R9)(R12*2), DI
+	DECQ CX
+	JNZ packloop
+
+packdone:
+	VZEROUPPER
+	RET
