@@ -60,7 +60,8 @@ func (f Filter) Validate() error {
 // Allows reports whether a source passes the filter. It is the reference
 // semantics that every store's SQL and the vector index's predicate follow:
 // kinds, id prefix, category, owner scoping (memory and diary only), and
-// date overlap, where a date filter excludes undated sources.
+// date overlap, where a date filter excludes undated sources. For many
+// calls, use Matcher.
 func (f Filter) Allows(m *SourceMeta) bool {
 	if len(f.Kinds) > 0 {
 		found := false
@@ -102,4 +103,64 @@ func (f Filter) Allows(m *SourceMeta) bool {
 		}
 	}
 	return true
+}
+
+// Matcher returns Allows as a function with the filter's date bounds worked
+// out once: the vector index calls it for every source of a search, so it
+// compares strings and parses nothing. f must be valid (Validate).
+func (f Filter) Matcher() func(*SourceMeta) bool {
+	var since, until string
+	if f.Since != "" {
+		since, _, _ = DateRange(f.Since)
+	}
+	if f.Until != "" {
+		_, until, _ = DateRange(f.Until)
+	}
+	kinds := f.Kinds
+	return func(m *SourceMeta) bool {
+		if len(kinds) > 0 {
+			found := false
+			for _, k := range kinds {
+				if m.Kind == k {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		if f.SourcePrefix != "" && !strings.HasPrefix(m.ID, f.SourcePrefix) {
+			return false
+		}
+		if f.Category != "" && m.Category != f.Category {
+			return false
+		}
+		if f.OwnerScoped && m.Kind != KindArchive && m.Owner != f.Owner {
+			return false
+		}
+		if since != "" || until != "" {
+			lo, hi, ok := quickRange(m.Date)
+			if !ok || (since != "" && hi < since) || (until != "" && lo > until) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// quickRange is DateRange for dates already known to be well-formed (they
+// were validated when stored), by string operations only. A month's last
+// day is written as 31: only the order of the strings matters, and no real
+// date falls between a month's last day and its "31".
+func quickRange(d string) (lo, hi string, ok bool) {
+	switch len(d) {
+	case 4:
+		return d + "-01-01", d + "-12-31", true
+	case 7:
+		return d + "-01", d + "-31", true
+	case 10:
+		return d, d, true
+	}
+	return "", "", false
 }

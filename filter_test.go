@@ -32,6 +32,9 @@ func TestFilterAllows(t *testing.T) {
 		if got := c.f.Allows(c.m); got != c.want {
 			t.Errorf("%s: Allows = %v, want %v", c.name, got, c.want)
 		}
+		if got := c.f.Matcher()(c.m); got != c.want {
+			t.Errorf("%s: Matcher = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
@@ -49,4 +52,20 @@ func TestFilterValidate(t *testing.T) {
 	if lo != "2024-02-01" || hi != "2024-02-29" {
 		t.Errorf("DateRange(2024-02) = %s %s", lo, hi)
 	}
+}
+
+func BenchmarkFilterMatcher(b *testing.B) {
+	f := Filter{Kinds: []Kind{KindArchive}, Since: "2025-01", Until: "2025-12-31"}
+	m := &SourceMeta{ID: "2025/07/chat.md", Kind: KindArchive, Date: "2025-07"}
+	b.Run("Allows", func(b *testing.B) {
+		for b.Loop() {
+			f.Allows(m)
+		}
+	})
+	match := f.Matcher()
+	b.Run("Matcher", func(b *testing.B) {
+		for b.Loop() {
+			match(m)
+		}
+	})
 }

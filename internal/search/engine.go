@@ -16,7 +16,6 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/textindex"
-	"github.com/recall-mcp/recall/internal/vindex"
 )
 
 // Fusion methods for hybrid search.
@@ -42,7 +41,7 @@ type Engine struct {
 
 	mu     sync.RWMutex // orders index updates against searches
 	space  string       // read space name ("" when there is none)
-	vx     *vindex.Index
+	vx     *unitIndex
 	loaded bool
 }
 
@@ -84,11 +83,14 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	space := read.Name
-	vx := vindex.New(read.Dim, func(ctx context.Context, hashes []string) (map[string][]float32, error) {
+	vx := newUnitIndex(read.Dim, func(ctx context.Context, hashes []string) (map[string][]float32, error) {
 		return e.store.VectorsByHash(ctx, space, hashes)
 	})
 	err = e.store.ScanVectors(ctx, read.Name, func(c recall.IndexedChunk, vec []float32) error {
-		return vx.Add(c, vec)
+		if vx.has(c.Hash) {
+			vec = nil
+		}
+		return vx.add(c, vec)
 	})
 	if err != nil {
 		return fmt.Errorf("load vector index %s: %w", read.Name, err)
@@ -105,7 +107,7 @@ func (e *Engine) ReadSpace() (string, int) {
 	if e.vx == nil {
 		return e.space, 0
 	}
-	return e.space, e.vx.Len()
+	return e.space, e.vx.len()
 }
 
 // Write stores documents and vectors and brings the vector index up to date
@@ -169,7 +171,11 @@ func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 		return err
 	}
 	for _, c := range chunks {
-		if err := e.vx.Add(c, byHash[c.Hash]); err != nil {
+		vec := byHash[c.Hash]
+		if e.vx.has(c.Hash) {
+			vec = nil
+		}
+		if err := e.vx.add(c, vec); err != nil {
 			return err
 		}
 	}
@@ -191,7 +197,7 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 	}
 	var need []string
 	for _, c := range res.Added {
-		if _, ok := batch[c.Hash]; !ok && !e.vx.Has(c.Hash) {
+		if _, ok := batch[c.Hash]; !ok && !e.vx.has(c.Hash) {
 			need = append(need, c.Hash)
 		}
 	}
@@ -204,8 +210,7 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 			batch[h] = v
 		}
 	}
-	_, err := e.vx.Apply(res, batch)
-	return err
+	return e.vx.apply(res, batch)
 }
 
 // Validate checks a request and fills in defaults.
@@ -275,7 +280,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	defer e.mu.RUnlock()
 
 	resp := recall.SearchResponse{Query: req.Query, Mode: req.Mode}
-	vecReady := e.opt.Embedder != nil && e.vx != nil && e.vx.Len() > 0
+	vecReady := e.opt.Embedder != nil && e.vx != nil && e.vx.len() > 0
 	switch {
 	case resp.Mode == "" || resp.Mode == recall.ModeHybrid:
 		resp.Mode = recall.ModeHybrid
@@ -317,8 +322,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		}
 	}
 	if resp.Mode != recall.ModeLexical {
-		f := req.Filter
-		res, err := e.vx.Search(ctx, qvec, want, f.Allows)
+		res, err := e.vx.search(ctx, qvec, want, req.Filter.Matcher())
 		if err != nil {
 			return resp, err
 		}

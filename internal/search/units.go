@@ -1,0 +1,173 @@
+package search
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/vindex"
+)
+
+// A text's vector holds one unit vector per paragraph group of the chunk
+// (embed.Units); a chunk scores as its best unit. The vector index knows one
+// vector per entry, so each unit is indexed as an entry of its own: chunk
+// id c, unit u becomes id c<<unitBits|u with the hash "<hash>#<u>". Searches
+// map entries back to chunks and keep each chunk's best unit.
+const (
+	unitBits = 5
+	maxUnits = 1 << unitBits // embed.Units stays below this
+)
+
+func unitID(chunk int64, u int) int64 { return chunk<<unitBits | int64(u) }
+
+func unitHash(hash string, u int) string { return hash + "#" + strconv.Itoa(u) }
+
+// splitUnitHash returns the text hash and unit number of an entry's hash.
+func splitUnitHash(h string) (string, int) {
+	i := strings.LastIndexByte(h, '#')
+	if i < 0 {
+		return h, 0
+	}
+	u, _ := strconv.Atoi(h[i+1:])
+	return h[:i], u
+}
+
+// units splits a text's vector into its unit vectors (nil for nil).
+func units(vec []float32, dim int) [][]float32 {
+	if vec == nil {
+		return nil
+	}
+	n := min(len(vec)/dim, maxUnits)
+	out := make([][]float32, n)
+	for u := range out {
+		out[u] = vec[u*dim : (u+1)*dim]
+	}
+	return out
+}
+
+// unitIndex adapts a vindex.Index to chunks with several unit vectors.
+type unitIndex struct {
+	vx  *vindex.Index
+	dim int
+}
+
+func newUnitIndex(dim int, fetch func(ctx context.Context, hashes []string) (map[string][]float32, error)) *unitIndex {
+	// Rescoring asks for exact unit vectors: fetch each text's stored
+	// vector once and slice the units out of it.
+	unitFetch := func(ctx context.Context, hashes []string) (map[string][]float32, error) {
+		var texts []string
+		seen := map[string]bool{}
+		for _, h := range hashes {
+			t, _ := splitUnitHash(h)
+			if !seen[t] {
+				seen[t] = true
+				texts = append(texts, t)
+			}
+		}
+		stored, err := fetch(ctx, texts)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string][]float32, len(hashes))
+		for _, h := range hashes {
+			t, u := splitUnitHash(h)
+			if us := units(stored[t], dim); u < len(us) {
+				out[h] = us[u]
+			}
+		}
+		return out, nil
+	}
+	return &unitIndex{vx: vindex.New(dim, unitFetch), dim: dim}
+}
+
+// has reports whether the text already has its vectors in the index.
+func (x *unitIndex) has(hash string) bool { return x.vx.Has(unitHash(hash, 0)) }
+
+// add indexes chunk c with its text's vector (nil when the text is indexed).
+func (x *unitIndex) add(c recall.IndexedChunk, vec []float32) error {
+	var res recall.WriteResult
+	vecs := map[string][]float32{}
+	x.expand(c, vec, &res, vecs)
+	_, err := x.vx.Apply(res, vecs)
+	return err
+}
+
+// expand adds chunk c's unit entries to res (and their vectors to vecs).
+func (x *unitIndex) expand(c recall.IndexedChunk, vec []float32, res *recall.WriteResult, vecs map[string][]float32) {
+	us := units(vec, x.dim)
+	n := len(us)
+	if vec == nil {
+		n = x.count(c.Hash)
+	}
+	for u := 0; u < n; u++ {
+		h := unitHash(c.Hash, u)
+		res.Added = append(res.Added, recall.IndexedChunk{ID: unitID(c.ID, u), Hash: h, Source: c.Source})
+		if us != nil {
+			vecs[h] = us[u]
+		}
+	}
+}
+
+// count is how many units an indexed text has.
+func (x *unitIndex) count(hash string) int {
+	n := 0
+	for n < maxUnits && x.vx.Has(unitHash(hash, n)) {
+		n++
+	}
+	return n
+}
+
+// apply follows a committed write: vecs holds the vectors of texts the
+// index may not have yet.
+func (x *unitIndex) apply(res recall.WriteResult, vecs map[string][]float32) error {
+	var ures recall.WriteResult
+	uvecs := map[string][]float32{}
+	for _, c := range res.Added {
+		x.expand(c, vecs[c.Hash], &ures, uvecs)
+	}
+	for _, id := range res.Removed {
+		for u := range maxUnits {
+			ures.Removed = append(ures.Removed, unitID(id, u))
+		}
+	}
+	_, err := x.vx.Apply(ures, uvecs)
+	return err
+}
+
+// unitHit is one chunk text found by a search, at its best unit's score.
+type unitHit struct {
+	Hash     string
+	Score    float32
+	ChunkIDs []int64
+}
+
+// search returns up to k texts best first, each at its best unit's score.
+func (x *unitIndex) search(ctx context.Context, q []float32, k int, allow func(*recall.SourceMeta) bool) ([]unitHit, error) {
+	// A text can fill several places with its units: ask for more.
+	res, err := x.vx.Search(ctx, q, k*4, allow)
+	if err != nil {
+		return nil, err
+	}
+	var out []unitHit
+	seen := map[string]bool{}
+	for _, r := range res {
+		t, _ := splitUnitHash(r.Hash)
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		ids := make([]int64, len(r.ChunkIDs))
+		for i, id := range r.ChunkIDs {
+			ids[i] = id >> unitBits
+		}
+		out = append(out, unitHit{Hash: t, Score: r.Score, ChunkIDs: ids})
+		if len(out) == k {
+			break
+		}
+	}
+	return out, nil
+}
+
+// chunks is how many chunks the index holds (over units).
+func (x *unitIndex) len() int { return x.vx.Len() }
