@@ -103,7 +103,7 @@ func TestAuditLines(t *testing.T) {
 	if search == nil || search.Token != "alice" || search.Route != "mcp tools/call" || search.Results == nil || *search.Results != 1 {
 		t.Errorf("search line: %+v", search)
 	}
-	if l := find(func(l auditLine) bool { return l.Status == 401 }); l == nil || l.Outcome != "unauthorized" || l.Token != "-" {
+	if l := find(func(l auditLine) bool { return l.Status == 401 }); l == nil || l.Outcome != "unauthorized" || l.Token != "-" || l.Route != "GET /api/stats" {
 		t.Errorf("failed auth line: %+v", l)
 	}
 	if l := find(func(l auditLine) bool { return l.Route == "GET /admin/memories" }); l == nil || l.Status != 403 || l.Outcome != "forbidden" || l.Token != "alice" {

@@ -350,6 +350,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("the request body is over the %d byte limit", s.opt.MaxBody))
 		return
 	}
+	// Name the route before authenticating, so refusals are audited by route.
+	if _, pattern := s.mux.Handler(r); pattern != "" && pattern != "/" {
+		ri.set(func(ri *reqInfo) { ri.route = pattern })
+	}
 	id, ok := s.authenticate(w, r, ri)
 	if !ok {
 		return
