@@ -38,6 +38,7 @@ type Main struct {
 	IsTerminal func() bool
 
 	g       globals
+	fusion  string // --fusion of search and eval
 	cfg     config
 	store   *sqlite.DB
 	closers []func() error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +47,11 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 	if query != nil {
 		query = embed.WithQueryCache(query, 256, 10*time.Minute)
 	}
-	eng := search.New(st, search.Options{Embedder: query})
+	fusion := m.setting(m.fusion, "fusion", search.DefaultFusion)
+	if !slices.Contains(search.Fusions, fusion) {
+		return nil, nil, "", usagef("unknown fusion %q: use %s", fusion, strings.Join(search.Fusions, ", "))
+	}
+	eng := search.New(st, search.Options{Embedder: query, Fusion: fusion})
 	if loadIndex {
 		if err := eng.LoadIndex(ctx); err != nil {
 			return nil, nil, "", err

@@ -13,6 +13,7 @@ import (
 
 func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	m.fusionFlag(fs)
 	queries := fs.String("queries", "", "query set `FILE.jsonl` ({\"query\", \"expect\": [{\"source\", \"contains\"}], \"category\"} per line)")
 	mode := fs.String("mode", "", "hybrid, lexical or semantic (default: hybrid when vectors exist)")
 	k := fs.Int("k", 10, "results fetched per query (at most 20); R@1, R@5 and R@10 are reported")

@@ -27,6 +27,10 @@ type searchFlags struct {
 	queries   *string
 }
 
+func (m *Main) fusionFlag(fs *flag.FlagSet) {
+	fs.StringVar(&m.fusion, "fusion", "", "hybrid fusion: convex (default), rrf or weighted (env RECALL_FUSION)")
+}
+
 func newSearchFlags(fs *flag.FlagSet) *searchFlags {
 	return &searchFlags{
 		asJSON:    fs.Bool("json", false, "print results as one JSON object"),
@@ -56,6 +60,7 @@ func (f *searchFlags) request(q string) recall.SearchRequest {
 func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	sf := newSearchFlags(fs)
+	m.fusionFlag(fs)
 	pos, err := m.parse(fs, args, "search [flags] QUERY   or   search --json --queries FILE.jsonl")
 	if err != nil {
 		return err

@@ -20,15 +20,23 @@ import (
 
 // Fusion methods for hybrid search.
 const (
-	FusionRRF      = "rrf"      // reciprocal rank fusion (default)
+	FusionRRF      = "rrf"      // reciprocal rank fusion (Cormack et al. 2009)
 	FusionWeighted = "weighted" // semantic score + bonuses, as the replaced personal-memory system ranked
+	FusionConvex   = "convex"   // equal mix of the two scores, each divided by its best
 )
+
+// DefaultFusion is the fusion method measured best on the development set
+// (BENCHMARKS.md).
+const DefaultFusion = FusionConvex
+
+// Fusions lists the fusion methods.
+var Fusions = []string{FusionRRF, FusionWeighted, FusionConvex}
 
 // Options configure an Engine.
 type Options struct {
 	// Embedder embeds queries for the read space; nil means lexical only.
 	Embedder recall.Embedder
-	// Fusion is FusionRRF or FusionWeighted ("" means FusionRRF).
+	// Fusion is one of Fusions ("" means DefaultFusion).
 	Fusion string
 	// Budget bounds one search (0 means 5 seconds).
 	Budget time.Duration
@@ -48,7 +56,7 @@ type Engine struct {
 // New returns an engine over st. Call LoadIndex before semantic search.
 func New(st recall.Store, opt Options) *Engine {
 	if opt.Fusion == "" {
-		opt.Fusion = FusionRRF
+		opt.Fusion = DefaultFusion
 	}
 	if opt.Budget <= 0 {
 		opt.Budget = 5 * time.Second
@@ -371,6 +379,20 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		byID[chunks[i].ID] = &chunks[i]
 	}
 	phrases := exactPhrases(req.Query)
+	// For convex fusion each score is divided by the best of its kind; a
+	// candidate the vector search did not return gets the lowest vector
+	// score seen, not zero: it was merely outside the vector top-k.
+	var maxLex, maxVec, minVec float64
+	minVec = 1
+	for _, c := range order {
+		if c.lexRank > 0 {
+			maxLex = max(maxLex, c.lexScore)
+		}
+		if c.vecRank > 0 {
+			maxVec = max(maxVec, c.vecScore)
+			minVec = min(minVec, c.vecScore)
+		}
+	}
 	type scored struct {
 		c     *candidate
 		sc    *recall.StoredChunk
@@ -399,6 +421,17 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 			c.score = c.lexScore
 		case resp.Mode == recall.ModeSemantic:
 			c.score = c.vecScore
+		case e.opt.Fusion == FusionConvex:
+			vec := minVec
+			if c.vecRank > 0 {
+				vec = c.vecScore
+			}
+			if maxVec > 0 {
+				c.score += 0.5 * vec / maxVec
+			}
+			if c.lexRank > 0 && maxLex > 0 {
+				c.score += 0.5 * c.lexScore / maxLex
+			}
 		case e.opt.Fusion == FusionWeighted:
 			c.score = c.vecScore
 			if exact {

@@ -62,6 +62,7 @@ func TestGoldenRankings(t *testing.T) {
 		{"lexical", recall.ModeLexical, ""},
 		{"hybrid-rrf", recall.ModeHybrid, search.FusionRRF},
 		{"hybrid-weighted", recall.ModeHybrid, search.FusionWeighted},
+		{"hybrid-convex", recall.ModeHybrid, search.FusionConvex},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			eng := sweptEngine(t, c.fusion)
