@@ -41,12 +41,6 @@ func (c *counterVec) add(v float64, lvs ...string) {
 	c.mu.Unlock()
 }
 
-func (c *counterVec) get(lvs ...string) float64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.vals[labelKey(lvs)]
-}
-
 func (c *counterVec) write(w io.Writer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"regexp"
-	"sort"
 	"time"
 
 	"github.com/recall-mcp/recall"
@@ -343,14 +342,4 @@ type NoInput struct{}
 
 func (s *Server) indexStatus(ctx context.Context) (memory.Status, error) {
 	return s.mem.IndexStatus(ctx)
-}
-
-// kindsOf lists the kinds with sources, in a stable order, for metrics.
-func kindsOf(m map[recall.Kind]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, string(k))
-	}
-	sort.Strings(out)
-	return out
 }
