@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +77,9 @@ type DB struct {
 	// for one generation.
 	gen atomic.Uint64
 	df  dfCache
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt // prepared read statements, by SQL text
 }
 
 var _ recall.Store = (*DB)(nil)
@@ -257,6 +261,9 @@ func (db *DB) IntegrityCheck(ctx context.Context) error {
 		{"chunks without text", `SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_texts t WHERE t.id = c.id)`},
 		{"texts without a chunk", `SELECT count(*) FROM chunk_texts t WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = t.id)`},
 		{"chunks of no source", `SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM sources s WHERE s.sid = c.sid)`},
+		{"chunks whose source attributes are stale", `SELECT count(*) FROM chunks c JOIN sources s ON s.sid = c.sid
+			WHERE c.kind != s.kind OR c.owner != s.owner OR c.category != s.category
+			OR c.date_lo IS NOT s.date_lo OR c.date_hi IS NOT s.date_hi`},
 		{"read spaces", `SELECT CASE WHEN count(*) > 1 THEN count(*) ELSE 0 END FROM spaces WHERE is_read`},
 	}
 	for _, inv := range invariants {
@@ -281,6 +288,12 @@ func (db *DB) Path() string { return db.path }
 // last connection closes.
 func (db *DB) Close() error {
 	var errs []error
+	db.stmtMu.Lock()
+	for _, st := range db.stmts {
+		errs = append(errs, st.Close())
+	}
+	db.stmts = nil
+	db.stmtMu.Unlock()
 	if db.ro != nil {
 		errs = append(errs, db.ro.Close())
 	}
@@ -288,6 +301,27 @@ func (db *DB) Close() error {
 		errs = append(errs, db.rw.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// readStmt returns the read pool's prepared statement for query, preparing
+// it on first use. Searches run the same few statements over and over, and
+// preparing one costs SQLite a parse and a plan, for FTS5 queries about as
+// much as running a small one.
+func (db *DB) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	db.stmtMu.Lock()
+	defer db.stmtMu.Unlock()
+	if st, ok := db.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := db.ro.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if db.stmts == nil {
+		db.stmts = map[string]*sql.Stmt{}
+	}
+	db.stmts[query] = st
+	return st, nil
 }
 
 // fail wraps a database error with what was being done, reporting the

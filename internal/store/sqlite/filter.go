@@ -8,18 +8,20 @@ import (
 	"github.com/recall-mcp/recall/internal/store"
 )
 
-// filterSQL returns the conditions of f on the sources table aliased s, as
-// SQL joined by AND (or "1" when f restricts nothing), with its arguments.
-// Every value is a bound parameter. The source prefix is a range on the id,
-// not a LIKE pattern, so "%" and "_" in ids are plain characters.
-func filterSQL(f recall.Filter) (string, []any, error) {
+// filterSQL returns the conditions of f as SQL joined by AND (or "1" when f
+// restricts nothing), with its arguments. The attributes are read from the
+// table aliased attrs (sources or chunks, which repeat them); the source id
+// from sources aliased s, needed only for a prefix. Every value is a bound
+// parameter. The source prefix is a range on the id, not a LIKE pattern, so
+// "%" and "_" in ids are plain characters.
+func filterSQL(f recall.Filter, attrs string) (string, []any, error) {
 	if err := store.ValidateFilter(f); err != nil {
 		return "", nil, err
 	}
 	var conds []string
 	var args []any
 	if len(f.Kinds) > 0 {
-		conds = append(conds, "s.kind IN (SELECT value FROM json_each(?))")
+		conds = append(conds, attrs+".kind IN (SELECT value FROM json_each(?))")
 		args = append(args, jsonArray(f.Kinds))
 	}
 	if f.SourcePrefix != "" {
@@ -32,19 +34,19 @@ func filterSQL(f recall.Filter) (string, []any, error) {
 	}
 	since, until, _ := store.DateBounds(f)
 	if since != "" {
-		conds = append(conds, "s.date_hi >= ?")
+		conds = append(conds, attrs+".date_hi >= ?")
 		args = append(args, since)
 	}
 	if until != "" {
-		conds = append(conds, "s.date_lo <= ?")
+		conds = append(conds, attrs+".date_lo <= ?")
 		args = append(args, until)
 	}
 	if f.Category != "" {
-		conds = append(conds, "s.category = ?")
+		conds = append(conds, attrs+".category = ?")
 		args = append(args, f.Category)
 	}
 	if f.OwnerScoped {
-		conds = append(conds, "(s.kind = 'archive' OR s.owner = ?)")
+		conds = append(conds, "("+attrs+".kind = 'archive' OR "+attrs+".owner = ?)")
 		args = append(args, f.Owner)
 	}
 	if len(conds) == 0 {

@@ -68,7 +68,7 @@ const (
 // cursor is the last id of the previous page, so sources written or deleted
 // between pages neither repeat nor shift the rest.
 func (db *DB) ListSources(ctx context.Context, opts recall.ListOptions) ([]recall.Source, string, error) {
-	where, args, err := filterSQL(opts.Filter)
+	where, args, err := filterSQL(opts.Filter, "s")
 	if err != nil {
 		return nil, "", err
 	}
@@ -178,7 +178,7 @@ func (db *DB) ChunksByID(ctx context.Context, ids []int64) ([]recall.StoredChunk
 // SourcesByHash returns, for each hash, the ids of the sources passing f
 // that hold a chunk with that text, ordered by id.
 func (db *DB) SourcesByHash(ctx context.Context, hashes []string, f recall.Filter) (map[string][]string, error) {
-	where, args, err := filterSQL(f)
+	where, args, err := filterSQL(f, "c")
 	if err != nil {
 		return nil, err
 	}

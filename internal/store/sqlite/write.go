@@ -48,7 +48,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		if err := putVectors(ctx, tx, vecs); err != nil {
 			return err
 		}
-		return w.dropOrphanVectors()
+		return w.finish()
 	})
 	if err != nil {
 		return recall.WriteResult{}, err
@@ -85,7 +85,7 @@ func (db *DB) Update(ctx context.Context, id string, fn func(cur *recall.Documen
 		if err := w.put(next, time.Now(), &res); err != nil {
 			return err
 		}
-		return w.dropOrphanVectors()
+		return w.finish()
 	})
 	if err != nil {
 		return recall.WriteResult{}, err
@@ -128,7 +128,7 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 			}
 			n++
 		}
-		return w.dropOrphanVectors()
+		return w.finish()
 	})
 	if err != nil {
 		return 0, recall.WriteResult{}, err
@@ -136,8 +136,12 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 	return n, res, nil
 }
 
-// writer holds the statements one write transaction repeats per chunk, and
-// the text hashes whose last chunk it may have removed.
+// writer holds the statements one write transaction repeats per chunk, the
+// text hashes whose last chunk it may have removed, and the full-text
+// changes, which it makes last: FTS5 flushes the terms it buffers to a new
+// index segment whenever another statement of the transaction opens a
+// savepoint, so interleaving them with the other writes would leave one tiny
+// segment per chunk for the automerger to grind through.
 type writer struct {
 	ctx context.Context
 	tx  *sql.Tx
@@ -146,6 +150,13 @@ type writer struct {
 	delChunk, delText, delFTS *sql.Stmt
 
 	touched map[string]bool
+	ftsDel  []int64
+	ftsAdd  []ftsRow
+}
+
+type ftsRow struct {
+	id          int64
+	title, text string
 }
 
 func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
@@ -154,7 +165,8 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 		dst   **sql.Stmt
 		query string
 	}{
-		{&w.insChunk, `INSERT INTO chunks (sid, idx, hash, mid_word) VALUES (?, ?, ?, ?) RETURNING id`},
+		{&w.insChunk, `INSERT INTO chunks (sid, idx, hash, mid_word, kind, owner, category, date_lo, date_hi)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`},
 		{&w.insText, `INSERT INTO chunk_texts (id, text, header) VALUES (?, ?, ?)`},
 		{&w.insFTS, `INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)`},
 		{&w.delChunk, `DELETE FROM chunks WHERE id = ?`},
@@ -208,9 +220,10 @@ func (w *writer) chunksOf(sid int64) ([]storedChunk, error) {
 // put writes one document, replacing the source with its id. Chunks whose
 // index and text are unchanged keep their row, id and full-text entry; the
 // others are deleted and inserted under new ids. When the source attributes
-// that chunks carry into the vector index and the title column change
-// (title, date, owner, category), every chunk gets a new id, so that the
-// WriteResult tells the in-memory index to drop the stale ones.
+// that chunks carry (into the vector index, the title column and their own
+// filter columns: title, date, owner, category) change, every chunk gets a
+// new id, so that the WriteResult tells the in-memory index to drop the
+// stale ones and no copy of the old attributes remains.
 func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult) error {
 	s := d.Source
 	lo, hi, dated, _ := store.DateRange(s.Date)
@@ -295,22 +308,22 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 			continue
 		}
 		var id int64
-		if err := w.insChunk.QueryRowContext(w.ctx, sid, i, c.Hash, c.MidWord).Scan(&id); err != nil {
+		if err := w.insChunk.QueryRowContext(w.ctx, sid, i, c.Hash, c.MidWord,
+			s.Kind, s.Owner, s.Category, dateLo, dateHi).Scan(&id); err != nil {
 			return fmt.Errorf("write chunk %d of %q: %w", i, s.ID, err)
 		}
 		if _, err := w.insText.ExecContext(w.ctx, id, c.Text, c.Header); err != nil {
 			return err
 		}
-		if _, err := w.insFTS.ExecContext(w.ctx, id, title, textindex.IndexText(c.Text)); err != nil {
-			return err
-		}
+		w.ftsAdd = append(w.ftsAdd, ftsRow{id, title, c.Text})
 		res.Added = append(res.Added, recall.IndexedChunk{ID: id, Hash: c.Hash, Source: meta})
 	}
 	return nil
 }
 
 func (w *writer) removeChunk(c storedChunk, res *recall.WriteResult) error {
-	for _, st := range []*sql.Stmt{w.delFTS, w.delText, w.delChunk} {
+	w.ftsDel = append(w.ftsDel, c.id)
+	for _, st := range []*sql.Stmt{w.delText, w.delChunk} {
 		if _, err := st.ExecContext(w.ctx, c.id); err != nil {
 			return fmt.Errorf("delete chunk %d: %w", c.id, err)
 		}
@@ -320,8 +333,26 @@ func (w *writer) removeChunk(c storedChunk, res *recall.WriteResult) error {
 	return nil
 }
 
-// dropOrphanVectors deletes the vectors of removed chunk texts that no chunk
-// holds any more, keeping those another source still shares.
+// finish deletes the vectors of removed chunk texts that no chunk holds any
+// more, keeping those another source still shares, then makes the
+// full-text changes.
+func (w *writer) finish() error {
+	if err := w.dropOrphanVectors(); err != nil {
+		return err
+	}
+	for _, id := range w.ftsDel {
+		if _, err := w.delFTS.ExecContext(w.ctx, id); err != nil {
+			return fmt.Errorf("delete full-text row %d: %w", id, err)
+		}
+	}
+	for _, r := range w.ftsAdd {
+		if _, err := w.insFTS.ExecContext(w.ctx, r.id, r.title, textindex.IndexText(r.text)); err != nil {
+			return fmt.Errorf("index chunk %d: %w", r.id, err)
+		}
+	}
+	return nil
+}
+
 func (w *writer) dropOrphanVectors() error {
 	if len(w.touched) == 0 {
 		return nil

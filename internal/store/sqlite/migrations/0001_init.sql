@@ -25,7 +25,10 @@ CREATE INDEX sources_kind_vault ON sources (kind, vault);
 
 -- Chunks hold only what ranking, filtering and the vector index need per
 -- row; their text lives in chunk_texts so a search touching thousands of
--- chunk rows reads a few dense pages instead of one page per chunk.
+-- chunk rows reads a few dense pages instead of one page per chunk. They
+-- repeat their source's filter attributes (kind .. date_hi), so a filtered
+-- full-text search looks up one row per match, not two; a source whose
+-- attributes change gets new chunk rows, so the copies never go stale.
 -- AUTOINCREMENT: ids only grow, so a repair cursor never skips a new chunk.
 CREATE TABLE chunks (
 	id       INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -33,9 +36,15 @@ CREATE TABLE chunks (
 	idx      INTEGER NOT NULL,
 	hash     TEXT NOT NULL,
 	mid_word INTEGER NOT NULL DEFAULT 0,
+	kind     TEXT NOT NULL,
+	owner    TEXT NOT NULL,
+	category TEXT NOT NULL,
+	date_lo  TEXT,
+	date_hi  TEXT,
 	UNIQUE (sid, idx)
 );
 CREATE INDEX chunks_hash ON chunks (hash);
+CREATE INDEX chunks_personal ON chunks (owner) WHERE kind != 'archive';
 
 CREATE TABLE chunk_texts (
 	id     INTEGER PRIMARY KEY REFERENCES chunks (id),
