@@ -40,6 +40,9 @@ type Options struct {
 	Fusion string
 	// Budget bounds one search (0 means 5 seconds).
 	Budget time.Duration
+	// EmbedBudget bounds embedding the query (0 means 2 seconds); past it a
+	// hybrid search goes on with full text alone and says so.
+	EmbedBudget time.Duration
 }
 
 // Engine is safe for concurrent use.
@@ -51,6 +54,11 @@ type Engine struct {
 	space  string       // read space name ("" when there is none)
 	vx     *unitIndex
 	loaded bool
+
+	// While LoadIndex scans the store, writes are recorded here too, to be
+	// replayed onto the index it is building.
+	recording bool
+	pending   []recordedWrite
 }
 
 // New returns an engine over st. Call LoadIndex before semantic search.
@@ -61,14 +69,22 @@ func New(st recall.Store, opt Options) *Engine {
 	if opt.Budget <= 0 {
 		opt.Budget = 5 * time.Second
 	}
+	if opt.EmbedBudget <= 0 {
+		opt.EmbedBudget = 2 * time.Second
+	}
 	return &Engine{store: st, opt: opt}
 }
 
 // Store returns the underlying store.
 func (e *Engine) Store() recall.Store { return e.store }
 
-// LoadIndex builds the vector index of the read space from the store. It is
-// safe to call while searches run; they use lexical search until it is done.
+// LoadIndex builds the vector index of the read space from the store. It
+// does not block searches, which use full text alone until it is done, nor
+// writes: writes that commit while the store is scanned are recorded and
+// replayed onto the new index before it goes live, so it ends up exactly in
+// step with the store (replaying a write the scan already saw changes
+// nothing: adding an indexed chunk replaces it, removing a missing one is a
+// no-op).
 func (e *Engine) LoadIndex(ctx context.Context) error {
 	spaces, err := e.store.Spaces(ctx)
 	if err != nil {
@@ -86,25 +102,51 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 		e.mu.Unlock()
 		return nil
 	}
-	// Hold the write lock while scanning so no write slips between the scan
-	// and the swap: the index is then exactly the store's state.
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	space := read.Name
 	vx := newUnitIndex(read.Dim, func(ctx context.Context, hashes []string) (map[string][]float32, error) {
 		return e.store.VectorsByHash(ctx, space, hashes)
 	})
-	err = e.store.ScanVectors(ctx, read.Name, func(c recall.IndexedChunk, vec []float32) error {
+
+	e.mu.Lock()
+	e.pending, e.recording = nil, true
+	e.mu.Unlock()
+	err = e.store.ScanVectors(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
 		if vx.has(c.Hash) {
 			vec = nil
 		}
 		return vx.add(c, vec)
 	})
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pending := e.pending
+	e.pending, e.recording = nil, false
 	if err != nil {
-		return fmt.Errorf("load vector index %s: %w", read.Name, err)
+		return fmt.Errorf("load vector index %s: %w", space, err)
 	}
-	e.space, e.vx, e.loaded = read.Name, vx, true
+	old := e.vx
+	e.space, e.vx = space, vx
+	for _, w := range pending {
+		if err := e.apply(ctx, w.res, w.vecs); err != nil {
+			e.vx = old
+			return fmt.Errorf("load vector index %s: replay: %w", space, err)
+		}
+		if w.put {
+			if err := e.indexVectors(ctx, w.vecs); err != nil {
+				e.vx = old
+				return fmt.Errorf("load vector index %s: replay: %w", space, err)
+			}
+		}
+	}
+	e.loaded = true
 	return nil
+}
+
+// recordedWrite is a write that committed while LoadIndex was scanning.
+type recordedWrite struct {
+	res  recall.WriteResult
+	vecs []recall.Vector
+	put  bool // a PutVectors call: index every chunk holding these texts
 }
 
 // ReadSpace returns the name of the space searches read from and how many
@@ -128,7 +170,15 @@ func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recal
 	if err != nil {
 		return res, err
 	}
+	e.record(recordedWrite{res: res, vecs: vecs})
 	return res, e.apply(ctx, res, vecs)
+}
+
+// record keeps a committed write for LoadIndex to replay. Called with e.mu held.
+func (e *Engine) record(w recordedWrite) {
+	if e.recording {
+		e.pending = append(e.pending, w)
+	}
 }
 
 // Update is Store.Update with the index kept in step.
@@ -139,6 +189,7 @@ func (e *Engine) Update(ctx context.Context, id string, fn func(cur *recall.Docu
 	if err != nil {
 		return res, err
 	}
+	e.record(recordedWrite{res: res})
 	return res, e.apply(ctx, res, nil)
 }
 
@@ -150,6 +201,7 @@ func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteRe
 	if err != nil {
 		return n, res, err
 	}
+	e.record(recordedWrite{res: res})
 	return n, res, e.apply(ctx, res, nil)
 }
 
@@ -160,6 +212,13 @@ func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 	if err := e.store.PutVectors(ctx, vecs); err != nil {
 		return err
 	}
+	e.record(recordedWrite{vecs: vecs, put: true})
+	return e.indexVectors(ctx, vecs)
+}
+
+// indexVectors adds the chunks holding the texts of vecs (of the read
+// space) to the index. Called with e.mu held.
+func (e *Engine) indexVectors(ctx context.Context, vecs []recall.Vector) error {
 	if e.vx == nil {
 		return nil
 	}
@@ -276,7 +335,9 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	var qvec []float32
 	var embedErr error
 	if req.Mode != recall.ModeLexical && e.opt.Embedder != nil {
-		vecs, err := e.opt.Embedder.Embed(ctx, recall.InputQuery, []string{req.Query})
+		ectx, cancel := context.WithTimeout(ctx, e.opt.EmbedBudget)
+		vecs, err := e.opt.Embedder.Embed(ectx, recall.InputQuery, []string{req.Query})
+		cancel()
 		if err == nil && len(vecs) == 1 {
 			qvec = vecs[0]
 		} else {

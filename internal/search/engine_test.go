@@ -1,0 +1,157 @@
+package search_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed"
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/search"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+)
+
+func newStore(t *testing.T) *sqlite.DB {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "e.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func doc(id, text string) recall.Document {
+	return recall.Document{
+		Source: recall.Source{ID: id, Kind: recall.KindArchive, ContentHash: recall.TextHash(text), ChunkCount: 1},
+		Chunks: []recall.Chunk{{Index: 0, Text: text, Hash: recall.TextHash(text)}},
+	}
+}
+
+// writeDocs embeds and writes documents through w.
+func writeDocs(t *testing.T, w interface {
+	Write(context.Context, []recall.Document, []recall.Vector) (recall.WriteResult, error)
+}, emb recall.Embedder, docs ...recall.Document) {
+	t.Helper()
+	var vecs []recall.Vector
+	for _, d := range docs {
+		v, err := embed.EmbedChunks(context.Background(), emb, []embed.ChunkText{{Text: d.Chunks[0].Text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vecs = append(vecs, recall.Vector{Space: "t", Hash: d.Chunks[0].Hash, Vec: v[0]})
+	}
+	if _, err := w.Write(context.Background(), docs, vecs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func semanticSources(t *testing.T, eng *search.Engine, q string) map[string]bool {
+	t.Helper()
+	r, err := eng.Search(context.Background(), recall.SearchRequest{Query: q, Mode: recall.ModeSemantic, Limit: 20, PerSource: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, h := range r.Results {
+		out[h.Source] = true
+	}
+	return out
+}
+
+// TestLoadIndexReplaysConcurrentWrites: writes and deletes that commit while
+// the index loads in the background end up in it, and deleted texts never
+// come back.
+func TestLoadIndexReplaysConcurrentWrites(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	emb := embedtest.New(16)
+	info := emb.Info()
+	st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true})
+	var docs []recall.Document
+	for i := range 3000 {
+		docs = append(docs, doc(fmt.Sprintf("old/%04d.md", i), fmt.Sprintf("old passage number %d about kettles and rivers", i)))
+	}
+	writeDocs(t, st, emb, docs...)
+
+	eng := search.New(st, search.Options{Embedder: emb})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := eng.LoadIndex(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	for i := range 50 {
+		writeDocs(t, eng, emb, doc(fmt.Sprintf("new/%02d.md", i), fmt.Sprintf("fresh zebra note %d", i)))
+		if _, _, err := eng.Delete(ctx, fmt.Sprintf("old/%04d.md", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+
+	// Only the 50 texts written during the load contain "fresh zebra note":
+	// all 20 results must be among them.
+	got := semanticSources(t, eng, "fresh zebra note")
+	newer := 0
+	for s := range got {
+		var n int
+		if _, err := fmt.Sscanf(s, "new/%02d.md", &n); err == nil {
+			newer++
+		}
+	}
+	if newer != 20 {
+		t.Errorf("%d of 20 semantic results are texts written during the load: %v", newer, got)
+	}
+	for s := range semanticSources(t, eng, "old passage number about kettles and rivers") {
+		var n int
+		if _, err := fmt.Sscanf(s, "old/%04d.md", &n); err == nil && n < 50 {
+			t.Errorf("deleted source %s returned by semantic search", s)
+		}
+	}
+	fresh := search.New(st, search.Options{Embedder: emb})
+	if err := fresh.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, a := eng.ReadSpace()
+	_, b := fresh.ReadSpace()
+	if a != b {
+		t.Fatalf("index after concurrent load holds %d entries; a fresh load holds %d", a, b)
+	}
+}
+
+// TestSlowEmbedderFallsBack: hybrid search goes on with full text when the
+// query cannot be embedded in time, and says so.
+func TestSlowEmbedderFallsBack(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	emb := embedtest.New(16)
+	info := emb.Info()
+	st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true})
+	writeDocs(t, st, emb, doc("a.md", "the lighthouse keeper's log"))
+	slow := embedtest.New(16)
+	slow.Delay = time.Minute
+	eng := search.New(st, search.Options{Embedder: slow, EmbedBudget: 50 * time.Millisecond})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode != recall.ModeLexical || r.Note == "" || len(r.Results) != 1 {
+		t.Fatalf("fallback: %+v", r)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("fallback took %v", time.Since(start))
+	}
+	if _, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse", Mode: recall.ModeSemantic}); recall.ErrorCode(err) != recall.EUNAVAILABLE {
+		t.Fatalf("semantic with a stalled embedder: %v", err)
+	}
+}
