@@ -39,6 +39,7 @@ type Main struct {
 
 	g       globals
 	fusion  string // --fusion of search and eval
+	serving bool   // serve or mcp: never keep a client waiting on a model
 	cfg     config
 	store   *sqlite.DB
 	closers []func() error

@@ -51,7 +51,13 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 	if !slices.Contains(search.Fusions, fusion) {
 		return nil, nil, "", usagef("unknown fusion %q: use %s", fusion, strings.Join(search.Fusions, ", "))
 	}
-	eng := search.New(st, search.Options{Embedder: query, Fusion: fusion})
+	// A command-line search waits for the model to load; a server answers
+	// from full text rather than keep a client waiting.
+	budget := time.Minute
+	if m.serving {
+		budget = 2 * time.Second
+	}
+	eng := search.New(st, search.Options{Embedder: query, Fusion: fusion, EmbedBudget: budget})
 	if loadIndex {
 		if err := eng.LoadIndex(ctx); err != nil {
 			return nil, nil, "", err
@@ -194,6 +200,7 @@ func (m *Main) ensureSpace(ctx context.Context, st recall.Store, emb recall.Embe
 			return "", fmt.Errorf("probe %s/%s for its dimension: %w", info.Provider, info.Model, err)
 		}
 		dim = len(v[0])
+		info = emb.Info()
 	}
 	s, err := st.CreateSpace(ctx, recall.VectorSpace{Name: spaceName(info), Provider: info.Provider,
 		Model: info.Model, Dim: dim, Normalized: info.Normalized})

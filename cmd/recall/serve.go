@@ -100,6 +100,7 @@ func (m *Main) serverTokens(opt *server.Options) error {
 // index, so everything must write through it) and the memory service into
 // a server. The vector index is loaded by Start, in the background.
 func (m *Main) newServer(ctx context.Context, opt server.Options) (*server.Server, error) {
+	m.serving = true
 	st, err := m.openStore(ctx)
 	if err != nil {
 		return nil, err
