@@ -51,7 +51,7 @@ func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) ([]recall.Cand
 	if err != nil {
 		return nil, db.fail(ctx, err, "plan full-text query")
 	}
-	maxRanked := 2 * db.opts.LexicalBudget
+	maxRanked := max(2*db.opts.LexicalBudget, limit)
 	var out []recall.Candidate
 	for _, expr := range exprs {
 		out, err = db.match(ctx, query, append(append([]any{expr}, args...), maxRanked, limit)...)

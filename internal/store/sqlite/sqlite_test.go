@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store/storetest"
+	"github.com/recall-mcp/recall/internal/textindex"
 )
 
 var ctx = context.Background()
@@ -236,4 +238,119 @@ func TestIntegrityAfterWorkload(t *testing.T) {
 	if err := db.IntegrityCheck(ctx); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("IntegrityCheck with an orphan vector: %v; want ErrCorrupt", err)
 	}
+}
+
+// TestSearchWhileWriting runs searches on the read pool while a writer
+// replaces documents: WAL readers never wait for the writer nor fail busy.
+func TestSearchWhileWriting(t *testing.T) {
+	db := openTest(t, Options{})
+	defer db.Close()
+	writeFiller(t, db, 50)
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 3 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				cands, err := db.Lexical(ctx, recall.LexicalQuery{Text: "filler passage words", Limit: 10})
+				if err == nil && len(cands) == 0 {
+					err = errors.New("a search during writes found nothing")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 20 {
+		writeFiller(t, db, 50)
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestTokensAgreeWithFTS5 checks that textindex splits text where FTS5's
+// unicode61 tokenizer does, since query units and document-frequency
+// lookups are built from textindex's tokens. (The samples hold no letters
+// FTS5 strips diacritics from: there the tokens differ by design.)
+func TestTokensAgreeWithFTS5(t *testing.T) {
+	db := openTest(t, Options{})
+	defer db.Close()
+	samples := []string{
+		"Hello, world! e-mail foo_bar 3.14 don't",
+		"ＡＢＣ ｶﾀｶﾅ ①② ½ ⅷ x·y a‿b ʼq",
+		"我喜欢薄荷茶 私はミントティーが好き iPhone很好用",
+		"한국어 텍스트 ไทย हिन्दी Привет σοφία",
+		"emoji😀inside tab\tand\u00a0nbsp zero\u200bwidth soft\u00adhyphen",
+	}
+	for i, s := range samples {
+		text := textindex.IndexText(s)
+		if _, err := db.rw.Exec(`INSERT INTO chunks_fts (rowid, title, body) VALUES (?, '', ?)`, 1000+i, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.rw.Exec(`CREATE VIRTUAL TABLE temp.inst USING fts5vocab(main, chunks_fts, instance)`); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range samples {
+		rows, err := db.rw.Query(`SELECT term FROM temp.inst WHERE doc = ? ORDER BY offset`, 1000+i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rows.Next() {
+			var term string
+			rows.Scan(&term)
+			got = append(got, term)
+		}
+		rows.Close()
+		want := textindex.Tokens(textindex.IndexText(s))
+		if !slices.Equal(got, want) {
+			t.Errorf("sample %d: FTS5 tokens %q\ntextindex tokens %q", i, got, want)
+		}
+	}
+}
+
+// FuzzLexical feeds arbitrary query text to a small store: a query may find
+// nothing, but never fails and never returns a chunk twice.
+func FuzzLexical(f *testing.F) {
+	for _, s := range []string{`"`, `NEAR(a b)`, `') OR 1=1 --`, `"mint tea" tea*`, "茶", "iPhone很好用", "\xff", `{title}: x`, `a:b`, "the of"} {
+		f.Add(s)
+	}
+	db, err := Open(ctx, filepath.Join(f.TempDir(), "fuzz.db"), Options{LexicalBudget: 3})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { db.Close() })
+	var docs []recall.Document
+	for i, text := range []string{"mint tea and honey", "the near body of title", "我喜欢喝薄荷茶", "私はミントティーが好き", "a b c d e f", "tea tea tea"} {
+		docs = append(docs, recall.Document{Source: recall.Source{ID: fmt.Sprint("d", i), Kind: recall.KindArchive, Title: "t"},
+			Chunks: []recall.Chunk{{Text: text, Hash: recall.TextHash(text)}}})
+	}
+	if _, err := db.Write(ctx, docs, nil); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		cands, err := db.Lexical(ctx, recall.LexicalQuery{Text: q, Limit: 10})
+		if err != nil {
+			t.Fatalf("Lexical(%q): %v", q, err)
+		}
+		seen := map[int64]bool{}
+		for _, c := range cands {
+			if seen[c.ChunkID] {
+				t.Fatalf("Lexical(%q) returned chunk %d twice", q, c.ChunkID)
+			}
+			seen[c.ChunkID] = true
+		}
+	})
 }

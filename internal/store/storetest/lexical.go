@@ -200,6 +200,13 @@ func testLexicalPhrase(t *testing.T, s recall.Store) {
 	if !slices.Equal(got, []string{"c.md", "a.md"}) {
 		t.Errorf(`"mint tea" recipe: %v; want [c.md a.md]`, got)
 	}
+	// Every phrase is required.
+	if got := search(t, s, `"mint tea" "every evening"`, recall.Filter{}); !slices.Equal(got, []string{"a.md"}) {
+		t.Errorf(`"mint tea" "every evening": %v; want [a.md]`, got)
+	}
+	if got := search(t, s, `"mint tea" "fresh mint"`, recall.Filter{}); len(got) != 0 {
+		t.Errorf(`"mint tea" "fresh mint": %v; want nothing (no chunk has both)`, got)
+	}
 	if got := search(t, s, `"tea mint"`, recall.Filter{}); len(got) != 0 {
 		t.Errorf(`"tea mint": %v; want nothing (order matters)`, got)
 	}

@@ -178,6 +178,18 @@ func testVectorValidation(t *testing.T, s recall.Store) {
 	if err != nil || !slices.Equal(vecs[h], []float32{1, 2, 3}) || len(vecs) != 1 {
 		t.Errorf("VectorsByHash = %v, %v", vecs, err)
 	}
+	// A text embedded as several units stores their vectors concatenated
+	// (recall.Vector): any whole number of the space's dimension.
+	units := []float32{1, 2, 3, 4, 5, 6}
+	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: units}}); err != nil {
+		t.Fatalf("PutVectors of two units: %v", err)
+	}
+	vecs, err = s.VectorsByHash(ctx, space, []string{h})
+	if err != nil || !slices.Equal(vecs[h], units) {
+		t.Errorf("VectorsByHash of two units = %v, %v; want %v", vecs, err, units)
+	}
+	err = s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: []float32{1, 2, 3, 4}}})
+	wantCode(t, err, recall.ECONFLICT, "PutVectors of 4 values in a 3-dim space")
 }
 
 func testVectorsFollowChunks(t *testing.T, s recall.Store) {
