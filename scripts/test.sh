@@ -16,6 +16,32 @@ else
   echo "$out" >&2
 fi
 
+# The cross-SDK end-to-end test (cmd/recall TestTypeScriptSDK) drives the
+# built server with the official MCP TypeScript client. With node >= 20 and
+# npm it is installed from the lockfile and required to run; without them it
+# skips, and the summary at the end says so.
+skipped=()
+report_skipped() {
+  for s in ${skipped[@]+"${skipped[@]}"}; do
+    echo "SKIPPED: $s" >&2
+  done
+}
+trap report_skipped EXIT
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 &&
+  node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
+  if out=$(cd e2e/ts && npm ci --no-audit --no-fund --prefer-offline 2>&1); then
+    export RECALL_E2E_TS=require
+    echo "e2e/ts: $(node --version), $(cd e2e/ts && node -p 'require("./node_modules/@modelcontextprotocol/sdk/package.json").version' 2>/dev/null || echo '?') of @modelcontextprotocol/sdk"
+  else
+    echo "warning: npm ci failed in e2e/ts; the TypeScript SDK end-to-end test will skip:" >&2
+    echo "$out" >&2
+    skipped+=("TypeScript SDK end-to-end test (npm ci failed in e2e/ts)")
+  fi
+else
+  echo "warning: node >= 20 and npm are needed for the TypeScript SDK end-to-end test; it will skip" >&2
+  skipped+=("TypeScript SDK end-to-end test (node >= 20 or npm not found)")
+fi
+
 # The race detector is on for everything; packages whose heavy numeric tests
 # are too slow under it run those parts without (see their -short guards).
 go test -race -count=1 -timeout 15m ./...
