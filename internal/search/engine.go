@@ -22,7 +22,7 @@ import (
 const (
 	FusionRRF      = "rrf"      // reciprocal rank fusion (Cormack et al. 2009)
 	FusionWeighted = "weighted" // semantic score + bonuses, as the replaced personal-memory system ranked
-	FusionConvex   = "convex"   // equal mix of the two scores, each divided by its best
+	FusionConvex   = "convex"   // equal mix of the two scores, each scaled to [0, 1] over the candidates
 )
 
 // DefaultFusion is the fusion method measured best on the development set
@@ -425,6 +425,10 @@ func (e *Engine) noVectorsReason() string {
 // rrfK is the reciprocal-rank-fusion constant from Cormack et al. (2009).
 const rrfK = 60
 
+// exactBonus lifts a chunk that holds the query (or every quoted phrase)
+// verbatim in convex fusion: half the weight of either retriever.
+const exactBonus = 0.25
+
 // shape fuses, hydrates, labels, collapses and caps.
 func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recall.SearchResponse, order []*candidate) (recall.SearchResponse, error) {
 	ids := make([]int64, len(order))
@@ -440,9 +444,13 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		byID[chunks[i].ID] = &chunks[i]
 	}
 	phrases := exactPhrases(req.Query)
-	// For convex fusion each score is divided by the best of its kind; a
-	// candidate the vector search did not return gets the lowest vector
-	// score seen, not zero: it was merely outside the vector top-k.
+	// For convex fusion, each score is scaled to [0, 1] over the candidates:
+	// BM25 by its best (it is never negative), cosine by min-max (cosines
+	// can be negative, and their spread matters more than their level). A
+	// candidate the vector search did not return scores as the lowest one
+	// that it did: it was merely outside the vector top-k. An exact match of
+	// the query or of its quoted phrases adds a bonus, so a verbatim hit
+	// ranks above near misses however the vectors fall.
 	var maxLex, maxVec, minVec float64
 	minVec = 1
 	for _, c := range order {
@@ -483,15 +491,14 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		case resp.Mode == recall.ModeSemantic:
 			c.score = c.vecScore
 		case e.opt.Fusion == FusionConvex:
-			vec := minVec
-			if c.vecRank > 0 {
-				vec = c.vecScore
-			}
-			if maxVec > 0 {
-				c.score += 0.5 * vec / maxVec
+			if c.vecRank > 0 && maxVec > minVec {
+				c.score += 0.5 * (c.vecScore - minVec) / (maxVec - minVec)
 			}
 			if c.lexRank > 0 && maxLex > 0 {
 				c.score += 0.5 * c.lexScore / maxLex
+			}
+			if exact {
+				c.score += exactBonus
 			}
 		case e.opt.Fusion == FusionWeighted:
 			c.score = c.vecScore
