@@ -1,88 +1,17 @@
 // Package store holds what every recall.Store backend shares beyond the
-// interface: the checks on what is written, the date ranges that date filters
-// compare, and the listing cursor. Backends live in subpackages (sqlite); the
+// interface and the domain's filter semantics (recall.Filter.Allows): the
+// checks on what is written, the prefix range, and the listing cursor. Backends live in subpackages (sqlite); the
 // contract suite they all pass is storetest.
 package store
 
 import (
 	"encoding/base64"
-	"fmt"
 	"math"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
 )
-
-// DateRange returns the first and the last day a date covers, as
-// "YYYY-MM-DD" strings that compare correctly as text: "2025" covers
-// 2025-01-01..2025-12-31, "2025-02" 2025-02-01..2025-02-28. An empty date
-// gives ok false. Anything but "YYYY", "YYYY-MM" or a real "YYYY-MM-DD" is
-// EINVALID.
-func DateRange(date string) (lo, hi string, ok bool, err error) {
-	if date == "" {
-		return "", "", false, nil
-	}
-	var first, last time.Time
-	switch len(date) {
-	case 4:
-		t, perr := time.Parse("2006", date)
-		if perr != nil {
-			return "", "", false, badDate(date)
-		}
-		first, last = t, t.AddDate(1, 0, -1)
-	case 7:
-		t, perr := time.Parse("2006-01", date)
-		if perr != nil {
-			return "", "", false, badDate(date)
-		}
-		first, last = t, t.AddDate(0, 1, -1)
-	case 10:
-		t, perr := time.Parse(time.DateOnly, date)
-		if perr != nil {
-			return "", "", false, badDate(date)
-		}
-		first, last = t, t
-	default:
-		return "", "", false, badDate(date)
-	}
-	return first.Format(time.DateOnly), last.Format(time.DateOnly), true, nil
-}
-
-func badDate(date string) error {
-	return recall.Errorf(recall.EINVALID, "date %q is not YYYY, YYYY-MM or YYYY-MM-DD", date)
-}
-
-// DateBounds turns a filter's Since and Until into the bounds a source's range
-// is compared with: a source passes Since when its last day is on or after
-// since's first day, and Until when its first day is on or before until's
-// last day. Empty strings mean no bound. A source without a date passes no
-// date bound: asking for a period asks for sources known to fall in it.
-func DateBounds(f recall.Filter) (since, until string, err error) {
-	if f.Since != "" {
-		if since, _, _, err = DateRange(f.Since); err != nil {
-			return "", "", fmt.Errorf("since: %w", err)
-		}
-	}
-	if f.Until != "" {
-		if _, until, _, err = DateRange(f.Until); err != nil {
-			return "", "", fmt.Errorf("until: %w", err)
-		}
-	}
-	return since, until, nil
-}
-
-// ValidateFilter checks the parts of a filter that can be wrong.
-func ValidateFilter(f recall.Filter) error {
-	for _, k := range f.Kinds {
-		if !k.Valid() {
-			return recall.Errorf(recall.EINVALID, "unknown kind %q", k)
-		}
-	}
-	_, _, err := DateBounds(f)
-	return err
-}
 
 // ValidateDocument checks a document before it is written, so that a bug
 // upstream cannot corrupt the store, and sets Source.ChunkCount. Archive ids
@@ -104,8 +33,8 @@ func ValidateDocument(d *recall.Document) error {
 	} else if err := checkID(s.ID); err != nil {
 		return err
 	}
-	if _, _, _, err := DateRange(s.Date); err != nil {
-		return fmt.Errorf("source %q: %w", s.ID, err)
+	if _, _, ok := recall.DateRange(s.Date); s.Date != "" && !ok {
+		return recall.Errorf(recall.EINVALID, "source %q: date %q is not YYYY, YYYY-MM or YYYY-MM-DD", s.ID, s.Date)
 	}
 	switch s.IndexState {
 	case "", recall.IndexOK, recall.IndexPending, recall.IndexSkipped:

@@ -15,7 +15,7 @@ import (
 // parameter. The source prefix is a range on the id, not a LIKE pattern, so
 // "%" and "_" in ids are plain characters.
 func filterSQL(f recall.Filter, attrs string) (string, []any, error) {
-	if err := store.ValidateFilter(f); err != nil {
+	if err := f.Validate(); err != nil {
 		return "", nil, err
 	}
 	var conds []string
@@ -32,12 +32,16 @@ func filterSQL(f recall.Filter, attrs string) (string, []any, error) {
 			args = append(args, end)
 		}
 	}
-	since, until, _ := store.DateBounds(f)
-	if since != "" {
+	// A date bound compares the ranges a source's date and the bound cover
+	// (recall.Filter.Allows); an undated source, with NULL bounds, passes
+	// no date bound.
+	if f.Since != "" {
+		since, _, _ := recall.DateRange(f.Since)
 		conds = append(conds, attrs+".date_hi >= ?")
 		args = append(args, since)
 	}
-	if until != "" {
+	if f.Until != "" {
+		_, until, _ := recall.DateRange(f.Until)
 		conds = append(conds, attrs+".date_lo <= ?")
 		args = append(args, until)
 	}

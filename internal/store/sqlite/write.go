@@ -226,7 +226,7 @@ func (w *writer) chunksOf(sid int64) ([]storedChunk, error) {
 // stale ones and no copy of the old attributes remains.
 func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult) error {
 	s := d.Source
-	lo, hi, dated, _ := store.DateRange(s.Date)
+	lo, hi, dated := recall.DateRange(s.Date)
 	var dateLo, dateHi any
 	if dated {
 		dateLo, dateHi = lo, hi

@@ -40,7 +40,7 @@ func testLexicalFilters(t *testing.T, s recall.Store) {
 		}
 		return d
 	}
-	write(t, s,
+	all := []recall.Document{
 		mk("notes/2024/a.md", recall.KindArchive, func(s *recall.Source) { s.Date = "2024-12-31" }),
 		mk("notes/2025/b.md", recall.KindArchive, func(s *recall.Source) { s.Date = "2025-07" }),
 		mk("notes/undated.md", recall.KindArchive, nil),
@@ -50,7 +50,8 @@ func testLexicalFilters(t *testing.T, s recall.Store) {
 		mk("bob-jam", recall.KindMemory, func(s *recall.Source) { s.Owner, s.Category = "bob", "food" }),
 		mk("shared-jam", recall.KindMemory, func(s *recall.Source) { s.Category = "misc" }),
 		mk("diary/2025-07-14", recall.KindDiary, func(s *recall.Source) { s.Owner, s.Date = "bob", "2025-07-14" }),
-	)
+	}
+	write(t, s, all...)
 	cases := []struct {
 		name string
 		f    recall.Filter
@@ -79,6 +80,17 @@ func testLexicalFilters(t *testing.T, s recall.Store) {
 		{"owner and kind", recall.Filter{OwnerScoped: true, Owner: "alice", Kinds: []recall.Kind{recall.KindMemory}}, []string{"alice-jam"}},
 	}
 	for _, c := range cases {
+		// The table agrees with the domain's reference semantics.
+		var ref []string
+		for _, d := range all {
+			src := d.Source
+			if c.f.Allows(&recall.SourceMeta{ID: src.ID, Kind: src.Kind, Title: src.Title, Date: src.Date, Owner: src.Owner, Category: src.Category}) {
+				ref = append(ref, src.ID)
+			}
+		}
+		if !sameSet(ref, c.want) {
+			t.Fatalf("%s: test table wants %v; recall.Filter.Allows passes %v", c.name, c.want, ref)
+		}
 		if got := search(t, s, word, c.f); !sameSet(got, c.want) || len(got) != len(c.want) {
 			t.Errorf("%s: %v; want %v", c.name, got, c.want)
 		}
@@ -116,7 +128,7 @@ func testLexicalFilters(t *testing.T, s recall.Store) {
 		t.Errorf("owner-scoped quince: %v; want [dave-1]", got)
 	}
 
-	for _, f := range []recall.Filter{{Since: "yesterday"}, {Until: "2025-02-30"}, {Kinds: []recall.Kind{"note"}}} {
+	for _, f := range []recall.Filter{{Since: "yesterday"}, {Until: "2025-02-30"}, {Kinds: []recall.Kind{"note"}}, {Since: "2025", Until: "2024-12"}} {
 		_, err := s.Lexical(ctx, recall.LexicalQuery{Text: word, Filter: f})
 		wantCode(t, err, recall.EINVALID, fmt.Sprintf("filter %+v", f))
 	}
