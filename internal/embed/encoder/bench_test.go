@@ -147,3 +147,20 @@ func benchmarkEmbed(b *testing.B, m *Model, chunks []string) {
 		b.ReportMetric(done/cpu.Seconds(), "chunks/cpu-s")
 	}
 }
+
+// BenchmarkEmbedQuery is the latency of one short query, what a search waits for.
+func BenchmarkEmbedQuery(b *testing.B) {
+	dir := findModel(b, realModels[0])
+	m, err := Load(dir, Options{Name: "all-MiniLM-L6-v2"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	query := []string{"what did we decide about the sqlite migration last spring?"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Embed(ctx, recall.InputQuery, query); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
