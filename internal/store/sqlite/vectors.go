@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/recall-mcp/recall"
@@ -168,6 +170,37 @@ func putVectors(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
 		}
 		if _, err := ins.ExecContext(ctx, v.Space, v.Hash, encodeVec(v.Vec)); err != nil {
 			return fmt.Errorf("store vector: %w", err)
+		}
+	}
+	return settleIndexStates(ctx, tx, vecs)
+}
+
+// settleIndexStates marks "ok" every pending source that the vectors just
+// stored complete: each of its chunks now has a vector in that space. It
+// runs in the same transaction, so a memory reads "pending" exactly while a
+// vector it needs is missing.
+func settleIndexStates(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
+	bySpace := map[string][]string{}
+	for _, v := range vecs {
+		bySpace[v.Space] = append(bySpace[v.Space], v.Hash)
+	}
+	for space, hashes := range bySpace {
+		for len(hashes) > 0 {
+			part := hashes[:min(len(hashes), 500)]
+			hashes = hashes[len(part):]
+			var args []any
+			for _, h := range part {
+				args = append(args, h)
+			}
+			args = append(args, space) // ?N after the hashes, by number
+			_, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = 'ok'
+				WHERE index_state = 'pending'
+				AND sid IN (SELECT sid FROM chunks WHERE hash IN (?`+strings.Repeat(",?", len(part)-1)+`))
+				AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
+					AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ?`+strconv.Itoa(len(args))+` AND v.hash = c.hash))`, args...)
+			if err != nil {
+				return fmt.Errorf("settle index states: %w", err)
+			}
 		}
 	}
 	return nil
