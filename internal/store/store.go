@@ -14,9 +14,10 @@ import (
 )
 
 // ValidateDocument checks a document before it is written, so that a bug
-// upstream cannot corrupt the store, and sets Source.ChunkCount. Archive ids
-// must already be clean source ids (recall.CleanSourceID); memory and diary
-// ids are checked by their package and here only for being usable at all.
+// upstream cannot corrupt the store. Archive ids must already be clean
+// source ids (recall.CleanSourceID); memory and diary ids are checked by
+// their package and here only for being usable at all. Source.ChunkCount is
+// not checked: stores record len(Chunks).
 func ValidateDocument(d *recall.Document) error {
 	s := &d.Source
 	if !s.Kind.Valid() {
@@ -57,7 +58,6 @@ func ValidateDocument(d *recall.Document) error {
 			return recall.Errorf(recall.EINVALID, "source %q: a field is not valid UTF-8", s.ID)
 		}
 	}
-	s.ChunkCount = len(d.Chunks)
 	return nil
 }
 

@@ -16,6 +16,9 @@ const (
 	maxLexicalLimit     = 1000
 )
 
+// maxQueryUnits is how many words (units) of a query are searched.
+const maxQueryUnits = 64
+
 // bm25 weights the title column (source title or memory key) twice the body.
 const rankExpr = `bm25(chunks_fts, 2.0, 1.0)`
 
@@ -143,7 +146,9 @@ func (db *DB) match(ctx context.Context, query string, args ...any) ([]recall.Ca
 //     together (AND), and the most common is let go, one at a time, while
 //     fewer chunks than the limit match.
 func (db *DB) plan(ctx context.Context, q textindex.Query) ([]string, error) {
-	terms := q.Terms
+	// Past a few dozen words a query is a pasted text, not a question;
+	// each word costs ranking time on every candidate.
+	terms := q.Terms[:min(len(q.Terms), maxQueryUnits)]
 	if len(q.Phrases) > 0 {
 		req := joinUnits(q.Phrases, " AND ")
 		if len(terms) == 0 {

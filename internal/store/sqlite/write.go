@@ -16,6 +16,9 @@ import (
 // recall.Store. Two documents with the same id in one call are refused: the
 // WriteResult could not say which of them a chunk id belonged to.
 func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	if len(docs) == 0 && len(vecs) == 0 {
+		return recall.WriteResult{}, nil
+	}
 	seen := make(map[string]bool, len(docs))
 	for i := range docs {
 		if err := store.ValidateDocument(&docs[i]); err != nil {
