@@ -131,7 +131,8 @@ def golden(name, model_dir, prefixes, normalized):
         full = prefix + text
         first = model.encode([full], convert_to_numpy=True, normalize_embeddings=False)[0]
         ids = tok(full, add_special_tokens=True, truncation=False)["input_ids"]
-        prefix_ids = tok(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+        # Without its trailing space, which SentencePiece would make a token.
+        prefix_ids = tok(prefix.rstrip(" "), add_special_tokens=False)["input_ids"] if prefix.rstrip(" ") else []
         if prefix_ids and ids[1:1 + len(prefix_ids)] != prefix_ids:
             prefix_ids = []
         wins = windows(ids, window, len(prefix_ids))

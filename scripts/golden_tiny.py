@@ -13,10 +13,12 @@ tokenizer_config.json, "pooling_mode" in the pooling config), so the newer
 layout is covered as all-MiniLM-L6-v2 covers the older one.
 
 The E5-style twin (mean pooling, "query: " and "passage: ") checks that a
-document prefix is repeated in every window as the reference is given it.
+document prefix is repeated in every window as the reference is given it,
+and a multilingual-E5-style one runs the same behind an XLM-R SentencePiece
+(Unigram) tokenizer.
 
-Writes internal/embed/encoder/testdata/{bge,e5}-tiny/ (model directories)
-and internal/embed/encoder/testdata/golden/{bge,e5}-tiny.json.
+Writes internal/embed/encoder/testdata/{bge,e5,multilingual-e5}-tiny/ (model
+directories) and internal/embed/encoder/testdata/golden/*-tiny.json.
 
 Usage:
     scripts/install-test-models.sh --reference
@@ -34,7 +36,7 @@ import torch
 from sentence_transformers import SentenceTransformer, models
 from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
 from tokenizers import models as tokenizer_models
-from transformers import BertConfig, BertModel, BertTokenizerFast
+from transformers import BertConfig, BertModel, BertTokenizerFast, PreTrainedTokenizerFast
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from golden_embeddings import BGE_QUERY, OUT, SENTENCES, golden  # noqa: E402
@@ -55,22 +57,36 @@ def vocab():
 
 
 def main():
-    write("bge-tiny", "cls", {"query": BGE_QUERY}, seed=20260501)
-    write("e5-tiny", "mean", E5, seed=20260502)
+    write("bge-tiny", "cls", {"query": BGE_QUERY}, wordpiece_tokenizer(), seed=20260501)
+    write("e5-tiny", "mean", E5, wordpiece_tokenizer(), seed=20260502)
+    write("multilingual-e5-tiny", "mean", E5, xlmr_tokenizer(), seed=20260503)
 
 
-def write(name, pooling_mode, prefixes, seed):
+def wordpiece_tokenizer():
+    ids = {piece: i for i, piece in enumerate(vocab())}
+    t = Tokenizer(tokenizer_models.WordPiece(ids, unk_token="[UNK]"))
+    t.normalizer = normalizers.BertNormalizer(lowercase=True)
+    t.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    t.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return BertTokenizerFast(tokenizer_object=t, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                             sep_token="[SEP]", mask_token="[MASK]")
+
+
+def xlmr_tokenizer():
+    """multilingual-e5-small is a BertModel behind XLM-R's SentencePiece
+    tokenizer; this is the tokenizer package's XLM-R-layout fixture (Unigram,
+    2,002 pieces, precompiled charsmap, Metaspace, <s> ... </s>)."""
+    path = os.path.join(OUT, "..", "..", "tokenizer", "testdata", "unigram", "xlmr.json")
+    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_file(path), bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>", pad_token="<pad>", cls_token="<s>", sep_token="</s>",
+                                   mask_token="<mask>")
+
+
+def write(name, pooling_mode, prefixes, tok, seed):
     model_dir = os.path.join(OUT, "..", name)
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as tmp:
-        ids = {piece: i for i, piece in enumerate(vocab())}
-        t = Tokenizer(tokenizer_models.WordPiece(ids, unk_token="[UNK]"))
-        t.normalizer = normalizers.BertNormalizer(lowercase=True)
-        t.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        t.post_processor = processors.TemplateProcessing(
-            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-        tok = BertTokenizerFast(tokenizer_object=t, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                sep_token="[SEP]", mask_token="[MASK]")
         cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                          intermediate_size=64, max_position_embeddings=64, hidden_act="gelu")
         bert = BertModel(cfg, add_pooling_layer=False)

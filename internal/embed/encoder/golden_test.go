@@ -110,7 +110,7 @@ func TestGoldenEmbeddings(t *testing.T) {
 // query and passage prefixes), saved and embedded by the reference
 // (scripts/golden_tiny.py): it always runs.
 func TestGoldenTiny(t *testing.T) {
-	for _, name := range []string{"bge-tiny", "e5-tiny"} {
+	for _, name := range []string{"bge-tiny", "e5-tiny", "multilingual-e5-tiny"} {
 		t.Run(name, func(t *testing.T) {
 			checkGolden(t, filepath.Join("testdata", name), filepath.Join("testdata", "golden", name+".json"))
 		})
@@ -148,6 +148,13 @@ func checkGolden(t *testing.T, dir, goldenPath string) {
 	}
 	if got := avg.Prefixes(); got.Query != g.Prefixes["query"] || got.Document != g.Prefixes["document"] {
 		t.Fatalf("prefixes %+v; the reference used %v", got, g.Prefixes)
+	}
+	// A prefix must be repeated in every window, not silently dropped after
+	// the first because its tokens failed to match.
+	for kind, k := range map[string]recall.InputKind{"query": recall.InputQuery, "document": recall.InputDocument} {
+		if g.Prefixes[kind] != "" && len(avg.prefixTokens[k]) == 0 {
+			t.Fatalf("the %s prefix %q has no tokens to repeat in windows", kind, g.Prefixes[kind])
+		}
 	}
 	// One Embed call per model and kind, as recall batches texts.
 	byKind := map[string][]int{}

@@ -152,7 +152,9 @@ func Load(dir string, opts Options) (*Model, error) {
 		free:      make(chan *workspace, 2),
 	}
 	for _, kind := range []recall.InputKind{recall.InputQuery, recall.InputDocument} {
-		if p := m.prefixFor(kind); p != "" {
+		// Without its trailing space: SentencePiece tokenizers turn a final
+		// space into a token of its own that the prefixed text lacks.
+		if p := strings.TrimRight(m.prefixFor(kind), " "); p != "" {
 			enc := tok.Encode(m.prepare(p), 0)
 			m.prefixTokens[kind] = enc.IDs[head : enc.Len()-tail]
 		}
