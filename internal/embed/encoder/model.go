@@ -6,6 +6,13 @@
 //
 // Texts longer than the model's window are embedded in overlapping windows
 // whose vectors are combined, never silently cut.
+//
+// A batch is run packed: the windows' tokens are laid one after another
+// without padding, every step but attention works on all of them as one
+// matrix (kernel.MatMulT uses all cores), and attention runs per window and
+// head in parallel. Results therefore do not depend on what else is in the
+// batch. Correctness is checked against sentence-transformers' PyTorch
+// models (testdata/README.md).
 package encoder
 
 import (
