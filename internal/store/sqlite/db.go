@@ -47,7 +47,8 @@ type Options struct {
 	BusyTimeout time.Duration
 	// LexicalBudget is about how many matching chunk rows a full-text
 	// query may rank before its most common words stop selecting candidates
-	// and only add to the ranking (default 2000). See Lexical.
+	// and only add to the ranking (default 2000); no query ranks more than
+	// twice as many. See Lexical.
 	LexicalBudget int
 }
 
