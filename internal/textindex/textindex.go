@@ -145,9 +145,7 @@ func asciiLower(s string) string {
 }
 
 // collapseSpace trims s and reduces each run of white space to one space,
-// returning s itself when nothing changes (the common case for chunk text
-// written with single spaces is not free of newlines, so this still copies
-// most of the time; it is a single pass).
+// returning s itself, without copying, when it is already so.
 func collapseSpace(s string) string {
 	clean := true
 	prevSpace := true
