@@ -140,13 +140,36 @@ func (st *safetensors) float32s(name string, shape ...int) ([]float32, error) {
 	if !slices.Equal(ti.Shape, toInt64(shape)) {
 		return nil, recall.Errorf(recall.EINVALID, "model weights %s: tensor %s has shape %v; the config implies %v", st.path, name, ti.Shape, shape)
 	}
-	buf := make([]byte, ti.Offsets[1]-ti.Offsets[0])
-	if _, err := st.f.ReadAt(buf, st.data+ti.Offsets[0]); err != nil {
-		return nil, fmt.Errorf("read tensor %s: %w", name, err)
-	}
-	n := len(buf) / int(dtypeSize[ti.DType])
-	out := make([]float32, n)
+	elem := dtypeSize[ti.DType]
 	switch ti.DType {
+	case "F32", "F16", "BF16", "F64":
+	default:
+		return nil, recall.Errorf(recall.EINVALID, "model weights %s: tensor %s is %s; only F32, F16, BF16 and F64 weights are supported", st.path, name, ti.DType)
+	}
+	out := make([]float32, (ti.Offsets[1]-ti.Offsets[0])/elem)
+	// Read in slices of a megabyte so that loading never holds a tensor's
+	// bytes and its float32 copy at once.
+	buf := make([]byte, min(int64(1<<20), ti.Offsets[1]-ti.Offsets[0]))
+	for done := 0; done < len(out); {
+		n := min(len(buf)/int(elem), len(out)-done)
+		chunk := buf[:n*int(elem)]
+		if _, err := st.f.ReadAt(chunk, st.data+ti.Offsets[0]+int64(done)*elem); err != nil {
+			return nil, fmt.Errorf("read tensor %s: %w", name, err)
+		}
+		decode(out[done:done+n], chunk, ti.DType)
+		done += n
+	}
+	for _, v := range out {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil, recall.Errorf(recall.EINVALID, "model weights %s: tensor %s holds NaN or Inf", st.path, name)
+		}
+	}
+	return out, nil
+}
+
+// decode converts little-endian values of dtype to float32.
+func decode(out []float32, buf []byte, dtype string) {
+	switch dtype {
 	case "F32":
 		for i := range out {
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
@@ -163,15 +186,7 @@ func (st *safetensors) float32s(name string, shape ...int) ([]float32, error) {
 		for i := range out {
 			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(buf[8*i:])))
 		}
-	default:
-		return nil, recall.Errorf(recall.EINVALID, "model weights %s: tensor %s is %s; only F32, F16, BF16 and F64 weights are supported", st.path, name, ti.DType)
 	}
-	for _, v := range out {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, recall.Errorf(recall.EINVALID, "model weights %s: tensor %s holds NaN or Inf", st.path, name)
-		}
-	}
-	return out, nil
 }
 
 // float16 converts IEEE 754 half precision to float32, subnormals included.

@@ -61,6 +61,34 @@ func TestSafetensorsDTypes(t *testing.T) {
 	}
 }
 
+// TestSafetensorsLargeTensor reads a tensor bigger than the read buffer, in
+// each dtype, so that values across chunk boundaries are checked.
+func TestSafetensorsLargeTensor(t *testing.T) {
+	const n = 700_001 // 2.8 MB as F32: three reads, the last one partial
+	for _, dtype := range []string{"F32", "F16", "BF16", "F64"} {
+		values := make([]float32, n)
+		for i := range values {
+			values[i] = roundTo(dtype, float32(math.Sin(float64(i)))*0.5)
+		}
+		path := filepath.Join(t.TempDir(), "w.safetensors")
+		writeSafetensors(t, path, map[string]tensor{"b": {shape: []int{3}, data: []float32{1, 2, 3}}, "w": {shape: []int{n}, data: values}}, dtype)
+		st, err := openSafetensors(path)
+		if err != nil {
+			t.Fatalf("%s: %v", dtype, err)
+		}
+		got, err := st.float32s("w", n)
+		st.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", dtype, err)
+		}
+		for i := range values {
+			if got[i] != values[i] {
+				t.Fatalf("%s: value %d = %g, want %g", dtype, i, got[i], values[i])
+			}
+		}
+	}
+}
+
 // FuzzSafetensorsHeader feeds arbitrary files to the header check: it must
 // refuse or accept them without panicking, and what it accepts must be
 // readable.
