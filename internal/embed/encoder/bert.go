@@ -164,31 +164,28 @@ func (m *bert) forward(ws *workspace, seqs []sequence, pool pooling, out []float
 	ws.offs = append(ws.offs, rows)
 	x := grow(ws.x, rows*h)
 	qkv := grow(ws.qkv, rows*3*h)
-	ctx := grow(ws.ctx, rows*h)
-	tmp := grow(ws.tmp, rows*h)
-	inter := grow(ws.inter, rows*in)
+	// The last layer of a CLS model works on one row per sequence, which is
+	// more rows than tokens when sequences are empty.
+	ctx := grow(ws.ctx, max(rows, len(seqs))*h)
+	tmp := grow(ws.tmp, max(rows, len(seqs))*h)
+	inter := grow(ws.inter, max(rows, len(seqs))*in)
 	ws.x, ws.qkv, ws.ctx, ws.tmp, ws.inter = x, qkv, ctx, tmp, inter
 
 	m.embed(x, seqs, ws.offs)
 	for i := range m.layers {
 		l := &m.layers[i]
 		kernel.MatMulT(qkv, x, l.qkvW, l.qkvB, rows, h, 3*h)
-		m.attention(ws, qkv, ctx, ws.offs)
-		kernel.MatMulT(tmp, ctx, l.outW, l.outB, rows, h, h)
-		addLayerNorm(x, tmp, l.ln1G, l.ln1B, rows, h, m.eps)
-		kernel.MatMulT(inter, x, l.interW, l.interB, rows, h, in)
-		parallelChunks(len(inter), 1<<14, func(lo, hi int) { kernel.GELU(inter[lo:hi]) })
-		kernel.MatMulT(tmp, inter, l.ffnW, l.ffnB, rows, in, h)
-		addLayerNorm(x, tmp, l.ln2G, l.ln2B, rows, h, m.eps)
+		if pool == poolCLS && i == len(m.layers)-1 {
+			m.lastLayerCLS(ws, l, seqs, out)
+			return
+		}
+		m.attention(ws, qkv, ctx, ws.offs, false)
+		m.finishLayer(l, x, ctx, tmp, inter, rows)
 	}
 
 	for b := range seqs {
 		dst := out[b*h : (b+1)*h]
 		start, end := ws.offs[b], ws.offs[b+1]
-		if pool == poolCLS && end > start {
-			copy(dst, x[start*h:(start+1)*h])
-			continue
-		}
 		clear(dst)
 		if end == start {
 			continue // a tokenizer without special tokens on empty text: a zero vector, not NaN
@@ -197,6 +194,41 @@ func (m *bert) forward(ws *workspace, seqs []sequence, pool pooling, out []float
 			kernel.Add(dst, x[r*h:(r+1)*h])
 		}
 		kernel.Scale(dst, 1/float32(end-start))
+	}
+}
+
+// finishLayer runs what follows attention in a layer on rows of x, given
+// the attention output in ctx: output projection, residual and LayerNorm,
+// then the GELU feed-forward, residual and LayerNorm.
+func (m *bert) finishLayer(l *bertLayer, x, ctx, tmp, inter []float32, rows int) {
+	h, in := m.hidden, m.inter
+	kernel.MatMulT(tmp, ctx, l.outW, l.outB, rows, h, h)
+	addLayerNorm(x, tmp, l.ln1G, l.ln1B, rows, h, m.eps)
+	kernel.MatMulT(inter, x, l.interW, l.interB, rows, h, in)
+	inter = inter[:rows*in]
+	parallelChunks(len(inter), 1<<14, func(lo, hi int) { kernel.GELU(inter[lo:hi]) })
+	kernel.MatMulT(tmp, inter, l.ffnW, l.ffnB, rows, in, h)
+	addLayerNorm(x, tmp, l.ln2G, l.ln2B, rows, h, m.eps)
+}
+
+// lastLayerCLS runs the last layer for CLS pooling, which reads only each
+// sequence's first row: attention from that row alone (over all keys), and
+// the rest of the layer on those rows only. It writes the pooled vectors.
+func (m *bert) lastLayerCLS(ws *workspace, l *bertLayer, seqs []sequence, out []float32) {
+	h := m.hidden
+	nseq := len(seqs)
+	m.attention(ws, ws.qkv, ws.ctx, ws.offs, true)
+	cls := out[:nseq*h]
+	for b := range seqs {
+		if start := ws.offs[b]; ws.offs[b+1] > start {
+			copy(cls[b*h:(b+1)*h], ws.x[start*h:(start+1)*h])
+		}
+	}
+	m.finishLayer(l, cls, ws.ctx, ws.tmp, ws.inter, nseq)
+	for b, s := range seqs {
+		if len(s.ids) == 0 {
+			clear(cls[b*h : (b+1)*h]) // a zero vector, not NaN, as for mean pooling
+		}
 	}
 }
 
@@ -228,8 +260,10 @@ func addLayerNorm(x, y, gamma, beta []float32, rows, cols int, eps float32) {
 // reading each head's queries, keys and values in place from the fused rows
 // and writing its output in place into ctx, where the heads sit side by side.
 // Units of work are (sequence, head) pairs; the query weights were scaled by
-// 1/sqrt(head size) at load, so the scores need no scaling here.
-func (m *bert) attention(ws *workspace, qkv, ctx []float32, offs []int) {
+// 1/sqrt(head size) at load, so the scores need no scaling here. With
+// clsOnly, only each sequence's first row attends, and its output goes to row
+// b of ctx for sequence b.
+func (m *bert) attention(ws *workspace, qkv, ctx []float32, offs []int, clsOnly bool) {
 	h, heads := m.hidden, m.heads
 	d := h / heads
 	nseq := len(offs) - 1
@@ -250,11 +284,15 @@ func (m *bert) attention(ws *workspace, qkv, ctx []float32, offs []int) {
 		if n == 0 {
 			return
 		}
+		queries, dst := n, ctx[start*h+col:]
+		if clsOnly {
+			queries, dst = 1, ctx[b*h+col:]
+		}
 		rows := qkv[start*3*h:]
-		scores := ws.scores[worker][:n*n]
-		kernel.MatMulTStrided(scores, rows[col:], rows[h+col:], nil, n, d, n, 3*h, 3*h, n)
-		kernel.SoftmaxRows(scores, n, n)
-		kernel.MatMulStrided(ctx[start*h+col:], scores, rows[2*h+col:], nil, n, n, d, n, 3*h, h)
+		scores := ws.scores[worker][:queries*n]
+		kernel.MatMulTStrided(scores, rows[col:], rows[h+col:], nil, queries, d, n, 3*h, 3*h, n)
+		kernel.SoftmaxRows(scores, queries, n)
+		kernel.MatMulStrided(dst, scores, rows[2*h+col:], nil, queries, n, d, n, 3*h, h)
 	})
 }
 
