@@ -376,3 +376,31 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// TestChineseQuestions: a Chinese question typed as a sentence (no quotes,
+// no spaces) finds the memory it is about in every mode that uses text.
+func TestChineseQuestions(t *testing.T) {
+	f := newFixture(t, true)
+	raw, _ := os.ReadFile("testdata/zh_memories.json")
+	var set []struct{ Key, Value string }
+	json.Unmarshal(raw, &set)
+	for _, m := range set {
+		f.svc.Save(ctx, SaveRequest{Key: m.Key, Value: m.Value}, Scope{})
+	}
+	cases := map[string]string{
+		"小明每天早上喝什么茶":  "person_小明",
+		"我们什么时候搬到杭州去": "project_搬家",
+		"李华对什么东西过敏呢":  "person_李华",
+	}
+	for q, want := range cases {
+		for _, mode := range []string{recall.ModeLexical, recall.ModeHybrid} {
+			r, err := f.eng.Search(ctx, recall.SearchRequest{Query: q, Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Results) == 0 || r.Results[0].Source != want {
+				t.Errorf("%s %q: want %s first, got %+v", mode, q, want, r.Results)
+			}
+		}
+	}
+}

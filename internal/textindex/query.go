@@ -51,14 +51,16 @@ func ParseQuery(s string) Query {
 			}
 			continue
 		}
-		for _, w := range strings.Fields(part) {
-			u, ok := unitOf(w)
-			if !ok {
-				continue
-			}
-			u.Stopword = isStopUnit(w, u)
-			if !slices.ContainsFunc(terms, u.equal) {
-				terms = append(terms, u)
+		for _, field := range strings.Fields(part) {
+			for _, w := range splitSentences(field) {
+				u, ok := unitOf(w)
+				if !ok {
+					continue
+				}
+				u.Stopword = isStopUnit(w, u)
+				if !slices.ContainsFunc(terms, u.equal) {
+					terms = append(terms, u)
+				}
 			}
 		}
 	}
@@ -195,3 +197,57 @@ func isStopUnit(word string, u Unit) bool {
 
 // IsStopword reports whether a folded token is on the English stopword list.
 func IsStopword(tok string) bool { return stopwords[tok] }
+
+// maxCJKWord is the longest unquoted CJK run read as one word (a required
+// phrase of its bigrams). Chinese and Japanese put no spaces between words,
+// so a longer run is a sentence or a clause: requiring it verbatim would
+// match almost nothing, so it is read as its overlapping bigrams instead,
+// each an ordinary term that BM25 ranks by.
+const maxCJKWord = 4
+
+// splitSentences splits the CJK runs of a query word longer than
+// maxCJKWord into their overlapping two-character pieces; everything else
+// stays as it is.
+func splitSentences(w string) []string {
+	rs := []rune(w)
+	long := false
+	for i := 0; i < len(rs); {
+		j := i
+		for j < len(rs) && IsCJK(rs[j]) {
+			j++
+		}
+		if j-i > maxCJKWord {
+			long = true
+			break
+		}
+		i = j + 1
+	}
+	if !long {
+		return []string{w}
+	}
+	var out []string
+	for i := 0; i < len(rs); {
+		if !IsCJK(rs[i]) {
+			j := i
+			for j < len(rs) && !IsCJK(rs[j]) {
+				j++
+			}
+			out = append(out, string(rs[i:j]))
+			i = j
+			continue
+		}
+		j := i
+		for j < len(rs) && IsCJK(rs[j]) {
+			j++
+		}
+		if j-i <= maxCJKWord {
+			out = append(out, string(rs[i:j]))
+		} else {
+			for k := i; k+1 < j; k++ {
+				out = append(out, string(rs[k:k+2]))
+			}
+		}
+		i = j
+	}
+	return out
+}

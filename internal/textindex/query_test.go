@@ -112,3 +112,26 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
+
+func TestLongCJKRunsBecomeBigramTerms(t *testing.T) {
+	q := ParseQuery("我上次在阳台上种的薄荷")
+	if len(q.Phrases) != 0 || len(q.Terms) < 5 {
+		t.Fatalf("a Chinese sentence should give bigram terms: %+v", q)
+	}
+	for _, u := range q.Terms {
+		if len(u.Tokens) != 1 || len([]rune(u.Tokens[0])) != 2 {
+			t.Fatalf("term %+v is not one bigram", u)
+		}
+	}
+	// Short runs stay words: one required-adjacency unit each.
+	for _, w := range []string{"薄荷", "薄荷茶", "搬家公司"} {
+		q := ParseQuery(w)
+		if len(q.Terms) != 1 {
+			t.Fatalf("%s: %+v", w, q)
+		}
+	}
+	// Quoted text is a phrase whatever its length.
+	if q := ParseQuery(`"我上次在阳台上种的薄荷"`); len(q.Phrases) != 1 || len(q.Terms) != 0 {
+		t.Fatalf("quoted sentence: %+v", q)
+	}
+}
