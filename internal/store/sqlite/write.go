@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/recall-mcp/recall"
@@ -348,12 +351,43 @@ func (w *writer) finish() error {
 			return fmt.Errorf("delete full-text row %d: %w", id, err)
 		}
 	}
-	for _, r := range w.ftsAdd {
-		if _, err := w.insFTS.ExecContext(w.ctx, r.id, r.title, textindex.IndexText(r.text)); err != nil {
+	// The index text is pure work on each chunk: compute it on every core
+	// rather than one at a time inside the single write transaction.
+	texts := make([]string, len(w.ftsAdd))
+	parallel(len(texts), func(i int) { texts[i] = textindex.IndexText(w.ftsAdd[i].text) })
+	for i, r := range w.ftsAdd {
+		if _, err := w.insFTS.ExecContext(w.ctx, r.id, r.title, texts[i]); err != nil {
 			return fmt.Errorf("index chunk %d: %w", r.id, err)
 		}
 	}
 	return nil
+}
+
+// parallel calls f(0..n-1) spread over GOMAXPROCS goroutines.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/16+1)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (w *writer) dropOrphanVectors() error {
