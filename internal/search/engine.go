@@ -412,7 +412,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 func (e *Engine) noVectorsReason() string {
 	switch {
 	case e.opt.Embedder == nil:
-		return "no embedder is configured"
+		return "no embedding model is available"
 	case !e.loaded:
 		return "the vector index is still loading"
 	case e.vx == nil:
