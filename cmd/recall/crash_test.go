@@ -15,18 +15,6 @@ import (
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
-// buildBinary compiles recall once per test binary run.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "recall")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // genVault writes n conversations of varied length, some as one export.
 func genVault(t *testing.T, dir string, n int, seed uint64) {
 	t.Helper()
@@ -106,7 +94,7 @@ func TestCrashDuringSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs many sweeps")
 	}
-	bin := buildBinary(t)
+	bin := buildRecall(t, t.TempDir())
 	vault := filepath.Join(t.TempDir(), "vault")
 	genVault(t, vault, 400, 7)
 
