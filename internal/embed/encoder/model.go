@@ -192,7 +192,7 @@ func (m *Model) Embed(ctx context.Context, kind recall.InputKind, texts []string
 // Window is the vector of one window of a text.
 type Window struct {
 	Vec    []float32
-	Tokens int // text tokens in the window, special tokens excluded
+	Tokens int // text tokens in the window: special tokens and the prefix excluded
 }
 
 // EmbedWindows embeds each text's windows separately: one window for a text
@@ -281,20 +281,19 @@ func (m *Model) split(kind recall.InputKind, text string) []window {
 	text = m.prepare(m.prefixFor(kind) + text)
 	size := m.info.MaxTokens
 	head, tail := m.tok.Specials()
+	maxLen := 0 // the whole text, to cut into windows
 	if m.windows == WindowsFirst {
-		enc := m.tok.Encode(text, size)
-		return []window{{seq: sequence{enc.IDs, enc.TypeIDs}, tokens: enc.Len() - head - tail}}
+		maxLen = size
 	}
-	enc := m.tok.Encode(text, 0)
-	if enc.Len() <= size {
-		return []window{{seq: sequence{enc.IDs, enc.TypeIDs}, tokens: enc.Len() - head - tail}}
-	}
+	enc := m.tok.Encode(text, maxLen)
 	content := enc.Len() - head - tail
-	prefix := m.prefixTokens[kind]
-	if len(prefix) > content || !slices.Equal(enc.IDs[head:head+len(prefix)], prefix) {
-		prefix = nil // the prefix merged with the text's first word: repeat nothing
+	p := len(m.prefixTokens[kind])
+	if p > content || !slices.Equal(enc.IDs[head:head+p], m.prefixTokens[kind]) {
+		p = 0 // the prefix merged with the text's first word: repeat nothing
 	}
-	p := len(prefix)
+	if enc.Len() <= size {
+		return []window{{seq: sequence{enc.IDs, enc.TypeIDs}, tokens: content - p}}
+	}
 	room := size - head - tail - p
 	if room < 1 {
 		p, room = 0, size-head-tail
