@@ -224,3 +224,19 @@ not json
 		t.Errorf("bad lines should give error objects: %s | %s", lines[2], lines[3])
 	}
 }
+
+func TestCategoriesAreConfigurable(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_CATEGORIES"] = "job_=work, person_=people"
+	if _, errs, code := run(t, env, "memory", "save", "job_x", "deadline friday"); code != 0 {
+		t.Fatal(errs)
+	}
+	out, _, _ := run(t, env, "memory", "get", "--json", "job_x")
+	if !strings.Contains(out, `"category": "work"`) {
+		t.Fatalf("configured category not applied: %s", out)
+	}
+	env["RECALL_CATEGORIES"] = "nonsense"
+	if _, _, code := run(t, env, "memory", "save", "k", "v"); code != exitUsage {
+		t.Fatalf("bad categories setting: exit %d", code)
+	}
+}

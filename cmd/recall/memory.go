@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/memory"
 )
@@ -23,11 +24,33 @@ func (m *Main) memoryService(ctx context.Context) (*memory.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	loc, err := m.location()
+	opt, err := m.memoryOptions(emb, space)
 	if err != nil {
 		return nil, err
 	}
-	return memory.New(st, eng, memory.Options{Embedder: emb, Space: space, Chunk: chunk.Options{}, Location: loc}), nil
+	return memory.New(st, eng, opt), nil
+}
+
+// memoryOptions are the memory service's settings: time zone and the key
+// prefixes that give categories (RECALL_CATEGORIES / config `categories`,
+// e.g. "project_=project, proj_=project, person_=person").
+func (m *Main) memoryOptions(emb recall.Embedder, space string) (memory.Options, error) {
+	loc, err := m.location()
+	if err != nil {
+		return memory.Options{}, err
+	}
+	opt := memory.Options{Embedder: emb, Space: space, Chunk: chunk.Options{}, Location: loc}
+	if spec := m.setting("", "categories", ""); spec != "" {
+		for _, pair := range strings.Split(spec, ",") {
+			prefix, cat, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			prefix, cat = strings.TrimSpace(prefix), strings.TrimSpace(cat)
+			if !ok || prefix == "" || cat == "" {
+				return memory.Options{}, usagef("categories: %q is not prefix=category", pair)
+			}
+			opt.Categories = append(opt.Categories, memory.CategoryRule{Prefix: prefix, Category: cat})
+		}
+	}
+	return opt, nil
 }
 
 // location is the configured time zone for "today" (RECALL_TIMEZONE, default local).

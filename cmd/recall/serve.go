@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/server"
 )
@@ -109,12 +108,12 @@ func (m *Main) newServer(ctx context.Context, opt server.Options) (*server.Serve
 	if err != nil {
 		return nil, err
 	}
-	loc, err := m.location()
+	opt.Engine, opt.Store, opt.Embedder, opt.Space = eng, st, emb, space
+	mopt, err := m.memoryOptions(emb, space)
 	if err != nil {
 		return nil, err
 	}
-	opt.Engine, opt.Store, opt.Embedder, opt.Space = eng, st, emb, space
-	opt.Memory = memory.New(st, eng, memory.Options{Embedder: emb, Space: space, Chunk: chunk.Options{}, Location: loc})
+	opt.Memory = memory.New(st, eng, mopt)
 	opt.Version = version
 	opt.Logger = slog.New(slog.NewTextHandler(server.RedactWriter(m.Stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	return server.New(opt)
