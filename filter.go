@@ -62,52 +62,12 @@ func (f Filter) Validate() error {
 // kinds, id prefix, category, owner scoping (memory and diary only), and
 // date overlap, where a date filter excludes undated sources. For many
 // calls, use Matcher.
-func (f Filter) Allows(m *SourceMeta) bool {
-	if len(f.Kinds) > 0 {
-		found := false
-		for _, k := range f.Kinds {
-			if m.Kind == k {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	if f.SourcePrefix != "" && !strings.HasPrefix(m.ID, f.SourcePrefix) {
-		return false
-	}
-	if f.Category != "" && m.Category != f.Category {
-		return false
-	}
-	if f.OwnerScoped && m.Kind != KindArchive && m.Owner != f.Owner {
-		return false
-	}
-	if f.Since != "" || f.Until != "" {
-		lo, hi, ok := DateRange(m.Date)
-		if !ok {
-			return false
-		}
-		if f.Since != "" {
-			slo, _, _ := DateRange(f.Since)
-			if hi < slo {
-				return false
-			}
-		}
-		if f.Until != "" {
-			_, uhi, _ := DateRange(f.Until)
-			if lo > uhi {
-				return false
-			}
-		}
-	}
-	return true
-}
+func (f Filter) Allows(m *SourceMeta) bool { return f.Matcher()(m) }
 
 // Matcher returns Allows as a function with the filter's date bounds worked
 // out once: the vector index calls it for every source of a search, so it
-// compares strings and parses nothing. f must be valid (Validate).
+// compares strings and parses nothing. f must be valid (Validate), and
+// source dates well-formed (stores validate them on write).
 func (f Filter) Matcher() func(*SourceMeta) bool {
 	var since, until string
 	if f.Since != "" {
