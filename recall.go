@@ -196,7 +196,7 @@ type SweepRecord struct {
 type Stats struct {
 	Sources      map[Kind]int   `json:"sources"`
 	Chunks       int            `json:"chunks"`
-	Bytes        int64          `json:"bytes"`          // sum of source sizes
+	Bytes        int64          `json:"bytes"`          // chunk text held, in bytes
 	DBBytes      int64          `json:"db_bytes"`       // database size on disk (0 if unknown)
 	MidWordShare float64        `json:"mid_word_share"` // share of chunks that begin partway through a word
 	IndexStates  map[string]int `json:"index_states"`   // memory and diary sources by index state

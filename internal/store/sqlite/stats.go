@@ -30,7 +30,7 @@ func (db *DB) Stats(ctx context.Context) (recall.Stats, error) {
 	}
 	defer tx.Rollback()
 	err = func() error {
-		rows, err := tx.QueryContext(ctx, `SELECT kind, count(*), coalesce(sum(size), 0) FROM sources GROUP BY kind`)
+		rows, err := tx.QueryContext(ctx, `SELECT kind, count(*), coalesce(sum(text_bytes), 0) FROM sources GROUP BY kind`)
 		if err != nil {
 			return err
 		}

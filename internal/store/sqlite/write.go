@@ -265,16 +265,22 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 			created = time.Unix(0, oldCrt)
 		}
 	}
+	// text_bytes is what the source holds as chunk text: stats add it up,
+	// where size is the file's (shared by every conversation of an export).
+	textBytes := 0
+	for _, c := range d.Chunks {
+		textBytes += len(c.Text)
+	}
 	cols := []any{s.Kind, s.Vault, s.Title, s.Date, dateLo, dateHi, s.Owner, s.Category,
-		s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created.UnixNano(), updated.UnixNano()}
+		s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created.UnixNano(), updated.UnixNano(), textBytes}
 	if existed {
 		_, err = w.tx.ExecContext(w.ctx, `UPDATE sources SET kind = ?, vault = ?, title = ?, date = ?, date_lo = ?, date_hi = ?,
 			owner = ?, category = ?, content_hash = ?, size = ?, mtime = ?, chunk_count = ?, body = ?, index_state = ?,
-			created_at = ?, updated_at = ? WHERE sid = ?`, append(cols, sid)...)
+			created_at = ?, updated_at = ?, text_bytes = ? WHERE sid = ?`, append(cols, sid)...)
 	} else {
 		err = w.tx.QueryRowContext(w.ctx, `INSERT INTO sources (kind, vault, title, date, date_lo, date_hi,
-			owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING sid`, append(cols, s.ID)...).Scan(&sid)
+			owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING sid`, append(cols, s.ID)...).Scan(&sid)
 	}
 	if err != nil {
 		return fmt.Errorf("write source %q: %w", s.ID, err)
