@@ -11,7 +11,15 @@
 // characters becomes the phrase of its bigrams, and a single character a
 // prefix that matches every bigram starting with it and the trailing unigram.
 // Hangul is written with spaces and is left to the word tokenizer.
+//
+// The index stems English words (FTS5's porter tokenizer over unicode61
+// with remove_diacritics 2), so its vocabulary holds "run" for "running"
+// and "cafe" for "café". Term gives, byte for byte, the term it holds for a
+// token, for looking words up in that vocabulary; Tokens and ParseQuery
+// keep tokens as written, since FTS5 stems query text itself.
 package textindex
+
+//go:generate go run porter_gen.go
 
 import (
 	"strings"
@@ -92,19 +100,20 @@ func IsCJK(r rune) bool {
 
 // isTokenRune reports whether r belongs to a word as SQLite's unicode61
 // tokenizer sees it with its default categories (letters, numbers and
-// private-use characters) and remove_diacritics, which keeps the combining
-// diacritical marks inside a word to strip them; every other character
-// separates tokens.
+// private-use characters, by the Unicode version SQLite's tables follow,
+// and code points unassigned there) and remove_diacritics, which keeps the
+// combining marks it strips inside a word; every other character separates
+// tokens.
 func isTokenRune(r rune) bool {
 	if r < utf8.RuneSelf {
 		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 	}
-	return unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r) ||
-		0x300 <= r && r <= 0x36F
+	return !unicode.Is(unicode61Separators, r)
 }
 
 // Tokens splits text that went through IndexText into the tokens a unicode61
-// tokenizer finds in it (before that tokenizer strips diacritics).
+// tokenizer finds in it, as written (before that tokenizer strips
+// diacritics and the porter tokenizer stems them; see Term).
 func Tokens(s string) []string {
 	var toks []string
 	start := -1
@@ -124,6 +133,68 @@ func Tokens(s string) []string {
 		toks = append(toks, s[start:])
 	}
 	return toks
+}
+
+// maxTermLen is FTS5's longest term (FTS5_MAX_TOKEN_SIZE): the index and
+// queries alike cut longer tokens to it.
+const maxTermLen = 32768
+
+// Term returns the term that recall's full-text index holds for a token as
+// Tokens or ParseQuery give it: the token with the diacritics unicode61
+// removes removed ("café" -> "cafe", a lone combining mark -> nothing),
+// stemmed by Stem, and cut to FTS5's longest term. It is "" for a token
+// FTS5 drops entirely. Terms of a query's tokens are what to look up in the
+// index's vocabulary; FTS5 itself turns query text into terms, so a MATCH
+// expression takes the tokens.
+func Term(tok string) string {
+	t := Stem(stripDiacritics(tok))
+	if len(t) > maxTermLen {
+		t = t[:maxTermLen]
+	}
+	return t
+}
+
+// Terms returns the terms recall's full-text index holds for text that went
+// through IndexText, in order: Term of every token, without empty ones.
+func Terms(s string) []string {
+	var out []string
+	for _, tok := range Tokens(s) {
+		if t := Term(tok); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// stripDiacritics applies unicode61's folding of the characters inside a
+// token (see unicode61Folds) and lowers ASCII letters, as unicode61 does.
+func stripDiacritics(tok string) string {
+	changes := false
+	for _, r := range tok {
+		if _, ok := unicode61Folds[r]; ok || 'A' <= r && r <= 'Z' {
+			changes = true
+			break
+		}
+	}
+	if !changes {
+		return tok
+	}
+	var b strings.Builder
+	b.Grow(len(tok))
+	for i, r := range tok {
+		switch f, ok := unicode61Folds[r]; {
+		case ok && f != 0:
+			b.WriteRune(f)
+		case ok:
+		case 'A' <= r && r <= 'Z':
+			b.WriteRune(r + 'a' - 'A')
+		default:
+			// The bytes as they are, even where they are not UTF-8.
+			_, n := utf8.DecodeRuneInString(tok[i:])
+			b.WriteString(tok[i : i+n])
+		}
+	}
+	return b.String()
 }
 
 func isASCII(s string) bool {
