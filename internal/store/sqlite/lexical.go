@@ -2,9 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/textindex"
@@ -26,8 +29,10 @@ const rankExpr = `bm25(chunks_fts, 2.0, 1.0)`
 // is better). The query is literal text (see textindex.ParseQuery): quoted
 // parts are required phrases, other words are alternatives ranked by BM25,
 // stopwords are dropped unless nothing else is left, and nothing in the text
-// is ever read as FTS5 syntax. A query without any word (empty, or only
-// punctuation) has no candidates; it is not an error.
+// is ever read as FTS5 syntax. The index stems English words, so a word
+// matches its inflections ("runs" finds "running", a phrase the same stems
+// in order), and words of one stem count once. A query without any word
+// (empty, or only punctuation) has no candidates; it is not an error.
 //
 // The cost of a query is the number of chunks it ranks. Over a large store a
 // natural-language query holds words found in a good share of all chunks,
@@ -148,7 +153,8 @@ func (db *DB) match(ctx context.Context, query string, args ...any) ([]recall.Ca
 func (db *DB) plan(ctx context.Context, q textindex.Query) ([]string, error) {
 	// Past a few dozen words a query is a pasted text, not a question;
 	// each word costs ranking time on every candidate.
-	terms := q.Terms[:min(len(q.Terms), maxQueryUnits)]
+	terms := distinctTerms(q.Terms)
+	terms = terms[:min(len(terms), maxQueryUnits)]
 	if len(q.Phrases) > 0 {
 		req := joinUnits(q.Phrases, " AND ")
 		if len(terms) == 0 {
@@ -242,16 +248,19 @@ func joinUnits(us []textindex.Unit, op string) string {
 
 // unitFreqs estimates how many chunks each unit matches: the document
 // frequency of its rarest token (a phrase matches no more chunks than that),
-// or for a prefix the sum over the tokens it matches.
+// or for a prefix the sum over the tokens it matches. The vocabulary holds
+// stems, which textindex.Term gives for each token, as FTS5 makes them of
+// the query text (a prefix included).
 func (db *DB) unitFreqs(ctx context.Context, units []textindex.Unit) ([]int, error) {
 	var exact, prefixes []string
 	for _, u := range units {
-		last := len(u.Tokens) - 1
-		exact = append(exact, u.Tokens[:last]...)
+		terms := unitTerms(u)
+		last := len(terms) - 1
+		exact = append(exact, terms[:last]...)
 		if u.Prefix {
-			prefixes = append(prefixes, u.Tokens[last])
+			prefixes = append(prefixes, terms[last])
 		} else {
-			exact = append(exact, u.Tokens[last])
+			exact = append(exact, terms[last])
 		}
 	}
 	freq, err := db.docFreqs(ctx, exact, prefixes)
@@ -260,9 +269,10 @@ func (db *DB) unitFreqs(ctx context.Context, units []textindex.Unit) ([]int, err
 	}
 	out := make([]int, len(units))
 	for i, u := range units {
-		last := len(u.Tokens) - 1
+		terms := unitTerms(u)
+		last := len(terms) - 1
 		best := -1
-		for j, t := range u.Tokens {
+		for j, t := range terms {
 			key := t
 			if j == last && u.Prefix {
 				key = t + "*"
@@ -274,6 +284,34 @@ func (db *DB) unitFreqs(ctx context.Context, units []textindex.Unit) ([]int, err
 		out[i] = best
 	}
 	return out, nil
+}
+
+// unitTerms returns the index terms of a unit's tokens.
+func unitTerms(u textindex.Unit) []string {
+	terms := make([]string, len(u.Tokens))
+	for i, t := range u.Tokens {
+		terms[i] = textindex.Term(t)
+	}
+	return terms
+}
+
+// distinctTerms drops the units that look for the same terms as an earlier
+// one: "run" and "running" are one stem to the index, and a word repeated
+// in a query should not count twice.
+func distinctTerms(units []textindex.Unit) []textindex.Unit {
+	seen := make(map[string]bool, len(units))
+	out := units[:0:0]
+	for _, u := range units {
+		key := strings.Join(unitTerms(u), " ")
+		if u.Prefix {
+			key += "*"
+		}
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // docFreqs returns the number of chunks holding each token (key tok) and,
@@ -292,26 +330,8 @@ func (db *DB) docFreqs(ctx context.Context, tokens, prefixes []string) (map[stri
 		}
 	}
 	if len(missing) > 0 {
-		st, err := db.readStmt(ctx, `SELECT term, doc FROM chunks_fts_vocab WHERE term IN (SELECT value FROM json_each(?))`)
+		found, err := db.vocabFreqs(ctx, missing)
 		if err != nil {
-			return nil, err
-		}
-		rows, err := st.QueryContext(ctx, jsonArray(missing))
-		if err != nil {
-			return nil, err
-		}
-		found := map[string]int{}
-		for rows.Next() {
-			var t string
-			var f int
-			if err := rows.Scan(&t, &f); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			found[t] = f
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 		for _, t := range missing {
@@ -337,6 +357,48 @@ func (db *DB) docFreqs(ctx context.Context, tokens, prefixes []string) (map[stri
 		db.df.put(gen, key, f)
 	}
 	return out, nil
+}
+
+// vocabFreqs reads the document frequencies of terms from the fts5vocab
+// table: those present, in one statement. A stem can be invalid UTF-8 (the
+// stemmer works on bytes; see textindex.Stem), which a JSON array cannot
+// carry, so such a term is looked up on its own.
+func (db *DB) vocabFreqs(ctx context.Context, terms []string) (map[string]int, error) {
+	found := make(map[string]int, len(terms))
+	valid := make([]string, 0, len(terms))
+	for _, t := range terms {
+		if utf8.ValidString(t) {
+			valid = append(valid, t)
+			continue
+		}
+		var f int
+		err := db.ro.QueryRowContext(ctx, `SELECT doc FROM chunks_fts_vocab WHERE term = ?`, t).Scan(&f)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		found[t] = f
+	}
+	if len(valid) == 0 {
+		return found, nil
+	}
+	st, err := db.readStmt(ctx, `SELECT term, doc FROM chunks_fts_vocab WHERE term IN (SELECT value FROM json_each(?))`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, jsonArray(valid))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var f int
+		if err := rows.Scan(&t, &f); err != nil {
+			return nil, err
+		}
+		found[t] = f
+	}
+	return found, rows.Err()
 }
 
 // chunkCount returns the number of chunks, through the frequency cache.

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store/storetest"
-	"github.com/recall-mcp/recall/internal/textindex"
 )
 
 var ctx = context.Background()
@@ -275,48 +273,6 @@ func TestSearchWhileWriting(t *testing.T) {
 	for range 3 {
 		if err := <-errs; err != nil {
 			t.Error(err)
-		}
-	}
-}
-
-// TestTokensAgreeWithFTS5 checks that textindex splits text where FTS5's
-// unicode61 tokenizer does, since query units and document-frequency
-// lookups are built from textindex's tokens. (The samples hold no letters
-// FTS5 strips diacritics from: there the tokens differ by design.)
-func TestTokensAgreeWithFTS5(t *testing.T) {
-	db := openTest(t, Options{})
-	defer db.Close()
-	samples := []string{
-		"Hello, world! e-mail foo_bar 3.14 don't",
-		"ＡＢＣ ｶﾀｶﾅ ①② ½ ⅷ x·y a‿b ʼq",
-		"我喜欢薄荷茶 私はミントティーが好き iPhone很好用",
-		"한국어 텍스트 ไทย हिन्दी Привет σοφία",
-		"emoji😀inside tab\tand\u00a0nbsp zero\u200bwidth soft\u00adhyphen",
-	}
-	for i, s := range samples {
-		text := textindex.IndexText(s)
-		if _, err := db.rw.Exec(`INSERT INTO chunks_fts (rowid, title, body) VALUES (?, '', ?)`, 1000+i, text); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.rw.Exec(`CREATE VIRTUAL TABLE temp.inst USING fts5vocab(main, chunks_fts, instance)`); err != nil {
-		t.Fatal(err)
-	}
-	for i, s := range samples {
-		rows, err := db.rw.Query(`SELECT term FROM temp.inst WHERE doc = ? ORDER BY offset`, 1000+i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for rows.Next() {
-			var term string
-			rows.Scan(&term)
-			got = append(got, term)
-		}
-		rows.Close()
-		want := textindex.Tokens(textindex.IndexText(s))
-		if !slices.Equal(got, want) {
-			t.Errorf("sample %d: FTS5 tokens %q\ntextindex tokens %q", i, got, want)
 		}
 	}
 }

@@ -56,11 +56,14 @@ CREATE TABLE chunk_texts (
 -- (so a title or memory key match ranks high), body = the chunk text, both
 -- as textindex.IndexText writes them. Contentless: the text is in
 -- chunk_texts already; contentless_delete lets rows be deleted by rowid.
+-- Words are stemmed (porter), so "runs" finds "running"; the query planner
+-- reads the vocabulary by textindex.Term, which stems exactly as this
+-- tokenizer does (TestTermsAgreeWithFTS5).
 CREATE VIRTUAL TABLE chunks_fts USING fts5 (
 	title, body,
 	content = '',
 	contentless_delete = 1,
-	tokenize = 'unicode61 remove_diacritics 2'
+	tokenize = 'porter unicode61 remove_diacritics 2'
 );
 -- Document frequencies, for planning queries over common words.
 CREATE VIRTUAL TABLE chunks_fts_vocab USING fts5vocab (chunks_fts, row);
