@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/ingest"
 )
 
 // run runs one command line in-process with a private environment.
@@ -238,5 +240,14 @@ func TestCategoriesAreConfigurable(t *testing.T) {
 	env["RECALL_CATEGORIES"] = "nonsense"
 	if _, _, code := run(t, env, "memory", "save", "k", "v"); code != exitUsage {
 		t.Fatalf("bad categories setting: exit %d", code)
+	}
+}
+
+func TestFormatProgress(t *testing.T) {
+	got := formatProgress(ingest.Progress{FilesTotal: 100, FilesDone: 25, Chunks: 300, Bytes: 10e6, BytesTotal: 40e6, Elapsed: 2 * time.Second})
+	for _, want := range []string{"files 25/100", "chunks 300", "5.0 MB/s", "ETA 6s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress %q lacks %q", got, want)
+		}
 	}
 }
