@@ -314,10 +314,10 @@ func distinctTerms(units []textindex.Unit) []textindex.Unit {
 	return out
 }
 
-// docFreqs returns the number of chunks holding each token (key tok) and,
-// for each prefix, holding any token that starts with it (key prefix+"*"),
-// from the fts5vocab table, through a cache that every committed write
-// empties.
+// docFreqs returns the number of chunks holding each index term (key term)
+// and, for each prefix, holding any term that starts with it (key
+// prefix+"*"), from the fts5vocab table, through a cache that every
+// committed write empties.
 func (db *DB) docFreqs(ctx context.Context, tokens, prefixes []string) (map[string]int, error) {
 	gen := db.gen.Load()
 	out := make(map[string]int, len(tokens)+len(prefixes))

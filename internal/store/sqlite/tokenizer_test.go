@@ -361,3 +361,46 @@ func TestPlannerFindsStems(t *testing.T) {
 		t.Errorf("Lexical(runs) = %v, %v; want both chunks about running", cands, err)
 	}
 }
+
+// FuzzTermsAgree compares the terms of arbitrary text, as FTS5 indexes it
+// and as textindex.Terms computes it.
+func FuzzTermsAgree(f *testing.F) {
+	for _, s := range []string{"generalizations", "Caresses ponies", "naïvely résumés", "a\uB28Aed", "iPhone很好用ing",
+		"x\u0305y q\u0301", "🌶ing ₽100", strings.Repeat("é", 40) + "ing"} {
+		f.Add(s)
+	}
+	db, err := Open(ctx, filepath.Join(f.TempDir(), "fuzz.db"), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { db.Close() })
+	if _, err := db.rw.Exec(`CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, chunks_fts, instance)`); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			t.Skip("the store takes only UTF-8")
+		}
+		text := textindex.IndexText(s)
+		if _, err := db.rw.Exec(`INSERT INTO chunks_fts (rowid, title, body) VALUES (1, '', ?)`, text); err != nil {
+			t.Fatal(err)
+		}
+		defer db.rw.Exec(`DELETE FROM chunks_fts WHERE rowid = 1`)
+		rows, err := db.rw.Query(`SELECT term FROM temp.terms WHERE doc = 1 ORDER BY offset`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var theirs []string
+		for rows.Next() {
+			var term string
+			if err := rows.Scan(&term); err != nil {
+				t.Fatal(err)
+			}
+			theirs = append(theirs, term)
+		}
+		if ours := textindex.Terms(text); !slices.Equal(ours, theirs) {
+			t.Fatalf("%q: FTS5 terms %q\n\ttextindex terms %q", s, theirs, ours)
+		}
+	})
+}
