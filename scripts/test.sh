@@ -42,6 +42,11 @@ else
   skipped+=("TypeScript SDK end-to-end test (node >= 20 or npm not found)")
 fi
 
+# The full 30-second soak of 50 concurrent MCP clients (internal/server
+# TestSoak; 5 seconds otherwise). It adds about 25 s to a suite that takes
+# about 3.5 minutes on two shared cores with a warm build cache (7 cold).
+export RECALL_SOAK=1
+
 # The race detector is on for everything; packages whose heavy numeric tests
 # are too slow under it run those parts without (see their -short guards).
 # It needs cgo (and so gcc) for the test binaries only: recall itself, and
