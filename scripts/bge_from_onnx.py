@@ -291,6 +291,13 @@ class Converter:
         ]
         pos = g.only(pos, "position embedding lookup")
         self.take("embeddings.position_embeddings.weight", pos.input[0])
+        # The encoder numbers positions 0, 1, 2, ...: the export must slice
+        # them from the start of an arange buffer, as BertEmbeddings does.
+        sl = g.producer.get(pos.input[1])
+        start = g.constant(sl.input[1]) if sl is not None and sl.op_type == "Slice" else None
+        ids = g.constant(sl.input[0]) if start is not None else None
+        if ids is None or start.reshape(-1).tolist() != [0] or not np.array_equal(ids.reshape(-1), np.arange(ids.size)):
+            raise ConversionError("position ids are not sliced from 0, 1, 2, ...")
         # word + type + position, in either order, then LayerNorm.
         t = word.output[0]
         pending = {types.output[0], pos.output[0]}

@@ -1,9 +1,11 @@
 // Command onnx measures the built-in encoder's throughput on the chunks that
 // chunks.py writes, the same way ort_bench.py measures ONNX Runtime's: batches
-// of 32 chunks, each truncated to a 256-token window, mean-pooled and
-// normalised. run.sh runs both and prints the ratio.
+// of 32 chunks, each truncated to the window (256 tokens for
+// all-MiniLM-L6-v2, 512 for bge-small-en-v1.5), pooled as the model directory
+// says (mean, or CLS for BGE) and normalised. run.sh runs both and prints the
+// ratio.
 //
-//	go run ./bench/onnx -model DIR -chunks chunks.jsonl [-runs 5] [-check ort.json]
+//	go run ./bench/onnx -model DIR -chunks chunks.jsonl [-window 256] [-runs 5] [-check ort.json]
 package main
 
 import (
@@ -32,7 +34,7 @@ func main() {
 }
 
 func run() error {
-	dir := flag.String("model", "", "all-MiniLM-L6-v2 directory (config.json, model.safetensors, tokenizer.json)")
+	dir := flag.String("model", "", "model directory (config.json, model.safetensors, tokenizer.json)")
 	chunksPath := flag.String("chunks", "", "chunks file from chunks.py (one JSON string per line)")
 	batch := flag.Int("batch", 32, "chunks per Embed call")
 	window := flag.Int("window", 256, "tokens per chunk; longer chunks are truncated, as ort_bench.py does")
@@ -104,8 +106,8 @@ func run() error {
 	for i, r := range rates {
 		strs[i] = fmt.Sprintf("%.2f", r)
 	}
-	fmt.Printf("builtin (%s): %.2f chunks/s (median of %d; %d chunks of %d chars, batch %d, window %d, %d threads; runs: %s)\n",
-		runtime.GOARCH, median(rates), len(rates), len(chunks), len([]rune(chunks[0])), *batch, *window,
+	fmt.Printf("builtin (%s, %s): %.2f chunks/s (median of %d; %d chunks of %d chars, batch %d, window %d, %d threads; runs: %s)\n",
+		m.Info().Model, runtime.GOARCH, median(rates), len(rates), len(chunks), len([]rune(chunks[0])), *batch, *window,
 		runtime.GOMAXPROCS(0), strings.Join(strs, ", "))
 	return nil
 }
