@@ -12,7 +12,7 @@
 #     dims). recall's real Ollama client embeds every chunk and every query
 #     through it over loopback; the built-in encoder would need hours to
 #     embed 100,000 chunks on two cores. Latencies therefore exclude the
-#     model's own time per query (a few ms for MiniLM on one core).
+#     embedding model's own time per query; everything else is recall's.
 #   - recall serve, built from this tree, with one token and --rate 0 (the
 #     load tool's sessions all use that token; the default per-token limit
 #     of 20/s would otherwise answer 429).
