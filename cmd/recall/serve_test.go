@@ -190,7 +190,8 @@ func TestMCPOverStdio(t *testing.T) {
 	pw.Write([]byte(in))
 	// Generous: the whole suite shares two cores with other packages' tests.
 	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), `"id":3`) && time.Now().Before(deadline) {
+	// Replies may come in any order: wait for both.
+	for !(strings.Contains(out.String(), `"id":2`) && strings.Contains(out.String(), `"id":3`)) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	pw.Close()
