@@ -391,7 +391,13 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		}
 	}
 	if resp.Mode != recall.ModeLexical {
-		res, err := e.vx.search(ctx, qvec, want, req.Filter.Matcher())
+		// Vector candidates cost a float rescoring fetch each: ask for
+		// what can reach the page after fusion and capping, not more.
+		vecWant := max(20, req.Limit*req.PerSource*2)
+		if resp.Mode == recall.ModeSemantic {
+			vecWant = want
+		}
+		res, err := e.vx.search(ctx, qvec, vecWant, req.Filter.Matcher())
 		if err != nil {
 			return resp, err
 		}

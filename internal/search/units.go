@@ -144,8 +144,9 @@ type unitHit struct {
 
 // search returns up to k texts best first, each at its best unit's score.
 func (x *unitIndex) search(ctx context.Context, q []float32, k int, allow func(*recall.SourceMeta) bool) ([]unitHit, error) {
-	// A text can fill several places with its units: ask for more.
-	res, err := x.vx.Search(ctx, q, k*4, allow)
+	// A text can fill several places with its units: ask for more (each
+	// extra place costs a float rescoring fetch).
+	res, err := x.vx.Search(ctx, q, k*2, allow)
 	if err != nil {
 		return nil, err
 	}
