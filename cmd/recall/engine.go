@@ -175,6 +175,23 @@ func (m *Main) modelsDir() (string, error) {
 	return hub.DefaultDir(m.Getenv, m.Getenv("HOME"))
 }
 
+// spaceDim is the dimension of a vector space (0 when there is none).
+func spaceDim(ctx context.Context, st recall.Store, name string) (int, error) {
+	if name == "" {
+		return 0, nil
+	}
+	spaces, err := st.Spaces(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range spaces {
+		if s.Name == name {
+			return s.Dim, nil
+		}
+	}
+	return 0, recall.Errorf(recall.ENOTFOUND, "no vector space %q", name)
+}
+
 // spaceName is the default name of the vector space of an embedder.
 func spaceName(info recall.EmbedderInfo) string {
 	r := strings.NewReplacer("/", "-", "@", "", ":", "-", " ", "-")

@@ -24,7 +24,7 @@ func (m *Main) memoryService(ctx context.Context) (*memory.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	opt, err := m.memoryOptions(emb, space)
+	opt, err := m.memoryOptions(ctx, st, emb, space)
 	if err != nil {
 		return nil, err
 	}
@@ -34,12 +34,16 @@ func (m *Main) memoryService(ctx context.Context) (*memory.Service, error) {
 // memoryOptions are the memory service's settings: time zone and the key
 // prefixes that give categories (RECALL_CATEGORIES / config `categories`,
 // e.g. "project_=project, proj_=project, person_=person").
-func (m *Main) memoryOptions(emb recall.Embedder, space string) (memory.Options, error) {
+func (m *Main) memoryOptions(ctx context.Context, st recall.Store, emb recall.Embedder, space string) (memory.Options, error) {
 	loc, err := m.location()
 	if err != nil {
 		return memory.Options{}, err
 	}
-	opt := memory.Options{Embedder: emb, Space: space, Chunk: chunk.Options{}, Location: loc}
+	dim, err := spaceDim(ctx, st, space)
+	if err != nil {
+		return memory.Options{}, err
+	}
+	opt := memory.Options{Embedder: emb, Space: space, Dim: dim, Chunk: chunk.Options{}, Location: loc}
 	if spec := m.setting("", "categories", ""); spec != "" {
 		for _, pair := range strings.Split(spec, ",") {
 			prefix, cat, ok := strings.Cut(strings.TrimSpace(pair), "=")

@@ -109,7 +109,7 @@ func (m *Main) newServer(ctx context.Context, opt server.Options) (*server.Serve
 		return nil, err
 	}
 	opt.Engine, opt.Store, opt.Embedder, opt.Space = eng, st, emb, space
-	mopt, err := m.memoryOptions(emb, space)
+	mopt, err := m.memoryOptions(ctx, st, emb, space)
 	if err != nil {
 		return nil, err
 	}

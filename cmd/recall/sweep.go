@@ -49,6 +49,9 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		return err
 	}
 	opts.Embedder, opts.Space = emb, space
+	if opts.Dim, err = spaceDim(ctx, st, space); err != nil {
+		return err
+	}
 
 	lp := *logPath
 	if lp == "" {

@@ -59,8 +59,11 @@ type ChunkText struct {
 
 // EmbedChunks embeds chunks as documents: every unit of every chunk in one
 // call to e (which batches as its provider needs), returning for each chunk
-// its unit vectors concatenated: a recall.Vector's Vec.
-func EmbedChunks(ctx context.Context, e recall.Embedder, chunks []ChunkText) ([][]float32, error) {
+// its unit vectors concatenated: a recall.Vector's Vec. Every unit must
+// have dim values (the space's dimension; 0 skips the check): a store
+// cannot tell one 768-value vector from two 384-value units, so a model of
+// the wrong size is caught here, never written.
+func EmbedChunks(ctx context.Context, e recall.Embedder, dim int, chunks []ChunkText) ([][]float32, error) {
 	var inputs []string
 	counts := make([]int, len(chunks))
 	for i, c := range chunks {
@@ -74,6 +77,11 @@ func EmbedChunks(ctx context.Context, e recall.Embedder, chunks []ChunkText) ([]
 	}
 	if len(vecs) != len(inputs) {
 		return nil, recall.Errorf(recall.EINTERNAL, "embedder returned %d vectors for %d texts", len(vecs), len(inputs))
+	}
+	for _, v := range vecs {
+		if dim > 0 && len(v) != dim {
+			return nil, recall.Errorf(recall.ECONFLICT, "the embedder returned %d-dimensional vectors for a %d-dimensional space: use the space's model, or create a new space for this one", len(v), dim)
+		}
 	}
 	out := make([][]float32, len(chunks))
 	k := 0

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
 )
 
@@ -48,7 +49,7 @@ func TestUnits(t *testing.T) {
 func TestEmbedChunks(t *testing.T) {
 	e := embedtest.New(8)
 	long := strings.Repeat("word ", 100)
-	vecs, err := EmbedChunks(context.Background(), e, []ChunkText{{"h", "short"}, {"h", long + "\n\n" + long}})
+	vecs, err := EmbedChunks(context.Background(), e, 8, []ChunkText{{"h", "short"}, {"h", long + "\n\n" + long}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +59,14 @@ func TestEmbedChunks(t *testing.T) {
 	if e.Calls() != 1 || e.Texts() != 3 {
 		t.Fatalf("want one call with 3 texts, got %d calls, %d texts", e.Calls(), e.Texts())
 	}
+	// A model of another size than the space is refused, even when its
+	// vectors would divide evenly into the space's dimension.
+	big := embedtest.New(16)
+	if _, err := EmbedChunks(context.Background(), big, 8, []ChunkText{{"", "x"}}); recall.ErrorCode(err) != recall.ECONFLICT {
+		t.Fatalf("16-dim model into an 8-dim space: %v", err)
+	}
 	e.FailOn(0, embedtest.FaultError)
-	if _, err := EmbedChunks(context.Background(), e, []ChunkText{{"", "x"}}); err == nil {
+	if _, err := EmbedChunks(context.Background(), e, 8, []ChunkText{{"", "x"}}); err == nil {
 		t.Fatal("embedder failure not reported")
 	}
 }

@@ -310,7 +310,7 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 		for j, h := range part {
 			in[j] = texts[h]
 		}
-		vecs, err := embed.EmbedChunks(ctx, p.opt.Embedder, in)
+		vecs, err := embed.EmbedChunks(ctx, p.opt.Embedder, p.opt.Dim, in)
 		if err != nil {
 			for _, h := range need[i:] {
 				failed[h] = true

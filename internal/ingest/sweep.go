@@ -40,6 +40,7 @@ type Options struct {
 	// without vectors (searchable by text; repair fills them in later).
 	Embedder recall.Embedder
 	Space    string
+	Dim      int // the space's dimension: vectors of another size are refused
 
 	Workers  int              // parse/chunk goroutines; 0 means GOMAXPROCS
 	Failures io.Writer        // one line per failed file (nil: discarded)

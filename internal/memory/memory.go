@@ -52,6 +52,7 @@ var DefaultCategories = []CategoryRule{
 type Options struct {
 	Embedder   recall.Embedder // nil: memories are stored and searchable by text only (index "skipped")
 	Space      string          // vector space new vectors go to
+	Dim        int             // its dimension: vectors of another size are refused
 	Chunk      chunk.Options
 	Categories []CategoryRule // nil means DefaultCategories
 	Location   *time.Location // time zone for "today" in the diary (nil: UTC)
@@ -221,7 +222,7 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	if len(need) == 0 {
 		return nil, recall.IndexOK
 	}
-	vecs, err := embed.EmbedChunks(ctx, s.opt.Embedder, texts)
+	vecs, err := embed.EmbedChunks(ctx, s.opt.Embedder, s.opt.Dim, texts)
 	if err != nil {
 		return nil, recall.IndexPending
 	}

@@ -78,7 +78,7 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 			for j, t := range part {
 				texts[j] = embed.ChunkText{Header: t.Header, Text: t.Text}
 			}
-			vecs, err := embed.EmbedChunks(ctx, emb, texts)
+			vecs, err := embed.EmbedChunks(ctx, emb, sp.Dim, texts)
 			if err != nil {
 				return p, fmt.Errorf("embed: %w", err)
 			}

@@ -39,7 +39,7 @@ func writeDocs(t *testing.T, w interface {
 	t.Helper()
 	var vecs []recall.Vector
 	for _, d := range docs {
-		v, err := embed.EmbedChunks(context.Background(), emb, []embed.ChunkText{{Text: d.Chunks[0].Text}})
+		v, err := embed.EmbedChunks(context.Background(), emb, emb.Info().Dim, []embed.ChunkText{{Text: d.Chunks[0].Text}})
 		if err != nil {
 			t.Fatal(err)
 		}
