@@ -2,10 +2,9 @@ package encoder
 
 import (
 	"fmt"
+	"github.com/recall-mcp/recall/internal/par"
 	"math"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/encoder/kernel"
@@ -301,32 +300,8 @@ func workers() int { return runtime.GOMAXPROCS(0) }
 
 // parallelFor calls f(worker, i) for i in [0, count), spread over the
 // workers; worker identifies the goroutine so that f can use its own
-// scratch buffers. Units are handed out in order, so uneven ones balance.
-func parallelFor(count int, f func(worker, i int)) {
-	w := min(workers(), count)
-	if w <= 1 {
-		for i := 0; i < count; i++ {
-			f(0, i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for g := 0; g < w; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= count {
-					return
-				}
-				f(g, i)
-			}
-		}()
-	}
-	wg.Wait()
-}
+// scratch buffers.
+func parallelFor(count int, f func(worker, i int)) { par.For(workers(), count, f) }
 
 // parallelChunks splits [0, n) into chunks of at least minChunk and calls
 // f(lo, hi) for each, in parallel.

@@ -4,10 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/recall-mcp/recall/internal/par"
 	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/recall-mcp/recall"
@@ -369,31 +368,10 @@ func (w *writer) finish() error {
 	return nil
 }
 
-// parallel calls f(0..n-1) spread over GOMAXPROCS goroutines.
+// parallel calls f(0..n-1) spread over GOMAXPROCS goroutines (one for a
+// small batch, where starting goroutines costs more than it saves).
 func parallel(n int, f func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n/16+1)
-	if workers <= 1 {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(min(runtime.GOMAXPROCS(0), n/16+1), n, func(_, i int) { f(i) })
 }
 
 func (w *writer) dropOrphanVectors() error {

@@ -1,9 +1,8 @@
 package kernel
 
 import (
+	"github.com/recall-mcp/recall/internal/par"
 	"runtime"
-	"sync"
-	"sync/atomic"
 )
 
 // Products below this many multiply-adds (about 40 µs on one core) run on
@@ -19,26 +18,5 @@ var workers = func() int { return runtime.GOMAXPROCS(0) }
 // parallelFor runs f(0..count-1) on w goroutines, handing out indices in
 // order so uneven units balance themselves.
 func parallelFor(w, count int, f func(int)) {
-	if w <= 1 {
-		for i := 0; i < count; i++ {
-			f(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for g := 0; g < w; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= count {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(w, count, func(_, i int) { f(i) })
 }
