@@ -368,7 +368,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 
 	// Over-fetch so that collapsing duplicates and capping per source still
 	// fill the page.
-	want := max(50, req.Limit*req.PerSource*8)
+	want := max(30, req.Limit*req.PerSource*4)
 	cands := make(map[int64]*candidate)
 	var order []*candidate
 	get := func(id int64) *candidate {
