@@ -1,6 +1,10 @@
 package vindex
 
-import "math"
+import (
+	"math"
+
+	"github.com/recall-mcp/recall/internal/embed/encoder/kernel"
+)
 
 // Vectors are stored as int8 codes with one float32 scale per vector: code ×
 // scale approximates the unit-length vector's component. A per-vector scale
@@ -104,18 +108,6 @@ func maxAbs(v []float32) float32 {
 	return m
 }
 
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return s0 + s1 + s2 + s3
-}
+// dot is the float dot product of rescoring: the encoder's kernel (AVX2
+// where the CPU has it).
+func dot(a, b []float32) float32 { return kernel.Dot(a, b[:len(a)]) }
