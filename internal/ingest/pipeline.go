@@ -346,53 +346,61 @@ func (p *pipeline) embedErr(err error) {
 	logFailure(p.opt.Failures, "(embedder)", err)
 }
 
+// batch is what one write transaction commits: whole files.
+type batch struct {
+	docs    []recall.Document
+	vecs    []recall.Vector
+	stale   []string
+	pending []*parsed
+	size    int
+}
+
 // write is the single writer: it batches whole files into transactions.
+// It gathers the next batch while the previous one commits, so the parse
+// workers keep going during a commit instead of waiting for it; at most two
+// batches are held at a time.
 func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 	lim := p.opt.Batch
 	if lim.Docs <= 0 {
-		lim.Docs = 256
+		lim.Docs = 4096
 	}
 	if lim.Bytes <= 0 {
-		lim.Bytes = 16 << 20
+		lim.Bytes = 8 << 20
 	}
-	var (
-		docs    []recall.Document
-		vecs    []recall.Vector
-		stale   []string
-		pending []*parsed
-		size    int
-	)
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		if len(docs) > 0 || len(vecs) > 0 {
-			if _, err := p.w.Write(ctx, docs, vecs); err != nil {
-				return fmt.Errorf("write: %w", err)
-			}
-		}
-		if len(stale) > 0 {
-			if _, _, err := p.w.Delete(ctx, stale...); err != nil {
-				return fmt.Errorf("delete stale conversations: %w", err)
-			}
-		}
-		p.mu.Lock()
-		for _, pr := range pending {
-			if pr.changed || p.opt.Full || len(p.byFile[pr.f.rel]) == 0 {
-				p.res.FilesChanged++
-				for _, d := range pr.docs {
-					p.res.ChunksWritten += len(d.Chunks)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	full := make(chan *batch)
+	commitErr := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range full {
+			if err == nil {
+				if err = p.commit(ctx, b); err != nil {
+					cancel()
 				}
-			} else {
-				p.res.FilesSkipped++
 			}
-			p.res.Bytes += pr.f.size
-			p.res.VectorsMissing += pr.missing
 		}
-		p.mu.Unlock()
-		docs, vecs, stale, pending, size = docs[:0], vecs[:0], stale[:0], pending[:0], 0
-		return nil
+		commitErr <- err
+	}()
+	finish := func(err error) error {
+		close(full)
+		if cerr := <-commitErr; cerr != nil {
+			return cerr
+		}
+		return err
 	}
+	send := func(b *batch) bool {
+		if len(b.pending) == 0 {
+			return true
+		}
+		select {
+		case full <- b:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	b := &batch{}
 	for pr := range in {
 		p.progress(pr)
 		if pr.err != nil {
@@ -405,25 +413,56 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 			logFailure(p.opt.Failures, pr.f.rel, pr.err)
 			continue
 		}
-		pending = append(pending, pr)
-		docs = append(docs, pr.docs...)
-		vecs = append(vecs, pr.vecs...)
-		stale = append(stale, pr.stale...)
+		b.pending = append(b.pending, pr)
+		b.docs = append(b.docs, pr.docs...)
+		b.vecs = append(b.vecs, pr.vecs...)
+		b.stale = append(b.stale, pr.stale...)
 		for _, d := range pr.docs {
 			for _, c := range d.Chunks {
-				size += len(c.Text)
+				b.size += len(c.Text)
 			}
 		}
-		if len(docs) >= lim.Docs || size >= lim.Bytes {
-			if err := flush(); err != nil {
-				return err
+		if len(b.docs) >= lim.Docs || b.size >= lim.Bytes {
+			if !send(b) {
+				break
 			}
+			b = &batch{}
 		}
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return finish(err)
 	}
-	return flush()
+	send(b)
+	return finish(ctx.Err())
+}
+
+// commit writes one batch in one transaction and counts its files.
+func (p *pipeline) commit(ctx context.Context, b *batch) error {
+	if len(b.docs) > 0 || len(b.vecs) > 0 {
+		if _, err := p.w.Write(ctx, b.docs, b.vecs); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+	}
+	if len(b.stale) > 0 {
+		if _, _, err := p.w.Delete(ctx, b.stale...); err != nil {
+			return fmt.Errorf("delete stale conversations: %w", err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range b.pending {
+		if pr.changed || p.opt.Full || len(p.byFile[pr.f.rel]) == 0 {
+			p.res.FilesChanged++
+			for _, d := range pr.docs {
+				p.res.ChunksWritten += len(d.Chunks)
+			}
+		} else {
+			p.res.FilesSkipped++
+		}
+		p.res.Bytes += pr.f.size
+		p.res.VectorsMissing += pr.missing
+	}
+	return nil
 }
 
 func (p *pipeline) progress(pr *parsed) {

@@ -123,3 +123,16 @@ func FuzzIndexText(f *testing.F) {
 		}
 	})
 }
+
+// The index text keeps white space as written, and the tokens are those of
+// the folded text either way.
+func TestIndexTextKeepsSpace(t *testing.T) {
+	in := "Line one\n\n  Line\ttwo 薄荷\u00a0茶"
+	got := IndexText(in)
+	if !strings.Contains(got, "\n\n  line\ttwo") {
+		t.Errorf("IndexText(%q) = %q: white space changed", in, got)
+	}
+	if a, b := Tokens(got), Tokens(IndexText(Fold(in))); !slices.Equal(a, b) {
+		t.Errorf("tokens differ with and without collapsed space: %q vs %q", a, b)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/recall-mcp/recall/internal/par"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/recall-mcp/recall"
@@ -49,6 +50,10 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 			if err := w.put(&docs[i], now, &res); err != nil {
 				return err
 			}
+		}
+		// Vectors are kept only for texts some chunk holds: the chunks first.
+		if err := w.flushChunks(); err != nil {
+			return err
 		}
 		if err := putVectors(ctx, tx, vecs); err != nil {
 			return err
@@ -151,13 +156,31 @@ type writer struct {
 	ctx context.Context
 	tx  *sql.Tx
 
-	insChunk, insText, insFTS *sql.Stmt
-	delChunk, delText, delFTS *sql.Stmt
+	getSource, insSource, insFTS *sql.Stmt
+	delChunk, delText, delFTS    *sql.Stmt
+
+	// nextID is the id the next new chunk gets. The writer holds the only
+	// write transaction, so it numbers chunks itself, after the largest id
+	// ever used (ids only grow: see the chunks table), and inserts them in
+	// multi-row statements at finish, which costs a fraction of a statement
+	// per row with RETURNING.
+	nextID    int64
+	newChunks []any // insChunkCols values per new chunk, in order
+	newTexts  []any // insTextCols values per new chunk
+	blocks    map[string]*sql.Stmt
 
 	touched map[string]bool
 	ftsDel  []int64
 	ftsAdd  []ftsRow
 }
+
+const (
+	insChunkCols = 10 // id, sid, idx, hash, mid_word, kind, owner, category, date_lo, date_hi
+	insTextCols  = 3  // id, text, header
+	// rowsPerInsert bounds one multi-row INSERT: 64 rows of 10 values stay
+	// far under SQLite's limit on bound parameters.
+	rowsPerInsert = 64
+)
 
 type ftsRow struct {
 	id          int64
@@ -165,14 +188,21 @@ type ftsRow struct {
 }
 
 func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
-	w := &writer{ctx: ctx, tx: tx, touched: map[string]bool{}}
+	w := &writer{ctx: ctx, tx: tx, touched: map[string]bool{}, blocks: map[string]*sql.Stmt{}}
+	err := tx.QueryRowContext(ctx, `SELECT max(
+		coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0),
+		coalesce((SELECT max(id) FROM chunks), 0)) + 1`).Scan(&w.nextID)
+	if err != nil {
+		return nil, err
+	}
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string
 	}{
-		{&w.insChunk, `INSERT INTO chunks (sid, idx, hash, mid_word, kind, owner, category, date_lo, date_hi)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`},
-		{&w.insText, `INSERT INTO chunk_texts (id, text, header) VALUES (?, ?, ?)`},
+		{&w.getSource, `SELECT sid, kind, title, date, owner, category, created_at FROM sources WHERE id = ?`},
+		{&w.insSource, `INSERT INTO sources (kind, vault, title, date, date_lo, date_hi,
+			owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING sid`},
 		{&w.insFTS, `INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)`},
 		{&w.delChunk, `DELETE FROM chunks WHERE id = ?`},
 		{&w.delText, `DELETE FROM chunk_texts WHERE id = ?`},
@@ -189,11 +219,38 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 }
 
 func (w *writer) close() {
-	for _, st := range []*sql.Stmt{w.insChunk, w.insText, w.insFTS, w.delChunk, w.delText, w.delFTS} {
+	for _, st := range []*sql.Stmt{w.getSource, w.insSource, w.insFTS, w.delChunk, w.delText, w.delFTS} {
 		if st != nil {
 			st.Close()
 		}
 	}
+	for _, st := range w.blocks {
+		st.Close()
+	}
+}
+
+// insertRows inserts the rows held in vals (cols values each, in the
+// order of the column list) into table, rowsPerInsert rows per statement.
+func (w *writer) insertRows(table, columns string, cols int, vals []any) error {
+	for len(vals) > 0 {
+		n := min(len(vals)/cols, rowsPerInsert)
+		key := fmt.Sprintf("%s/%d", table, n)
+		st := w.blocks[key]
+		if st == nil {
+			row := "(?" + strings.Repeat(", ?", cols-1) + ")"
+			q := "INSERT INTO " + table + " (" + columns + ") VALUES " + row + strings.Repeat(", "+row, n-1)
+			var err error
+			if st, err = w.tx.PrepareContext(w.ctx, q); err != nil {
+				return err
+			}
+			w.blocks[key] = st
+		}
+		if _, err := st.ExecContext(w.ctx, vals[:n*cols]...); err != nil {
+			return err
+		}
+		vals = vals[n*cols:]
+	}
+	return nil
 }
 
 type storedChunk struct {
@@ -247,8 +304,7 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 		oldCrt  int64
 		existed = true
 	)
-	err := w.tx.QueryRowContext(w.ctx,
-		`SELECT sid, kind, title, date, owner, category, created_at FROM sources WHERE id = ?`, s.ID).
+	err := w.getSource.QueryRowContext(w.ctx, s.ID).
 		Scan(&sid, &old.Kind, &old.Title, &old.Date, &old.Owner, &old.Category, &oldCrt)
 	switch {
 	case err == sql.ErrNoRows:
@@ -277,9 +333,7 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 			owner = ?, category = ?, content_hash = ?, size = ?, mtime = ?, chunk_count = ?, body = ?, index_state = ?,
 			created_at = ?, updated_at = ?, text_bytes = ? WHERE sid = ?`, append(cols, sid)...)
 	} else {
-		err = w.tx.QueryRowContext(w.ctx, `INSERT INTO sources (kind, vault, title, date, date_lo, date_hi,
-			owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING sid`, append(cols, s.ID)...).Scan(&sid)
+		err = w.insSource.QueryRowContext(w.ctx, append(cols, s.ID)...).Scan(&sid)
 	}
 	if err != nil {
 		return fmt.Errorf("write source %q: %w", s.ID, err)
@@ -318,14 +372,10 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 		if keep[i] {
 			continue
 		}
-		var id int64
-		if err := w.insChunk.QueryRowContext(w.ctx, sid, i, c.Hash, c.MidWord,
-			s.Kind, s.Owner, s.Category, dateLo, dateHi).Scan(&id); err != nil {
-			return fmt.Errorf("write chunk %d of %q: %w", i, s.ID, err)
-		}
-		if _, err := w.insText.ExecContext(w.ctx, id, c.Text, c.Header); err != nil {
-			return err
-		}
+		id := w.nextID
+		w.nextID++
+		w.newChunks = append(w.newChunks, id, sid, i, c.Hash, c.MidWord, s.Kind, s.Owner, s.Category, dateLo, dateHi)
+		w.newTexts = append(w.newTexts, id, c.Text, c.Header)
 		w.ftsAdd = append(w.ftsAdd, ftsRow{id, title, c.Text})
 		res.Added = append(res.Added, recall.IndexedChunk{ID: id, Hash: c.Hash, Source: meta})
 	}
@@ -348,6 +398,9 @@ func (w *writer) removeChunk(c storedChunk, res *recall.WriteResult) error {
 // more, keeping those another source still shares, then makes the
 // full-text changes.
 func (w *writer) finish() error {
+	if err := w.flushChunks(); err != nil {
+		return err
+	}
 	if err := w.dropOrphanVectors(); err != nil {
 		return err
 	}
@@ -365,6 +418,19 @@ func (w *writer) finish() error {
 			return fmt.Errorf("index chunk %d: %w", r.id, err)
 		}
 	}
+	return nil
+}
+
+// flushChunks inserts the chunk rows put has numbered so far.
+func (w *writer) flushChunks() error {
+	if err := w.insertRows("chunks", "id, sid, idx, hash, mid_word, kind, owner, category, date_lo, date_hi",
+		insChunkCols, w.newChunks); err != nil {
+		return fmt.Errorf("write chunks: %w", err)
+	}
+	if err := w.insertRows("chunk_texts", "id, text, header", insTextCols, w.newTexts); err != nil {
+		return fmt.Errorf("write chunk texts: %w", err)
+	}
+	w.newChunks, w.newTexts = w.newChunks[:0], w.newTexts[:0]
 	return nil
 }
 
