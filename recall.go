@@ -61,6 +61,10 @@ type Chunk struct {
 	// MidWord is true when the chunk begins partway through a word of the
 	// source (measured by the chunker against the original text).
 	MidWord bool `json:"mid_word,omitempty"`
+	// IndexText, when set, is textindex.IndexText(Text), computed ahead by
+	// a caller with cores to spare (the sweep's parse workers); a store
+	// computes it when it is empty. It is never stored or exported.
+	IndexText string `json:"-"`
 }
 
 // Document is a source with all of its chunks: the unit that is written in

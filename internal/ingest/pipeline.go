@@ -18,6 +18,7 @@ import (
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/convo"
 	"github.com/recall-mcp/recall/internal/embed"
+	"github.com/recall-mcp/recall/internal/textindex"
 )
 
 // isExport reports whether a file holds many conversations (a ChatGPT or
@@ -228,6 +229,8 @@ func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, err
 	}
 	for i := range chunks {
 		chunks[i].Header = header
+		// Here, on a parse worker, rather than in the single writer.
+		chunks[i].IndexText = textindex.IndexText(chunks[i].Text)
 	}
 	content := strings.Join(c.Messages, "\n\n")
 	return &recall.Document{

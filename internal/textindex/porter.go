@@ -36,6 +36,16 @@ func Stem(tok string) string {
 		return tok
 	}
 	var buf [maxStemLen + 1]byte // step 1b may add an "e"
+	w := stem(buf[:0], tok)
+	if string(w) == tok {
+		return tok
+	}
+	return string(w)
+}
+
+// stem returns the stem of tok (3..64 bytes) in buf, which must have room
+// for len(tok)+1 bytes.
+func stem(buf []byte, tok string) word {
 	w := word(append(buf[:0], tok...))
 	w = w.step1a()
 	if stem, ok := w.step1b(); ok {
@@ -47,11 +57,7 @@ func Stem(tok string) string {
 	w, _ = w.apply(step2)
 	w, _ = w.apply(step3)
 	w, _ = w.apply(step4)
-	w = w.step5()
-	if string(w) == tok {
-		return tok
-	}
-	return string(w)
+	return w.step5()
 }
 
 // word is a token being stemmed, as bytes.
@@ -210,10 +216,27 @@ type rule struct {
 	cond         func(stem word) bool
 }
 
+// rules is a step's rules in the order they are tried, grouped by the last
+// byte of their suffix: a rule can only match a word that ends in that
+// byte, so the first rule that matches is the first of its group that does.
+type rules [256][]rule
+
+func byLastByte(list ...rule) *rules {
+	var rs rules
+	for _, r := range list {
+		c := r.suffix[len(r.suffix)-1]
+		rs[c] = append(rs[c], r)
+	}
+	return &rs
+}
+
 // apply tries the first rule whose suffix w ends with (and only that one,
 // as Porter does), and reports whether it matched and its condition held.
-func (w word) apply(rules []rule) (word, bool) {
-	for _, r := range rules {
+func (w word) apply(rs *rules) (word, bool) {
+	if len(w) == 0 {
+		return w, false
+	}
+	for _, r := range rs[w[len(w)-1]] {
 		if !w.hasSuffix(r.suffix) {
 			continue
 		}
@@ -238,9 +261,9 @@ func mGt1ST(w word) bool {
 // Suffix rules in the order they are tried. Within a step no suffix is a
 // suffix of an earlier one unless it is meant to be shadowed by it.
 var (
-	step1bTidy = []rule{{"at", "ate", nil}, {"bl", "ble", nil}, {"iz", "ize", nil}}
+	step1bTidy = byLastByte(rule{"at", "ate", nil}, rule{"bl", "ble", nil}, rule{"iz", "ize", nil})
 
-	step2 = []rule{
+	step2 = byLastByte([]rule{
 		{"ational", "ate", mGt0}, {"tional", "tion", mGt0},
 		{"enci", "ence", mGt0}, {"anci", "ance", mGt0},
 		{"izer", "ize", mGt0},
@@ -249,18 +272,18 @@ var (
 		{"ization", "ize", mGt0}, {"ation", "ate", mGt0}, {"ator", "ate", mGt0},
 		{"alism", "al", mGt0}, {"iveness", "ive", mGt0}, {"fulness", "ful", mGt0}, {"ousness", "ous", mGt0},
 		{"aliti", "al", mGt0}, {"iviti", "ive", mGt0}, {"biliti", "ble", mGt0},
-	}
+	}...)
 
-	step3 = []rule{
+	step3 = byLastByte([]rule{
 		{"ical", "ic", mGt0},
 		{"ness", "", mGt0},
 		{"icate", "ic", mGt0}, {"iciti", "ic", mGt0},
 		{"ful", "", mGt0},
 		{"ative", "", mGt0},
 		{"alize", "al", mGt0},
-	}
+	}...)
 
-	step4 = []rule{
+	step4 = byLastByte([]rule{
 		{"al", "", mGt1},
 		{"ance", "", mGt1}, {"ence", "", mGt1},
 		{"er", "", mGt1},
@@ -273,5 +296,5 @@ var (
 		{"ous", "", mGt1},
 		{"ive", "", mGt1},
 		{"ize", "", mGt1},
-	}
+	}...)
 )

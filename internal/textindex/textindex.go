@@ -12,11 +12,12 @@
 // prefix that matches every bigram starting with it and the trailing unigram.
 // Hangul is written with spaces and is left to the word tokenizer.
 //
-// The index stems English words (FTS5's porter tokenizer over unicode61
-// with remove_diacritics 2), so its vocabulary holds "run" for "running"
-// and "cafe" for "café". Term gives, byte for byte, the term it holds for a
-// token, for looking words up in that vocabulary; Tokens and ParseQuery
-// keep tokens as written, since FTS5 stems query text itself.
+// The index stems English words as SQLite's FTS5 porter tokenizer over
+// unicode61 with remove_diacritics 2 does, byte for byte (a test runs both),
+// so its vocabulary holds "run" for "running" and "cafe" for "café". The
+// stemming happens here: IndexText gives the index its terms, separated by
+// spaces, and Term gives the term for a query token; the index's own
+// tokenizer (FTS5 "ascii") only splits on the spaces.
 package textindex
 
 //go:generate go run porter_gen.go
@@ -54,12 +55,13 @@ func foldCase(s string) string {
 	return norm.NFC.String(s)
 }
 
-// IndexText returns s as it is written into a full-text index: folded as by
-// Fold, with every CJK run rewritten as its bigrams and last character, set
-// apart by spaces from the text around it. White space is left as it is:
-// the index's tokenizer splits on every kind of it, so collapsing runs
-// would change no token, and it was a sixth of a sweep's CPU.
-func IndexText(s string) string {
+// Normalize returns s as a word tokenizer should see it: folded as by Fold,
+// with every CJK run rewritten as its bigrams and last character, set apart
+// by spaces from the text around it. White space is left as it is: a
+// tokenizer splits on every kind of it, so collapsing runs would change no
+// token. Tokens of Normalize(s) are the words of s; Term of each is what
+// the index holds for it.
+func Normalize(s string) string {
 	s = foldCase(s)
 	if isASCII(s) {
 		return s
@@ -117,7 +119,7 @@ func isTokenRune(r rune) bool {
 	return !unicode.Is(unicode61Separators, r)
 }
 
-// Tokens splits text that went through IndexText into the tokens a unicode61
+// Tokens splits text that went through Normalize into the tokens a unicode61
 // tokenizer finds in it, as written (before that tokenizer strips
 // diacritics and the porter tokenizer stems them; see Term).
 func Tokens(s string) []string {
@@ -150,8 +152,9 @@ const maxTermLen = 32768
 // removes removed ("café" -> "cafe", a lone combining mark -> nothing),
 // stemmed by Stem, and cut to FTS5's longest term. It is "" for a token
 // FTS5 drops entirely. Terms of a query's tokens are what to look up in the
-// index's vocabulary; FTS5 itself turns query text into terms, so a MATCH
-// expression takes the tokens.
+// index's vocabulary and to write into MATCH expressions: the index's
+// tokenizer only splits on the spaces between terms, so query text must be
+// given as terms too.
 func Term(tok string) string {
 	t := Stem(stripDiacritics(tok))
 	if len(t) > maxTermLen {
@@ -160,22 +163,104 @@ func Term(tok string) string {
 	return t
 }
 
-// Terms returns the terms recall's full-text index holds for text that went
-// through IndexText, in order: Term of every token, without empty ones.
+// Terms returns the terms recall's full-text index holds for text s, in
+// order: Term of every token of Normalize(s), without empty ones.
 func Terms(s string) []string {
 	var out []string
-	for _, tok := range Tokens(s) {
+	eachTerm(s, func(t string) { out = append(out, t) })
+	return out
+}
+
+// IndexText returns what the full-text index is given for text s: its Terms
+// separated by single spaces. The index's tokenizer (FTS5 "ascii") splits
+// on the spaces and changes nothing else, so it holds exactly these terms:
+// the folding, CJK bigrams and stemming all happen here, in Go, where a
+// sweep runs them on every core instead of inside the single write
+// transaction.
+func IndexText(s string) string {
+	out := make([]byte, 0, len(s))
+	var buf [maxStemLen + 1]byte
+	eachToken(Normalize(s), func(tok string) {
+		n := len(out)
+		if n > 0 {
+			out = append(out, ' ')
+		}
+		// The common case, an ASCII word, is stemmed in place; others go
+		// through Term.
+		if len(tok) >= minStemLen && len(tok) <= maxStemLen && isLowerASCIIWord(tok) {
+			out = append(out, stem(buf[:0], tok)...)
+			return
+		}
 		if t := Term(tok); t != "" {
-			out = append(out, t)
+			out = append(out, t...)
+		} else {
+			out = out[:n]
+		}
+	})
+	return string(out)
+}
+
+// isLowerASCIIWord reports whether tok holds only bytes that Term leaves to
+// the stemmer alone: lower-case ASCII letters and digits.
+func isLowerASCIIWord(tok string) bool {
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
 		}
 	}
-	return out
+	return true
+}
+
+// eachTerm calls f with each term of s, in order.
+func eachTerm(s string, f func(string)) {
+	eachToken(Normalize(s), func(tok string) {
+		if t := Term(tok); t != "" {
+			f(t)
+		}
+	})
+}
+
+// eachToken calls f with each token of normalized text, as Tokens splits it.
+func eachToken(s string, f func(string)) {
+	start := -1
+	for i := 0; i < len(s); {
+		c := s[i]
+		var tokenRune bool
+		size := 1
+		if c < utf8.RuneSelf {
+			tokenRune = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			tokenRune = isTokenRune(r)
+		}
+		if tokenRune {
+			if start < 0 {
+				start = i
+			}
+		} else if start >= 0 {
+			f(s[start:i])
+			start = -1
+		}
+		i += size
+	}
+	if start >= 0 {
+		f(s[start:])
+	}
 }
 
 // stripDiacritics applies unicode61's folding of the characters inside a
 // token (see unicode61Folds) and lowers ASCII letters, as unicode61 does.
 func stripDiacritics(tok string) string {
 	changes := false
+	if isASCII(tok) {
+		for i := 0; i < len(tok); i++ {
+			if 'A' <= tok[i] && tok[i] <= 'Z' {
+				return strings.ToLower(tok)
+			}
+		}
+		return tok
+	}
 	for _, r := range tok {
 		if _, ok := unicode61Folds[r]; ok || 'A' <= r && r <= 'Z' {
 			changes = true

@@ -40,7 +40,7 @@ func TestFoldMakesExactMatches(t *testing.T) {
 	}
 }
 
-func TestIndexText(t *testing.T) {
+func TestNormalize(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"Hello, World", "hello, world"},
 		{"我喜欢薄荷茶", " 我喜 喜欢 欢薄 薄荷 荷茶 茶 "},
@@ -51,7 +51,7 @@ func TestIndexText(t *testing.T) {
 		{"한국어 텍스트", "한국어 텍스트"},
 	}
 	for _, tt := range tests {
-		got := IndexText(tt.in)
+		got := Normalize(tt.in)
 		if tt.in == "私はミントティーが好き" {
 			// Spelled out by rule rather than by hand: bigrams of the run, then its last rune.
 			rs := []rune(tt.in)
@@ -65,7 +65,7 @@ func TestIndexText(t *testing.T) {
 			tt.want = b.String()
 		}
 		if got != tt.want {
-			t.Errorf("IndexText(%q) = %q; want %q", tt.in, got, tt.want)
+			t.Errorf("Normalize(%q) = %q; want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -82,8 +82,8 @@ func TestTokens(t *testing.T) {
 		{"σοφία, привет", []string{"σοφία", "привет"}},
 	}
 	for _, tt := range tests {
-		if got := Tokens(IndexText(tt.in)); !slices.Equal(got, tt.want) {
-			t.Errorf("Tokens(IndexText(%q)) = %q; want %q", tt.in, got, tt.want)
+		if got := Tokens(Normalize(tt.in)); !slices.Equal(got, tt.want) {
+			t.Errorf("Tokens(Normalize(%q)) = %q; want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -102,37 +102,47 @@ func TestIsCJK(t *testing.T) {
 }
 
 func FuzzIndexText(f *testing.F) {
-	for _, s := range []string{"hello", "我喜欢薄荷茶", "iPhone很好用", "ＡＢＣ", "\xff\xfe", "a\u0301"} {
+	for _, s := range []string{"hello", "我喜欢薄荷茶", "iPhone很好用", "ＡＢＣ", "\xff\xfe", "a\u0301", "Generalizations  of\tcafés"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		out := IndexText(s)
-		if utf8.ValidString(s) && !utf8.ValidString(out) {
-			t.Fatalf("IndexText(%q) = %q: invalid UTF-8", s, out)
+		terms := Terms(s)
+		if out != strings.Join(terms, " ") {
+			t.Fatalf("IndexText(%q) = %q; Terms are %q", s, out, terms)
 		}
-		for _, tok := range Tokens(out) {
+		for _, term := range terms {
+			if term == "" || strings.ContainsAny(term, " \t\n") {
+				t.Fatalf("IndexText(%q): term %q is empty or holds a space", s, term)
+			}
 			n := 0
-			for _, r := range tok {
+			for _, r := range term {
 				if IsCJK(r) {
 					n++
 				}
 			}
 			if n > 2 {
-				t.Fatalf("IndexText(%q) holds token %q with %d CJK runes; at most 2", s, tok, n)
+				t.Fatalf("IndexText(%q) holds term %q with %d CJK runes; at most 2", s, term, n)
 			}
+		}
+		// Collapsing white space changes no term.
+		if again := IndexText(Fold(s)); utf8.ValidString(s) && again != out {
+			t.Fatalf("IndexText(Fold(%q)) = %q; IndexText = %q", s, again, out)
 		}
 	})
 }
 
-// The index text keeps white space as written, and the tokens are those of
-// the folded text either way.
-func TestIndexTextKeepsSpace(t *testing.T) {
-	in := "Line one\n\n  Line\ttwo 薄荷\u00a0茶"
-	got := IndexText(in)
-	if !strings.Contains(got, "\n\n  line\ttwo") {
-		t.Errorf("IndexText(%q) = %q: white space changed", in, got)
+func TestIndexText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Hello,  World", "hello world"},
+		{"Generalizations\nabout CAFÉS \u0301 and 薄荷茶", "gener about cafe and 薄荷 荷茶 茶"},
+		{"iPhone很好用!", "iphon 很好 好用 用"},
+		{"", ""},
+		{"!!! ---", ""},
 	}
-	if a, b := Tokens(got), Tokens(IndexText(Fold(in))); !slices.Equal(a, b) {
-		t.Errorf("tokens differ with and without collapsed space: %q vs %q", a, b)
+	for _, tt := range tests {
+		if got := IndexText(tt.in); got != tt.want {
+			t.Errorf("IndexText(%q) = %q; want %q", tt.in, got, tt.want)
+		}
 	}
 }

@@ -220,15 +220,21 @@ func (db *DB) plan(ctx context.Context, q textindex.Query) ([]string, error) {
 }
 
 // unitExpr writes a unit as one FTS5 string, which FTS5 reads as a phrase
-// of the tokens inside; quoting every token is what keeps user text from
-// ever being an operator.
+// of the terms inside; quoting every term is what keeps user text from ever
+// being an operator. The index holds terms (textindex.IndexText), so the
+// tokens are written as their terms.
 func unitExpr(u textindex.Unit) string {
 	var b strings.Builder
 	b.WriteByte('"')
-	for i, t := range u.Tokens {
-		if i > 0 {
+	n := 0
+	for _, t := range unitTerms(u) {
+		if t == "" {
+			continue
+		}
+		if n > 0 {
 			b.WriteByte(' ')
 		}
+		n++
 		b.WriteString(strings.ReplaceAll(t, `"`, `""`))
 	}
 	b.WriteByte('"')

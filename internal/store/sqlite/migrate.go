@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/recall-mcp/recall/internal/textindex"
 )
 
 //go:embed migrations/*.sql
@@ -56,6 +58,61 @@ func migrations() ([]migration, error) {
 	return ms, nil
 }
 
+// goSteps are the parts of migrations that SQL cannot do, run after the
+// migration's SQL in its transaction.
+var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	4: rebuildFullText,
+}
+
+// rebuildFullText fills an empty chunks_fts from the stored chunks, as the
+// writer fills it: the title and text of every chunk through
+// textindex.IndexText.
+func rebuildFullText(ctx context.Context, tx *sql.Tx) error {
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	const page = 1024
+	type row struct {
+		id          int64
+		title, text string
+	}
+	last := int64(-1)
+	for {
+		rows, err := tx.QueryContext(ctx, `SELECT c.id, s.title, t.text FROM chunks c
+			JOIN sources s ON s.sid = c.sid JOIN chunk_texts t ON t.id = c.id
+			WHERE c.id > ? ORDER BY c.id LIMIT ?`, last, page)
+		if err != nil {
+			return err
+		}
+		var batch []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.id, &r.title, &r.text); err != nil {
+				rows.Close()
+				return err
+			}
+			batch = append(batch, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		texts := make([]string, len(batch))
+		parallel(len(batch), func(i int) { texts[i] = textindex.IndexText(batch[i].text) })
+		for i, r := range batch {
+			if _, err := ins.ExecContext(ctx, r.id, textindex.IndexText(r.title), texts[i]); err != nil {
+				return fmt.Errorf("index chunk %d: %w", r.id, err)
+			}
+		}
+		last = batch[len(batch)-1].id
+	}
+}
+
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    INTEGER PRIMARY KEY,
 	name       TEXT NOT NULL,
@@ -67,9 +124,17 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // the schema at a recorded version. The write connection begins IMMEDIATE
 // transactions, so two processes opening the same file cannot both apply one.
 func migrate(ctx context.Context, conn *sql.DB) error {
+	return migrateTo(ctx, conn, -1)
+}
+
+// migrateTo applies the migrations up to version last (all when last < 0).
+func migrateTo(ctx context.Context, conn *sql.DB, last int) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
+	}
+	if last >= 0 {
+		ms = ms[:min(last, len(ms))]
 	}
 	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
@@ -93,6 +158,11 @@ func migrate(ctx context.Context, conn *sql.DB) error {
 			}
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
+			}
+			if step := goSteps[m.version]; step != nil {
+				if err := step(ctx, tx); err != nil {
+					return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
+				}
 			}
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,

@@ -16,14 +16,16 @@ import (
 	"github.com/recall-mcp/recall/internal/textindex"
 )
 
-// TestTermsAgreeWithFTS5 runs a large, varied word list through the full-text
-// index's own tokenizer (chunks_fts as the migrations create it, read back
-// through an fts5vocab instance table) and through textindex, and requires
-// the same terms for every word. The query planner looks document
-// frequencies up by textindex.Term, so a word on which they disagree would
-// be planned as if it were absent from the index. RECALL_FTS5_WORDS may
-// name more directories (separated by the OS path list separator) whose
-// text files join the list.
+// TestTermsAgreeWithFTS5 runs a large, varied word list through SQLite's
+// own porter tokenizer (porter over unicode61 with remove_diacritics 2,
+// read back through an fts5vocab instance table) and through textindex,
+// and requires the same terms for every word; and it requires that the
+// full-text index as the migrations create it, given textindex.IndexText,
+// holds exactly those terms. The index and the query planner both rest on
+// textindex's terms, so a word on which they disagreed with FTS5's stemmer
+// would be indexed and looked up under another term than FTS5 gives it.
+// RECALL_FTS5_WORDS may name more directories (separated by the OS path
+// list separator) whose text files join the list.
 func TestTermsAgreeWithFTS5(t *testing.T) {
 	sets := []struct {
 		name  string
@@ -52,14 +54,13 @@ func TestTermsAgreeWithFTS5(t *testing.T) {
 // changes it.
 const agreeMarker = "0qzx"
 
-// checkTerms indexes the words, a marker before each, and compares the
-// terms FTS5 stored for each word with textindex.Terms of the same text.
+// checkTerms indexes the words, a marker before each, in the reference
+// porter table and in chunks_fts, and compares the terms each stored for
+// each word with textindex.Terms of the same text.
 func checkTerms(t *testing.T, words []string) {
 	db := openTest(t, Options{})
 	defer db.Close()
-	if _, err := db.rw.Exec(`CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, chunks_fts, instance)`); err != nil {
-		t.Fatal(err)
-	}
+	createTermTables(t, db)
 	const perDoc = 20000
 	var ours [][]string
 	for lo := 0; lo < len(words); lo += perDoc {
@@ -67,16 +68,55 @@ func checkTerms(t *testing.T, words []string) {
 		for i := lo; i < min(lo+perDoc, len(words)); i++ {
 			fmt.Fprintf(&b, " %s%d %s", agreeMarker, i, words[i])
 		}
-		text := textindex.IndexText(b.String())
-		if _, err := db.rw.Exec(`INSERT INTO chunks_fts (rowid, title, body) VALUES (?, '', ?)`, lo/perDoc+1, text); err != nil {
+		text := b.String()
+		if _, err := db.rw.Exec(`INSERT INTO temp.ref (rowid, title, body) VALUES (?, '', ?)`, lo/perDoc+1, textindex.Normalize(text)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.rw.Exec(`INSERT INTO chunks_fts (rowid, title, body) VALUES (?, '', ?)`, lo/perDoc+1, textindex.IndexText(text)); err != nil {
 			t.Fatal(err)
 		}
 		ours = append(ours, groupByMarker(t, textindex.Terms(text), len(words))...)
 	}
-	rows, err := db.rw.Query(`SELECT term FROM temp.terms ORDER BY doc, offset`)
+	theirs := groupByMarker(t, vocabTerms(t, db, "temp.refterms"), len(words))
+	index := groupByMarker(t, vocabTerms(t, db, "temp.terms"), len(words))
+	bad := 0
+	for i, w := range words {
+		if slices.Equal(ours[i], theirs[i]) && slices.Equal(ours[i], index[i]) {
+			continue
+		}
+		if bad++; bad <= 20 {
+			t.Errorf("%q: FTS5 porter terms %q\n\ttextindex terms %q\n\tindex terms %q", w, theirs[i], ours[i], index[i])
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d words disagree", bad, len(words))
+	}
+	t.Logf("%d words agree", len(words)-bad)
+}
+
+// createTermTables adds the reference table temp.ref, tokenized by FTS5's
+// porter tokenizer as the index was before terms were made in Go, and the
+// instance vocabularies temp.refterms of it and temp.terms of chunks_fts.
+func createTermTables(tb testing.TB, db *DB) {
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE temp.ref USING fts5 (title, body, tokenize = 'porter unicode61 remove_diacritics 2')`,
+		`CREATE VIRTUAL TABLE temp.refterms USING fts5vocab(temp, ref, instance)`,
+		`CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, chunks_fts, instance)`,
+	} {
+		if _, err := db.rw.Exec(q); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// vocabTerms returns the terms an fts5vocab instance table lists, in order.
+func vocabTerms(t *testing.T, db *DB, table string) []string {
+	t.Helper()
+	rows, err := db.rw.Query(`SELECT term FROM ` + table + ` ORDER BY doc, offset`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rows.Close()
 	var all []string
 	for rows.Next() {
 		var term string
@@ -85,24 +125,10 @@ func checkTerms(t *testing.T, words []string) {
 		}
 		all = append(all, term)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	theirs := groupByMarker(t, all, len(words))
-	bad := 0
-	for i, w := range words {
-		if slices.Equal(ours[i], theirs[i]) {
-			continue
-		}
-		if bad++; bad <= 20 {
-			t.Errorf("%q: FTS5 terms %q\n\ttextindex terms %q", w, theirs[i], ours[i])
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%d of %d words disagree", bad, len(words))
-	}
-	t.Logf("%d words agree", len(words)-bad)
+	return all
 }
 
 // groupByMarker splits a document's terms at the markers, into the terms
@@ -362,8 +388,9 @@ func TestPlannerFindsStems(t *testing.T) {
 	}
 }
 
-// FuzzTermsAgree compares the terms of arbitrary text, as FTS5 indexes it
-// and as textindex.Terms computes it.
+// FuzzTermsAgree compares the terms of arbitrary text as FTS5's porter
+// tokenizer makes them, as textindex.Terms computes them and as the index
+// holds them.
 func FuzzTermsAgree(f *testing.F) {
 	for _, s := range []string{"generalizations", "Caresses ponies", "naïvely résumés", "a\uB28Aed", "iPhone很好用ing",
 		"x\u0305y q\u0301", "🌶ing ₽100", strings.Repeat("é", 40) + "ing"} {
@@ -374,33 +401,22 @@ func FuzzTermsAgree(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { db.Close() })
-	if _, err := db.rw.Exec(`CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, chunks_fts, instance)`); err != nil {
-		f.Fatal(err)
-	}
+	createTermTables(f, db)
 	f.Fuzz(func(t *testing.T, s string) {
 		if !utf8.ValidString(s) {
 			t.Skip("the store takes only UTF-8")
 		}
-		text := textindex.IndexText(s)
-		if _, err := db.rw.Exec(`INSERT INTO chunks_fts (rowid, title, body) VALUES (1, '', ?)`, text); err != nil {
+		if _, err := db.rw.Exec(`INSERT INTO temp.ref (rowid, title, body) VALUES (1, '', ?)`, textindex.Normalize(s)); err != nil {
+			t.Fatal(err)
+		}
+		defer db.rw.Exec(`DELETE FROM temp.ref WHERE rowid = 1`)
+		if _, err := db.rw.Exec(`INSERT INTO chunks_fts (rowid, title, body) VALUES (1, '', ?)`, textindex.IndexText(s)); err != nil {
 			t.Fatal(err)
 		}
 		defer db.rw.Exec(`DELETE FROM chunks_fts WHERE rowid = 1`)
-		rows, err := db.rw.Query(`SELECT term FROM temp.terms WHERE doc = 1 ORDER BY offset`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var theirs []string
-		for rows.Next() {
-			var term string
-			if err := rows.Scan(&term); err != nil {
-				t.Fatal(err)
-			}
-			theirs = append(theirs, term)
-		}
-		if ours := textindex.Terms(text); !slices.Equal(ours, theirs) {
-			t.Fatalf("%q: FTS5 terms %q\n\ttextindex terms %q", s, theirs, ours)
+		theirs, index, ours := vocabTerms(t, db, "temp.refterms"), vocabTerms(t, db, "temp.terms"), textindex.Terms(s)
+		if !slices.Equal(ours, theirs) || !slices.Equal(ours, index) {
+			t.Fatalf("%q: FTS5 porter terms %q\n\ttextindex terms %q\n\tindex terms %q", s, theirs, ours, index)
 		}
 	})
 }

@@ -184,7 +184,8 @@ const (
 
 type ftsRow struct {
 	id          int64
-	title, text string
+	title, text string // text is the chunk's IndexText when it came with one
+	ready       bool   // text is already the index text
 }
 
 func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
@@ -376,7 +377,11 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 		w.nextID++
 		w.newChunks = append(w.newChunks, id, sid, i, c.Hash, c.MidWord, s.Kind, s.Owner, s.Category, dateLo, dateHi)
 		w.newTexts = append(w.newTexts, id, c.Text, c.Header)
-		w.ftsAdd = append(w.ftsAdd, ftsRow{id, title, c.Text})
+		if c.IndexText != "" || c.Text == "" {
+			w.ftsAdd = append(w.ftsAdd, ftsRow{id, title, c.IndexText, true})
+		} else {
+			w.ftsAdd = append(w.ftsAdd, ftsRow{id, title, c.Text, false})
+		}
 		res.Added = append(res.Added, recall.IndexedChunk{ID: id, Hash: c.Hash, Source: meta})
 	}
 	return nil
@@ -409,12 +414,15 @@ func (w *writer) finish() error {
 			return fmt.Errorf("delete full-text row %d: %w", id, err)
 		}
 	}
-	// The index text is pure work on each chunk: compute it on every core
-	// rather than one at a time inside the single write transaction.
-	texts := make([]string, len(w.ftsAdd))
-	parallel(len(texts), func(i int) { texts[i] = textindex.IndexText(w.ftsAdd[i].text) })
-	for i, r := range w.ftsAdd {
-		if _, err := w.insFTS.ExecContext(w.ctx, r.id, r.title, texts[i]); err != nil {
+	// The index text is pure work on each chunk: compute what callers did
+	// not on every core rather than one at a time.
+	parallel(len(w.ftsAdd), func(i int) {
+		if r := &w.ftsAdd[i]; !r.ready {
+			r.text, r.ready = textindex.IndexText(r.text), true
+		}
+	})
+	for _, r := range w.ftsAdd {
+		if _, err := w.insFTS.ExecContext(w.ctx, r.id, r.title, r.text); err != nil {
 			return fmt.Errorf("index chunk %d: %w", r.id, err)
 		}
 	}

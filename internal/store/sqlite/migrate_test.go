@@ -1,0 +1,83 @@
+package sqlite
+
+import (
+	"database/sql"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/textindex"
+)
+
+// TestMigrateFullTextToTerms upgrades a database written at schema 3, whose
+// full-text index stemmed with FTS5's porter tokenizer, and finds its chunks
+// by stem, by phrase and by a two-character Chinese word afterwards: the
+// migration rebuilt the index as terms.
+func TestMigrateFullTextToTerms(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	old := &DB{path: path}
+	old.opts.defaults()
+	conn, err := sql.Open("sqlite", old.dsn(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetMaxOpenConns(1)
+	if err := migrateTo(ctx, conn, 3); err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"She keeps running along the river every morning.", "我喜欢薄荷茶, and the Generalizations of cafés."}
+	for i, text := range texts {
+		id := int64(i + 1)
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO sources (sid, id, kind, title, chunk_count, created_at, updated_at) VALUES (?, ?, 'archive', 'Walks', 1, 0, 0)`,
+				[]any{id, "old/" + string(rune('a'+i)) + ".md"}},
+			{`INSERT INTO chunks (id, sid, idx, hash, kind, owner, category) VALUES (?, ?, 0, ?, 'archive', '', '')`,
+				[]any{id, id, recall.TextHash(text)}},
+			{`INSERT INTO chunk_texts (id, text) VALUES (?, ?)`, []any{id, text}},
+			// What schema 3's writer gave its porter tokenizer.
+			{`INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)`,
+				[]any{id, textindex.Normalize("Walks"), textindex.Normalize(text)}},
+		} {
+			if _, err := conn.Exec(q.sql, q.args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	conn.Close()
+
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tt := range []struct {
+		query string
+		want  []int64
+	}{
+		{"runs", []int64{1}},
+		{`"keeps running"`, []int64{1}},
+		{"薄荷", []int64{2}},
+		{"generalization cafe", []int64{2}},
+		{"walk", []int64{1, 2}}, // the title
+	} {
+		cands, err := db.Lexical(ctx, recall.LexicalQuery{Text: tt.query, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, c := range cands {
+			got = append(got, c.ChunkID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Lexical(%q) found chunks %v; want %v", tt.query, got, tt.want)
+		}
+	}
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Errorf("integrity check after migration: %v", err)
+	}
+}
