@@ -81,6 +81,8 @@ type DB struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared read statements, by SQL text
+
+	ckpt *checkpointer // nil when read-only
 }
 
 var _ recall.Store = (*DB)(nil)
@@ -120,6 +122,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, err
 		}
 		if err := migrate(ctx, db.rw); err != nil {
+			db.rw.Close()
+			return nil, fmt.Errorf("open %s: %w", abs, err)
+		}
+		if db.ckpt, err = startCheckpointer(db.dsn(true)); err != nil {
 			db.rw.Close()
 			return nil, fmt.Errorf("open %s: %w", abs, err)
 		}
@@ -163,7 +169,11 @@ func (db *DB) dsn(writer bool) string {
 		// large blobs, and bigger pages cut sweep CPU by about a fifth
 		// (BENCHMARKS.md). Ignored for an existing database; it must come
 		// before WAL mode, which fixes the page size.
-		q = append(q, "_pragma=page_size(16384)", "_pragma=journal_mode(WAL)", "_txlock=immediate")
+		//
+		// Checkpoints run on their own connection (see checkpointer); the
+		// log a large write leaves is cut back to 64 MiB when it restarts.
+		q = append(q, "_pragma=page_size(16384)", "_pragma=journal_mode(WAL)", "_txlock=immediate",
+			"_pragma=wal_autocheckpoint(0)", "_pragma=journal_size_limit(67108864)")
 	case db.opts.ReadOnly:
 		q = append(q, "mode=ro")
 	default:
@@ -322,6 +332,9 @@ func (db *DB) Close() error {
 	}
 	db.stmts = nil
 	db.stmtMu.Unlock()
+	if db.ckpt != nil {
+		errs = append(errs, db.ckpt.close())
+	}
 	if db.ro != nil {
 		errs = append(errs, db.ro.Close())
 	}
@@ -393,5 +406,6 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return db.fail(ctx, err, "commit")
 	}
 	db.gen.Add(1)
+	db.ckpt.notify()
 	return nil
 }

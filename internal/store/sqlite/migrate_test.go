@@ -2,9 +2,12 @@ package sqlite
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/textindex"
@@ -79,5 +82,39 @@ func TestMigrateFullTextToTerms(t *testing.T) {
 	}
 	if err := db.IntegrityCheck(ctx); err != nil {
 		t.Errorf("integrity check after migration: %v", err)
+	}
+}
+
+// TestCheckpointsInBackground: the write connection never checkpoints, yet
+// the pages of committed writes reach the database file: the checkpointer
+// copies every frame of the log soon after the writes stop.
+func TestCheckpointsInBackground(t *testing.T) {
+	db := openTest(t, Options{})
+	defer db.Close()
+	for i := range 20 {
+		doc := recall.Document{
+			Source: recall.Source{ID: fmt.Sprintf("c/%d.md", i), Kind: recall.KindArchive},
+			Chunks: []recall.Chunk{{Text: strings.Repeat(fmt.Sprintf("word%d ", i), 2000)}},
+		}
+		doc.Chunks[0].Hash = recall.TextHash(doc.Chunks[0].Text)
+		doc.Source.ChunkCount = 1
+		if _, err := db.Write(ctx, []recall.Document{doc}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		logFrames, copied := db.ckpt.logFrames.Load(), db.ckpt.copied.Load()
+		if logFrames > 0 && copied == logFrames {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("last checkpoint: %d of %d log frames copied; want all", copied, logFrames)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var auto int
+	if err := db.rw.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
+		t.Errorf("write connection wal_autocheckpoint = %d, %v; want 0", auto, err)
 	}
 }
