@@ -12,9 +12,11 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := startProfile()
 	m := NewMain()
 	code := m.Run(ctx, os.Args[1:])
 	stop()
 	m.Close()
+	stopProfile()
 	os.Exit(code)
 }

@@ -380,16 +380,13 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		}
 		return c
 	}
-	if resp.Mode != recall.ModeSemantic {
-		lex, err := e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
-		if err != nil {
-			return resp, err
-		}
-		for i, c := range lex {
-			cc := get(c.ChunkID)
-			cc.lexRank, cc.lexScore = i+1, c.Score
-		}
+	// The two retrievers run side by side: the vector scan and float
+	// rescoring on one goroutine while full text runs on this one.
+	type vecOut struct {
+		res []unitHit
+		err error
 	}
+	var vecDone chan vecOut
 	if resp.Mode != recall.ModeLexical {
 		// Vector candidates cost a float rescoring fetch each: ask for
 		// what can reach the page after fusion and capping, not more.
@@ -397,16 +394,36 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		if resp.Mode == recall.ModeSemantic {
 			vecWant = want
 		}
-		res, err := e.vx.search(ctx, qvec, vecWant, req.Filter.Matcher())
-		if err != nil {
-			return resp, err
+		vecDone = make(chan vecOut, 1)
+		go func() {
+			res, err := e.vx.search(ctx, qvec, vecWant, req.Filter.Matcher())
+			vecDone <- vecOut{res, err}
+		}()
+	}
+	var lexErr error
+	if resp.Mode != recall.ModeSemantic {
+		var lex []recall.Candidate
+		lex, lexErr = e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
+		for i, c := range lex {
+			cc := get(c.ChunkID)
+			cc.lexRank, cc.lexScore = i+1, c.Score
 		}
-		for i, r := range res {
+	}
+	if vecDone != nil {
+		// Always waited for: the index is read under this search's lock.
+		out := <-vecDone
+		if lexErr == nil && out.err != nil {
+			return resp, out.err
+		}
+		for i, r := range out.res {
 			for _, id := range r.ChunkIDs {
 				cc := get(id)
 				cc.vecRank, cc.vecScore = i+1, float64(r.Score)
 			}
 		}
+	}
+	if lexErr != nil {
+		return resp, lexErr
 	}
 	if len(order) == 0 {
 		resp.Results = []recall.Hit{}

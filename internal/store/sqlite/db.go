@@ -177,7 +177,10 @@ func (db *DB) dsn(writer bool) string {
 	case db.opts.ReadOnly:
 		q = append(q, "mode=ro")
 	default:
-		q = append(q, "_pragma=query_only(1)")
+		// Readers map the database file instead of reading it page by page
+		// with pread: a full-text search over 100k chunks touches thousands
+		// of pages, and the system calls were a fifth of its time.
+		q = append(q, "_pragma=query_only(1)", "_pragma=mmap_size(2147418112)")
 	}
 	return "file:" + esc.Replace(db.path) + "?" + strings.Join(q, "&")
 }
