@@ -256,6 +256,9 @@ type Store interface {
 	SourcesByHash(ctx context.Context, hashes []string, f Filter) (map[string][]string, error)
 	// ChunksByHash returns the chunks whose text has one of the given hashes.
 	ChunksByHash(ctx context.Context, hashes []string) ([]IndexedChunk, error)
+	// ScanChunks calls fn for every chunk with its text and source, in chunk
+	// id order (for building in-memory indexes).
+	ScanChunks(ctx context.Context, fn func(StoredChunk) error) error
 	// Export calls fn for every source with all its chunks, ordered by id.
 	Export(ctx context.Context, fn func(Document) error) error
 

@@ -57,7 +57,7 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 	if m.serving {
 		budget = 2 * time.Second
 	}
-	eng := search.New(st, search.Options{Embedder: query, Fusion: fusion, EmbedBudget: budget})
+	eng := search.New(st, search.Options{Embedder: query, Fusion: fusion, EmbedBudget: budget, MemoryLexical: m.serving})
 	if loadIndex {
 		if err := eng.LoadIndex(ctx); err != nil {
 			return nil, nil, "", err

@@ -8,6 +8,7 @@ package search
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/lexindex"
+	"github.com/recall-mcp/recall/internal/par"
 	"github.com/recall-mcp/recall/internal/textindex"
 )
 
@@ -43,6 +46,12 @@ type Options struct {
 	// EmbedBudget bounds embedding the query (0 means 2 seconds); past it a
 	// hybrid search goes on with full text alone and says so.
 	EmbedBudget time.Duration
+	// MemoryLexical makes LoadIndex also build an in-memory full-text index
+	// (internal/lexindex) that ranks plain-word queries by exact BM25 in
+	// about a millisecond, where the store's index takes tens at 100,000
+	// chunks and ranks only a budget of them. It costs memory and a scan of
+	// every chunk at start-up: for servers, not one-off commands.
+	MemoryLexical bool
 }
 
 // Engine is safe for concurrent use.
@@ -53,6 +62,7 @@ type Engine struct {
 	mu     sync.RWMutex // orders index updates against searches
 	space  string       // read space name ("" when there is none)
 	vx     *unitIndex
+	lx     *lexindex.Index // nil unless Options.MemoryLexical and loaded
 	loaded bool
 
 	// While LoadIndex scans the store, writes are recorded here too, to be
@@ -78,13 +88,14 @@ func New(st recall.Store, opt Options) *Engine {
 // Store returns the underlying store.
 func (e *Engine) Store() recall.Store { return e.store }
 
-// LoadIndex builds the vector index of the read space from the store. It
-// does not block searches, which use full text alone until it is done, nor
-// writes: writes that commit while the store is scanned are recorded and
-// replayed onto the new index before it goes live, so it ends up exactly in
-// step with the store (replaying a write the scan already saw changes
-// nothing: adding an indexed chunk replaces it, removing a missing one is a
-// no-op).
+// LoadIndex builds the vector index of the read space (and, with
+// Options.MemoryLexical, the in-memory full-text index) from the store. It
+// does not block searches, which use the store's full text alone until it is
+// done, nor writes: writes that commit while the store is scanned are
+// recorded and replayed onto the new indexes before they go live, so they
+// end up exactly in step with the store (replaying a write the scan already
+// saw changes nothing: adding an indexed chunk replaces it, removing a
+// missing one is a no-op).
 func (e *Engine) LoadIndex(ctx context.Context) error {
 	spaces, err := e.store.Spaces(ctx)
 	if err != nil {
@@ -96,50 +107,93 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 			read = &spaces[i]
 		}
 	}
-	if read == nil {
-		e.mu.Lock()
-		e.space, e.vx, e.loaded = "", nil, true
-		e.mu.Unlock()
-		return nil
-	}
-	space := read.Name
-	vx := newUnitIndex(read.Dim, func(ctx context.Context, hashes []string) (map[string][]float32, error) {
-		return e.store.VectorsByHash(ctx, space, hashes)
-	})
-
+	var (
+		space string
+		vx    *unitIndex
+		lx    *lexindex.Index
+	)
 	e.mu.Lock()
 	e.pending, e.recording = nil, true
 	e.mu.Unlock()
-	err = e.store.ScanVectors(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
-		if vx.has(c.Hash) {
-			vec = nil
+	if read != nil {
+		space = read.Name
+		vx = newUnitIndex(read.Dim, func(ctx context.Context, hashes []string) (map[string][]float32, error) {
+			return e.store.VectorsByHash(ctx, space, hashes)
+		})
+		err = e.store.ScanVectors(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
+			if vx.has(c.Hash) {
+				vec = nil
+			}
+			return vx.add(c, vec)
+		})
+		if err != nil {
+			err = fmt.Errorf("load vector index %s: %w", space, err)
 		}
-		return vx.add(c, vec)
-	})
+	}
+	if err == nil && e.opt.MemoryLexical {
+		if lx, err = loadLexical(ctx, e.store); err != nil {
+			err = fmt.Errorf("load full-text index: %w", err)
+		}
+	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	pending := e.pending
 	e.pending, e.recording = nil, false
 	if err != nil {
-		return fmt.Errorf("load vector index %s: %w", space, err)
+		return err
 	}
-	old := e.vx
-	e.space, e.vx = space, vx
+	oldVx, oldLx := e.vx, e.lx
+	e.space, e.vx, e.lx = space, vx, lx
 	for _, w := range pending {
-		if err := e.apply(ctx, w.res, w.vecs); err != nil {
-			e.vx = old
-			return fmt.Errorf("load vector index %s: replay: %w", space, err)
+		err := e.apply(ctx, w.res, w.vecs)
+		if err == nil && w.put {
+			err = e.indexVectors(ctx, w.vecs)
 		}
-		if w.put {
-			if err := e.indexVectors(ctx, w.vecs); err != nil {
-				e.vx = old
-				return fmt.Errorf("load vector index %s: replay: %w", space, err)
-			}
+		if err != nil {
+			e.vx, e.lx = oldVx, oldLx
+			return fmt.Errorf("load indexes: replay: %w", err)
 		}
 	}
 	e.loaded = true
 	return nil
+}
+
+// loadLexical builds the in-memory full-text index from every chunk in the
+// store, turning texts into terms on every core.
+func loadLexical(ctx context.Context, st recall.Store) (*lexindex.Index, error) {
+	lx := lexindex.New()
+	const batch = 512
+	var chunks []recall.StoredChunk
+	titles := map[recall.SourceMeta][]string{}
+	flush := func() {
+		body := make([][]string, len(chunks))
+		par.For(runtime.GOMAXPROCS(0), len(chunks), func(_, i int) { body[i] = textindex.Terms(chunks[i].Text) })
+		for i, c := range chunks {
+			title, ok := titles[c.Source]
+			if !ok {
+				title = textindex.Terms(c.Source.Title)
+				titles[c.Source] = title
+			}
+			lx.Add(c.ID, c.Source, title, body[i])
+		}
+		chunks = chunks[:0]
+		if len(titles) > 4*batch {
+			clear(titles)
+		}
+	}
+	err := st.ScanChunks(ctx, func(c recall.StoredChunk) error {
+		chunks = append(chunks, c)
+		if len(chunks) == batch {
+			flush()
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	flush()
+	return lx, nil
 }
 
 // recordedWrite is a write that committed while LoadIndex was scanning.
@@ -253,7 +307,13 @@ func (e *Engine) indexVectors(ctx context.Context, vecs []recall.Vector) error {
 // held. Vectors come from the write itself, the index (a text it already
 // holds), or the store; a chunk whose text has none yet is left for repair.
 func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recall.Vector) error {
-	if e.vx == nil || (len(res.Added) == 0 && len(res.Removed) == 0) {
+	if len(res.Added) == 0 && len(res.Removed) == 0 {
+		return nil
+	}
+	if err := e.applyLexical(ctx, res); err != nil {
+		return err
+	}
+	if e.vx == nil {
 		return nil
 	}
 	batch := make(map[string][]float32)
@@ -278,6 +338,31 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 		}
 	}
 	return e.vx.apply(res, batch)
+}
+
+// applyLexical brings the in-memory full-text index in line with a
+// committed write, reading the texts of the added chunks back from the
+// store. Called with e.mu held.
+func (e *Engine) applyLexical(ctx context.Context, res recall.WriteResult) error {
+	if e.lx == nil {
+		return nil
+	}
+	e.lx.Remove(res.Removed...)
+	if len(res.Added) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(res.Added))
+	for i, c := range res.Added {
+		ids[i] = c.ID
+	}
+	chunks, err := e.store.ChunksByID(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, c := range chunks {
+		e.lx.Add(c.ID, c.Source, textindex.Terms(c.Source.Title), textindex.Terms(c.Text))
+	}
+	return nil
 }
 
 // Validate checks a request and fills in defaults.
@@ -396,14 +481,18 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		}
 		vecDone = make(chan vecOut, 1)
 		go func() {
-			res, err := e.vx.search(ctx, qvec, vecWant, req.Filter.Matcher())
+			res, err := e.vx.search(ctx, qvec, vecWant, req.Filter)
 			vecDone <- vecOut{res, err}
 		}()
 	}
 	var lexErr error
 	if resp.Mode != recall.ModeSemantic {
 		var lex []recall.Candidate
-		lex, lexErr = e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
+		if terms, ok := lexindex.QueryTerms(textindex.ParseQuery(req.Query)); ok && e.lx != nil {
+			lex = e.lx.Search(terms, want, req.Filter.Matcher())
+		} else {
+			lex, lexErr = e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
+		}
 		for i, c := range lex {
 			cc := get(c.ChunkID)
 			cc.lexRank, cc.lexScore = i+1, c.Score

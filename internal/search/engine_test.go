@@ -78,7 +78,7 @@ func TestLoadIndexReplaysConcurrentWrites(t *testing.T) {
 	}
 	writeDocs(t, st, emb, docs...)
 
-	eng := search.New(st, search.Options{Embedder: emb})
+	eng := search.New(st, search.Options{Embedder: emb, MemoryLexical: true})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -122,6 +122,33 @@ func TestLoadIndexReplaysConcurrentWrites(t *testing.T) {
 	_, b := fresh.ReadSpace()
 	if a != b {
 		t.Fatalf("index after concurrent load holds %d entries; a fresh load holds %d", a, b)
+	}
+
+	// The in-memory full-text index followed the same writes, and keeps
+	// following them after the load.
+	writeDocs(t, eng, emb, doc("new/last.md", "the last zebra"))
+	lexical := func(q string) []string {
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: q, Mode: recall.ModeLexical, Limit: 20, PerSource: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range r.Results {
+			out = append(out, h.Source)
+		}
+		return out
+	}
+	if got := lexical("zebra"); len(got) != 20 {
+		t.Errorf("zebra: %d full-text results; want 20 of the 51 new texts", len(got))
+	}
+	for _, s := range lexical("kettles 7") {
+		var n int
+		if _, err := fmt.Sscanf(s, "old/%04d.md", &n); err == nil && n < 50 {
+			t.Errorf("deleted source %s found by full text", s)
+		}
+	}
+	if got := lexical("last"); len(got) != 1 || got[0] != "new/last.md" {
+		t.Errorf("last: %v; want new/last.md", got)
 	}
 }
 

@@ -23,6 +23,10 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // sweptEngine sweeps the sample vault into a fresh store, embedding with the
 // deterministic test embedder, and returns an engine over it.
 func sweptEngine(t *testing.T, fusion string) *search.Engine {
+	return sweptEngineWith(t, search.Options{Fusion: fusion})
+}
+
+func sweptEngineWith(t *testing.T, opt search.Options) *search.Engine {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "g.db"), sqlite.Options{})
@@ -35,7 +39,8 @@ func sweptEngine(t *testing.T, fusion string) *search.Engine {
 	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 64, Normalized: true}); err != nil {
 		t.Fatal(err)
 	}
-	eng := search.New(st, search.Options{Embedder: emb, Fusion: fusion})
+	opt.Embedder = emb
+	eng := search.New(st, opt)
 	if err := eng.LoadIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -45,19 +50,26 @@ func sweptEngine(t *testing.T, fusion string) *search.Engine {
 	return eng
 }
 
-// TestGoldenRankings writes each query's top results as readable text plus a
-// stats line per mode, so any ranking change shows up in review. Regenerate
-// with `go test ./internal/search -run TestGoldenRankings -update`.
-func TestGoldenRankings(t *testing.T) {
+// goldenQueries reads the golden ranking queries.
+func goldenQueries(t *testing.T) []quality.Query {
+	t.Helper()
 	f, err := os.Open("testdata/queries.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	qs, err := quality.Load(f)
-	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return qs
+}
+
+// TestGoldenRankings writes each query's top results as readable text plus a
+// stats line per mode, so any ranking change shows up in review. Regenerate
+// with `go test ./internal/search -run TestGoldenRankings -update`.
+func TestGoldenRankings(t *testing.T) {
+	qs := goldenQueries(t)
 	for _, c := range []struct{ name, mode, fusion string }{
 		{"lexical", recall.ModeLexical, ""},
 		{"hybrid-rrf", recall.ModeHybrid, search.FusionRRF},

@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -143,10 +144,10 @@ type unitHit struct {
 }
 
 // search returns up to k texts best first, each at its best unit's score.
-func (x *unitIndex) search(ctx context.Context, q []float32, k int, allow func(*recall.SourceMeta) bool) ([]unitHit, error) {
+func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Filter) ([]unitHit, error) {
 	// A text can fill several places with its units: ask for more (each
 	// extra place costs a float rescoring fetch).
-	res, err := x.vx.Search(ctx, q, k*2, allow)
+	res, err := x.vx.SearchKeyed(ctx, q, k*2, f.Matcher(), fmt.Sprintf("%#v", f))
 	if err != nil {
 		return nil, err
 	}

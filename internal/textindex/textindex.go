@@ -40,7 +40,33 @@ var folder = cases.Fold()
 // space, so that a passage still matches across a line break.
 // strings.Contains(Fold(text), Fold(query)) is the exact-substring test.
 func Fold(s string) string {
+	if isASCII(s) {
+		return foldASCII(s)
+	}
 	return collapseSpace(foldCase(s))
+}
+
+// foldASCII is Fold for ASCII text, in one pass over its bytes: a search
+// folds every candidate's text to look for the query verbatim.
+func foldASCII(s string) string {
+	b := make([]byte, 0, len(s))
+	pending := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || '\t' <= c && c <= '\r':
+			pending = len(b) > 0
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		if pending {
+			b = append(b, ' ')
+			pending = false
+		}
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 // foldCase is Fold without the white-space step.

@@ -146,3 +146,18 @@ func TestIndexText(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFoldASCII: the ASCII fast path folds exactly as the general one.
+func FuzzFoldASCII(f *testing.F) {
+	for _, s := range []string{"Hello,\n\n  World\t", " a\vb\fc\rd ", "", "\x1c\x85"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !isASCII(s) {
+			return
+		}
+		if got, want := foldASCII(s), collapseSpace(foldCase(s)); got != want {
+			t.Fatalf("foldASCII(%q) = %q; want %q", s, got, want)
+		}
+	})
+}

@@ -42,6 +42,40 @@ type Index struct {
 	next   []int32 // next chunk slot holding the same vector, or -1
 	byID   map[int64]int32
 	source map[string]*sourceRef
+
+	// gen counts changes to the chunks (under mu), so filter bitmaps can
+	// be kept for repeated filters until the next change.
+	gen     uint64
+	bitmaps bitmapCache
+}
+
+// bitmapCache keeps the filter bitmaps of one generation by filter key.
+type bitmapCache struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string][]uint64
+}
+
+// maxCachedBitmaps bounds the cache (each bitmap is a bit per vector).
+const maxCachedBitmaps = 16
+
+func (c *bitmapCache) get(gen uint64, key string) ([]uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return nil, false
+	}
+	bm, ok := c.m[key]
+	return bm, ok
+}
+
+func (c *bitmapCache) put(gen uint64, key string, bm []uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen || c.m == nil || len(c.m) >= maxCachedBitmaps {
+		c.gen, c.m = gen, map[string][]uint64{}
+	}
+	c.m[key] = bm
 }
 
 // sourceRef is the one SourceMeta shared by all chunks of a source.
@@ -113,6 +147,7 @@ func (x *Index) Add(c recall.IndexedChunk, vec []float32) error {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.gen++
 	if !x.add(c, u) {
 		return recall.Errorf(recall.EINVALID, "chunk %d: no vector given and none indexed for its text", c.ID)
 	}
@@ -143,6 +178,7 @@ func (x *Index) Apply(res recall.WriteResult, vecs map[string][]float32) (skippe
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.gen++
 	for _, c := range res.Added {
 		if !x.add(c, units[c.Hash]) {
 			skipped++
@@ -269,6 +305,7 @@ func (x *Index) Vectors() int {
 func (x *Index) Remove(ids ...int64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.gen++
 	for _, id := range ids {
 		x.remove(id)
 	}

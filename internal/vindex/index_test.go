@@ -402,3 +402,51 @@ func TestFetchFailures(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyedFilterFollowsChanges: a filter's bitmap kept under its key is
+// dropped when the index changes, so a chunk added, moved to another source
+// or removed afterwards is found or refused as the filter says.
+func TestKeyedFilterFollowsChanges(t *testing.T) {
+	x := New(3, nil)
+	onlyA := func(m *recall.SourceMeta) bool { return m.ID == "a.md" }
+	search := func() []string {
+		t.Helper()
+		res, err := x.SearchKeyed(ctx, []float32{1, 0, 0}, 10, onlyA, "only a.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hs []string
+		for _, r := range res {
+			hs = append(hs, r.Hash)
+		}
+		slices.Sort(hs)
+		return hs
+	}
+	if err := x.Add(chunk(1, "h1", "a.md"), []float32{1, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Add(chunk(2, "h2", "b.md"), []float32{1, 1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if got := search(); !slices.Equal(got, []string{"h1"}) {
+		t.Fatalf("first search = %v; want [h1]", got)
+	}
+	if err := x.Add(chunk(3, "h3", "a.md"), []float32{1, 0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := search(); !slices.Equal(got, []string{"h1", "h3"}) {
+		t.Errorf("after adding h3 to a.md = %v; want [h1 h3]", got)
+	}
+	// Chunk 2 re-added under a.md: now allowed.
+	if _, err := x.Apply(recall.WriteResult{Added: []recall.IndexedChunk{chunk(2, "h2", "a.md")}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := search(); !slices.Equal(got, []string{"h1", "h2", "h3"}) {
+		t.Errorf("after moving h2 to a.md = %v; want [h1 h2 h3]", got)
+	}
+	x.Remove(1)
+	if got := search(); !slices.Equal(got, []string{"h2", "h3"}) {
+		t.Errorf("after removing chunk 1 = %v; want [h2 h3]", got)
+	}
+	checkInvariants(t, x)
+}

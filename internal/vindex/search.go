@@ -51,6 +51,15 @@ const (
 // q must have the index's dimension (ECONFLICT) and a finite non-zero length
 // (EINVALID). An error from the FetchFunc is returned as is.
 func (x *Index) Search(ctx context.Context, q []float32, k int, allow func(*recall.SourceMeta) bool) ([]Result, error) {
+	return x.SearchKeyed(ctx, q, k, allow, "")
+}
+
+// SearchKeyed is Search for a filter that key names: two filters with the
+// same key must allow the same sources. The bitmap of vectors the filter
+// allows, a pass over every chunk, is then kept until the index changes, so
+// repeated searches with one filter (a server's requests under one token)
+// skip that pass. An empty key is not kept.
+func (x *Index) SearchKeyed(ctx context.Context, q []float32, k int, allow func(*recall.SourceMeta) bool, key string) ([]Result, error) {
 	if len(q) != x.dim {
 		return nil, recall.Errorf(recall.ECONFLICT, "query vector has %d dimensions, the index %d", len(q), x.dim)
 	}
@@ -71,7 +80,7 @@ func (x *Index) Search(ctx context.Context, q []float32, k int, allow func(*reca
 	if x.fetch != nil {
 		pool = k + max(k, rescoreMin)
 	}
-	res := x.candidates(qc, qscale, pool, allow)
+	res := x.candidates(qc, qscale, pool, allow, key)
 	if len(res) == 0 {
 		return nil, nil
 	}
@@ -93,7 +102,7 @@ func (x *Index) Search(ctx context.Context, q []float32, k int, allow func(*reca
 // with approximate scores and their allowed chunks. Everything it returns is
 // copied out under the read lock, so rescoring needs no lock while it waits
 // for the store.
-func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*recall.SourceMeta) bool) []Result {
+func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*recall.SourceMeta) bool, key string) []Result {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	n := len(x.hashes)
@@ -102,7 +111,16 @@ func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*rec
 	}
 	var allowed []uint64
 	if allow != nil {
-		allowed = x.allowed(allow)
+		cached := false
+		if key != "" {
+			allowed, cached = x.bitmaps.get(x.gen, key)
+		}
+		if !cached {
+			allowed = x.allowed(allow)
+			if key != "" {
+				x.bitmaps.put(x.gen, key, allowed)
+			}
+		}
 		if allowed == nil {
 			return nil
 		}

@@ -175,6 +175,29 @@ func (db *DB) ChunksByID(ctx context.Context, ids []int64) ([]recall.StoredChunk
 	return out, nil
 }
 
+// ScanChunks calls fn for every chunk, with its text and source, in chunk
+// id order, streaming rows so the chunks are never all in memory at once.
+// fn runs while a read connection is held.
+func (db *DB) ScanChunks(ctx context.Context, fn func(recall.StoredChunk) error) error {
+	rows, err := db.ro.QueryContext(ctx, `SELECT `+storedChunkCols+storedChunkFrom+` ORDER BY c.id`)
+	if err != nil {
+		return db.fail(ctx, err, "scan chunks")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c recall.StoredChunk
+		m := &c.Source
+		if err := rows.Scan(&c.ID, &c.Index, &c.Text, &c.Header, &c.Hash, &c.MidWord,
+			&m.ID, &m.Kind, &m.Title, &m.Date, &m.Owner, &m.Category); err != nil {
+			return db.fail(ctx, err, "scan chunks")
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return db.fail(ctx, rows.Err(), "scan chunks")
+}
+
 // SourcesByHash returns, for each hash, the ids of the sources passing f
 // that hold a chunk with that text, ordered by id.
 func (db *DB) SourcesByHash(ctx context.Context, hashes []string, f recall.Filter) (map[string][]string, error) {

@@ -255,3 +255,34 @@ func testCanceled(t *testing.T, s recall.Store) {
 		t.Errorf("canceled write was stored: %v", err)
 	}
 }
+
+func testScanChunks(t *testing.T, s recall.Store) {
+	a := withSource(doc("a.md", recall.KindArchive, "first passage", "second passage"), func(s *recall.Source) { s.Title = "A" })
+	m := doc("mem", recall.KindMemory, "a memory")
+	m.Source.Owner = "alice"
+	write(t, s, a, m)
+	// Replacing a.md renews its last chunk: the old one must not be scanned.
+	write(t, s, withSource(doc("a.md", recall.KindArchive, "first passage", "changed passage"), func(s *recall.Source) { s.Title = "A" }))
+	var got []string
+	last := int64(-1)
+	err := s.ScanChunks(ctx, func(c recall.StoredChunk) error {
+		if c.ID <= last {
+			t.Errorf("chunk %d after %d: not in id order", c.ID, last)
+		}
+		last = c.ID
+		got = append(got, fmt.Sprintf("%s#%d %s %q (%s)", c.Source.ID, c.Index, c.Source.Title, c.Text, c.Source.Owner))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`a.md#0 A "first passage" ()`, `mem#0  "a memory" (alice)`, `a.md#1 A "changed passage" ()`}
+	if !slices.Equal(got, want) {
+		t.Errorf("ScanChunks = %q; want %q", got, want)
+	}
+	stop := fmt.Errorf("stop")
+	n := 0
+	if err := s.ScanChunks(ctx, func(recall.StoredChunk) error { n++; return stop }); err != stop || n != 1 {
+		t.Errorf("ScanChunks with fn failing: %v after %d chunks; want fn's error after 1", err, n)
+	}
+}

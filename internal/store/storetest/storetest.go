@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"VectorsFollowChunks", testVectorsFollowChunks},
 		{"MissingVectors", testMissingVectors},
 		{"ScanVectors", testScanVectors},
+		{"ScanChunks", testScanChunks},
 		{"Stats", testStats},
 		{"Canceled", testCanceled},
 	}
