@@ -414,20 +414,67 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opt.Budget)
 	defer cancel()
+	// Over-fetch so that collapsing duplicates and capping per source still
+	// fill the page.
+	want := max(30, req.Limit*req.PerSource*4)
 
-	// Embed the query before taking the lock: a slow embedder must not hold
-	// up writers.
+	// Full text needs no query vector: it runs, and its candidates are
+	// read from the store, while the query is embedded and the vectors are
+	// searched. The query is embedded before the engine's lock is taken: a
+	// slow embedder must not hold up writers.
+	type embedOut struct {
+		vec []float32
+		err error
+	}
+	var embedDone chan embedOut
+	if req.Mode != recall.ModeLexical && e.opt.Embedder != nil {
+		embedDone = make(chan embedOut, 1)
+		go func() {
+			ectx, cancel := context.WithTimeout(ctx, e.opt.EmbedBudget)
+			defer cancel()
+			vecs, err := e.opt.Embedder.Embed(ectx, recall.InputQuery, []string{req.Query})
+			if err == nil && len(vecs) != 1 {
+				err = fmt.Errorf("embedder returned %d vectors for one query", len(vecs))
+			}
+			if err != nil {
+				embedDone <- embedOut{nil, err}
+				return
+			}
+			embedDone <- embedOut{vecs[0], nil}
+		}()
+	}
+	type lexOut struct {
+		cands  []recall.Candidate
+		chunks []recall.StoredChunk
+		err    error
+	}
+	var lexDone chan lexOut
+	if req.Mode != recall.ModeSemantic {
+		// The index is picked here, not on the goroutine: taking the read
+		// lock there while this one holds it could wait behind a writer
+		// that waits for this one.
+		e.mu.RLock()
+		lx := e.lx
+		e.mu.RUnlock()
+		lexDone = make(chan lexOut, 1)
+		go func() {
+			var out lexOut
+			out.cands, out.err = e.lexical(ctx, lx, req, want)
+			if out.err == nil && len(out.cands) > 0 {
+				ids := make([]int64, len(out.cands))
+				for i, c := range out.cands {
+					ids[i] = c.ChunkID
+				}
+				out.chunks, out.err = e.store.ChunksByID(ctx, ids)
+			}
+			lexDone <- out
+		}()
+	}
 	var qvec []float32
 	var embedErr error
-	if req.Mode != recall.ModeLexical && e.opt.Embedder != nil {
-		ectx, cancel := context.WithTimeout(ctx, e.opt.EmbedBudget)
-		vecs, err := e.opt.Embedder.Embed(ectx, recall.InputQuery, []string{req.Query})
-		cancel()
-		if err == nil && len(vecs) == 1 {
-			qvec = vecs[0]
-		} else {
-			embedErr = err
-		}
+	if embedDone != nil {
+		out := <-embedDone
+		qvec, embedErr = out.vec, out.err
 	}
 
 	e.mu.RLock()
@@ -451,9 +498,6 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		return resp, recall.WrapError(recall.EUNAVAILABLE, embedErr, "the query could not be embedded")
 	}
 
-	// Over-fetch so that collapsing duplicates and capping per source still
-	// fill the page.
-	want := max(30, req.Limit*req.PerSource*4)
 	cands := make(map[int64]*candidate)
 	var order []*candidate
 	get := func(id int64) *candidate {
@@ -465,13 +509,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		}
 		return c
 	}
-	// The two retrievers run side by side: the vector scan and float
-	// rescoring on one goroutine while full text runs on this one.
-	type vecOut struct {
-		res []unitHit
-		err error
-	}
-	var vecDone chan vecOut
+	var vecRes []unitHit
 	if resp.Mode != recall.ModeLexical {
 		// Vector candidates cost a float rescoring fetch each: ask for
 		// what can reach the page after fusion and capping, not more.
@@ -479,46 +517,46 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		if resp.Mode == recall.ModeSemantic {
 			vecWant = want
 		}
-		vecDone = make(chan vecOut, 1)
-		go func() {
-			res, err := e.vx.search(ctx, qvec, vecWant, req.Filter)
-			vecDone <- vecOut{res, err}
-		}()
-	}
-	var lexErr error
-	if resp.Mode != recall.ModeSemantic {
-		var lex []recall.Candidate
-		if terms, ok := lexindex.QueryTerms(textindex.ParseQuery(req.Query)); ok && e.lx != nil {
-			lex = e.lx.Search(terms, want, req.Filter.Matcher())
-		} else {
-			lex, lexErr = e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
+		var err error
+		if vecRes, err = e.vx.search(ctx, qvec, vecWant, req.Filter); err != nil {
+			return resp, err
 		}
-		for i, c := range lex {
+	}
+	have := map[int64]*recall.StoredChunk{}
+	if lexDone != nil {
+		out := <-lexDone
+		if out.err != nil {
+			return resp, out.err
+		}
+		for i, c := range out.cands {
 			cc := get(c.ChunkID)
 			cc.lexRank, cc.lexScore = i+1, c.Score
 		}
-	}
-	if vecDone != nil {
-		// Always waited for: the index is read under this search's lock.
-		out := <-vecDone
-		if lexErr == nil && out.err != nil {
-			return resp, out.err
-		}
-		for i, r := range out.res {
-			for _, id := range r.ChunkIDs {
-				cc := get(id)
-				cc.vecRank, cc.vecScore = i+1, float64(r.Score)
-			}
+		for i := range out.chunks {
+			have[out.chunks[i].ID] = &out.chunks[i]
 		}
 	}
-	if lexErr != nil {
-		return resp, lexErr
+	for i, r := range vecRes {
+		for _, id := range r.ChunkIDs {
+			cc := get(id)
+			cc.vecRank, cc.vecScore = i+1, float64(r.Score)
+		}
 	}
 	if len(order) == 0 {
 		resp.Results = []recall.Hit{}
 		return resp, nil
 	}
-	return e.shape(ctx, req, resp, order)
+	return e.shape(ctx, req, resp, order, have)
+}
+
+// lexical returns the full-text candidates of a search: from the in-memory
+// index lx when it is loaded and the query is plain words, else from the
+// store. It takes no engine lock (lexindex has its own).
+func (e *Engine) lexical(ctx context.Context, lx *lexindex.Index, req recall.SearchRequest, want int) ([]recall.Candidate, error) {
+	if terms, ok := lexindex.QueryTerms(textindex.ParseQuery(req.Query)); ok && lx != nil {
+		return lx.Search(terms, want, req.Filter.Matcher()), nil
+	}
+	return e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
 }
 
 func (e *Engine) noVectorsReason() string {
@@ -542,16 +580,19 @@ const rrfK = 60
 const exactBonus = 0.25
 
 // shape fuses, hydrates, labels, collapses and caps.
-func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recall.SearchResponse, order []*candidate) (recall.SearchResponse, error) {
-	ids := make([]int64, len(order))
-	for i, c := range order {
-		ids[i] = c.id
+// have holds candidates already read from the store; shape reads the rest.
+func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recall.SearchResponse, order []*candidate, have map[int64]*recall.StoredChunk) (recall.SearchResponse, error) {
+	var ids []int64
+	for _, c := range order {
+		if have[c.id] == nil {
+			ids = append(ids, c.id)
+		}
 	}
 	chunks, err := e.store.ChunksByID(ctx, ids)
 	if err != nil {
 		return resp, err
 	}
-	byID := make(map[int64]*recall.StoredChunk, len(chunks))
+	byID := have
 	for i := range chunks {
 		byID[chunks[i].ID] = &chunks[i]
 	}

@@ -80,3 +80,58 @@ reduce:
 done:
 	VZEROUPPER
 	RET
+
+// func dotDigitsVNNI(qlo, qhi *int8, plane *byte, stride, n int, out *int32)
+//
+// For each vector: 64 bytes of the plane at a time are split into their
+// low and high digits (unsigned bytes), and VPDPBUSD multiplies each with
+// the matching 64 signed query bytes and adds groups of four into 16 lanes.
+// stride is a multiple of 64.
+TEXT ·dotDigitsVNNI(SB), NOSPLIT, $0-48
+	MOVQ qlo+0(FP), SI
+	MOVQ qhi+8(FP), BX
+	MOVQ plane+16(FP), DI
+	MOVQ stride+24(FP), CX
+	MOVQ n+32(FP), DX
+	MOVQ out+40(FP), R8
+
+	// Z31: 0x0f in every byte, the digit mask.
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+
+vnniVector:
+	TESTQ  DX, DX
+	JZ     vnniDone
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	XORQ   R9, R9
+
+vnniChunk:
+	VMOVDQU64 (DI)(R9*1), Z2
+	VPSRLW    $4, Z2, Z3
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VPDPBUSD  (SI)(R9*1), Z2, Z0
+	VPDPBUSD  (BX)(R9*1), Z3, Z1
+	ADDQ      $64, R9
+	CMPQ      R9, CX
+	JLT       vnniChunk
+
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $1, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VMOVD         X0, (R8)
+	ADDQ          $4, R8
+	ADDQ          CX, DI
+	DECQ          DX
+	JMP           vnniVector
+
+vnniDone:
+	VZEROUPPER
+	RET

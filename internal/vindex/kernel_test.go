@@ -86,3 +86,42 @@ func unpack(codes []int8, hi, lo []byte) {
 		}
 	}
 }
+
+// TestDotDigits8MatchesGeneric runs the byte-query kernel (AVX-512 VNNI
+// where the CPU has it) against the portable one, at the extremes too, and
+// checks the split query against dotDigits with the same values.
+func TestDotDigits8MatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, stride := range []int{16, 64, 128, 192, 208, 512, 768} {
+		for _, n := range []int{0, 1, 2, 5, 64} {
+			q8 := make([]int8, 2*stride)
+			q16 := make([]int16, 2*stride)
+			for j := range q8 {
+				q8[j] = int8(r.IntN(255) - 127)
+				if n == 5 {
+					q8[j] = -127
+				}
+				q16[j] = int16(q8[j])
+			}
+			qlo, qhi := make([]int8, stride), make([]int8, stride)
+			splitQuery8(qlo, qhi, q8)
+			plane := make([]byte, n*stride)
+			for j := range plane {
+				plane[j] = byte(r.IntN(256))
+				if n == 5 {
+					plane[j] = 0xff
+				}
+			}
+			got := make([]int32, n)
+			want := make([]int32, n)
+			ref := make([]int32, n)
+			dotDigits8(qlo, qhi, plane, stride, got)
+			dotDigits8Generic(qlo, qhi, plane, stride, want)
+			dotDigitsGeneric(q16, plane, stride, ref)
+			if !slices.Equal(got, want) || !slices.Equal(want, ref) {
+				t.Fatalf("stride %d n %d: kernel %v, generic %v, int16 reference %v", stride, n, got, want, ref)
+			}
+		}
+	}
+	t.Logf("byte-query kernel of its own: %v", fastDotDigits8)
+}
