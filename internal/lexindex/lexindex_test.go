@@ -63,7 +63,7 @@ func load(t *testing.T, st recall.Store) *lexindex.Index {
 	t.Helper()
 	x := lexindex.New()
 	err := st.ScanChunks(ctx, func(c recall.StoredChunk) error {
-		x.Add(c.ID, c.Source, textindex.Terms(c.Source.Title), textindex.Terms(c.Text))
+		x.Add(c.ID, c.Source, textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date)), textindex.Terms(c.Text))
 		return nil
 	})
 	if err != nil {
@@ -85,7 +85,7 @@ func apply(t *testing.T, st recall.Store, x *lexindex.Index, res recall.WriteRes
 		t.Fatal(err)
 	}
 	for _, c := range chunks {
-		x.Add(c.ID, c.Source, textindex.Terms(c.Source.Title), textindex.Terms(c.Text))
+		x.Add(c.ID, c.Source, textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date)), textindex.Terms(c.Text))
 	}
 }
 

@@ -172,7 +172,7 @@ func loadLexical(ctx context.Context, st recall.Store) (*lexindex.Index, error) 
 		for i, c := range chunks {
 			title, ok := titles[c.Source]
 			if !ok {
-				title = textindex.Terms(c.Source.Title)
+				title = textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date))
 				titles[c.Source] = title
 			}
 			lx.Add(c.ID, c.Source, title, body[i])
@@ -360,7 +360,7 @@ func (e *Engine) applyLexical(ctx context.Context, res recall.WriteResult) error
 		return err
 	}
 	for _, c := range chunks {
-		e.lx.Add(c.ID, c.Source, textindex.Terms(c.Source.Title), textindex.Terms(c.Text))
+		e.lx.Add(c.ID, c.Source, textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date)), textindex.Terms(c.Text))
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ package textindex
 //go:generate go run porter_gen.go
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -363,4 +364,37 @@ func collapseSpace(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+var monthNames = [...]string{"January", "February", "March", "April", "May", "June",
+	"July", "August", "September", "October", "November", "December"}
+
+// TitleText returns what the full-text index holds as a chunk's title: its
+// source's title followed by the source's date written out ("13 October
+// 2023" for "2023-10-13", "October 2023" for "2023-10"), so every chunk of a
+// conversation is found by the day it was held as people write it ("what
+// did we say on October 13, 2023?"), not only the chunk that holds the
+// transcript's date line. date is "YYYY-MM-DD", "YYYY-MM", "YYYY" or "".
+func TitleText(title, date string) string {
+	w := dateWords(date)
+	if w == "" {
+		return title
+	}
+	if title == "" {
+		return w
+	}
+	return title + " " + w
+}
+
+func dateWords(date string) string {
+	var y, m, d int
+	switch n, _ := fmt.Sscanf(date, "%4d-%2d-%2d", &y, &m, &d); {
+	case len(date) == 10 && n == 3 && m >= 1 && m <= 12 && d >= 1 && d <= 31:
+		return fmt.Sprintf("%d %s %d", d, monthNames[m-1], y)
+	case len(date) == 7 && n >= 2 && m >= 1 && m <= 12:
+		return fmt.Sprintf("%s %d", monthNames[m-1], y)
+	case len(date) == 4 && n >= 1:
+		return date
+	}
+	return ""
 }

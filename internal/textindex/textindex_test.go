@@ -161,3 +161,18 @@ func FuzzFoldASCII(f *testing.F) {
 		}
 	})
 }
+
+func TestTitleText(t *testing.T) {
+	for _, tt := range []struct{ title, date, want string }{
+		{"Trip plans", "2023-10-13", "Trip plans 13 October 2023"},
+		{"Trip plans", "2023-10", "Trip plans October 2023"},
+		{"Trip plans", "2023", "Trip plans 2023"},
+		{"Trip plans", "", "Trip plans"},
+		{"", "2024-02-29", "29 February 2024"},
+		{"Odd", "2023-13-01", "Odd"},
+	} {
+		if got := TitleText(tt.title, tt.date); got != tt.want {
+			t.Errorf("TitleText(%q, %q) = %q; want %q", tt.title, tt.date, got, tt.want)
+		}
+	}
+}

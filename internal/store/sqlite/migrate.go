@@ -62,11 +62,12 @@ func migrations() ([]migration, error) {
 // migration's SQL in its transaction.
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	4: rebuildFullText,
+	6: rebuildFullText,
 }
 
 // rebuildFullText fills an empty chunks_fts from the stored chunks, as the
-// writer fills it: the title and text of every chunk through
-// textindex.IndexText.
+// writer fills it: the title (textindex.TitleText) and text of every chunk
+// through textindex.IndexText.
 func rebuildFullText(ctx context.Context, tx *sql.Tx) error {
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)`)
 	if err != nil {
@@ -75,12 +76,12 @@ func rebuildFullText(ctx context.Context, tx *sql.Tx) error {
 	defer ins.Close()
 	const page = 1024
 	type row struct {
-		id          int64
-		title, text string
+		id                int64
+		title, date, text string
 	}
 	last := int64(-1)
 	for {
-		rows, err := tx.QueryContext(ctx, `SELECT c.id, s.title, t.text FROM chunks c
+		rows, err := tx.QueryContext(ctx, `SELECT c.id, s.title, s.date, t.text FROM chunks c
 			JOIN sources s ON s.sid = c.sid JOIN chunk_texts t ON t.id = c.id
 			WHERE c.id > ? ORDER BY c.id LIMIT ?`, last, page)
 		if err != nil {
@@ -89,7 +90,7 @@ func rebuildFullText(ctx context.Context, tx *sql.Tx) error {
 		var batch []row
 		for rows.Next() {
 			var r row
-			if err := rows.Scan(&r.id, &r.title, &r.text); err != nil {
+			if err := rows.Scan(&r.id, &r.title, &r.date, &r.text); err != nil {
 				rows.Close()
 				return err
 			}
@@ -105,7 +106,7 @@ func rebuildFullText(ctx context.Context, tx *sql.Tx) error {
 		texts := make([]string, len(batch))
 		parallel(len(batch), func(i int) { texts[i] = textindex.IndexText(batch[i].text) })
 		for i, r := range batch {
-			if _, err := ins.ExecContext(ctx, r.id, textindex.IndexText(r.title), texts[i]); err != nil {
+			if _, err := ins.ExecContext(ctx, r.id, textindex.IndexText(textindex.TitleText(r.title, r.date)), texts[i]); err != nil {
 				return fmt.Errorf("index chunk %d: %w", r.id, err)
 			}
 		}

@@ -368,7 +368,7 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 			return err
 		}
 	}
-	title := textindex.IndexText(s.Title)
+	title := textindex.IndexText(textindex.TitleText(s.Title, s.Date))
 	for i, c := range d.Chunks {
 		if keep[i] {
 			continue

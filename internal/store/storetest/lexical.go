@@ -345,3 +345,27 @@ func testLexicalCommonWords(t *testing.T, s recall.Store) {
 		}
 	}
 }
+
+// testLexicalDateWords: every chunk of a dated source is found by its date
+// as people write it, not only a chunk whose text holds the date.
+func testLexicalDateWords(t *testing.T, s recall.Store) {
+	dated := doc("s17.md", recall.KindArchive, "Date: 13 October, 2023. We talked about pottery.", "Later I showed a painting of a sunset.")
+	dated.Source.Date = "2023-10-13"
+	other := doc("s16.md", recall.KindArchive, "Date: 2 October, 2023.", "I showed a painting of a lake.")
+	other.Source.Date = "2023-10-02"
+	write(t, s, dated, other)
+	cands, err := s.Lexical(ctx, recall.LexicalQuery{Text: "painting October 13, 2023", Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cands) == 0 {
+		t.Fatal("no results")
+	}
+	chunks, err := s.ChunksByID(ctx, []int64{cands[0].ChunkID})
+	if err != nil || len(chunks) != 1 {
+		t.Fatalf("ChunksByID: %v %v", chunks, err)
+	}
+	if c := chunks[0]; c.Source.ID != "s17.md" || c.Index != 1 {
+		t.Errorf("best match for the painting of October 13, 2023 is %s#%d; want s17.md#1", c.Source.ID, c.Index)
+	}
+}

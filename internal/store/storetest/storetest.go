@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"LexicalCaseFolding", testLexicalCaseFolding},
 		{"LexicalRanking", testLexicalRanking},
 		{"LexicalCommonWords", testLexicalCommonWords},
+		{"LexicalDateWords", testLexicalDateWords},
 		{"Spaces", testSpaces},
 		{"VectorValidation", testVectorValidation},
 		{"VectorsFollowChunks", testVectorsFollowChunks},
