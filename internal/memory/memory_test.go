@@ -44,7 +44,7 @@ func newFixture(t *testing.T, withEmbedder bool) *fixture {
 		}
 		opt.Embedder, opt.Space, qe = f.emb, "t", f.emb
 	}
-	f.eng = search.New(st, search.Options{Embedder: qe})
+	f.eng = search.New(st, search.Options{Embedder: qe, MemoryLexical: true}) // as recall serve and recall mcp build it
 	if err := f.eng.LoadIndex(ctx); err != nil {
 		t.Fatal(err)
 	}

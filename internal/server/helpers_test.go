@@ -81,7 +81,8 @@ func newFixture(t testing.TB, mod func(*Options)) *fixture {
 	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: testSpace, Provider: "embedtest", Model: "word-hash", Dim: 64, Normalized: true}); err != nil {
 		t.Fatal(err)
 	}
-	eng := search.New(st, search.Options{Embedder: emb})
+	// As recall serve builds it: with the in-memory full-text index.
+	eng := search.New(st, search.Options{Embedder: emb, MemoryLexical: true})
 	if err := eng.LoadIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
