@@ -46,7 +46,12 @@ func Stem(tok string) string {
 // stem returns the stem of tok (3..64 bytes) in buf, which must have room
 // for len(tok)+1 bytes.
 func stem(buf []byte, tok string) word {
-	w := word(append(buf[:0], tok...))
+	return stemWord(word(append(buf[:0], tok...)))
+}
+
+// stemWord stems w (3..64 bytes) in place; w must have room for one more
+// byte.
+func stemWord(w word) word {
 	w = w.step1a()
 	if stem, ok := w.step1b(); ok {
 		w = stem.step1bTidy()

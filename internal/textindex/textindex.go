@@ -205,6 +205,9 @@ func Terms(s string) []string {
 // sweep runs them on every core instead of inside the single write
 // transaction.
 func IndexText(s string) string {
+	if isASCII(s) {
+		return indexASCII(s)
+	}
 	out := make([]byte, 0, len(s))
 	var buf [maxStemLen + 1]byte
 	eachToken(Normalize(s), func(tok string) {
@@ -225,6 +228,51 @@ func IndexText(s string) string {
 		}
 	})
 	return string(out)
+}
+
+// indexASCII is IndexText for ASCII text in one pass over its bytes: a
+// token is a run of letters and digits, lowered as it is copied and, when
+// the stemmer takes it, stemmed in a buffer. It is most of a sweep's text.
+func indexASCII(s string) string {
+	out := make([]byte, 0, len(s))
+	var buf [maxStemLen + 1]byte
+	for i := 0; i < len(s); {
+		if !isASCIIWordByte(s[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(s) && isASCIIWordByte(s[j]) {
+			j++
+		}
+		if len(out) > 0 {
+			out = append(out, ' ')
+		}
+		if n := j - i; n >= minStemLen && n <= maxStemLen {
+			w := word(buf[:n])
+			for k := range n {
+				w[k] = lowerASCII(s[i+k])
+			}
+			out = append(out, stemWord(w)...)
+		} else {
+			for _, c := range []byte(s[i:min(j, i+maxTermLen)]) {
+				out = append(out, lowerASCII(c))
+			}
+		}
+		i = j
+	}
+	return string(out)
+}
+
+func isASCIIWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // isLowerASCIIWord reports whether tok holds only bytes that Term leaves to
