@@ -518,7 +518,12 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 			vecWant = want
 		}
 		var err error
-		if vecRes, err = e.vx.search(ctx, qvec, vecWant, req.Filter); err != nil {
+		// Semantic results are ranked by their cosines alone: rescored
+		// with the float vectors. Hybrid blends them with full-text scores
+		// after scaling, where the codes' error (about 0.001) decides
+		// nothing, and saves the reads.
+		exact := resp.Mode == recall.ModeSemantic
+		if vecRes, err = e.vx.search(ctx, qvec, vecWant, req.Filter, exact); err != nil {
 			return resp, err
 		}
 	}

@@ -144,10 +144,14 @@ type unitHit struct {
 }
 
 // search returns up to k texts best first, each at its best unit's score.
-func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Filter) ([]unitHit, error) {
+func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Filter, exact bool) ([]unitHit, error) {
 	// A text can fill several places with its units: ask for more (each
 	// extra place costs a float rescoring fetch).
-	res, err := x.vx.SearchKeyed(ctx, q, k*2, f.Matcher(), fmt.Sprintf("%#v", f))
+	search := x.vx.SearchKeyed
+	if !exact {
+		search = x.vx.SearchCodes
+	}
+	res, err := search(ctx, q, k*2, f.Matcher(), fmt.Sprintf("%#v", f))
 	if err != nil {
 		return nil, err
 	}

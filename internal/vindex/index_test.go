@@ -450,3 +450,47 @@ func TestKeyedFilterFollowsChanges(t *testing.T) {
 	}
 	checkInvariants(t, x)
 }
+
+// TestSearchCodesReadsNothing: SearchCodes scores by the codes alone, never
+// asks the store, and its scores are within the codes' error of the cosine.
+func TestSearchCodesReadsNothing(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	fetches := 0
+	vecs := floats{}
+	x := New(64, func(ctx context.Context, hashes []string) (map[string][]float32, error) {
+		fetches++
+		return vecs.fetch(ctx, hashes)
+	})
+	for i := range 500 {
+		v := make([]float32, 64)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		h := strconv.Itoa(i)
+		vecs[h] = v
+		if err := x.Add(chunk(int64(i), h, "s.md"), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := vecs["7"]
+	res, err := x.SearchCodes(ctx, q, 10, nil, "")
+	if err != nil || len(res) != 10 {
+		t.Fatalf("SearchCodes = %d results, %v", len(res), err)
+	}
+	if fetches != 0 {
+		t.Errorf("SearchCodes fetched %d times; want none", fetches)
+	}
+	if res[0].Hash != "7" {
+		t.Errorf("best match %s; want the query's own vector", res[0].Hash)
+	}
+	qu, _ := unit(q)
+	for _, r := range res {
+		vu, _ := unit(vecs[r.Hash])
+		if d := math.Abs(float64(r.Score - dot(qu, vu))); d > 0.01 {
+			t.Errorf("%s: code score %v, cosine %v", r.Hash, r.Score, dot(qu, vu))
+		}
+	}
+	if _, err := x.Search(ctx, q, 10, nil); err != nil || fetches != 1 {
+		t.Errorf("Search: %v, %d fetches; want one", err, fetches)
+	}
+}

@@ -61,6 +61,18 @@ func (x *Index) Search(ctx context.Context, q []float32, k int, allow func(*reca
 // repeated searches with one filter (a server's requests under one token)
 // skip that pass. An empty key is not kept.
 func (x *Index) SearchKeyed(ctx context.Context, q []float32, k int, allow func(*recall.SourceMeta) bool, key string) ([]Result, error) {
+	return x.search(ctx, q, k, allow, key, x.fetch != nil)
+}
+
+// SearchCodes is SearchKeyed without float rescoring: scores are the int8
+// codes' (off by about 0.001 in cosine), so the top k may differ from a
+// float search by near ties, at no cost in store reads. For callers that
+// blend the scores with others, where such ties do not decide.
+func (x *Index) SearchCodes(ctx context.Context, q []float32, k int, allow func(*recall.SourceMeta) bool, key string) ([]Result, error) {
+	return x.search(ctx, q, k, allow, key, false)
+}
+
+func (x *Index) search(ctx context.Context, q []float32, k int, allow func(*recall.SourceMeta) bool, key string, rescore bool) ([]Result, error) {
 	if len(q) != x.dim {
 		return nil, recall.Errorf(recall.ECONFLICT, "query vector has %d dimensions, the index %d", len(q), x.dim)
 	}
@@ -78,14 +90,14 @@ func (x *Index) SearchKeyed(ctx context.Context, q []float32, k int, allow func(
 	qscale := encodeQuery(qc, u, queryBound(x.dim))
 
 	pool := k
-	if x.fetch != nil {
+	if rescore {
 		pool = k + max(k, rescoreMin)
 	}
 	res := x.candidates(qc, qscale, pool, allow, key)
 	if len(res) == 0 {
 		return nil, nil
 	}
-	if x.fetch != nil {
+	if rescore {
 		if err := x.rescore(ctx, u, res); err != nil {
 			return nil, err
 		}
