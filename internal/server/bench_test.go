@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"golang.org/x/time/rate"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -51,7 +52,8 @@ func benchCorpus(b *testing.B, f *fixture, n int) {
 // BenchmarkSearchMCP is search_archive over Streamable HTTP on loopback
 // with the Go SDK client, 2,000 chunks, the test embedder.
 func BenchmarkSearchMCP(b *testing.B) {
-	f := newFixture(b, nil)
+	// Unlimited rate: parallel clients pass 1,000 requests a second.
+	f := newFixture(b, func(o *Options) { o.Rate = rate.Inf })
 	benchCorpus(b, f, 2000)
 	for _, mode := range []string{recall.ModeLexical, recall.ModeHybrid} {
 		b.Run(mode, func(b *testing.B) {
