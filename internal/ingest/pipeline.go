@@ -180,6 +180,13 @@ func (p *pipeline) parseFile(ctx context.Context, f file) *parsed {
 		seen[doc.Source.ID] = true
 		if old, ok := p.manifest[doc.Source.ID]; !ok || old.ContentHash != doc.Source.ContentHash {
 			pr.changed = true
+			// The full-text index's terms of the new text, made here on a
+			// parse worker rather than in the single writer. (An unchanged
+			// conversation of an export keeps its rows: the writer never
+			// needs them.)
+			for i := range doc.Chunks {
+				doc.Chunks[i].IndexText = textindex.IndexText(doc.Chunks[i].Text)
+			}
 		}
 		pr.docs = append(pr.docs, *doc)
 		return nil
@@ -229,8 +236,6 @@ func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, err
 	}
 	for i := range chunks {
 		chunks[i].Header = header
-		// Here, on a parse worker, rather than in the single writer.
-		chunks[i].IndexText = textindex.IndexText(chunks[i].Text)
 	}
 	content := strings.Join(c.Messages, "\n\n")
 	return &recall.Document{

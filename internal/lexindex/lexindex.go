@@ -188,7 +188,6 @@ func (x *Index) compact() {
 	x.metas = metas
 	x.docs = docs
 	x.deadPosts = 0
-	x.scratch = sync.Pool{}
 }
 
 // Search returns up to k chunks holding any of the terms that allow accepts
@@ -307,10 +306,6 @@ func (x *Index) Search(terms []string, k int, allow func(*recall.SourceMeta) boo
 	return top
 }
 
-// maxQueryTerms is how many distinct words of a query are searched, as the
-// store's planner takes them (sqlite maxQueryUnits).
-const maxQueryTerms = 64
-
 // QueryTerms returns the index terms of a parsed query, distinct, in order,
 // and whether the index can answer it: a query of plain words, without
 // quoted phrases and without prefix units (a lone CJK character), which
@@ -330,7 +325,7 @@ func QueryTerms(q textindex.Query) ([]string, bool) {
 		}
 		terms = append(terms, t)
 	}
-	return terms[:min(len(terms), maxQueryTerms)], true
+	return terms[:min(len(terms), textindex.MaxQueryUnits)], true
 }
 
 // better orders candidates: higher score, then newer chunk.

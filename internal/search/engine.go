@@ -146,7 +146,7 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 	oldVx, oldLx := e.vx, e.lx
 	e.space, e.vx, e.lx = space, vx, lx
 	for _, w := range pending {
-		err := e.apply(ctx, w.res, w.vecs)
+		err := e.apply(ctx, w.res, w.vecs, nil)
 		if err == nil && w.put {
 			err = e.indexVectors(ctx, w.vecs)
 		}
@@ -172,7 +172,7 @@ func loadLexical(ctx context.Context, st recall.Store) (*lexindex.Index, error) 
 		for i, c := range chunks {
 			title, ok := titles[c.Source]
 			if !ok {
-				title = textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date))
+				title = titleTerms(c.Source)
 				titles[c.Source] = title
 			}
 			lx.Add(c.ID, c.Source, title, body[i])
@@ -194,6 +194,12 @@ func loadLexical(ctx context.Context, st recall.Store) (*lexindex.Index, error) 
 	}
 	flush()
 	return lx, nil
+}
+
+// titleTerms are the terms of a source's title column, as the store's
+// full-text index holds them.
+func titleTerms(m recall.SourceMeta) []string {
+	return textindex.Terms(textindex.TitleText(m.Title, m.Date))
 }
 
 // recordedWrite is a write that committed while LoadIndex was scanning.
@@ -225,7 +231,7 @@ func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recal
 		return res, err
 	}
 	e.record(recordedWrite{res: res, vecs: vecs})
-	return res, e.apply(ctx, res, vecs)
+	return res, e.apply(ctx, res, vecs, docs)
 }
 
 // record keeps a committed write for LoadIndex to replay. Called with e.mu held.
@@ -239,12 +245,20 @@ func (e *Engine) record(w recordedWrite) {
 func (e *Engine) Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	res, err := e.store.Update(ctx, id, fn)
+	var written []recall.Document
+	res, err := e.store.Update(ctx, id, func(cur *recall.Document) (*recall.Document, error) {
+		next, err := fn(cur)
+		written = nil
+		if next != nil {
+			written = []recall.Document{*next}
+		}
+		return next, err
+	})
 	if err != nil {
 		return res, err
 	}
 	e.record(recordedWrite{res: res})
-	return res, e.apply(ctx, res, nil)
+	return res, e.apply(ctx, res, nil, written)
 }
 
 // Delete removes sources from the store and the index.
@@ -256,7 +270,7 @@ func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteRe
 		return n, res, err
 	}
 	e.record(recordedWrite{res: res})
-	return n, res, e.apply(ctx, res, nil)
+	return n, res, e.apply(ctx, res, nil, nil)
 }
 
 // PutVectors stores vectors and indexes every chunk that holds their texts.
@@ -303,14 +317,16 @@ func (e *Engine) indexVectors(ctx context.Context, vecs []recall.Vector) error {
 	return nil
 }
 
-// apply brings the index in line with a committed write. Called with e.mu
+// apply brings the indexes in line with a committed write. Called with e.mu
 // held. Vectors come from the write itself, the index (a text it already
 // holds), or the store; a chunk whose text has none yet is left for repair.
-func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recall.Vector) error {
+// docs are the documents written, when the caller has them: the texts of
+// the added chunks, which are otherwise read back from the store.
+func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recall.Vector, docs []recall.Document) error {
 	if len(res.Added) == 0 && len(res.Removed) == 0 {
 		return nil
 	}
-	if err := e.applyLexical(ctx, res); err != nil {
+	if err := e.applyLexical(ctx, res, docs); err != nil {
 		return err
 	}
 	if e.vx == nil {
@@ -341,26 +357,36 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 }
 
 // applyLexical brings the in-memory full-text index in line with a
-// committed write, reading the texts of the added chunks back from the
-// store. Called with e.mu held.
-func (e *Engine) applyLexical(ctx context.Context, res recall.WriteResult) error {
+// committed write: the added chunks' texts come from docs by text hash, or
+// are read back from the store. Called with e.mu held.
+func (e *Engine) applyLexical(ctx context.Context, res recall.WriteResult, docs []recall.Document) error {
 	if e.lx == nil {
 		return nil
 	}
 	e.lx.Remove(res.Removed...)
-	if len(res.Added) == 0 {
+	texts := map[string]string{}
+	for _, d := range docs {
+		for _, c := range d.Chunks {
+			texts[c.Hash] = c.Text
+		}
+	}
+	var missing []int64
+	for _, c := range res.Added {
+		if text, ok := texts[c.Hash]; ok {
+			e.lx.Add(c.ID, c.Source, titleTerms(c.Source), textindex.Terms(text))
+		} else {
+			missing = append(missing, c.ID)
+		}
+	}
+	if len(missing) == 0 {
 		return nil
 	}
-	ids := make([]int64, len(res.Added))
-	for i, c := range res.Added {
-		ids[i] = c.ID
-	}
-	chunks, err := e.store.ChunksByID(ctx, ids)
+	chunks, err := e.store.ChunksByID(ctx, missing)
 	if err != nil {
 		return err
 	}
 	for _, c := range chunks {
-		e.lx.Add(c.ID, c.Source, textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date)), textindex.Terms(c.Text))
+		e.lx.Add(c.ID, c.Source, titleTerms(c.Source), textindex.Terms(c.Text))
 	}
 	return nil
 }

@@ -36,17 +36,11 @@ func Stem(tok string) string {
 		return tok
 	}
 	var buf [maxStemLen + 1]byte // step 1b may add an "e"
-	w := stem(buf[:0], tok)
+	w := stemWord(word(append(buf[:0], tok...)))
 	if string(w) == tok {
 		return tok
 	}
 	return string(w)
-}
-
-// stem returns the stem of tok (3..64 bytes) in buf, which must have room
-// for len(tok)+1 bytes.
-func stem(buf []byte, tok string) word {
-	return stemWord(word(append(buf[:0], tok...)))
 }
 
 // stemWord stems w (3..64 bytes) in place; w must have room for one more

@@ -19,6 +19,11 @@ type Unit struct {
 	Stopword bool
 }
 
+// MaxQueryUnits is how many distinct words (units) of a query a full-text
+// index searches: past a few dozen words a query is a pasted text, and each
+// word costs ranking time on every candidate.
+const MaxQueryUnits = 64
+
 // Query is a user's query as the index understands it. Everything in it is a
 // literal: no character of the input is an operator except the double quotes
 // that delimit phrases.

@@ -141,7 +141,7 @@ func IsCJK(r rune) bool {
 // tokens.
 func isTokenRune(r rune) bool {
 	if r < utf8.RuneSelf {
-		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+		return isASCIIWordByte(byte(r))
 	}
 	return !unicode.Is(unicode61Separators, r)
 }
@@ -151,22 +151,7 @@ func isTokenRune(r rune) bool {
 // diacritics and the porter tokenizer stems them; see Term).
 func Tokens(s string) []string {
 	var toks []string
-	start := -1
-	for i, r := range s {
-		if isTokenRune(r) {
-			if start < 0 {
-				start = i
-			}
-			continue
-		}
-		if start >= 0 {
-			toks = append(toks, s[start:i])
-			start = -1
-		}
-	}
-	if start >= 0 {
-		toks = append(toks, s[start:])
-	}
+	eachToken(s, func(tok string) { toks = append(toks, tok) })
 	return toks
 }
 
@@ -208,26 +193,15 @@ func IndexText(s string) string {
 	if isASCII(s) {
 		return indexASCII(s)
 	}
-	out := make([]byte, 0, len(s))
-	var buf [maxStemLen + 1]byte
-	eachToken(Normalize(s), func(tok string) {
-		n := len(out)
-		if n > 0 {
-			out = append(out, ' ')
+	var b strings.Builder
+	b.Grow(len(s))
+	eachTerm(s, func(t string) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
 		}
-		// The common case, an ASCII word, is stemmed in place; others go
-		// through Term.
-		if len(tok) >= minStemLen && len(tok) <= maxStemLen && isLowerASCIIWord(tok) {
-			out = append(out, stem(buf[:0], tok)...)
-			return
-		}
-		if t := Term(tok); t != "" {
-			out = append(out, t...)
-		} else {
-			out = out[:n]
-		}
+		b.WriteString(t)
 	})
-	return string(out)
+	return b.String()
 }
 
 // indexASCII is IndexText for ASCII text in one pass over its bytes: a
@@ -275,17 +249,6 @@ func lowerASCII(c byte) byte {
 	return c
 }
 
-// isLowerASCIIWord reports whether tok holds only bytes that Term leaves to
-// the stemmer alone: lower-case ASCII letters and digits.
-func isLowerASCIIWord(tok string) bool {
-	for i := 0; i < len(tok); i++ {
-		if c := tok[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
 // eachTerm calls f with each term of s, in order.
 func eachTerm(s string, f func(string)) {
 	eachToken(Normalize(s), func(tok string) {
@@ -303,7 +266,7 @@ func eachToken(s string, f func(string)) {
 		var tokenRune bool
 		size := 1
 		if c < utf8.RuneSelf {
-			tokenRune = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+			tokenRune = isASCIIWordByte(c)
 		} else {
 			var r rune
 			r, size = utf8.DecodeRuneInString(s[i:])

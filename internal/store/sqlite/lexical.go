@@ -19,9 +19,6 @@ const (
 	maxLexicalLimit     = 1000
 )
 
-// maxQueryUnits is how many words (units) of a query are searched.
-const maxQueryUnits = 64
-
 // bm25 weights the title column (source title or memory key) twice the body.
 const rankExpr = `bm25(chunks_fts, 2.0, 1.0)`
 
@@ -154,7 +151,7 @@ func (db *DB) plan(ctx context.Context, q textindex.Query) ([]string, error) {
 	// Past a few dozen words a query is a pasted text, not a question;
 	// each word costs ranking time on every candidate.
 	terms := distinctTerms(q.Terms)
-	terms = terms[:min(len(terms), maxQueryUnits)]
+	terms = terms[:min(len(terms), textindex.MaxQueryUnits)]
 	if len(q.Phrases) > 0 {
 		req := joinUnits(q.Phrases, " AND ")
 		if len(terms) == 0 {

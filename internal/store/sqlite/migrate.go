@@ -66,8 +66,8 @@ var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 }
 
 // rebuildFullText fills an empty chunks_fts from the stored chunks, as the
-// writer fills it: the title (textindex.TitleText) and text of every chunk
-// through textindex.IndexText.
+// writer fills it: the title column (ftsTitle) and the index text of every
+// chunk.
 func rebuildFullText(ctx context.Context, tx *sql.Tx) error {
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)`)
 	if err != nil {
@@ -106,7 +106,7 @@ func rebuildFullText(ctx context.Context, tx *sql.Tx) error {
 		texts := make([]string, len(batch))
 		parallel(len(batch), func(i int) { texts[i] = textindex.IndexText(batch[i].text) })
 		for i, r := range batch {
-			if _, err := ins.ExecContext(ctx, r.id, textindex.IndexText(textindex.TitleText(r.title, r.date)), texts[i]); err != nil {
+			if _, err := ins.ExecContext(ctx, r.id, ftsTitle(r.title, r.date), texts[i]); err != nil {
 				return fmt.Errorf("index chunk %d: %w", r.id, err)
 			}
 		}

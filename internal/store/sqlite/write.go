@@ -182,10 +182,17 @@ const (
 	rowsPerInsert = 64
 )
 
+// ftsRow is a full-text row to insert: the chunk's index text is made at
+// finish (or taken from Chunk.IndexText when the caller made it).
 type ftsRow struct {
-	id          int64
-	title, text string // text is the chunk's IndexText when it came with one
-	ready       bool   // text is already the index text
+	id    int64
+	title string // index text of the title column (ftsTitle)
+	chunk *recall.Chunk
+}
+
+// ftsTitle is the index text of a source's title column.
+func ftsTitle(title, date string) string {
+	return textindex.IndexText(textindex.TitleText(title, date))
 }
 
 func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
@@ -368,8 +375,9 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 			return err
 		}
 	}
-	title := textindex.IndexText(textindex.TitleText(s.Title, s.Date))
-	for i, c := range d.Chunks {
+	title := ftsTitle(s.Title, s.Date)
+	for i := range d.Chunks {
+		c := &d.Chunks[i]
 		if keep[i] {
 			continue
 		}
@@ -377,11 +385,7 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 		w.nextID++
 		w.newChunks = append(w.newChunks, id, sid, i, c.Hash, c.MidWord, s.Kind, s.Owner, s.Category, dateLo, dateHi)
 		w.newTexts = append(w.newTexts, id, c.Text, c.Header)
-		if c.IndexText != "" || c.Text == "" {
-			w.ftsAdd = append(w.ftsAdd, ftsRow{id, title, c.IndexText, true})
-		} else {
-			w.ftsAdd = append(w.ftsAdd, ftsRow{id, title, c.Text, false})
-		}
+		w.ftsAdd = append(w.ftsAdd, ftsRow{id, title, c})
 		res.Added = append(res.Added, recall.IndexedChunk{ID: id, Hash: c.Hash, Source: meta})
 	}
 	return nil
@@ -416,13 +420,16 @@ func (w *writer) finish() error {
 	}
 	// The index text is pure work on each chunk: compute what callers did
 	// not on every core rather than one at a time.
-	parallel(len(w.ftsAdd), func(i int) {
-		if r := &w.ftsAdd[i]; !r.ready {
-			r.text, r.ready = textindex.IndexText(r.text), true
+	bodies := make([]string, len(w.ftsAdd))
+	parallel(len(bodies), func(i int) {
+		if c := w.ftsAdd[i].chunk; c.IndexText != "" {
+			bodies[i] = c.IndexText
+		} else {
+			bodies[i] = textindex.IndexText(c.Text)
 		}
 	})
-	for _, r := range w.ftsAdd {
-		if _, err := w.insFTS.ExecContext(w.ctx, r.id, r.title, r.text); err != nil {
+	for i, r := range w.ftsAdd {
+		if _, err := w.insFTS.ExecContext(w.ctx, r.id, r.title, bodies[i]); err != nil {
 			return fmt.Errorf("index chunk %d: %w", r.id, err)
 		}
 	}
