@@ -442,7 +442,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	defer cancel()
 	// Over-fetch so that collapsing duplicates and capping per source still
 	// fill the page.
-	want := max(30, req.Limit*req.PerSource*4)
+	want := max(80, req.Limit*req.PerSource*4)
 
 	// Full text needs no query vector: it runs, and its candidates are
 	// read from the store, while the query is embedded and the vectors are
@@ -539,7 +539,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	if resp.Mode != recall.ModeLexical {
 		// Vector candidates cost a float rescoring fetch each: ask for
 		// what can reach the page after fusion and capping, not more.
-		vecWant := max(20, req.Limit*req.PerSource*2)
+		vecWant := max(40, req.Limit*req.PerSource*2)
 		if resp.Mode == recall.ModeSemantic {
 			vecWant = want
 		}

@@ -79,7 +79,8 @@ func newUnitIndex(dim int, fetch func(ctx context.Context, hashes []string) (map
 		}
 		return out, nil
 	}
-	return &unitIndex{vx: vindex.New(dim, unitFetch), dim: dim}
+	textOf := func(h string) string { t, _ := splitUnitHash(h); return t }
+	return &unitIndex{vx: vindex.NewGrouped(dim, unitFetch, textOf), dim: dim}
 }
 
 // has reports whether the text already has its vectors in the index.
@@ -143,34 +144,25 @@ type unitHit struct {
 	ChunkIDs []int64
 }
 
-// search returns up to k texts best first, each at its best unit's score.
+// search returns up to k texts best first, each at its best unit's score:
+// the index groups units by text, so k texts come back whenever k exist.
 func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Filter, exact bool) ([]unitHit, error) {
-	// A text can fill several places with its units: ask for more (each
-	// extra place costs a float rescoring fetch).
 	search := x.vx.SearchKeyed
 	if !exact {
 		search = x.vx.SearchCodes
 	}
-	res, err := search(ctx, q, k*2, f.Matcher(), fmt.Sprintf("%#v", f))
+	res, err := search(ctx, q, k, f.Matcher(), fmt.Sprintf("%#v", f))
 	if err != nil {
 		return nil, err
 	}
-	var out []unitHit
-	seen := map[string]bool{}
-	for _, r := range res {
+	out := make([]unitHit, len(res))
+	for i, r := range res {
 		t, _ := splitUnitHash(r.Hash)
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
 		ids := make([]int64, len(r.ChunkIDs))
-		for i, id := range r.ChunkIDs {
-			ids[i] = id >> unitBits
+		for j, id := range r.ChunkIDs {
+			ids[j] = id >> unitBits
 		}
-		out = append(out, unitHit{Hash: t, Score: r.Score, ChunkIDs: ids})
-		if len(out) == k {
-			break
-		}
+		out[i] = unitHit{Hash: t, Score: r.Score, ChunkIDs: ids}
 	}
 	return out, nil
 }

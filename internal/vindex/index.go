@@ -19,6 +19,7 @@ type Index struct {
 	dim    int
 	stride int // bytes per vector in each code plane
 	fetch  FetchFunc
+	group  func(hash string) string // nil: every vector is its own result
 
 	mu sync.RWMutex
 
@@ -101,6 +102,17 @@ func New(dim int, fetch FetchFunc) *Index {
 		byID:   make(map[int64]int32),
 		source: make(map[string]*sourceRef),
 	}
+}
+
+// NewGrouped is New for vectors that come in groups: group maps a vector's
+// hash to its group's name, and a search returns the k best groups, each at
+// its best vector's score, rather than the k best vectors (which one group
+// could fill). Searches are as exact as New's; ties between groups are
+// broken by the hash of their best vector.
+func NewGrouped(dim int, fetch FetchFunc, group func(hash string) string) *Index {
+	x := New(dim, fetch)
+	x.group = group
+	return x
 }
 
 // Dim returns the dimension of the index's vectors.

@@ -93,7 +93,7 @@ func (x *Index) search(ctx context.Context, q []float32, k int, allow func(*reca
 	if rescore {
 		pool = k + max(k, rescoreMin)
 	}
-	res := x.candidates(qc, qscale, pool, allow, key)
+	res := x.candidates(qc, qscale, pool, allow, key, rescore)
 	if len(res) == 0 {
 		return nil, nil
 	}
@@ -108,14 +108,36 @@ func (x *Index) search(ctx context.Context, q []float32, k int, allow func(*reca
 		}
 		return cmp.Compare(a.Hash, b.Hash)
 	})
+	if x.group != nil && rescore {
+		// Several vectors of a group were rescored: keep each group's best.
+		seen := make(map[string]bool, len(res))
+		res = slices.DeleteFunc(res, func(r Result) bool {
+			g := x.group(r.Hash)
+			if seen[g] {
+				return true
+			}
+			seen[g] = true
+			return false
+		})
+	}
 	return res[:min(k, len(res))], nil
 }
+
+// groupSlack is how far below its group's best int8 score a vector may lie
+// and still be rescored with it: a few times the codes' error, so the
+// group's exact best is among those rescored.
+const groupSlack = 0.01
 
 // candidates scans every allowed vector and returns the best pool of them
 // with approximate scores and their allowed chunks. Everything it returns is
 // copied out under the read lock, so rescoring needs no lock while it waits
 // for the store.
-func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*recall.SourceMeta) bool, key string) []Result {
+//
+// In a grouped index it returns the best vector of each of the best pool
+// groups; with rescore, also the vectors of those groups that the codes put
+// within groupSlack of their group's best, since float scores may order them
+// otherwise.
+func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*recall.SourceMeta) bool, key string, rescore bool) []Result {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	n := len(x.hashes)
@@ -138,7 +160,30 @@ func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*rec
 			return nil
 		}
 	}
-	top := x.refine(qc, x.scan(qc, allowed, firstPass(pool)), pool)
+	var top, cands []candidate
+	for first := firstPass(pool); ; first *= 4 {
+		cands = x.refine(qc, x.scan(qc, allowed, first))
+		var full bool
+		top, full = x.best(cands, pool)
+		// The scan keeps first vectors: when some groups filled them so
+		// that fewer than pool groups made it, vectors it dropped may
+		// hold the rest.
+		if x.group == nil || full || len(cands) < first {
+			break
+		}
+	}
+	if x.group != nil && rescore {
+		bestOf := make(map[string]float32, len(top))
+		for _, c := range top {
+			bestOf[x.group(x.hashes[c.v])] = c.score
+		}
+		top = make([]candidate, 0, len(top))
+		for _, c := range cands {
+			if b, ok := bestOf[x.group(x.hashes[c.v])]; ok && (b-c.score)*qscale <= groupSlack {
+				top = append(top, c)
+			}
+		}
+	}
 	res := make([]Result, len(top))
 	for i, c := range top {
 		res[i] = Result{Hash: x.hashes[c.v], Score: c.score * qscale, ChunkIDs: x.chunksOf(c.v, allow)}
@@ -352,8 +397,8 @@ func (x *Index) scanRange(sq *scanQuery, allowed []uint64, lo, hi int, top heap,
 }
 
 // refine completes the int8 scores of the scan's candidates with their low
-// digits and returns the best pool of them, best first.
-func (x *Index) refine(qc []int16, cands []candidate, pool int) []candidate {
+// digits and returns them best first.
+func (x *Index) refine(qc []int16, cands []candidate) []candidate {
 	var sum int64
 	for _, c := range qc {
 		sum += int64(c)
@@ -365,8 +410,30 @@ func (x *Index) refine(qc []int16, cands []candidate, pool int) []candidate {
 		full := 16*int64(c.dhi) + int64(dlo[0]) - 128*sum
 		cands[i].score = float32(full) * x.scales[c.v]
 	}
-	h := heap(cands).sorted()
-	return h[:min(pool, len(h))]
+	return heap(cands).sorted()
+}
+
+// best returns the first pool of sorted candidates, or in a grouped index
+// the first of each group until pool groups are found; full reports that
+// pool were.
+func (x *Index) best(sorted []candidate, pool int) (top []candidate, full bool) {
+	if x.group == nil {
+		return sorted[:min(pool, len(sorted))], len(sorted) >= pool
+	}
+	seen := make(map[string]bool, pool)
+	top = make([]candidate, 0, pool)
+	for _, c := range sorted {
+		g := x.group(x.hashes[c.v])
+		if seen[g] {
+			continue
+		}
+		seen[g] = true
+		top = append(top, c)
+		if len(top) == pool {
+			return top, true
+		}
+	}
+	return top, false
 }
 
 // rescore replaces the approximate scores of res with exact cosines from the

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -270,5 +271,101 @@ func TestRecallClustered(t *testing.T) {
 	}
 	if got := sum / float64(len(qs)); got < 0.99 {
 		t.Fatalf("recall@10 %.3f, want at least 0.99", got)
+	}
+}
+
+// TestGroupedSearch: a grouped index returns the k best groups, each at its
+// best vector's exact score, even when one group's vectors fill more than
+// the scan's first pass (here 2,000 near copies of the query in group
+// "crowd" against a first pass of 512).
+func TestGroupedSearch(t *testing.T) {
+	const dim, k = 48, 10
+	r := rand.New(rand.NewPCG(7, 11))
+	group := func(h string) string { g, _, _ := strings.Cut(h, "#"); return g }
+	for _, rescore := range []bool{true, false} {
+		t.Run("rescore="+strconv.FormatBool(rescore), func(t *testing.T) {
+			vecs := floats{}
+			var fetch FetchFunc
+			if rescore {
+				fetch = vecs.fetch
+			}
+			x := NewGrouped(dim, fetch, group)
+			q := gaussian(r, dim)
+			type entry struct {
+				hash string
+				u    []float32
+			}
+			var all []entry
+			add := func(g string, v []float32) {
+				h := g + "#" + strconv.Itoa(len(all))
+				vecs[h] = v
+				u, _ := unit(v)
+				all = append(all, entry{h, u})
+				must(t, x.Add(chunk(int64(len(all)), h, "s"), v))
+			}
+			for range 2000 {
+				v := slices.Clone(q)
+				for j := range v {
+					v[j] += 0.05 * float32(r.NormFloat64())
+				}
+				add("crowd", v)
+			}
+			for g := range 300 {
+				for range 1 + r.IntN(8) {
+					add("g"+strconv.Itoa(g), gaussian(r, dim))
+				}
+			}
+			// Exact answer: each group's best cosine, best groups first.
+			u, _ := unit(q)
+			best := map[string]float32{}
+			for _, e := range all {
+				g := group(e.hash)
+				if s, ok := best[g]; !ok || dot(u, e.u) > s {
+					best[g] = dot(u, e.u)
+				}
+			}
+			var groups []string
+			for g := range best {
+				groups = append(groups, g)
+			}
+			slices.SortFunc(groups, func(a, b string) int {
+				if best[a] > best[b] {
+					return -1
+				}
+				if best[a] < best[b] {
+					return 1
+				}
+				return strings.Compare(a, b)
+			})
+
+			got, err := x.Search(ctx, q, k, nil)
+			must(t, err)
+			if len(got) != k {
+				t.Fatalf("%d results, want %d", len(got), k)
+			}
+			seen := map[string]bool{}
+			gap := float32(0.01) // the int8 error bound without rescoring
+			if rescore {
+				gap = 1e-6
+			}
+			for i, res := range got {
+				g := group(res.Hash)
+				if seen[g] {
+					t.Fatalf("group %s returned twice", g)
+				}
+				seen[g] = true
+				w := groups[i]
+				if rescore && math.Abs(float64(res.Score-best[w])) > 1e-5 {
+					t.Fatalf("rank %d: score %v, exact %v", i, res.Score, best[w])
+				}
+				separated := (i == 0 || best[groups[i-1]]-best[w] > gap) && best[groups[i+1]] < best[w]-gap
+				if separated && g != w {
+					t.Fatalf("rank %d: group %s (%.4f), exact search has %s (%.4f)", i, g, res.Score, w, best[w])
+				}
+			}
+			if group(got[0].Hash) != "crowd" {
+				t.Fatalf("best group %s, want crowd", group(got[0].Hash))
+			}
+		})
 	}
 }
