@@ -440,9 +440,15 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opt.Budget)
 	defer cancel()
-	// Over-fetch so that collapsing duplicates and capping per source still
-	// fill the page.
-	want := max(80, req.Limit*req.PerSource*4)
+	// A single retriever ranks by its own scores: it over-fetches so that
+	// collapsing duplicates and capping per source still fill the page.
+	// Hybrid scales each cosine against the weakest vector candidate's, so
+	// the depth of its candidate lists decides ranks: it is the same for
+	// every page up to 10 results of 2 per source, so the top of a page does
+	// not depend on how long a page was asked for. (Each candidate costs a
+	// read of its text; 40 of each kind fill such a page.)
+	want := max(30, req.Limit*req.PerSource*4)
+	depth := max(40, req.Limit*req.PerSource*2)
 
 	// Full text needs no query vector: it runs, and its candidates are
 	// read from the store, while the query is embedded and the vectors are
@@ -481,11 +487,15 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		// that waits for this one.
 		e.mu.RLock()
 		lx := e.lx
+		lexWant := want
+		if req.Mode != recall.ModeLexical && e.vecReady() {
+			lexWant = depth
+		}
 		e.mu.RUnlock()
 		lexDone = make(chan lexOut, 1)
 		go func() {
 			var out lexOut
-			out.cands, out.err = e.lexical(ctx, lx, req, want)
+			out.cands, out.err = e.lexical(ctx, lx, req, lexWant)
 			if out.err == nil && len(out.cands) > 0 {
 				ids := make([]int64, len(out.cands))
 				for i, c := range out.cands {
@@ -507,7 +517,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	defer e.mu.RUnlock()
 
 	resp := recall.SearchResponse{Query: req.Query, Mode: req.Mode}
-	vecReady := e.opt.Embedder != nil && e.vx != nil && e.vx.len() > 0
+	vecReady := e.vecReady()
 	switch {
 	case resp.Mode == "" || resp.Mode == recall.ModeHybrid:
 		resp.Mode = recall.ModeHybrid
@@ -537,9 +547,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	}
 	var vecRes []unitHit
 	if resp.Mode != recall.ModeLexical {
-		// Vector candidates cost a float rescoring fetch each: ask for
-		// what can reach the page after fusion and capping, not more.
-		vecWant := max(40, req.Limit*req.PerSource*2)
+		vecWant := depth
 		if resp.Mode == recall.ModeSemantic {
 			vecWant = want
 		}
@@ -578,6 +586,11 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		return resp, nil
 	}
 	return e.shape(ctx, req, resp, order, have)
+}
+
+// vecReady reports whether vector search can run (under e.mu).
+func (e *Engine) vecReady() bool {
+	return e.opt.Embedder != nil && e.vx != nil && e.vx.len() > 0
 }
 
 // lexical returns the full-text candidates of a search: from the in-memory

@@ -3,7 +3,10 @@ package search_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -180,5 +183,63 @@ func TestSlowEmbedderFallsBack(t *testing.T) {
 	}
 	if _, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse", Mode: recall.ModeSemantic}); recall.ErrorCode(err) != recall.EUNAVAILABLE {
 		t.Fatalf("semantic with a stalled embedder: %v", err)
+	}
+}
+
+// TestPageTopIndependentOfLimit: a hybrid page's first results are the same
+// whether a short or a long page was asked for (convex fusion scales cosines
+// against the weakest vector candidate, so the candidate depth must not
+// follow the limit), and every text fills at most one place per page.
+func TestPageTopIndependentOfLimit(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	emb := embedtest.New(32)
+	info := emb.Info()
+	st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 32, Normalized: true})
+	words := strings.Fields("kettle river lantern copper meadow violin harbor pepper glacier orchid saddle tunnel " +
+		"falcon marble cactus ribbon anchor walnut comet basket quartz pillow ember ferry")
+	r := rand.New(rand.NewPCG(3, 5))
+	phrase := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = words[r.IntN(len(words))]
+		}
+		return strings.Join(ws, " ")
+	}
+	var docs []recall.Document
+	for i := range 150 {
+		// Several paragraphs: several unit vectors per chunk.
+		docs = append(docs, doc(fmt.Sprintf("s/%03d.md", i), phrase(6)+"\n\n"+phrase(6)+"\n\n"+phrase(6)+"\n\n"+phrase(6)))
+	}
+	writeDocs(t, st, emb, docs...)
+	eng := search.New(st, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	page := func(q string, limit int) []string {
+		resp, err := eng.Search(ctx, recall.SearchRequest{Query: q, Mode: recall.ModeHybrid, Limit: limit, PerSource: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Mode != recall.ModeHybrid {
+			t.Fatalf("mode %s (%s), want hybrid", resp.Mode, resp.Note)
+		}
+		var out []string
+		for _, h := range resp.Results {
+			out = append(out, h.Source)
+		}
+		return out
+	}
+	for range 30 {
+		q := phrase(3)
+		long := page(q, 10)
+		if len(long) != 10 {
+			t.Fatalf("%q: %d results, want 10", q, len(long))
+		}
+		for _, limit := range []int{1, 3, 5} {
+			if short := page(q, limit); !slices.Equal(short, long[:limit]) {
+				t.Fatalf("%q: limit %d gives %v, limit 10 begins %v", q, limit, short, long[:limit])
+			}
+		}
 	}
 }
