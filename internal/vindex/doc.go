@@ -38,7 +38,12 @@
 // Results are one per distinct text: a Result lists every chunk holding that
 // text that the filter allows. The search layer collapses duplicates anyway,
 // and counting them once keeps a passage pasted into fifty files from
-// filling the top k.
+// filling the top k. An index made by NewGrouped goes one step further for
+// texts with several vectors (the search layer's units of a chunk): a
+// search returns the k best groups, each at its best vector's score. The
+// scan's first pass is enlarged when one group's vectors crowd out the
+// others, and rescoring takes every vector of a chosen group that the codes
+// put near its best, so the group's exact best is among them.
 //
 // # Concurrency
 //
