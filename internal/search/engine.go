@@ -487,19 +487,21 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		// that waits for this one.
 		e.mu.RLock()
 		lx := e.lx
-		lexWant := want
+		// Hybrid fuses the first depth candidates; the rest are there in
+		// case it falls back to full text alone, and are read only then.
+		read := want
 		if req.Mode != recall.ModeLexical && e.vecReady() {
-			lexWant = depth
+			read = depth
 		}
 		e.mu.RUnlock()
 		lexDone = make(chan lexOut, 1)
 		go func() {
 			var out lexOut
-			out.cands, out.err = e.lexical(ctx, lx, req, lexWant)
+			out.cands, out.err = e.lexical(ctx, lx, req, max(want, depth))
 			if out.err == nil && len(out.cands) > 0 {
-				ids := make([]int64, len(out.cands))
-				for i, c := range out.cands {
-					ids[i] = c.ChunkID
+				ids := make([]int64, min(read, len(out.cands)))
+				for i := range ids {
+					ids[i] = out.cands[i].ChunkID
 				}
 				out.chunks, out.err = e.store.ChunksByID(ctx, ids)
 			}
@@ -567,7 +569,11 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		if out.err != nil {
 			return resp, out.err
 		}
-		for i, c := range out.cands {
+		cands := out.cands
+		if resp.Mode == recall.ModeHybrid {
+			cands = cands[:min(depth, len(cands))]
+		}
+		for i, c := range cands {
 			cc := get(c.ChunkID)
 			cc.lexRank, cc.lexScore = i+1, c.Score
 		}

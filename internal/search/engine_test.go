@@ -243,3 +243,50 @@ func TestPageTopIndependentOfLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestFallbackFillsPage: a hybrid search whose query cannot be embedded
+// answers from full text with as full a page as a lexical search, although
+// hybrid itself fuses fewer full-text candidates than a lexical page needs.
+func TestFallbackFillsPage(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	emb := embedtest.New(16)
+	info := emb.Info()
+	st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true})
+	// Ten chunks a source, and the more lighthouses the later the source:
+	// the best 40 chunks come from four sources, the best 80 from eight.
+	var docs []recall.Document
+	var vecs []recall.Vector
+	for s := range 12 {
+		d := recall.Document{Source: recall.Source{ID: fmt.Sprintf("s%02d.md", s), Kind: recall.KindArchive, ChunkCount: 10}}
+		for c := range 10 {
+			text := fmt.Sprintf("entry %d of log %d:%s", c, s, strings.Repeat(" lighthouse", s+1))
+			d.Chunks = append(d.Chunks, recall.Chunk{Index: c, Text: text, Hash: recall.TextHash(text)})
+			v, err := emb.Embed(ctx, recall.InputDocument, []string{text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			vecs = append(vecs, recall.Vector{Space: "t", Hash: recall.TextHash(text), Vec: v[0]})
+		}
+		d.Source.ContentHash = recall.TextHash(d.Source.ID)
+		docs = append(docs, d)
+	}
+	if _, err := st.Write(ctx, docs, vecs); err != nil {
+		t.Fatal(err)
+	}
+	slow := embedtest.New(16)
+	slow.Delay = time.Minute
+	eng := search.New(st, search.Options{Embedder: slow, EmbedBudget: 20 * time.Millisecond})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{recall.ModeHybrid, recall.ModeLexical} {
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse", Mode: mode, Limit: 10, PerSource: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Mode != recall.ModeLexical || len(r.Results) != 10 {
+			t.Fatalf("%s: mode %s, %d results, want lexical with 10", mode, r.Mode, len(r.Results))
+		}
+	}
+}
