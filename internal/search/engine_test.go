@@ -28,6 +28,19 @@ func newStore(t *testing.T) *sqlite.DB {
 	return st
 }
 
+// newSpaceStore returns a fresh store with a vector space "t" for the
+// test embedder of dim dimensions, and that embedder.
+func newSpaceStore(t *testing.T, dim int) (*sqlite.DB, *embedtest.Embedder) {
+	t.Helper()
+	st := newStore(t)
+	emb := embedtest.New(dim)
+	info := emb.Info()
+	if _, err := st.CreateSpace(context.Background(), recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: dim, Normalized: true}); err != nil {
+		t.Fatal(err)
+	}
+	return st, emb
+}
+
 func doc(id, text string) recall.Document {
 	return recall.Document{
 		Source: recall.Source{ID: id, Kind: recall.KindArchive, ContentHash: recall.TextHash(text), ChunkCount: 1},
@@ -71,10 +84,7 @@ func semanticSources(t *testing.T, eng *search.Engine, q string) map[string]bool
 // come back.
 func TestLoadIndexReplaysConcurrentWrites(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	emb := embedtest.New(16)
-	info := emb.Info()
-	st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true})
+	st, emb := newSpaceStore(t, 16)
 	var docs []recall.Document
 	for i := range 3000 {
 		docs = append(docs, doc(fmt.Sprintf("old/%04d.md", i), fmt.Sprintf("old passage number %d about kettles and rivers", i)))
@@ -159,10 +169,7 @@ func TestLoadIndexReplaysConcurrentWrites(t *testing.T) {
 // query cannot be embedded in time, and says so.
 func TestSlowEmbedderFallsBack(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	emb := embedtest.New(16)
-	info := emb.Info()
-	st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true})
+	st, emb := newSpaceStore(t, 16)
 	writeDocs(t, st, emb, doc("a.md", "the lighthouse keeper's log"))
 	slow := embedtest.New(16)
 	slow.Delay = time.Minute
@@ -192,10 +199,7 @@ func TestSlowEmbedderFallsBack(t *testing.T) {
 // follow the limit), and every text fills at most one place per page.
 func TestPageTopIndependentOfLimit(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	emb := embedtest.New(32)
-	info := emb.Info()
-	st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 32, Normalized: true})
+	st, emb := newSpaceStore(t, 32)
 	words := strings.Fields("kettle river lantern copper meadow violin harbor pepper glacier orchid saddle tunnel " +
 		"falcon marble cactus ribbon anchor walnut comet basket quartz pillow ember ferry")
 	r := rand.New(rand.NewPCG(3, 5))
@@ -249,10 +253,7 @@ func TestPageTopIndependentOfLimit(t *testing.T) {
 // hybrid itself fuses fewer full-text candidates than a lexical page needs.
 func TestFallbackFillsPage(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
-	emb := embedtest.New(16)
-	info := emb.Info()
-	st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true})
+	st, emb := newSpaceStore(t, 16)
 	// Ten chunks a source, and the more lighthouses the later the source:
 	// the best 40 chunks come from four sources, the best 80 from eight.
 	var docs []recall.Document
