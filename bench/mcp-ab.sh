@@ -6,6 +6,7 @@
 #   bench/mcp-load.sh                      # once: generates and sweeps the data
 #   bench/mcp-ab.sh c32e135 HEAD           # two commits (or any git revisions)
 #   ROUNDS=3 DURATION=30s bench/mcp-ab.sh main my-branch
+#   MODE=semantic bench/mcp-ab.sh c32e135 HEAD
 #
 # Each revision is built from a temporary git worktree. Both must read the
 # database as the current tree made it (no newer schema migrations).
@@ -17,6 +18,7 @@ WORK=${WORK:-/tmp/recall-mcp-load}
 ROUNDS=${ROUNDS:-2}
 DURATION=${DURATION:-20s}
 PACED=${PACED:-40s}
+MODE=${MODE:-hybrid}     # or semantic, lexical
 [ $# -eq 2 ] || { echo "usage: bench/mcp-ab.sh REV_A REV_B" >&2; exit 2; }
 [ -f "$WORK/recall.db" ] || { echo "no $WORK/recall.db: run bench/mcp-load.sh first" >&2; exit 2; }
 
@@ -59,9 +61,9 @@ run() { # run BINARY LABEL
   local vp=$!
   local url
   url="$(wait_listen "$WORK/serve-ab.log")/mcp"
-  "$WORK/bin/mcpload" -url "$url" -clients 1 -mode hybrid -duration "$DURATION" \
+  "$WORK/bin/mcpload" -url "$url" -clients 1 -mode "$MODE" -duration "$DURATION" \
     -json "$WORK/ab-$2-1.json" | grep latency | sed "s/^ */$2 1 client   /"
-  "$WORK/bin/mcpload" -url "$url" -clients 20 -mode hybrid -rate 0.25 -duration "$PACED" \
+  "$WORK/bin/mcpload" -url "$url" -clients 20 -mode "$MODE" -rate 0.25 -duration "$PACED" \
     -json "$WORK/ab-$2-paced.json" | grep latency | sed "s/^ */$2 20 paced   /"
   kill -INT "$vp" "$sp"
   wait "$vp" "$sp" 2>/dev/null || true
