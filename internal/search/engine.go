@@ -646,7 +646,7 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 	for i := range chunks {
 		byID[chunks[i].ID] = &chunks[i]
 	}
-	phrases := exactPhrases(req.Query)
+	phrases := textindex.NewPhrases(exactPhrases(req.Query))
 	// For convex fusion, each score is scaled to [0, 1] over the candidates:
 	// BM25 by its best (it is never negative), cosine by min-max (cosines
 	// can be negative, and their spread matters more than their level). A
@@ -676,8 +676,8 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		if sc == nil {
 			continue
 		}
-		exact := containsAll(textindex.Fold(sc.Text), phrases)
-		titleHit := containsAll(textindex.Fold(sc.Source.Title+" "+sc.Source.ID), phrases)
+		exact := phrases.InAll(sc.Text)
+		titleHit := phrases.InAll(sc.Source.Title + " " + sc.Source.ID)
 		var match []string
 		if exact {
 			match = append(match, "exact")
@@ -836,18 +836,6 @@ func exactPhrases(q string) []string {
 		}
 	}
 	return out
-}
-
-func containsAll(text string, phrases []string) bool {
-	if len(phrases) == 0 {
-		return false
-	}
-	for _, p := range phrases {
-		if !strings.Contains(text, p) {
-			return false
-		}
-	}
-	return true
 }
 
 func round(f float64) float64 {

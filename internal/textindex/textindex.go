@@ -70,6 +70,101 @@ func foldASCII(s string) string {
 	return string(b)
 }
 
+// Phrases finds folded phrases (Fold's output) in texts: InAll(text) is
+// strings.Contains(Fold(text), p) for every p, without folding ASCII text
+// into a new string. A search asks it of every candidate, for the query
+// verbatim, so the ASCII case streams the text through a Knuth-Morris-Pratt
+// matcher, folding as it goes.
+type Phrases struct {
+	folded []string
+	fail   [][]int // per phrase: the longest proper border of each prefix
+}
+
+// NewPhrases prepares folded phrases for matching.
+func NewPhrases(folded []string) *Phrases {
+	m := &Phrases{folded: folded, fail: make([][]int, len(folded))}
+	for i, p := range folded {
+		f := make([]int, len(p))
+		for j, k := 1, 0; j < len(p); j++ {
+			for k > 0 && p[j] != p[k] {
+				k = f[k-1]
+			}
+			if p[j] == p[k] {
+				k++
+			}
+			f[j] = k
+		}
+		m.fail[i] = f
+	}
+	return m
+}
+
+// InAll reports whether Fold(text) contains every phrase; false when there
+// are none.
+func (m *Phrases) InAll(text string) bool {
+	if len(m.folded) == 0 {
+		return false
+	}
+	if !isASCII(text) {
+		f := Fold(text)
+		for _, p := range m.folded {
+			if !strings.Contains(f, p) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range m.folded {
+		if !m.inASCII(text, i) {
+			return false
+		}
+	}
+	return true
+}
+
+// inASCII reports whether foldASCII(s) contains phrase i, reading s once.
+func (m *Phrases) inASCII(s string, i int) bool {
+	p, fail := m.folded[i], m.fail[i]
+	if p == "" {
+		return true
+	}
+	if !isASCII(p) {
+		return false // the fold of ASCII text is ASCII
+	}
+	k := 0 // bytes of p matched so far
+	feed := func(c byte) bool {
+		for k > 0 && p[k] != c {
+			k = fail[k-1]
+		}
+		if p[k] == c {
+			k++
+		}
+		return k == len(p)
+	}
+	pending, started := false, false
+	for j := 0; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == ' ' || '\t' <= c && c <= '\r':
+			pending = started
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		if pending {
+			if feed(' ') {
+				return true
+			}
+			pending = false
+		}
+		started = true
+		if feed(c) {
+			return true
+		}
+	}
+	return false
+}
+
 // foldCase is Fold without the white-space step.
 func foldCase(s string) string {
 	if isASCII(s) {

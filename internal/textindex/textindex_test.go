@@ -162,6 +162,42 @@ func FuzzFoldASCII(f *testing.F) {
 	})
 }
 
+// FuzzPhrases: Phrases.InAll answers as strings.Contains(Fold(text), Fold(phrase)).
+func FuzzPhrases(f *testing.F) {
+	for _, c := range [][2]string{
+		{"Hello,\n\n  World\t", "hello, world"},
+		{"aaab", "aab"},
+		{"abababca", "ababca"},
+		{"  Lead and trail  ", "lead and trail"},
+		{"x\r\ny", "x y"},
+		{"Straße", "strasse"},
+		{"no match here", "match there"},
+		{"ABC", ""},
+	} {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, text, phrase string) {
+		p := Fold(phrase)
+		want := strings.Contains(Fold(text), p)
+		if got := NewPhrases([]string{p}).InAll(text); got != want {
+			t.Fatalf("InAll(%q) for %q = %v; want %v", text, p, got, want)
+		}
+	})
+}
+
+func TestPhrasesAll(t *testing.T) {
+	m := NewPhrases([]string{"red kite", "over the hill"})
+	if !m.InAll("A RED\nkite flew\tover  the hill.") {
+		t.Error("both phrases present: want true")
+	}
+	if m.InAll("a red kite flew over the valley") {
+		t.Error("one phrase missing: want false")
+	}
+	if NewPhrases(nil).InAll("anything") {
+		t.Error("no phrases: want false")
+	}
+}
+
 func TestTitleText(t *testing.T) {
 	for _, tt := range []struct{ title, date, want string }{
 		{"Trip plans", "2023-10-13", "Trip plans 13 October 2023"},
