@@ -35,26 +35,14 @@ for rev in "$1" "$2"; do
   names+=("$name")
 done
 
-wait_listen() {
-  for _ in $(seq 600); do
-    if url=$(grep -o 'listening on http://[0-9.:]*' "$1" | head -1 | sed 's/listening on //') && [ -n "$url" ]; then
-      echo "$url"
-      return
-    fi
-    sleep 0.1
-  done
-  echo "no listening line in $1:" >&2
-  cat "$1" >&2
-  exit 1
-}
+source bench/lib.sh
 
 run() { # run BINARY LABEL
   "$WORK/bin/embedstandin" 2>"$WORK/standin-ab.log" &
   local sp=$!
   local embed_url
   embed_url=$(wait_listen "$WORK/standin-ab.log")
-  export RECALL_DB="$WORK/recall.db" RECALL_EMBEDDER=ollama RECALL_MODEL=bench-standin \
-    RECALL_OLLAMA_URL="$embed_url" HOME="$WORK" XDG_CONFIG_HOME="$WORK/config"
+  standin_env "$embed_url"
   RECALL_TOKEN=$("$WORK/bin/$1" token new)
   export RECALL_TOKEN
   "$WORK/bin/$1" serve --addr 127.0.0.1:0 --rate 0 2>"$WORK/serve-ab.log" &

@@ -57,25 +57,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_listen FILE: the URL a process printed on stderr once listening.
-wait_listen() {
-  for _ in $(seq 600); do
-    if url=$(grep -o 'listening on http://[0-9.:]*' "$1" | head -1 | sed 's/listening on //') && [ -n "$url" ]; then
-      echo "$url"
-      return
-    fi
-    sleep 0.1
-  done
-  echo "no listening line in $1:" >&2
-  cat "$1" >&2
-  exit 1
-}
+source bench/lib.sh
 
 "$WORK/bin/embedstandin" 2>"$WORK/standin.log" &
 pids+=($!)
 EMBED_URL=$(wait_listen "$WORK/standin.log")
-export RECALL_DB="$WORK/recall.db" RECALL_EMBEDDER=ollama RECALL_MODEL=bench-standin \
-  RECALL_OLLAMA_URL="$EMBED_URL" HOME="$WORK" XDG_CONFIG_HOME="$WORK/config"
+standin_env "$EMBED_URL"
 
 echo "== sweep (incremental: a second run only checks the files)"
 /usr/bin/time -f "sweep: %e s wall, %M KB max RSS" "$WORK/bin/recall" sweep "$WORK/vault" --json | tail -1
