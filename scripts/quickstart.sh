@@ -19,9 +19,9 @@ echo
 echo "\$ recall sweep examples/vault"
 bin/recall sweep examples/vault
 echo
-echo "\$ recall search \"moments of vulnerability\""
+echo "\$ recall search --limit 3 \"moments of vulnerability\""
 bin/recall search --limit 3 "moments of vulnerability"
-echo "\$ recall search \"how do I revive a sourdough starter\""
+echo "\$ recall search --limit 2 \"how do I revive a sourdough starter\""
 bin/recall search --limit 2 "how do I revive a sourdough starter"
 echo "\$ recall stats"
 bin/recall stats

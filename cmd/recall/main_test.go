@@ -251,3 +251,23 @@ func TestFormatProgress(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryDeleteNeedsConfirmFlag(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "person_ann", "Ann runs marathons."); code != 0 {
+		t.Fatal(errs)
+	}
+	_, errs, code := run(t, env, "memory", "delete", "person_ann")
+	if code == 0 || !strings.Contains(errs, "--confirm") {
+		t.Fatalf("delete without --confirm: exit %d, %q (want a refusal naming --confirm)", code, errs)
+	}
+	if out, _, code := run(t, env, "memory", "get", "person_ann"); code != 0 || !strings.Contains(out, "marathons") {
+		t.Fatalf("refused delete lost the memory: exit %d, %q", code, out)
+	}
+	if _, errs, code := run(t, env, "memory", "delete", "person_ann", "--confirm"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, _, code := run(t, env, "memory", "get", "person_ann"); code == 0 {
+		t.Fatal("memory still there after delete --confirm")
+	}
+}

@@ -166,6 +166,13 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if len(pos) != 1 {
 			return usagef("memory delete takes one KEY")
 		}
+		if !*confirm {
+			// The service's refusal speaks to MCP and REST clients; here the switch is a flag.
+			if err := memory.ValidateKey(pos[0]); err != nil {
+				return err
+			}
+			return recall.Errorf(recall.EINVALID, "deleting %q cannot be undone: run again with --confirm", pos[0])
+		}
 		svc, err := m.memoryService(ctx)
 		if err != nil {
 			return err

@@ -278,7 +278,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer, admin bool) error {
 	id := &identity{name: "stdio", key: "stdio", admin: admin}
 	ms := s.newMCPServer(admin, id)
-	return ms.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}})
+	return ms.Run(ctx, drainTransport{&mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}}})
 }
 
 type nopWriteCloser struct{ io.Writer }

