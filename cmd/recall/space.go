@@ -24,7 +24,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, _, _, err := m.engine(ctx, st, true)
+	eng, configured, _, err := m.engine(ctx, st, true)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 			continue
 		}
 		found = true
-		emb, err := m.makeEmbedder(sp.Provider, sp.Model)
+		emb, err := m.spaceEmbedder(sp, configured)
 		if err != nil {
 			return fmt.Errorf("space %s: %w", sp.Name, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -163,5 +165,77 @@ func TestEmbedderFailureDuringSweep(t *testing.T) {
 	json.Unmarshal([]byte(out), &st)
 	if st.Spaces[0].Missing != 0 || st.Spaces[0].Coverage != 1 {
 		t.Fatalf("after repair: %+v", st.Spaces[0])
+	}
+}
+
+// copyModel copies the tiny test model into dir/model (every model directory
+// in this test has the same name) and, for variant > 0, changes the last
+// bytes of its weights: another model of the same shape.
+func copyModel(t *testing.T, dir string, variant byte) string {
+	t.Helper()
+	src := "../../internal/embed/encoder/testdata/bge-tiny"
+	dst := filepath.Join(dir, "model")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	if variant > 0 {
+		w := filepath.Join(dst, "model.safetensors")
+		b, err := os.ReadFile(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)-1] ^= variant
+		if err := os.WriteFile(w, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// A model loaded from a directory is named by its files, not by the
+// directory's name: two different models in directories called "model"
+// get a space each, and a space made from a directory can be filled and
+// read by pointing --model at that directory again.
+func TestModelDirectoriesAreToldApart(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"] = "builtin"
+	a := copyModel(t, filepath.Join(t.TempDir(), "a"), 0)
+	b := copyModel(t, filepath.Join(t.TempDir(), "b"), 0x5a)
+	vault := t.TempDir()
+	if err := os.WriteFile(filepath.Join(vault, "c.md"), []byte("**User:** the quick brown fox\n\n**Assistant:** jumps over the lazy dog\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, env, "--model", a, "sweep", vault); code != 0 {
+		t.Fatalf("sweep with model a: %s", errs)
+	}
+	if _, errs, code := run(t, env, "--model", b, "space", "create", "other", "--embedder", "builtin"); code != 0 {
+		t.Fatalf("space create with model b: %s", errs)
+	}
+	out, _, _ := run(t, env, "space", "list", "--json")
+	var spaces []recall.SpaceStats
+	if err := json.Unmarshal([]byte(out), &spaces); err != nil {
+		t.Fatalf("space list: %v: %s", err, out)
+	}
+	models := map[string]string{}
+	for _, s := range spaces {
+		models[s.Name] = s.Model
+	}
+	if len(models) != 2 || models["other"] == "" {
+		t.Fatalf("want the sweep's space and \"other\": %v", models)
+	}
+	for name, m := range models {
+		if name != "other" && m == models["other"] {
+			t.Fatalf("two different models share the name %q: %v", m, models)
+		}
+	}
+	if _, errs, code := run(t, env, "--model", b, "repair", "--space", "other"); code != 0 {
+		t.Fatalf("repair of a space made from a model directory: %s", errs)
+	}
+	if _, errs, code := run(t, env, "--model", b, "space", "use", "other"); code != 0 {
+		t.Fatalf("space use: %s", errs)
+	}
+	out, errs, code := run(t, env, "--model", b, "search", "--mode", "semantic", "--json", "lazy dog")
+	if code != 0 || !strings.Contains(out, "c.md") || strings.Contains(errs, "lexical-only") {
+		t.Fatalf("semantic search in the new space: exit %d: %s %s", code, out, errs)
 	}
 }

