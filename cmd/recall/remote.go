@@ -97,7 +97,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 		fmt.Fprintln(m.Stdout, string(b))
 	} else {
 		fmt.Fprintf(m.Stdout, "sent %d of %d files to %s (%d unchanged, %d failed), %d sources, %d chunks in %d requests, %.2fs\n",
-			res.FilesSent, res.FilesSeen, *url, res.FilesUnchanged, res.FilesFailed, res.Sources, res.Chunks, res.Batches, res.Seconds)
+			res.FilesChanged, res.FilesSeen, *url, res.FilesSkipped, res.FilesFailed, res.Sources, res.ChunksWritten, res.Batches, res.Seconds)
 		if res.FilesFailed > 0 {
 			fmt.Fprintf(m.Stdout, "failures are listed in %s; they are sent again on the next run\n", lp)
 		}

@@ -231,11 +231,12 @@ func TestSweepRemote(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("remote sweep exit %d: %s %s", code, out, errs)
 	}
-	var res struct{ FilesSeen, FilesSent, FilesFailed int }
+	var res struct{ FilesSeen, FilesChanged, FilesFailed int }
 	var raw map[string]int
 	json.Unmarshal([]byte(strings.TrimSpace(out)), &raw)
-	res.FilesSeen, res.FilesSent, res.FilesFailed = raw["files_seen"], raw["files_sent"], raw["files_failed"]
-	if res.FilesSeen < 9 || res.FilesSent != res.FilesSeen || res.FilesFailed != 0 {
+	// The keys of a local sweep's summary.
+	res.FilesSeen, res.FilesChanged, res.FilesFailed = raw["files_seen"], raw["files_changed"], raw["files_failed"]
+	if res.FilesSeen < 9 || res.FilesChanged != res.FilesSeen || res.FilesFailed != 0 || raw["chunks_written"] == 0 || raw["bytes"] == 0 {
 		t.Fatalf("summary: %s", out)
 	}
 	req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(`{"query":"moments of vulnerability"}`))
@@ -251,7 +252,7 @@ func TestSweepRemote(t *testing.T) {
 	}
 	out, _, code = run(t, clientEnv, "sweep", "--remote="+url, "--json", sampleVault)
 	json.Unmarshal([]byte(strings.TrimSpace(out)), &raw)
-	if code != 0 || raw["files_unchanged"] != res.FilesSeen || raw["batches"] != 0 {
+	if code != 0 || raw["files_skipped"] != res.FilesSeen || raw["batches"] != 0 {
 		t.Errorf("second run: %d %s", code, out)
 	}
 	clientEnv["RECALL_TOKEN"] = "wrong-token-0123456789abcdefgh"

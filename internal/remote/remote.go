@@ -43,16 +43,19 @@ type Options struct {
 
 // Result summarises a remote sweep.
 type Result struct {
-	FilesSeen      int     `json:"files_seen"`
-	FilesSent      int     `json:"files_sent"`      // confirmed by the server and recorded in the manifest
-	FilesUnchanged int     `json:"files_unchanged"` // recorded with the same content: not sent
-	FilesFailed    int     `json:"files_failed"`    // left out of the manifest: sent again next run
-	FilesGone      int     `json:"files_gone"`      // recorded but no longer in the vault (the server keeps them)
-	Sources        int     `json:"sources"`
-	Chunks         int     `json:"chunks"`
-	Batches        int     `json:"batches"`
-	BatchesFailed  int     `json:"batches_failed"`
-	Seconds        float64 `json:"seconds"`
+	// The keys of a local sweep's summary (ingest.Result), so scripts read both alike.
+	FilesSeen     int     `json:"files_seen"`
+	FilesChanged  int     `json:"files_changed"` // sent, confirmed by the server and recorded in the manifest
+	FilesSkipped  int     `json:"files_skipped"` // recorded with the same content: not sent
+	FilesFailed   int     `json:"files_failed"`  // left out of the manifest: sent again next run
+	FilesRemoved  int     `json:"files_removed"` // recorded but no longer in the vault (the server keeps them)
+	ChunksWritten int     `json:"chunks_written"`
+	Bytes         int64   `json:"bytes"` // of the files sent
+	Seconds       float64 `json:"seconds"`
+	// Remote only.
+	Sources       int `json:"sources"`
+	Batches       int `json:"batches"`
+	BatchesFailed int `json:"batches_failed"`
 }
 
 // manifest records the files the server has confirmed, by content hash.
@@ -189,7 +192,7 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	for rel := range man.Files {
 		if !present[rel] {
 			delete(man.Files, rel)
-			s.res.FilesGone++
+			s.res.FilesRemoved++
 		}
 	}
 
@@ -241,7 +244,7 @@ func firstKey(m map[string]bool) string {
 func (s *sweeper) file(ctx context.Context, f localFile) error {
 	old, recorded := s.man.Files[f.rel]
 	if !s.opt.Full && recorded && old.Size == f.size && old.MTime == f.mtime {
-		s.res.FilesUnchanged++
+		s.res.FilesSkipped++
 		return nil
 	}
 	data, err := os.ReadFile(f.path)
@@ -253,7 +256,7 @@ func (s *sweeper) file(ctx context.Context, f localFile) error {
 	entry := fileEntry{Hash: hex.EncodeToString(sum[:]), Size: f.size, MTime: f.mtime}
 	if !s.opt.Full && recorded && old.Hash == entry.Hash {
 		s.man.Files[f.rel] = entry
-		s.res.FilesUnchanged++
+		s.res.FilesSkipped++
 		return nil
 	}
 	var convs []convo.Conversation
@@ -282,7 +285,8 @@ func (s *sweeper) file(ctx context.Context, f localFile) error {
 	}
 	if len(sources) == 0 {
 		s.man.Files[f.rel] = entry // nothing to send: done
-		s.res.FilesSent++
+		s.res.FilesChanged++
+		s.res.Bytes += entry.Size
 		return nil
 	}
 	for _, src := range sources {
@@ -354,7 +358,7 @@ func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error 
 		}
 		s.batch = append(s.batch, c)
 		s.size += len(c.Content)
-		s.res.Chunks++
+		s.res.ChunksWritten++
 		if len(s.inBatch) == 0 || s.inBatch[len(s.inBatch)-1] != p {
 			s.inBatch = append(s.inBatch, p)
 		}
@@ -402,7 +406,8 @@ func (s *sweeper) flush(ctx context.Context) error {
 		if len(p.waiting) == 0 && !p.finished {
 			p.finished = true
 			s.man.Files[p.rel] = p.entry
-			s.res.FilesSent++
+			s.res.FilesChanged++
+			s.res.Bytes += p.entry.Size
 		}
 	}
 	return nil

@@ -111,7 +111,7 @@ func TestRemoteSweepMatchesLocalSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.FilesSeen != 4 || res.FilesSent != 4 || res.FilesFailed != 0 || res.Batches < 2 {
+	if res.FilesSeen != 4 || res.FilesChanged != 4 || res.FilesFailed != 0 || res.Batches < 2 {
 		t.Errorf("first run: %+v", res)
 	}
 
@@ -136,7 +136,7 @@ func TestRemoteSweepMatchesLocalSweep(t *testing.T) {
 
 	// Nothing changed: nothing is sent.
 	res, err = remote.Sweep(context.Background(), dir, opt)
-	if err != nil || res.FilesUnchanged != 4 || res.Batches != 0 {
+	if err != nil || res.FilesSkipped != 4 || res.Batches != 0 {
 		t.Errorf("second run: %+v %v", res, err)
 	}
 	// A changed file is sent again, alone.
@@ -145,7 +145,7 @@ func TestRemoteSweepMatchesLocalSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = remote.Sweep(context.Background(), dir, opt)
-	if err != nil || res.FilesSent != 1 || res.FilesUnchanged != 3 {
+	if err != nil || res.FilesChanged != 1 || res.FilesSkipped != 3 {
 		t.Errorf("after a change: %+v %v", res, err)
 	}
 	if chunks, _ := tg.st.Chunks(context.Background(), "chinese-names.md", 0, 10); len(chunks) != 1 || !strings.Contains(chunks[0].Text, "新的内容") {
@@ -154,7 +154,7 @@ func TestRemoteSweepMatchesLocalSweep(t *testing.T) {
 	// A removed file leaves the manifest; the server keeps it.
 	os.Remove(p)
 	res, err = remote.Sweep(context.Background(), dir, opt)
-	if err != nil || res.FilesGone != 1 {
+	if err != nil || res.FilesRemoved != 1 {
 		t.Errorf("after a removal: %+v %v", res, err)
 	}
 }
@@ -184,7 +184,7 @@ func TestFailedBatchesAreRetriedNextRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.FilesSent != 0 || res.FilesFailed != 4 || res.BatchesFailed != res.Batches || int(calls.Load()) != 2*res.Batches {
+	if res.FilesChanged != 0 || res.FilesFailed != 4 || res.BatchesFailed != res.Batches || int(calls.Load()) != 2*res.Batches {
 		t.Errorf("while down: %+v, %d calls", res, calls.Load())
 	}
 	if !strings.Contains(log.String(), "down for maintenance") || !strings.Contains(log.String(), "\tbatch\t") {
@@ -192,7 +192,7 @@ func TestFailedBatchesAreRetriedNextRun(t *testing.T) {
 	}
 	down.Store(false)
 	res, err = remote.Sweep(context.Background(), dir, opt)
-	if err != nil || res.FilesSent != 4 || res.FilesFailed != 0 {
+	if err != nil || res.FilesChanged != 4 || res.FilesFailed != 0 {
 		t.Errorf("once up: %+v %v", res, err)
 	}
 }
@@ -212,7 +212,7 @@ func TestTransientFailuresRetried(t *testing.T) {
 		})
 	})
 	res, err := remote.Sweep(context.Background(), dir, options(t, tg.srv.URL))
-	if err != nil || res.FilesSent != 4 || res.BatchesFailed != 0 {
+	if err != nil || res.FilesChanged != 4 || res.BatchesFailed != 0 {
 		t.Errorf("%+v %v", res, err)
 	}
 }
@@ -239,7 +239,7 @@ func TestIncompleteSourcesAreNotRecorded(t *testing.T) {
 	var log bytes.Buffer
 	opt.Failures = &log
 	res, err := remote.Sweep(context.Background(), dir, opt)
-	if err != nil || res.FilesSent != 0 || res.FilesFailed != 4 {
+	if err != nil || res.FilesChanged != 0 || res.FilesFailed != 4 {
 		t.Errorf("%+v %v", res, err)
 	}
 	if !strings.Contains(log.String(), "did not report") {
@@ -271,7 +271,7 @@ func TestUnparseableFileIsLoggedAndSkipped(t *testing.T) {
 	var log bytes.Buffer
 	opt.Failures = &log
 	res, err := remote.Sweep(context.Background(), dir, opt)
-	if err != nil || res.FilesSent != 4 || res.FilesFailed != 1 || !strings.Contains(log.String(), "broken.json") {
+	if err != nil || res.FilesChanged != 4 || res.FilesFailed != 1 || !strings.Contains(log.String(), "broken.json") {
 		t.Errorf("%+v %v\n%s", res, err, log.String())
 	}
 }
@@ -286,12 +286,12 @@ func TestManifestTiedToServerAndChunking(t *testing.T) {
 	}
 	opt.URL = b.srv.URL
 	res, err := remote.Sweep(context.Background(), dir, opt)
-	if err != nil || res.FilesSent != 4 {
+	if err != nil || res.FilesChanged != 4 {
 		t.Errorf("new server: %+v %v", res, err)
 	}
 	opt.Chunk.Size = 500
 	res, err = remote.Sweep(context.Background(), dir, opt)
-	if err != nil || res.FilesSent != 4 {
+	if err != nil || res.FilesChanged != 4 {
 		t.Errorf("new chunking: %+v %v", res, err)
 	}
 	os.WriteFile(opt.Manifest, []byte("{not json"), 0o600)
