@@ -365,8 +365,9 @@ type SearchResponse struct {
 // Searcher answers searches and reads around hits.
 type Searcher interface {
 	Search(ctx context.Context, req SearchRequest) (SearchResponse, error)
-	// Context returns the chunks of source within radius of index.
-	Context(ctx context.Context, source string, index, radius int, scope Filter) ([]StoredChunk, error)
+	// Context returns the chunks of source (of the given kind, "" for any)
+	// within radius of index, and the kind of the source it read.
+	Context(ctx context.Context, source string, kind Kind, index, radius int, scope Filter) ([]StoredChunk, Kind, error)
 }
 
 func isCanceled(err error) bool {

@@ -178,6 +178,7 @@ func indent(s, prefix string) string {
 func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("context", flag.ContinueOnError)
 	radius := fs.Int("radius", 1, "chunks to show on each side (at most 3)")
+	kind := fs.String("kind", "", "the source's kind (archive, memory or diary), when a memory and a file share a name")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := m.parse(fs, args, "context [flags] SOURCE CHUNK_INDEX")
 	if err != nil {
@@ -198,7 +199,12 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	chunks, err := eng.Context(ctx, pos[0], idx, *radius, recall.Filter{})
+	switch recall.Kind(*kind) {
+	case "", recall.KindArchive, recall.KindMemory, recall.KindDiary:
+	default:
+		return usagef("--kind must be archive, memory or diary")
+	}
+	chunks, got, err := eng.Context(ctx, pos[0], recall.Kind(*kind), idx, *radius, recall.Filter{})
 	if err != nil {
 		return err
 	}
@@ -210,16 +216,16 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 		}
 		res := make([]out, len(chunks))
 		for i, c := range chunks {
-			res[i] = out{c.Source.ID, c.Index, c.Text}
+			res[i] = out{recall.PublicID(c.Source.ID), c.Index, c.Text}
 		}
-		return json.NewEncoder(m.Stdout).Encode(map[string]any{"source": pos[0], "chunks": res})
+		return json.NewEncoder(m.Stdout).Encode(map[string]any{"source": pos[0], "kind": got, "chunks": res})
 	}
 	for _, c := range chunks {
 		mark := ""
 		if c.Index == idx {
 			mark = "  <- hit"
 		}
-		fmt.Fprintf(m.Stdout, "── %s #%d%s\n%s\n\n", c.Source.ID, c.Index, mark, c.Text)
+		fmt.Fprintf(m.Stdout, "── %s #%d%s\n%s\n\n", recall.PublicID(c.Source.ID), c.Index, mark, c.Text)
 	}
 	return nil
 }

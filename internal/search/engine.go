@@ -770,35 +770,51 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 	return resp, nil
 }
 
-// Context returns the chunks around a hit, within the caller's scope.
-func (e *Engine) Context(ctx context.Context, source string, index, radius int, scope recall.Filter) ([]recall.StoredChunk, error) {
+// Context returns the chunks around a hit, within the caller's scope, and
+// the kind of the source it read. kind ("" for any) says which namespace
+// source names: a memory key and an archive file may share a name.
+func (e *Engine) Context(ctx context.Context, source string, kind recall.Kind, index, radius int, scope recall.Filter) ([]recall.StoredChunk, recall.Kind, error) {
 	if radius < 0 || radius > 3 {
-		return nil, recall.Errorf(recall.EINVALID, "radius must be between 0 and 3")
+		return nil, "", recall.Errorf(recall.EINVALID, "radius must be between 0 and 3")
 	}
 	if index < 0 {
-		return nil, recall.Errorf(recall.EINVALID, "chunk index must be 0 or more")
+		return nil, "", recall.Errorf(recall.EINVALID, "chunk index must be 0 or more")
 	}
-	src, err := e.resolve(ctx, source, scope)
+	if len(source) > recall.MaxSourceIDLen {
+		return nil, "", recall.Errorf(recall.EINVALID, "source is longer than %d bytes", recall.MaxSourceIDLen)
+	}
+	src, err := e.resolve(ctx, source, kind, scope)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	meta := recall.SourceMeta{ID: src.ID, Kind: src.Kind, Title: src.Title, Date: src.Date, Owner: src.Owner, Category: src.Category}
 	scope.Since, scope.Until = "", "" // reading around a hit ignores date filters
 	if !scope.Allows(&meta) {
-		return nil, recall.Errorf(recall.ENOTFOUND, "no source %q", source)
+		return nil, "", recall.Errorf(recall.ENOTFOUND, "no source %q", source)
 	}
 	if index >= src.ChunkCount {
-		return nil, recall.Errorf(recall.ENOTFOUND, "source %q has %d chunks; there is no chunk %d", source, src.ChunkCount, index)
+		return nil, "", recall.Errorf(recall.ENOTFOUND, "source %q has %d chunks; there is no chunk %d", source, src.ChunkCount, index)
 	}
-	return e.store.Chunks(ctx, src.ID, max(0, index-radius), index+radius)
+	chunks, err := e.store.Chunks(ctx, src.ID, max(0, index-radius), index+radius)
+	return chunks, src.Kind, err
 }
 
-// resolve finds the source a client names: an archive path, a memory key
-// or diary/<date> of the caller's owner.
-func (e *Engine) resolve(ctx context.Context, name string, scope recall.Filter) (recall.Source, error) {
-	candidates := []string{name, recall.MemoryID(scope.Owner, name)}
-	if date, ok := strings.CutPrefix(name, "diary/"); ok {
+// resolve finds the source a client names: a memory key or diary/<date> of
+// the caller's owner, or an archive path, of the given kind ("" for any).
+// The caller's own memories and diary come first, so that an archive
+// source given the same name (anyone allowed to ingest can choose one)
+// never stands in for them; the kind a search result carries reaches the
+// archive file.
+func (e *Engine) resolve(ctx context.Context, name string, kind recall.Kind, scope recall.Filter) (recall.Source, error) {
+	var candidates []string
+	if kind == "" || kind == recall.KindMemory {
+		candidates = append(candidates, recall.MemoryID(scope.Owner, name))
+	}
+	if date, ok := strings.CutPrefix(name, "diary/"); ok && (kind == "" || kind == recall.KindDiary) {
 		candidates = append(candidates, recall.DiaryID(scope.Owner, date))
+	}
+	if kind == "" || kind == recall.KindArchive {
+		candidates = append(candidates, name)
 	}
 	for _, id := range candidates {
 		src, err := e.store.Source(ctx, id)

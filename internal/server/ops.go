@@ -66,11 +66,13 @@ type ContextInput struct {
 	Source     string `json:"source" jsonschema:"the source of a search result, exactly as the result names it"`
 	ChunkIndex int    `json:"chunk_index" jsonschema:"the chunk_index of that result"`
 	Radius     *int   `json:"radius,omitempty" jsonschema:"how many chunks to show on each side, 0 to 3 (default 1)"`
+	Kind       string `json:"kind,omitempty" jsonschema:"the kind of that result (archive, memory or diary): it tells an archive file from a memory of the same name"`
 }
 
 // ContextOutput is get_context's answer.
 type ContextOutput struct {
 	Source     string         `json:"source"`
+	Kind       recall.Kind    `json:"kind"`
 	ChunkIndex int            `json:"chunk_index"`
 	Chunks     []ContextChunk `json:"chunks"`
 }
@@ -90,11 +92,16 @@ func (s *Server) context(ctx context.Context, c caller, in ContextInput) (Contex
 	if in.Source == "" {
 		return ContextOutput{}, recall.Errorf(recall.EINVALID, "source is required: use the source of a search result")
 	}
-	chunks, err := s.eng.Context(ctx, in.Source, in.ChunkIndex, radius, c.scope().Filter(recall.Filter{}))
+	switch recall.Kind(in.Kind) {
+	case "", recall.KindArchive, recall.KindMemory, recall.KindDiary:
+	default:
+		return ContextOutput{}, recall.Errorf(recall.EINVALID, "kind must be archive, memory or diary")
+	}
+	chunks, kind, err := s.eng.Context(ctx, in.Source, recall.Kind(in.Kind), in.ChunkIndex, radius, c.scope().Filter(recall.Filter{}))
 	if err != nil {
 		return ContextOutput{}, err
 	}
-	out := ContextOutput{Source: in.Source, ChunkIndex: in.ChunkIndex, Chunks: make([]ContextChunk, len(chunks))}
+	out := ContextOutput{Source: in.Source, Kind: kind, ChunkIndex: in.ChunkIndex, Chunks: make([]ContextChunk, len(chunks))}
 	for i, ch := range chunks {
 		out.Chunks[i] = ContextChunk{Source: recall.PublicID(ch.Source.ID), ChunkIndex: ch.Index, Text: ch.Text}
 	}

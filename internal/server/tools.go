@@ -193,7 +193,10 @@ func (s *Server) newMCPServer(admin bool, fallback *identity) *mcp.Server {
 	addTool(s, ms, fallback, &mcp.Tool{Name: "get_context", Annotations: readOnly("Read around a result"),
 		Description: "Return the chunks around one search result: the chunk itself and up to radius chunks on each side, " +
 			"in order. Give the source and chunk_index exactly as search_archive returned them.",
-		InputSchema: schema[ContextInput](map[string]func(*jsonschema.Schema){"chunk_index": between(0, 1e9), "radius": between(0, 3)})},
+		InputSchema: schema[ContextInput](map[string]func(*jsonschema.Schema){
+			"source": length(1, recall.MaxSourceIDLen), "chunk_index": between(0, 1e9), "radius": between(0, 3),
+			"kind": oneOf(string(recall.KindArchive), string(recall.KindMemory), string(recall.KindDiary)),
+		})},
 		func(ctx context.Context, c caller, in ContextInput) (*mcp.CallToolResult, ContextOutput, int, error) {
 			out, err := s.context(ctx, c, in)
 			if err != nil {
