@@ -133,6 +133,16 @@ func TestBadTokensThrottled(t *testing.T) {
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("sixth wrong token: %d Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
+	// Valid tokens from the same address (every client behind a reverse
+	// proxy) are not locked out by someone else's wrong ones.
+	for _, tok := range []string{plainTok, aliceTok, adminTok} {
+		if resp, body := f.do("GET", "/api/stats", tok, ""); resp.StatusCode != 200 {
+			t.Errorf("valid token after the address's wrong ones: %d %s", resp.StatusCode, body)
+		}
+	}
+	if resp, _ := f.do("GET", "/api/stats", wrongTok, ""); resp.StatusCode != 429 {
+		t.Errorf("wrong token after valid ones: %d, still throttled", resp.StatusCode)
+	}
 	// Ordinary traffic gets the normal limit: 1000 a second in the fixture.
 	g := newFixture(t, nil)
 	for i := range 20 {

@@ -434,13 +434,18 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, ri *reqInf
 		s.unauthorized(w, ri, "this server needs a token: send an Authorization: Bearer header")
 		return nil, false
 	}
-	if secs, blocked := s.bad.blocked(ip); blocked {
-		setRetryAfter(w, secs)
-		s.refuse(w, ri, http.StatusTooManyRequests, recall.ERATELIMIT, "too many wrong tokens from this address; retry after the number of seconds in Retry-After")
-		return nil, false
-	}
+	// A valid token is looked up before the address's wrong-token limit
+	// applies: behind a reverse proxy every client shares one address, and
+	// one client's bad token must not lock the others out. Guessing stays
+	// throttled, and a guess is hopeless anyway (tokens are random and at
+	// least 24 characters; lookup is constant-time).
 	id := s.keys.lookup(token)
 	if id == nil {
+		if secs, blocked := s.bad.blocked(ip); blocked {
+			setRetryAfter(w, secs)
+			s.refuse(w, ri, http.StatusTooManyRequests, recall.ERATELIMIT, "too many wrong tokens from this address; retry after the number of seconds in Retry-After")
+			return nil, false
+		}
 		s.bad.fail(ip)
 		s.unauthorized(w, ri, "the token is not valid")
 		return nil, false
