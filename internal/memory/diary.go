@@ -105,7 +105,7 @@ func (s *Service) WriteDiary(ctx context.Context, text, date, owner string, repl
 	// Vectors are made after the commit (embedding inside the transaction
 	// would hold the write lock for the embedder's whole round trip); the
 	// entry is searchable by text at once, and repair completes a failure.
-	if vecs, state := s.embed(ctx, doc.Chunks); len(vecs) > 0 {
+	if vecs, state := s.embedWithin(ctx, doc.Chunks); len(vecs) > 0 {
 		if err := s.w.PutVectors(ctx, vecs); err == nil {
 			res.Index = state
 		}

@@ -89,7 +89,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 	var vecs []recall.Vector
 	state := recall.IndexSkipped
 	if res.Index != recall.IndexSkipped {
-		vecs, state = s.embed(ctx, chunks)
+		vecs, state = s.embedWithin(ctx, chunks)
 		res.Index = state
 	} else {
 		state = cur.IndexState

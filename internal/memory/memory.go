@@ -57,7 +57,16 @@ type Options struct {
 	Categories []CategoryRule // nil means DefaultCategories
 	Location   *time.Location // time zone for "today" in the diary (nil: UTC)
 	Now        func() time.Time
+	// EmbedBudget bounds the embedding a save or diary write waits for
+	// (0: DefaultEmbedBudget). Past it the text is stored searchable by
+	// text, index "pending", and repair embeds it later: a hanging
+	// provider must not hold a save until the client gives up and nothing
+	// is stored.
+	EmbedBudget time.Duration
 }
+
+// DefaultEmbedBudget is Options.EmbedBudget's default.
+const DefaultEmbedBudget = 15 * time.Second
 
 // Service implements memories and the diary. It is safe for concurrent use.
 type Service struct {
@@ -76,6 +85,9 @@ func New(st recall.Store, w Writer, opt Options) *Service {
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
+	}
+	if opt.EmbedBudget <= 0 {
+		opt.EmbedBudget = DefaultEmbedBudget
 	}
 	return &Service{st: st, w: w, opt: opt}
 }
@@ -191,6 +203,13 @@ func (s *Service) modelName() string {
 	}
 	i := s.opt.Embedder.Info()
 	return i.Provider + "/" + i.Model
+}
+
+// embedWithin is embed within the save budget (Options.EmbedBudget).
+func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string) {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.EmbedBudget)
+	defer cancel()
+	return s.embed(ctx, chunks)
 }
 
 // embed makes vectors for the chunks of docs that the space lacks. It

@@ -207,6 +207,26 @@ func TestPendingThenRepaired(t *testing.T) {
 	}
 }
 
+// A hanging embedder holds a save or diary write only for the embedding
+// budget: the text is stored, searchable by text and pending.
+func TestHangingEmbedderDoesNotHoldSaves(t *testing.T) {
+	f := newFixture(t, true)
+	f.svc.opt.EmbedBudget = 50 * time.Millisecond
+	f.emb.Delay = time.Hour
+	res, err := f.svc.Save(ctx, SaveRequest{Key: "note_x", Value: "the quick brown fox"}, Scope{})
+	if err != nil || res.Index != recall.IndexPending {
+		t.Fatalf("save with a hanging embedder: %+v %v", res, err)
+	}
+	d, err := f.svc.WriteDiary(ctx, "a slow lazy dog", "2025-07-14", "", false, Scope{})
+	if err != nil || d.Index != recall.IndexPending {
+		t.Fatalf("diary write with a hanging embedder: %+v %v", d, err)
+	}
+	r, err := f.eng.Search(ctx, recall.SearchRequest{Query: "brown fox", Mode: recall.ModeLexical})
+	if err != nil || len(r.Results) != 1 {
+		t.Fatalf("the pending memory is not searchable by text: %+v %v", r, err)
+	}
+}
+
 func TestConcurrentSavesOfOneKeyAreAtomic(t *testing.T) {
 	f := newFixture(t, true)
 	var wg sync.WaitGroup
