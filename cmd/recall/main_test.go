@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -343,5 +344,65 @@ func TestModelListShowsPackagedModel(t *testing.T) {
 	out, _, code = run(t, env, "model", "list")
 	if code != 0 || !strings.Contains(out, "all-MiniLM-L6-v2") || !strings.Contains(out, pkg) || !strings.Contains(out, "Python package") {
 		t.Fatalf("packaged model not listed: exit %d: %q", code, out)
+	}
+}
+
+// With the audit setting, export, import and delete from the command line
+// write one audit line each, with counts and never content.
+func TestCLIAudit(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	env["RECALL_AUDIT"] = filepath.Join(dir, "audit.jsonl")
+	env["USER"] = "ann"
+	const canary = "canary-value-7f3a"
+	if _, errs, code := run(t, env, "memory", "save", "note_canary", canary); code != 0 {
+		t.Fatal(errs)
+	}
+	dump := filepath.Join(dir, "dump.jsonl")
+	if _, errs, code := run(t, env, "export", "--out", dump); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := run(t, env, "import", dump); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := run(t, env, "memory", "delete", "note_canary", "--confirm"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, _, code := run(t, env, "memory", "delete", "note_canary", "--confirm"); code == 0 {
+		t.Fatal("second delete succeeded")
+	}
+	raw, err := os.ReadFile(env["RECALL_AUDIT"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), canary) || strings.Contains(string(raw), "note_canary") {
+		t.Fatalf("the audit log holds content: %s", raw)
+	}
+	type line struct {
+		Time, RequestID, Token, Route, Outcome string
+		Results                                int
+	}
+	var got []line
+	for l := range strings.Lines(string(raw)) {
+		var a struct {
+			Time      string `json:"time"`
+			RequestID string `json:"request_id"`
+			Token     string `json:"token"`
+			Route     string `json:"route"`
+			Outcome   string `json:"outcome"`
+			Results   int    `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		if a.RequestID == "" || !strings.HasSuffix(a.Time, "Z") || a.Token != "local:ann" {
+			t.Errorf("audit line lacks a request id, a UTC time or the user: %s", l)
+		}
+		got = append(got, line{Route: a.Route, Outcome: a.Outcome, Results: a.Results})
+	}
+	want := []line{{Route: "cli export", Outcome: "ok", Results: 1}, {Route: "cli import", Outcome: "ok", Results: 1},
+		{Route: "cli memory delete", Outcome: "ok", Results: 1}, {Route: "cli memory delete", Outcome: recall.ENOTFOUND}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("audit lines\n got %v\nwant %v", got, want)
 	}
 }

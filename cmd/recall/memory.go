@@ -177,7 +177,13 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := svc.Delete(ctx, pos[0], *owner, *confirm, cliScope()); err != nil {
+		deleted, start := 0, time.Now()
+		err = svc.Delete(ctx, pos[0], *owner, *confirm, cliScope())
+		if err == nil {
+			deleted = 1
+		}
+		m.audit("cli memory delete", start, &deleted, &err)
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(m.Stdout, "deleted %s\n", pos[0])

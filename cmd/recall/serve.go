@@ -28,7 +28,7 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8787", "listen `address` (host:port; port 0 picks a free one)")
 	allowPath := fs.Bool("allow-path-token", false, "also accept the token in the URL path, /mcp/<token> (for clients of the replaced system; the token is redacted from logs)")
-	auditPath := fs.String("audit", "", "append one JSON line per request to `FILE` (no tokens, queries or stored text)")
+	auditPath := fs.String("audit", "", "append one JSON line per request to `FILE` (no tokens, queries or stored text; default: the audit setting)")
 	var cors, hosts stringList
 	fs.Var(&cors, "cors-origin", "allow browser requests from this `origin`, e.g. https://app.example (repeatable)")
 	fs.Var(&hosts, "allowed-host", "also accept requests naming this `host` (a reverse proxy's name; repeatable)")
@@ -48,8 +48,8 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	if err := m.serverTokens(&opt); err != nil {
 		return err
 	}
-	if *auditPath != "" {
-		f, err := os.OpenFile(*auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if path := m.setting(*auditPath, "audit", ""); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
 			return fmt.Errorf("open audit log: %w", err)
 		}

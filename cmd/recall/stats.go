@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/server"
 )
 
 func (m *Main) cmdStats(ctx context.Context, args []string) error {
@@ -85,12 +86,14 @@ type exportChunk struct {
 	MidWord bool   `json:"mid_word,omitempty"`
 }
 
-func (m *Main) cmdExport(ctx context.Context, args []string) error {
+func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	out := fs.String("out", "", "write to `FILE` instead of stdout")
 	if _, err := m.parse(fs, args, "export [--out FILE]"); err != nil {
 		return err
 	}
+	n := 0
+	defer m.audit("cli export", time.Now(), &n, &err)
 	st, err := m.openStore(ctx)
 	if err != nil {
 		return err
@@ -98,7 +101,7 @@ func (m *Main) cmdExport(ctx context.Context, args []string) error {
 	var w io.Writer = m.Stdout
 	var f *os.File
 	if *out != "" {
-		f, err = os.Create(*out)
+		f, err = os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // memories: owner only
 		if err != nil {
 			return err
 		}
@@ -107,7 +110,6 @@ func (m *Main) cmdExport(ctx context.Context, args []string) error {
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	n := 0
 	err = st.Export(ctx, func(d recall.Document) error {
 		line := exportLine{Source: d.Source, Chunks: make([]exportChunk, len(d.Chunks))}
 		for i, c := range d.Chunks {
@@ -131,7 +133,7 @@ func (m *Main) cmdExport(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (m *Main) cmdImport(ctx context.Context, args []string) error {
+func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	pos, err := m.parse(fs, args, "import FILE   (- for stdin)")
 	if err != nil {
@@ -140,6 +142,8 @@ func (m *Main) cmdImport(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("import takes one export file")
 	}
+	total := 0
+	defer m.audit("cli import", time.Now(), &total, &err)
 	var in io.Reader = m.Stdin
 	if pos[0] != "-" {
 		f, err := os.Open(pos[0])
@@ -159,7 +163,7 @@ func (m *Main) cmdImport(ctx context.Context, args []string) error {
 	}
 	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<20))
 	var batch []recall.Document
-	size, total := 0, 0
+	size := 0
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -196,4 +200,26 @@ func (m *Main) cmdImport(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stderr, "imported %d sources (vectors are not exported: run `recall repair` to embed them)\n", total)
 	return nil
+}
+
+// audit appends the audit line of a command that exports, imports or
+// deletes, when the audit setting (RECALL_AUDIT, or audit in the config
+// file) names a log: the same log `recall serve` writes its requests to.
+// It runs deferred, with the count and error the command ended with.
+func (m *Main) audit(route string, start time.Time, results *int, err *error) {
+	path := m.setting("", "audit", "")
+	if path == "" {
+		return
+	}
+	f, ferr := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if ferr != nil {
+		fmt.Fprintf(m.Stderr, "recall: audit log: %v\n", ferr)
+		return
+	}
+	defer f.Close()
+	who := "local"
+	if u := m.Getenv("USER"); u != "" {
+		who = "local:" + u
+	}
+	server.LocalEvent(f, who, route, start, *results, *err)
 }

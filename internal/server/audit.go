@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"sync"
 	"time"
+
+	"github.com/recall-mcp/recall"
 )
 
 // reqInfo follows one HTTP request from the front door to the audit line.
@@ -86,6 +88,20 @@ func (a *auditLog) write(l auditLine) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.w.Write(b)
+}
+
+// LocalEvent appends to w the audit line of an operation run from the
+// command line rather than over HTTP (export, import, delete), in the shape
+// of a request's: who is the local user's name, the address is "local",
+// route names the command, and the outcome is "ok" or err's error code.
+func LocalEvent(w io.Writer, who, route string, start time.Time, results int, err error) {
+	status, code := http.StatusOK, ""
+	if err != nil {
+		status, code = http.StatusInternalServerError, recall.ErrorCode(err)
+	}
+	(&auditLog{w: w}).write(auditLine{Time: start.UTC().Format(time.RFC3339Nano), RequestID: newRequestID(),
+		Token: who, Remote: "local", Route: route, Status: status, Outcome: outcome(status, code),
+		Results: &results, Millis: time.Since(start).Milliseconds()})
 }
 
 func outcome(status int, errCode string) string {

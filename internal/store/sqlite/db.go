@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +106,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("open %s read-only: %w", abs, err)
 		}
 	} else if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open %s: %w", abs, err)
+	} else if err := createPrivate(abs); err != nil {
 		return nil, fmt.Errorf("open %s: %w", abs, err)
 	}
 
@@ -411,4 +414,19 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	db.gen.Add(1)
 	db.ckpt.notify()
 	return nil
+}
+
+// createPrivate creates the database file readable by its owner only, when
+// it does not exist yet: it holds memories and conversations, and SQLite
+// would create it (and its -wal and -shm files, which copy the database
+// file's mode) with the process's umask, often readable by everyone.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

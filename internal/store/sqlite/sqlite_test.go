@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -309,4 +310,32 @@ func FuzzLexical(f *testing.F) {
 			seen[c.ChunkID] = true
 		}
 	})
+}
+
+// The database holds memories: its file and the WAL beside it are readable
+// by their owner only, whatever the umask.
+func TestDatabaseFilesArePrivate(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix permission bits")
+	}
+	path := filepath.Join(t.TempDir(), "r.db")
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	doc := recall.Document{Source: recall.Source{ID: "a.md", Kind: recall.KindArchive, ChunkCount: 1},
+		Chunks: []recall.Chunk{{Index: 0, Text: "private", Hash: recall.TextHash("private")}}}
+	if _, err := db.Write(context.Background(), []recall.Document{doc}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %v", filepath.Base(p), st.Mode().Perm())
+		}
+	}
 }
