@@ -263,12 +263,17 @@ func (db *DB) openErr(err error) error {
 }
 
 func isCorrupt(err error) bool {
+	code := sqliteCode(err)
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+}
+
+// sqliteCode is the primary result code of a SQLite error (0 for others).
+func sqliteCode(err error) int {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return false
+		return 0
 	}
-	code := se.Code() & 0xff
-	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+	return se.Code() & 0xff
 }
 
 // IntegrityCheck runs SQLite's full PRAGMA integrity_check, the FTS5
@@ -390,6 +395,10 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 	}
 	if isCorrupt(err) {
 		return fmt.Errorf("%s%s: %w: %v", what, db.path, ErrCorrupt, err)
+	}
+	if sqliteCode(err) == sqlite3.SQLITE_FULL {
+		// No path: the message may reach a remote client.
+		return recall.Errorf(recall.EUNAVAILABLE, "%sthe disk holding the database is full: nothing of this write was stored; free some space and retry", what)
 	}
 	return fmt.Errorf("%s%w", what, err)
 }

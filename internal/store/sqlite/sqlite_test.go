@@ -339,3 +339,51 @@ func TestDatabaseFilesArePrivate(t *testing.T) {
 		}
 	}
 }
+
+// A full disk (here: the page limit SQLite reports the same way) fails a
+// write with a clear error that stores nothing of it; reads go on, and
+// writes work again once there is room.
+func TestFullDisk(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "r.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	doc := func(i int) recall.Document {
+		text := strings.Repeat(fmt.Sprintf("passage %d about the harbour ", i), 200)
+		return recall.Document{Source: recall.Source{ID: fmt.Sprintf("f%d.md", i), Kind: recall.KindArchive, ChunkCount: 1},
+			Chunks: []recall.Chunk{{Index: 0, Text: text, Hash: recall.TextHash(text)}}}
+	}
+	if _, err := db.Write(ctx, []recall.Document{doc(0)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var pages int
+	if err := db.rw.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.rw.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages+2)); err != nil {
+		t.Fatal(err)
+	}
+	var full error
+	n := 1
+	for ; n < 200 && full == nil; n++ {
+		_, full = db.Write(ctx, []recall.Document{doc(n)}, nil)
+	}
+	if recall.ErrorCode(full) != recall.EUNAVAILABLE || !strings.Contains(full.Error(), "is full") {
+		t.Fatalf("write to a full database: %v (code %s)", full, recall.ErrorCode(full))
+	}
+	failed := fmt.Sprintf("f%d.md", n-1)
+	if _, err := db.Source(ctx, failed); !recall.IsNotFound(err) {
+		t.Fatalf("the failed write left %s behind: %v", failed, err)
+	}
+	if _, err := db.Source(ctx, "f0.md"); err != nil {
+		t.Fatalf("reads stop on a full disk: %v", err)
+	}
+	if _, err := db.rw.ExecContext(ctx, "PRAGMA max_page_count = 1073741823"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Write(ctx, []recall.Document{doc(n - 1)}, nil); err != nil {
+		t.Fatalf("write once there is room: %v", err)
+	}
+}
