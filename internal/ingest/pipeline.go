@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,25 +45,55 @@ type pipeline struct {
 	total      int
 	bytesTotal int64
 
-	mu        sync.Mutex // guards res counters and progress
-	filesDone int
-	bytesDone int64
+	mu         sync.Mutex // guards res counters and progress
+	filesDone  int
+	bytesDone  int64
+	chunksDone int
 
-	// embedded holds the texts this sweep has embedded already, so an
-	// identical passage in files still in flight is embedded once. Only the
-	// embedding stage (one goroutine) touches it.
+	// embedded holds the texts this sweep has embedded and not yet
+	// committed, so an identical passage in files still in flight is
+	// embedded once; once committed, the store has the vector. Only the
+	// embedding stage adds to it, and commit removes from it.
+	embMu    sync.Mutex
 	embedded map[string]bool
+
+	// pieces holds a token for each export piece, other than a file's last,
+	// on its way from a parse worker to the writer: however many workers
+	// there are, a large export has few pieces in memory at a time.
+	pieces chan struct{}
 }
 
-// parsed is what a worker hands on: the documents of one file, or its error.
+// parsed is what a worker hands on: a piece of one file (a whole file, or
+// a bounded run of an export's conversations), or the file's error.
 type parsed struct {
 	f       file
 	docs    []recall.Document
-	stale   []string // export conversations no longer in the file
-	changed bool     // some content differs from what is stored
+	final   bool     // the file's last piece (an error is always last)
+	stale   []string // (last piece) export conversations no longer in the file
+	changed bool     // some content of this piece differs from what is stored
 	err     error
 	vecs    []recall.Vector
 	missing int // chunk texts left without a vector
+}
+
+// inProgress is the mtime recorded on the first conversation of an export
+// written in several pieces until its last piece commits: no file has it,
+// so the export cannot look unchanged while some of its pieces are missing.
+const inProgress = -1
+
+// limits are the bounds of one write transaction and of one piece of an
+// export. By default a piece is well under a transaction, so that the pieces
+// in flight between the stages hold little however large the export; set
+// limits bound both alike.
+func (o Options) limits() (tx, piece BatchLimits) {
+	tx, piece = o.Batch, o.Batch
+	if o.Batch.Docs <= 0 {
+		tx.Docs, piece.Docs = 4096, 256
+	}
+	if o.Batch.Bytes <= 0 {
+		tx.Bytes, piece.Bytes = 8<<20, 2<<20
+	}
+	return tx, piece
 }
 
 func (p *pipeline) run(ctx context.Context, todo []file) error {
@@ -73,6 +105,7 @@ func (p *pipeline) run(ctx context.Context, todo []file) error {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	jobs := make(chan file)
+	p.pieces = make(chan struct{}, 2)
 	parsedc := make(chan *parsed, workers)
 	embedded := make(chan *parsed, 2)
 
@@ -86,16 +119,21 @@ func (p *pipeline) run(ctx context.Context, todo []file) error {
 			}
 		}
 	}()
+	emit := func(pr *parsed) bool {
+		select {
+		case parsedc <- pr:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for f := range jobs {
-				pr := p.parseFile(ctx, f)
-				select {
-				case parsedc <- pr:
-				case <-ctx.Done():
+				if !p.parseFile(ctx, f, emit) {
 					return
 				}
 			}
@@ -125,47 +163,49 @@ func (p *pipeline) run(ctx context.Context, todo []file) error {
 	return ctx.Err()
 }
 
-// parseFile reads, parses and chunks one file. Exports are validated in a
-// first streaming pass so that a broken export writes nothing: otherwise its
-// valid conversations would be recorded with the file's mtime and the broken
-// file skipped as unchanged on the next run.
-func (p *pipeline) parseFile(ctx context.Context, f file) *parsed {
-	pr := &parsed{f: f}
+// parseFile reads, parses and chunks one file and hands it on through emit:
+// a conversation file in one piece, an export in pieces of a bounded number
+// of conversations and chunk bytes, so that memory does not grow with the
+// export and each piece commits as soon as it is embedded. It reports false
+// when emit could not hand a piece on (the sweep is ending).
+//
+// Exports are validated in a first streaming pass so that a broken export
+// writes nothing: otherwise its valid conversations would be recorded with
+// the file's mtime and the broken file skipped as unchanged on the next run.
+func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) bool) bool {
+	fail := func(err error) bool { return emit(&parsed{f: f, final: true, err: err}) }
 	if err := ctx.Err(); err != nil {
-		pr.err = err
-		return pr
+		return fail(err)
 	}
 	fh, err := os.Open(f.path)
 	if err != nil {
-		pr.err = err
-		return pr
+		return fail(err)
 	}
 	defer fh.Close()
 
 	var r io.ReadSeeker = fh
+	lim := BatchLimits{Docs: math.MaxInt, Bytes: math.MaxInt}
 	if !isExport(f.rel) {
 		if f.size > MaxFileSize {
-			pr.err = fmt.Errorf("file is %d bytes, over the %d byte limit for a single conversation", f.size, MaxFileSize)
-			return pr
+			return fail(fmt.Errorf("file is %d bytes, over the %d byte limit for a single conversation", f.size, MaxFileSize))
 		}
 		data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
 		if err != nil {
-			pr.err = err
-			return pr
+			return fail(err)
 		}
 		r = bytes.NewReader(data)
 	} else {
 		if err := convo.Parse(f.rel, fh, func(convo.Conversation) error { return ctx.Err() }); err != nil {
-			pr.err = err
-			return pr
+			return fail(err)
 		}
 		if _, err := fh.Seek(0, io.SeekStart); err != nil {
-			pr.err = err
-			return pr
+			return fail(err)
 		}
+		_, lim = p.opt.limits()
 	}
 
 	seen := make(map[string]bool)
+	pr, size := &parsed{f: f}, 0
 	err = convo.Parse(f.rel, r, func(c convo.Conversation) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -189,12 +229,27 @@ func (p *pipeline) parseFile(ctx context.Context, f file) *parsed {
 			}
 		}
 		pr.docs = append(pr.docs, *doc)
+		for _, c := range doc.Chunks {
+			size += len(c.Text)
+		}
+		if len(pr.docs) >= lim.Docs || size >= lim.Bytes {
+			select {
+			case p.pieces <- struct{}{}: // the writer takes it back
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if !emit(pr) {
+				return context.Canceled
+			}
+			pr, size = &parsed{f: f}, 0
+		}
 		return nil
 	})
 	if err != nil {
-		pr.err = err
-		pr.docs = nil
-		return pr
+		// A failure after some pieces went on (the export changed since
+		// the first pass) leaves them committed, the file marked in
+		// progress: the next sweep reads it again.
+		return fail(err)
 	}
 	for _, id := range p.byFile[f.rel] {
 		if !seen[id] {
@@ -202,7 +257,8 @@ func (p *pipeline) parseFile(ctx context.Context, f file) *parsed {
 			pr.changed = true
 		}
 	}
-	return pr
+	pr.final = true
+	return emit(pr)
 }
 
 // document turns a parsed conversation into a source with its chunks.
@@ -301,15 +357,17 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	if err != nil {
 		have = nil
 	}
+	var need []string
+	p.embMu.Lock()
 	if p.embedded == nil {
 		p.embedded = make(map[string]bool)
 	}
-	var need []string
 	for _, h := range hashes {
 		if _, ok := have[h]; !ok && !p.embedded[h] {
 			need = append(need, h)
 		}
 	}
+	p.embMu.Unlock()
 	const batch = 16 // chunks per embedder call (each is several units)
 	failed := make(map[string]bool)
 	for i := 0; i < len(need); i += batch {
@@ -326,10 +384,12 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 			p.embedErr(err)
 			break
 		}
+		p.embMu.Lock()
 		for j, h := range part {
 			pr.vecs = append(pr.vecs, recall.Vector{Space: p.opt.Space, Hash: h, Vec: vecs[j]})
 			p.embedded[h] = true
 		}
+		p.embMu.Unlock()
 	}
 	if len(failed) == 0 {
 		return
@@ -345,6 +405,16 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	}
 }
 
+// forget drops committed vectors from embedded, which would otherwise grow
+// with the vault: a later piece finds them in the store.
+func (p *pipeline) forget(vecs []recall.Vector) {
+	p.embMu.Lock()
+	defer p.embMu.Unlock()
+	for _, v := range vecs {
+		delete(p.embedded, v.Hash)
+	}
+}
+
 func (p *pipeline) embedErr(err error) {
 	if errors.Is(err, context.Canceled) {
 		return
@@ -354,27 +424,44 @@ func (p *pipeline) embedErr(err error) {
 	logFailure(p.opt.Failures, "(embedder)", err)
 }
 
-// batch is what one write transaction commits: whole files.
+// batch is what one write transaction commits: whole files, or one piece
+// of an export.
 type batch struct {
-	docs    []recall.Document
-	vecs    []recall.Vector
-	stale   []string
-	pending []*parsed
-	size    int
+	docs   []recall.Document
+	vecs   []recall.Vector
+	stale  []string
+	files  []tally // files this batch completes
+	pieces int
+	size   int
 }
 
-// write is the single writer: it batches whole files into transactions.
-// It gathers the next batch while the previous one commits, so the parse
-// workers keep going during a commit instead of waiting for it; at most two
-// batches are held at a time.
+// tally is what a file adds to the result once its last piece commits.
+type tally struct {
+	size    int64
+	chunks  int
+	missing int
+	changed bool
+	// first is the export's conversation written with the inProgress mtime
+	// by its first piece; the last piece writes it again with the file's.
+	first *recall.Document
+}
+
+func (t *tally) add(pr *parsed) {
+	for _, d := range pr.docs {
+		t.chunks += len(d.Chunks)
+	}
+	t.missing += pr.missing
+	t.changed = t.changed || pr.changed
+}
+
+// write is the single writer: it batches whole files into transactions,
+// and commits each piece of an export that comes in several on its own, so
+// that what was embedded survives an interruption. It gathers the next
+// batch while the previous one commits, so the parse workers keep going
+// during a commit instead of waiting for it; at most two batches are held
+// at a time.
 func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
-	lim := p.opt.Batch
-	if lim.Docs <= 0 {
-		lim.Docs = 4096
-	}
-	if lim.Bytes <= 0 {
-		lim.Bytes = 8 << 20
-	}
+	lim, _ := p.opt.limits()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	full := make(chan *batch)
@@ -398,7 +485,7 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 		return err
 	}
 	send := func(b *batch) bool {
-		if len(b.pending) == 0 {
+		if b.pieces == 0 {
 			return true
 		}
 		select {
@@ -408,10 +495,15 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 			return false
 		}
 	}
+	partial := make(map[string]*tally) // exports some of whose pieces went on
 	b := &batch{}
 	for pr := range in {
+		if !pr.final {
+			<-p.pieces
+		}
 		p.progress(pr)
 		if pr.err != nil {
+			delete(partial, pr.f.rel)
 			if errors.Is(pr.err, context.Canceled) {
 				continue
 			}
@@ -421,8 +513,31 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 			logFailure(p.opt.Failures, pr.f.rel, pr.err)
 			continue
 		}
-		b.pending = append(b.pending, pr)
-		b.docs = append(b.docs, pr.docs...)
+		t := partial[pr.f.rel]
+		if t == nil {
+			t = &tally{size: pr.f.size}
+		}
+		t.add(pr)
+		docs := pr.docs
+		switch {
+		case !pr.final && t.first == nil:
+			partial[pr.f.rel] = t
+			first := docs[0]
+			first.Chunks = slices.Clone(first.Chunks)
+			for i := range first.Chunks {
+				first.Chunks[i].IndexText = "" // its rows are written by then
+			}
+			t.first = &first
+			docs[0].Source.MTime = inProgress
+		case pr.final && t.first != nil:
+			delete(partial, pr.f.rel)
+			docs = append(docs, *t.first)
+		}
+		if pr.final {
+			b.files = append(b.files, *t)
+		}
+		b.pieces++
+		b.docs = append(b.docs, docs...)
 		b.vecs = append(b.vecs, pr.vecs...)
 		b.stale = append(b.stale, pr.stale...)
 		for _, d := range pr.docs {
@@ -430,7 +545,10 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 				b.size += len(c.Text)
 			}
 		}
-		if len(b.docs) >= lim.Docs || b.size >= lim.Bytes {
+		// A piece that is not a file's last commits at once: the first
+		// conversation it marks is written again by the last piece, which
+		// must not share its transaction.
+		if !pr.final || len(b.docs) >= lim.Docs || b.size >= lim.Bytes {
 			if !send(b) {
 				break
 			}
@@ -444,7 +562,8 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 	return finish(ctx.Err())
 }
 
-// commit writes one batch in one transaction and counts its files.
+// commit writes one batch in one transaction and counts the files it
+// completes.
 func (p *pipeline) commit(ctx context.Context, b *batch) error {
 	if len(b.docs) > 0 || len(b.vecs) > 0 {
 		if _, err := p.w.Write(ctx, b.docs, b.vecs); err != nil {
@@ -456,19 +575,22 @@ func (p *pipeline) commit(ctx context.Context, b *batch) error {
 			return fmt.Errorf("delete stale conversations: %w", err)
 		}
 	}
+	p.forget(b.vecs)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, pr := range b.pending {
-		if pr.changed || p.opt.Full || len(p.byFile[pr.f.rel]) == 0 {
+	for _, t := range b.files {
+		// A file that had no sources and still has none (an empty note, an
+		// export "[]") is not a change, though every sweep reads it again:
+		// it has no source to record its size and mtime on, and reading a
+		// file with nothing in it costs next to nothing.
+		if t.changed || p.opt.Full {
 			p.res.FilesChanged++
-			for _, d := range pr.docs {
-				p.res.ChunksWritten += len(d.Chunks)
-			}
+			p.res.ChunksWritten += t.chunks
 		} else {
 			p.res.FilesSkipped++
 		}
-		p.res.Bytes += pr.f.size
-		p.res.VectorsMissing += pr.missing
+		p.res.Bytes += t.size
+		p.res.VectorsMissing += t.missing
 	}
 	return nil
 }
@@ -478,16 +600,17 @@ func (p *pipeline) progress(pr *parsed) {
 		return
 	}
 	p.mu.Lock()
-	p.filesDone++
-	p.bytesDone += pr.f.size
-	chunks := 0
+	if pr.final {
+		p.filesDone++
+		p.bytesDone += pr.f.size
+	}
 	for _, d := range pr.docs {
-		chunks += len(d.Chunks)
+		p.chunksDone += len(d.Chunks)
 	}
 	pg := Progress{
 		FilesTotal: p.total,
 		FilesDone:  p.filesDone,
-		Chunks:     p.res.ChunksWritten + chunks,
+		Chunks:     p.chunksDone,
 		Bytes:      p.bytesDone,
 		BytesTotal: p.bytesTotal,
 		Elapsed:    p.now().Sub(p.start),

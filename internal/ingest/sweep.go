@@ -1,7 +1,9 @@
 // Package ingest sweeps a vault of conversation files into a store:
 // walk, skip what is unchanged, parse and chunk in parallel, embed in
 // batches, and write through a single writer, one transaction per batch of
-// whole sources, so a file is never recorded with part of its chunks.
+// whole sources, so a source is never recorded with part of its chunks, and
+// a file is never recorded as swept (unchanged next time) until all of its
+// sources are written.
 package ingest
 
 import (
@@ -49,10 +51,14 @@ type Options struct {
 	Batch    BatchLimits      // writer batching (zero: defaults)
 }
 
-// BatchLimits bound one write transaction.
+// BatchLimits bound one write transaction, and one piece of an export: a
+// large export goes through parsing, embedding and the writer in pieces, each
+// committed on its own, so that memory does not grow with it and an
+// interrupted sweep keeps what it embedded. Zero means 4096 sources and 8 MB
+// per transaction, 256 conversations and 2 MB per piece.
 type BatchLimits struct {
-	Docs  int // sources per transaction
-	Bytes int // chunk text bytes per transaction
+	Docs  int // sources per transaction or piece
+	Bytes int // chunk text bytes per transaction or piece
 }
 
 // Progress is a snapshot of a running sweep.
@@ -261,7 +267,8 @@ func goneFile(id string) string {
 }
 
 // unchanged reports whether every source of a file records the file's
-// current size and mtime.
+// current size and mtime. An export interrupted between its pieces has one
+// source with the inProgress mtime, so it is read again.
 func unchanged(f file, ids []string, m map[string]recall.SourceState) bool {
 	if len(ids) == 0 {
 		return false

@@ -1,0 +1,275 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+	"github.com/recall-mcp/recall/internal/testvault"
+)
+
+// claudeExport returns a Claude export of the n conversations of about
+// avgBytes that testvault generates from seed, a paragraph a message; edit,
+// when set, may change a conversation (by its index) or drop it (by
+// returning false).
+func claudeExport(t testing.TB, n, avgBytes int, seed uint64, edit func(i int, msgs []string) ([]string, bool)) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := testvault.Generate(dir, n, avgBytes, seed); err != nil {
+		t.Fatal(err)
+	}
+	type message struct {
+		Sender string `json:"sender"`
+		Text   string `json:"text"`
+	}
+	type conversation struct {
+		UUID     string    `json:"uuid"`
+		Name     string    `json:"name"`
+		Created  string    `json:"created_at"`
+		Messages []message `json:"chat_messages"`
+	}
+	var convs []conversation
+	for i := range n {
+		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%04d/%02d/chat-%d.md", 2018+i%8, 1+i%12, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := strings.Split(strings.TrimSpace(string(data)), "\n\n")[1:] // the first is the title
+		keep := true
+		if edit != nil {
+			msgs, keep = edit(i, msgs)
+		}
+		if !keep {
+			continue
+		}
+		c := conversation{UUID: fmt.Sprintf("c-%d-%d", seed, i), Name: fmt.Sprintf("Chat %d", i), Created: "2024-05-06T07:08:09Z"}
+		for j, m := range msgs {
+			c.Messages = append(c.Messages, message{Sender: []string{"human", "assistant"}[j%2], Text: m})
+		}
+		convs = append(convs, c)
+	}
+	b, err := json.Marshal(convs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// content is the store as `recall export` shows it, without timestamps:
+// source ids, the recorded file state, content hashes and chunk texts.
+func content(t *testing.T, st *sqlite.DB) string {
+	t.Helper()
+	var b strings.Builder
+	err := st.Export(context.Background(), func(d recall.Document) error {
+		s := d.Source
+		fmt.Fprintf(&b, "%s size=%d mtime=%d %s %s %d\n", s.ID, s.Size, s.MTime, s.ContentHash, s.IndexState, s.ChunkCount)
+		for _, c := range d.Chunks {
+			fmt.Fprintf(&b, "\t%d %q\n", c.Index, c.Text)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// countingWriter counts the store's write transactions and, after the
+// cancelAfter-th, cancels the sweep, as a Ctrl-C right after a commit would.
+type countingWriter struct {
+	*sqlite.DB
+	writes      int
+	cancelAfter int
+	cancel      context.CancelFunc
+}
+
+func (w *countingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	res, err := w.DB.Write(ctx, docs, vecs)
+	if err == nil {
+		w.writes++
+		if w.writes == w.cancelAfter {
+			w.cancel()
+		}
+	}
+	return res, err
+}
+
+// embedSpace returns an embedder and the name of a vector space for it in st.
+func embedSpace(t *testing.T, st *sqlite.DB) (*embedtest.Embedder, string) {
+	t.Helper()
+	emb := embedtest.New(16)
+	sp, err := st.CreateSpace(context.Background(), recall.VectorSpace{Name: "test", Provider: emb.Info().Provider, Model: emb.Info().Model, Dim: 16, Normalized: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return emb, sp.Name
+}
+
+// TestSweepExportInPieces: an export larger than a piece is written in
+// several transactions and ends the same as when it is written in one.
+func TestSweepExportInPieces(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "conversations.json", claudeExport(t, 300, 1200, 1, nil))
+	one := openStore(t)
+	whole, _ := sweep(t, one, root, Options{Batch: BatchLimits{Docs: 1 << 30, Bytes: 1 << 30}})
+	want := content(t, one)
+
+	for _, tc := range []struct {
+		name      string
+		batch     BatchLimits
+		minWrites int
+	}{
+		{"defaults", BatchLimits{}, 2}, // 300 conversations: over one piece
+		{"bytes", BatchLimits{Bytes: 32 << 10}, 10},
+		{"docs", BatchLimits{Docs: 7}, 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t)
+			w := &countingWriter{DB: st}
+			res, err := Sweep(context.Background(), st, w, root, Options{Batch: tc.batch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.writes < tc.minWrites {
+				t.Errorf("%d write transactions, want at least %d", w.writes, tc.minWrites)
+			}
+			if res.FilesChanged != 1 || res.ChunksWritten != whole.ChunksWritten || res.Bytes != whole.Bytes {
+				t.Errorf("result %+v, want %+v", res, whole)
+			}
+			if got := content(t, st); got != want {
+				t.Errorf("content differs from a sweep in one piece")
+			}
+			if res, _ := sweep(t, st, root, Options{Batch: tc.batch}); res.FilesSkipped != 1 || res.FilesChanged != 0 {
+				t.Errorf("re-sweep: %+v", res)
+			}
+		})
+	}
+}
+
+// TestSweepInterruptedExportResumes interrupts a sweep right after the first
+// piece of an export commits: what was committed stays, the file does not
+// look unchanged, and the next sweep completes it without embedding again
+// what was committed, ending as an uninterrupted sweep does.
+func TestSweepInterruptedExportResumes(t *testing.T) {
+	edited := func(i int, msgs []string) ([]string, bool) {
+		switch i % 10 {
+		case 3:
+			return msgs, false
+		case 5:
+			return append(msgs, "And one more thing about the kettle."), true
+		}
+		return msgs, true
+	}
+	for _, tc := range []struct {
+		name   string
+		before string // the export an earlier sweep stored, if any
+		after  string
+		full   bool
+	}{
+		{name: "first sweep", after: claudeExport(t, 200, 1200, 2, nil)},
+		{name: "edited export", before: claudeExport(t, 200, 1200, 2, nil), after: claudeExport(t, 200, 1200, 2, edited)},
+		{name: "full re-sweep", before: claudeExport(t, 200, 1200, 2, nil), after: claudeExport(t, 200, 1200, 2, nil), full: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			root := t.TempDir()
+			batch := BatchLimits{Bytes: 24 << 10}
+			st := openStore(t)
+			emb, space := embedSpace(t, st)
+			if tc.before != "" {
+				write(t, root, "conversations.json", tc.before)
+				sweep(t, st, root, Options{Batch: batch})
+			}
+			write(t, root, "conversations.json", tc.after)
+
+			ref := openStore(t)
+			refEmb, refSpace := embedSpace(t, ref)
+			sweep(t, ref, root, Options{Batch: batch, Embedder: refEmb, Space: refSpace})
+			want := content(t, ref)
+
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			w := &countingWriter{DB: st, cancelAfter: 1, cancel: cancel}
+			res, err := Sweep(cctx, st, w, root, Options{Batch: batch, Full: tc.full, Embedder: emb, Space: space})
+			if !errors.Is(err, context.Canceled) || !res.Interrupted || res.FilesChanged+res.FilesSkipped != 0 {
+				t.Fatalf("interrupted sweep: %+v, %v", res, err)
+			}
+			abs, _ := filepath.Abs(root)
+			have, _ := st.Manifest(ctx, recall.KindArchive, abs)
+			final, _ := ref.Manifest(ctx, recall.KindArchive, abs)
+			kept := 0
+			for id, s := range final {
+				if have[id].ContentHash == s.ContentHash {
+					kept++
+				}
+			}
+			if !tc.full && (kept == 0 || kept == len(final)) {
+				t.Fatalf("the interrupted sweep stored %d of the export's %d conversations, want some", kept, len(final))
+			}
+			if res, _ := sweep(t, st, root, Options{DryRun: true}); res.FilesChanged != 1 {
+				t.Fatalf("the partly written export looks unchanged: %+v", res)
+			}
+
+			embedded := emb.Texts()
+			res, _ = sweep(t, st, root, Options{Batch: batch, Embedder: emb, Space: space})
+			if res.FilesChanged+res.FilesSkipped != 1 || res.VectorsMissing != 0 {
+				t.Fatalf("resumed sweep: %+v", res)
+			}
+			if tc.before == "" && emb.Texts()-embedded >= refEmb.Texts() {
+				t.Errorf("resumed sweep embedded %d texts, a whole sweep %d: the committed ones again", emb.Texts()-embedded, refEmb.Texts())
+			}
+			if got := content(t, st); got != want {
+				t.Errorf("after the resumed sweep the store differs from an uninterrupted sweep (%d of %d stored after the interruption)", kept, len(final))
+			}
+			stats, _ := st.Stats(ctx)
+			if stats.Spaces[0].Missing != 0 {
+				t.Errorf("vectors missing after the resumed sweep: %+v", stats.Spaces)
+			}
+			if res, _ := sweep(t, st, root, Options{}); res.FilesSkipped != 1 {
+				t.Errorf("sweep after the resumed one: %+v", res)
+			}
+		})
+	}
+}
+
+// TestSweepFileWithoutSources: a file that holds no conversation is not a
+// change, unless it held some before.
+func TestSweepFileWithoutSources(t *testing.T) {
+	for _, tc := range []struct {
+		name, rel, text, before string
+		changed                 int // files_changed of the first sweep
+	}{
+		{name: "empty note", rel: "empty.md", text: ""},
+		{name: "blank note", rel: "blank.md", text: " \n\n\t\n"},
+		{name: "empty export", rel: "conversations.json", text: "[]"},
+		{name: "emptied export", rel: "conversations.json", text: "[]", before: export, changed: 1},
+		{name: "emptied note", rel: "a.md", text: "\n", before: convA, changed: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t)
+			root := t.TempDir()
+			if tc.before != "" {
+				write(t, root, tc.rel, tc.before)
+				sweep(t, st, root, Options{})
+			}
+			write(t, root, tc.rel, tc.text)
+			for i, changed := range []int{tc.changed, 0} {
+				res, log := sweep(t, st, root, Options{})
+				if res.FilesChanged != changed || res.FilesSkipped != 1-changed || res.FilesFailed != 0 {
+					t.Errorf("sweep %d: %+v %s", i+1, res, log)
+				}
+			}
+			if ids := sourceIDs(t, st, root); len(ids) != 0 {
+				t.Errorf("sources %v", ids)
+			}
+		})
+	}
+}
