@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 
@@ -246,5 +247,27 @@ func TestSearchTimeBudget(t *testing.T) {
 	status, body, took = post(`{"query":"budget"}`)
 	if (status != 200 && status != 503) || took > time.Second {
 		t.Errorf("hybrid search past its budget: %d %s in %v", status, body, took)
+	}
+}
+
+// A refused input is not echoed back whole: the SDK's validation message
+// quotes the value, here 100,000 characters of it.
+func TestToolErrorsAreShort(t *testing.T) {
+	f := newFixture(t, nil)
+	cs := f.connect(aliceTok)
+	long := strings.Repeat("é", 50000)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"search_archive", map[string]any{"query": long}},
+		{"save_memory", map[string]any{"key": long, "value": "v"}},
+		{"get_context", map[string]any{"source": long, "chunk_index": 0}},
+	} {
+		res := call(t, cs, tc.tool, tc.args)
+		text := resultText(res)
+		if !res.IsError || len(text) > 600 || !utf8.ValidString(text) {
+			t.Errorf("%s: error %v, %d bytes, valid UTF-8 %v", tc.tool, res.IsError, len(text), utf8.ValidString(text))
+		}
 	}
 }

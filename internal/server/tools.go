@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -133,6 +134,29 @@ func addTool[In, Out any](s *Server, ms *mcp.Server, fallback *identity, t *mcp.
 	})
 }
 
+// maxToolErrorLen bounds a tool error's text. The SDK's input validation
+// quotes the offending value, which may be 100,000 characters of it.
+const maxToolErrorLen = 500
+
+// shortToolErrors cuts tool errors to maxToolErrorLen bytes.
+func shortToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
+			for _, c := range r.Content {
+				if t, ok := c.(*mcp.TextContent); ok && len(t.Text) > maxToolErrorLen {
+					cut := maxToolErrorLen
+					for cut > 0 && !utf8.RuneStart(t.Text[cut]) {
+						cut--
+					}
+					t.Text = t.Text[:cut] + "… (cut)"
+				}
+			}
+		}
+		return res, err
+	}
+}
+
 // callerOf finds who is calling: the identity the HTTP front door attached
 // to the token info, or the transport's own identity over stdio.
 func callerOf(req *mcp.CallToolRequest, fallback *identity) (caller, error) {
@@ -170,6 +194,7 @@ func (s *Server) toolError(c caller, tool string, err error) error {
 func (s *Server) newMCPServer(admin bool, fallback *identity) *mcp.Server {
 	ms := mcp.NewServer(&mcp.Implementation{Name: "recall", Title: "recall", Version: s.opt.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: s.log})
+	ms.AddReceivingMiddleware(shortToolErrors)
 
 	addTool(s, ms, fallback, &mcp.Tool{Name: "search_archive", Annotations: readOnly("Search the archive"),
 		Description: "Search past conversations, saved memories and diary days together. Returns the best passages, " +
