@@ -245,6 +245,9 @@ type Store interface {
 	Source(ctx context.Context, id string) (Source, error)
 	// Manifest returns the sweep state of every source of a kind in a vault.
 	Manifest(ctx context.Context, kind Kind, vault string) (map[string]SourceState, error)
+	// Vaults returns the vaults that sources of a kind came from ("" for
+	// sources that came through /ingest or an import), sorted.
+	Vaults(ctx context.Context, kind Kind) ([]string, error)
 	// ListSources pages through sources matching opts, ordered by id.
 	ListSources(ctx context.Context, opts ListOptions) (page []Source, next string, err error)
 	// Chunks returns a source's chunks with from <= index <= to, in order.

@@ -134,11 +134,21 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	}
 	byFile, gone := group(manifest, present)
 
+	foreign, err := foreignFiles(ctx, st, abs)
+	if err != nil {
+		return Result{}, err
+	}
 	var todo []file
 	var bytesTotal int64
 	for _, f := range files {
 		if !opt.Full && unchanged(f, byFile[f.rel], manifest) {
 			res.FilesSkipped++
+			continue
+		}
+		if from, ok := foreign[f.rel]; ok {
+			res.FilesFailed++
+			logFailure(opt.Failures, f.rel, recall.Errorf(recall.ECONFLICT,
+				"%s is already in the database from the vault %s, and a source id is its path in its vault: sweep each vault into a database of its own (--db), or keep one vault's files under a folder the other lacks", f.rel, from))
 			continue
 		}
 		todo = append(todo, f)
@@ -170,6 +180,37 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		res.Interrupted = true
 	}
 	return res, err
+}
+
+// foreignFiles maps the vault files whose sources another vault already
+// stored to that vault. Source ids are vault-relative paths, so the same
+// path in two vaults would be one source, each sweep overwriting the
+// other's; such a file is refused instead. A vault that no longer exists
+// was moved or renamed (this may be it), and sources that came through
+// /ingest (vault "") are the same files sent from elsewhere: the sweep
+// takes those over. With one vault, as usual, this is one index lookup.
+func foreignFiles(ctx context.Context, st recall.Store, vault string) (map[string]string, error) {
+	vaults, err := st.Vaults(ctx, recall.KindArchive)
+	if err != nil {
+		return nil, fmt.Errorf("read vaults: %w", err)
+	}
+	out := map[string]string{}
+	for _, v := range vaults {
+		if v == vault || v == "" {
+			continue
+		}
+		if fi, err := os.Stat(v); err != nil || !fi.IsDir() {
+			continue
+		}
+		m, err := st.Manifest(ctx, recall.KindArchive, v)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest: %w", err)
+		}
+		for id := range m {
+			out[goneFile(id)] = v
+		}
+	}
+	return out, nil
 }
 
 type walkFailure struct {

@@ -236,3 +236,43 @@ func TestDateFromPath(t *testing.T) {
 		}
 	}
 }
+
+// Two vaults with a file at the same path would share one source, each
+// sweep overwriting the other's: the second vault's file is refused with a
+// clear error and the first keeps its text. A vault that was moved (its old
+// root is gone) takes its sources over.
+func TestSweepTwoVaultsSamePath(t *testing.T) {
+	st := openStore(t)
+	a, b := t.TempDir(), t.TempDir()
+	write(t, a, "same.md", "**User:** aardvarks dig burrows\n\n**Assistant:** they do")
+	write(t, b, "same.md", "**User:** zebras run fast\n\n**Assistant:** they do")
+	write(t, b, "other.md", "**User:** an unrelated note\n\n**Assistant:** fine")
+	sweep(t, st, a, Options{})
+	res, log := sweep(t, st, b, Options{})
+	if res.FilesFailed != 1 || res.FilesChanged != 1 || !strings.Contains(log, "same.md is already in the database from the vault "+a) {
+		t.Fatalf("second vault: %+v, log %q", res, log)
+	}
+	for range 2 { // and again: nothing flips
+		if res, _ := sweep(t, st, a, Options{}); res.FilesSkipped != 1 || res.FilesChanged != 0 {
+			t.Fatalf("first vault after the second: %+v", res)
+		}
+	}
+	src, err := st.Source(context.Background(), "same.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Vault != a {
+		t.Fatalf("same.md now belongs to %s", src.Vault)
+	}
+
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(a, moved); err != nil {
+		t.Fatal(err)
+	}
+	if res, log := sweep(t, st, moved, Options{}); res.FilesFailed != 0 || res.FilesChanged != 1 {
+		t.Fatalf("moved vault: %+v %q", res, log)
+	}
+	if src, _ := st.Source(context.Background(), "same.md"); src.Vault != moved {
+		t.Fatalf("the moved vault did not take its source over: %s", src.Vault)
+	}
+}
