@@ -140,6 +140,9 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 				fmt.Fprintf(m.Stdout, "  %s\n", r)
 			}
 		}
+		if res.ConversationsRemoved > 0 {
+			fmt.Fprintf(m.Stdout, "%d conversations no longer in their exports were removed with them\n", res.ConversationsRemoved)
+		}
 		if res.VectorsMissing > 0 {
 			fmt.Fprintf(m.Stdout, "%d chunk texts have no vector yet (embedder failed): run `recall repair`\n", res.VectorsMissing)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -271,5 +272,28 @@ func TestSweepFileWithoutSources(t *testing.T) {
 				t.Errorf("sources %v", ids)
 			}
 		})
+	}
+}
+
+// A conversation a newer export no longer holds is removed with it, and
+// the summary counts it.
+func TestSweepExportDropsConversation(t *testing.T) {
+	st := openStore(t)
+	vault := t.TempDir()
+	write(t, vault, "conversations.json", claudeExport(t, 3, 800, 7, nil))
+	if res, log := sweep(t, st, vault, Options{}); res.FilesChanged != 1 || log != "" {
+		t.Fatalf("first sweep: %+v %q", res, log)
+	}
+	if ids := sourceIDs(t, st, vault); len(ids) != 3 {
+		t.Fatalf("sources: %v", ids)
+	}
+	write(t, vault, "conversations.json", claudeExport(t, 3, 800, 7, func(i int, msgs []string) ([]string, bool) { return msgs, i != 1 }))
+	res, _ := sweep(t, st, vault, Options{})
+	if res.ConversationsRemoved != 1 || res.FilesChanged != 1 {
+		t.Fatalf("second sweep: %+v", res)
+	}
+	ids := sourceIDs(t, st, vault)
+	if len(ids) != 2 || slices.Contains(ids, "conversations.json/c-7-1") {
+		t.Fatalf("sources after the conversation left the export: %v", ids)
 	}
 }

@@ -578,6 +578,7 @@ func (p *pipeline) commit(ctx context.Context, b *batch) error {
 	p.forget(b.vecs)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.res.ConversationsRemoved += len(b.stale)
 	for _, t := range b.files {
 		// A file that had no sources and still has none (an empty note, an
 		// export "[]") is not a change, though every sweep reads it again:

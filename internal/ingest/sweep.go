@@ -71,17 +71,21 @@ type Progress struct {
 
 // Result is the summary of a sweep; its JSON form is the `--json` line.
 type Result struct {
-	FilesSeen      int      `json:"files_seen"`
-	FilesChanged   int      `json:"files_changed"`
-	FilesSkipped   int      `json:"files_skipped"`
-	FilesFailed    int      `json:"files_failed"`
-	FilesRemoved   int      `json:"files_removed"`
-	ChunksWritten  int      `json:"chunks_written"`
-	Bytes          int64    `json:"bytes"`
-	Seconds        float64  `json:"seconds"`
-	VectorsMissing int      `json:"vectors_missing,omitempty"`
-	Removed        []string `json:"-"` // vault-relative paths of files gone since the last sweep
-	Interrupted    bool     `json:"-"`
+	FilesSeen      int     `json:"files_seen"`
+	FilesChanged   int     `json:"files_changed"`
+	FilesSkipped   int     `json:"files_skipped"`
+	FilesFailed    int     `json:"files_failed"`
+	FilesRemoved   int     `json:"files_removed"`
+	ChunksWritten  int     `json:"chunks_written"`
+	Bytes          int64   `json:"bytes"`
+	Seconds        float64 `json:"seconds"`
+	VectorsMissing int     `json:"vectors_missing,omitempty"`
+	// ConversationsRemoved counts conversations that a changed export no
+	// longer holds, removed with it: an export is its account's current
+	// state, as a vault file is its conversation's.
+	ConversationsRemoved int      `json:"conversations_removed,omitempty"`
+	Removed              []string `json:"-"` // vault-relative paths of files gone since the last sweep
+	Interrupted          bool     `json:"-"`
 }
 
 // file is one vault file the walk found.
