@@ -4,7 +4,7 @@ BIN     ?= bin/recall
 DEMO    ?= .recall-demo
 export CGO_ENABLED = 0
 
-.PHONY: all build quickstart test check lint unit bench clean
+.PHONY: all build quickstart test check lint unit bench clean help
 
 all: build
 
@@ -32,3 +32,10 @@ bench:
 
 clean:
 	rm -rf bin $(DEMO)
+
+help:
+	@echo "make quickstart  build, install the default model, sweep the sample vault into $(DEMO)/ and search it"
+	@echo "make test        the whole test suite, as CI runs it (gofmt, vet, staticcheck, unit and end-to-end tests)"
+	@echo "make build       bin/recall (static, CGO_ENABLED=0)"
+	@echo "make bench       the benchmarks behind BENCHMARKS.md (LONG=1 adds the long ones)"
+	@echo "make clean       remove bin/ and $(DEMO)/"
