@@ -16,7 +16,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	m.fusionFlag(fs)
 	queries := fs.String("queries", "", "query set `FILE.jsonl` ({\"query\", \"expect\": [{\"source\", \"contains\"}], \"category\"} per line)")
 	mode := fs.String("mode", "", "hybrid, lexical or semantic (default: hybrid when vectors exist)")
-	k := fs.Int("k", 10, "results fetched per query (at most 20); R@1, R@5 and R@10 are reported")
+	k := fs.Int("k", 10, "results fetched per query (at most 20); R@1, R@5 and R@10 are reported up to it")
 	perSource := fs.Int("per-source", recall.DefaultPerSource, "at most this many results from one source")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	out := fs.String("out", "", "write each query's outcome as JSONL to `FILE` (default: eval-results.jsonl next to the database)")
@@ -62,7 +62,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 			return fmt.Errorf("query %q: %w", q.Query, err)
 		}
 		usedMode = resp.Mode
-		o := quality.Score(q, resp.Results)
+		o := quality.Score(q, resp.Results, *k)
 		outs = append(outs, o)
 		if err := enc.Encode(o); err != nil {
 			return err

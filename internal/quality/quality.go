@@ -81,8 +81,10 @@ func found(h recall.Hit, e Expect) bool {
 	return false
 }
 
-// Score scores one query's results (best first).
-func Score(q Query, hits []recall.Hit) Outcome {
+// Score scores one query's results (best first), a page of at most limit:
+// recall is reported at the cut-offs in Ks up to limit only, since a page
+// of 5 says nothing of recall at 10.
+func Score(q Query, hits []recall.Hit, limit int) Outcome {
 	o := Outcome{Query: q.Query, Category: q.Category, Recall: map[int]float64{}, Found: make([]int, len(q.Expect))}
 	for i, h := range hits {
 		o.Top = append(o.Top, fmt.Sprintf("%s#%d", h.Source, h.ChunkIndex))
@@ -96,6 +98,9 @@ func Score(q Query, hits []recall.Hit) Outcome {
 		}
 	}
 	for _, k := range Ks {
+		if k > limit {
+			break
+		}
 		n := 0
 		for _, r := range o.Found {
 			if r > 0 && r <= k {
@@ -127,8 +132,8 @@ func Aggregate(mode string, outs []Outcome) Report {
 	add := func(s *Summary, o Outcome) {
 		s.N++
 		s.MRR += o.RR
-		for _, k := range Ks {
-			s.Recall[k] += o.Recall[k]
+		for k, r := range o.Recall {
+			s.Recall[k] += r
 		}
 	}
 	for _, o := range outs {
@@ -145,7 +150,7 @@ func Aggregate(mode string, outs []Outcome) Report {
 			return
 		}
 		s.MRR /= float64(s.N)
-		for _, k := range Ks {
+		for k := range s.Recall {
 			s.Recall[k] /= float64(s.N)
 		}
 	}
@@ -161,7 +166,15 @@ func (r Report) Write(w io.Writer) {
 	fmt.Fprintf(w, "mode %s\n", r.Mode)
 	fmt.Fprintf(w, "%-10s %5s %6s %6s %6s %6s\n", "category", "n", "R@1", "R@5", "R@10", "MRR")
 	line := func(name string, s Summary) {
-		fmt.Fprintf(w, "%-10s %5d %6.3f %6.3f %6.3f %6.3f\n", name, s.N, s.Recall[1], s.Recall[5], s.Recall[10], s.MRR)
+		fmt.Fprintf(w, "%-10s %5d", name, s.N)
+		for _, k := range Ks {
+			if r, ok := s.Recall[k]; ok {
+				fmt.Fprintf(w, " %6.3f", r)
+			} else {
+				fmt.Fprintf(w, " %6s", "-") // past the page size
+			}
+		}
+		fmt.Fprintf(w, " %6.3f\n", s.MRR)
 	}
 	cats := make([]int, 0, len(r.ByCategory))
 	for c := range r.ByCategory {

@@ -433,6 +433,10 @@ type candidate struct {
 	score    float64
 }
 
+// maxDepth bounds how deep Search reads each retriever's candidates to
+// fill a page that the per-source cap left short.
+const maxDepth = 2560
+
 // Search runs one query.
 func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.SearchResponse, error) {
 	if err := Validate(&req); err != nil {
@@ -449,7 +453,67 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	// read of its text; 40 of each kind fill such a page.)
 	want := max(30, req.Limit*req.PerSource*4)
 	depth := max(40, req.Limit*req.PerSource*2)
+	q := &queryVec{}
+	resp, more, err := e.search(ctx, req, want, depth, q)
+	// When one long conversation holds every candidate, the per-source cap
+	// leaves the page short although other sources match further down:
+	// read deeper and fill the page with what ranks next, below the
+	// results already placed (their order stays as the first pass ranked
+	// it; deeper lists would rescale hybrid scores).
+	for f := 4; err == nil && more && len(resp.Results) < req.Limit && depth*f <= maxDepth; f *= 4 {
+		var deeper recall.SearchResponse
+		deeper, more, err = e.search(ctx, req, want*f, depth*f, q)
+		if err == nil {
+			resp.Results = backfill(resp.Results, deeper.Results, req)
+		}
+	}
+	return resp, err
+}
 
+// backfill appends to hits the results of a deeper pass that are not on the
+// page yet, within the per-source cap and the limit, scored no higher than
+// the last hit so that the page stays in order.
+func backfill(hits, deeper []recall.Hit, req recall.SearchRequest) []recall.Hit {
+	type key struct {
+		source string
+		index  int
+	}
+	placed := map[key]bool{}
+	texts := map[string]bool{}
+	perSource := map[string]int{}
+	for _, h := range hits {
+		placed[key{h.Source, h.ChunkIndex}] = true
+		texts[h.Text] = true
+		perSource[h.Source]++
+	}
+	for _, h := range deeper {
+		if len(hits) == req.Limit {
+			break
+		}
+		if placed[key{h.Source, h.ChunkIndex}] || texts[h.Text] || perSource[h.Source] >= req.PerSource {
+			continue
+		}
+		if n := len(hits); n > 0 {
+			h.Score = min(h.Score, hits[n-1].Score)
+		}
+		texts[h.Text] = true
+		perSource[h.Source]++
+		hits = append(hits, h)
+	}
+	return hits
+}
+
+// queryVec is a search's query vector, embedded once for all its passes.
+type queryVec struct {
+	done bool
+	vec  []float32
+	err  error
+}
+
+// search is one pass of Search over the first want (single retriever) or
+// depth (hybrid) candidates of each retriever. more reports whether a
+// retriever had candidates beyond those.
+func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, depth int, q *queryVec) (resp recall.SearchResponse, more bool, err error) {
 	// Full text needs no query vector: it runs, and its candidates are
 	// read from the store, while the query is embedded and the vectors are
 	// searched. The query is embedded before the engine's lock is taken: a
@@ -459,7 +523,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		err error
 	}
 	var embedDone chan embedOut
-	if req.Mode != recall.ModeLexical && e.opt.Embedder != nil {
+	if req.Mode != recall.ModeLexical && e.opt.Embedder != nil && !q.done {
 		embedDone = make(chan embedOut, 1)
 		go func() {
 			ectx, cancel := context.WithTimeout(ctx, e.opt.EmbedBudget)
@@ -508,17 +572,17 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 			lexDone <- out
 		}()
 	}
-	var qvec []float32
-	var embedErr error
 	if embedDone != nil {
 		out := <-embedDone
-		qvec, embedErr = out.vec, out.err
+		q.vec, q.err = out.vec, out.err
 	}
+	q.done = true
+	qvec, embedErr := q.vec, q.err
 
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 
-	resp := recall.SearchResponse{Query: req.Query, Mode: req.Mode}
+	resp = recall.SearchResponse{Query: req.Query, Mode: req.Mode}
 	vecReady := e.vecReady()
 	switch {
 	case resp.Mode == "" || resp.Mode == recall.ModeHybrid:
@@ -531,9 +595,9 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 			resp.Note = "the query could not be embedded; searched full text only"
 		}
 	case resp.Mode == recall.ModeSemantic && !vecReady:
-		return resp, recall.Errorf(recall.EUNAVAILABLE, "semantic search is unavailable: %s", e.noVectorsReason())
+		return resp, false, recall.Errorf(recall.EUNAVAILABLE, "semantic search is unavailable: %s", e.noVectorsReason())
 	case resp.Mode == recall.ModeSemantic && qvec == nil:
-		return resp, recall.WrapError(recall.EUNAVAILABLE, embedErr, "the query could not be embedded")
+		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "the query could not be embedded")
 	}
 
 	cands := make(map[int64]*candidate)
@@ -560,16 +624,18 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 		// nothing, and saves the reads.
 		exact := resp.Mode == recall.ModeSemantic
 		if vecRes, err = e.vx.search(ctx, qvec, vecWant, req.Filter, exact); err != nil {
-			return resp, err
+			return resp, false, err
 		}
+		more = len(vecRes) >= vecWant
 	}
 	have := map[int64]*recall.StoredChunk{}
 	if lexDone != nil {
 		out := <-lexDone
 		if out.err != nil {
-			return resp, out.err
+			return resp, false, out.err
 		}
 		cands := out.cands
+		more = more || len(cands) >= max(want, depth)
 		if resp.Mode == recall.ModeHybrid {
 			cands = cands[:min(depth, len(cands))]
 		}
@@ -589,9 +655,10 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	}
 	if len(order) == 0 {
 		resp.Results = []recall.Hit{}
-		return resp, nil
+		return resp, false, nil
 	}
-	return e.shape(ctx, req, resp, order, have)
+	resp, err = e.shape(ctx, req, resp, order, have)
+	return resp, more, err
 }
 
 // vecReady reports whether vector search can run (under e.mu).

@@ -291,3 +291,58 @@ func TestFallbackFillsPage(t *testing.T) {
 		}
 	}
 }
+
+// One long conversation that holds every candidate of a pass must not leave
+// the page short under the per-source cap when other sources match further
+// down: a deeper pass fills it, below what the first pass placed.
+func TestCapDoesNotShortenPage(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 16)
+	var docs []recall.Document
+	var vecs []recall.Vector
+	add := func(id string, texts ...string) {
+		d := recall.Document{Source: recall.Source{ID: id, Kind: recall.KindArchive, ChunkCount: len(texts), ContentHash: recall.TextHash(id)}}
+		for i, text := range texts {
+			d.Chunks = append(d.Chunks, recall.Chunk{Index: i, Text: text, Hash: recall.TextHash(text)})
+			v, err := emb.Embed(ctx, recall.InputDocument, []string{text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			vecs = append(vecs, recall.Vector{Space: "t", Hash: recall.TextHash(text), Vec: v[0]})
+		}
+		docs = append(docs, d)
+	}
+	var big []string
+	for i := range 300 {
+		big = append(big, fmt.Sprintf("day %d: kayak kayak paddle kayak", i))
+	}
+	add("big.md", big...)
+	for i := range 6 {
+		add(fmt.Sprintf("small%d.md", i), fmt.Sprintf("we once saw a kayak on lake %d, among many other boats and birds and trees", i))
+	}
+	if _, err := st.Write(ctx, docs, vecs); err != nil {
+		t.Fatal(err)
+	}
+	eng := search.New(st, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{recall.ModeHybrid, recall.ModeLexical, recall.ModeSemantic} {
+		for _, cap := range []int{1, 2} {
+			r, err := eng.Search(ctx, recall.SearchRequest{Query: "kayak", Mode: mode, Limit: 5, PerSource: cap})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bySource := map[string]int{}
+			for i, h := range r.Results {
+				bySource[h.Source]++
+				if i > 0 && h.Score > r.Results[i-1].Score {
+					t.Errorf("%s cap %d: scores out of order at %d: %v", mode, cap, i, r.Results)
+				}
+			}
+			if len(r.Results) != 5 || bySource["big.md"] != cap {
+				t.Errorf("%s cap %d: %d results %v, want 5 with %d from big.md", mode, cap, len(r.Results), bySource, cap)
+			}
+		}
+	}
+}

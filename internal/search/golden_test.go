@@ -88,7 +88,7 @@ func TestGoldenRankings(t *testing.T) {
 				if resp.Mode != c.mode {
 					t.Fatalf("mode %s ran as %s (%s)", c.mode, resp.Mode, resp.Note)
 				}
-				o := quality.Score(q, resp.Results)
+				o := quality.Score(q, resp.Results, 5)
 				outs = append(outs, o)
 				fmt.Fprintf(&buf, "## %s\n", q.Query)
 				for i, h := range resp.Results {

@@ -70,19 +70,24 @@ func foldASCII(s string) string {
 	return string(b)
 }
 
-// Phrases finds folded phrases (Fold's output) in texts: InAll(text) is
-// strings.Contains(Fold(text), p) for every p, without folding ASCII text
-// into a new string. A search asks it of every candidate, for the query
-// verbatim, so the ASCII case streams the text through a Knuth-Morris-Pratt
-// matcher, folding as it goes.
+// Phrases finds folded phrases (Fold's output) in texts as whole words:
+// InAll(text) reports whether Fold(text) holds every phrase at a place where
+// it neither starts nor ends inside a word, so "heat" is not found in
+// "theatre" nor "kayak" in "kayaks". A phrase end in a script written
+// without spaces (Chinese, Japanese) needs no boundary: 薄荷 is found inside
+// 薄荷糖. A search asks it of every candidate, for the query verbatim, so
+// the ASCII case streams the text through a Knuth-Morris-Pratt matcher,
+// folding as it goes, without making a new string.
 type Phrases struct {
 	folded []string
-	fail   [][]int // per phrase: the longest proper border of each prefix
+	fail   [][]int  // per phrase: the longest proper border of each prefix
+	ring   [][]byte // per phrase: the last len+1 folded bytes (ASCII matching)
 }
 
-// NewPhrases prepares folded phrases for matching.
+// NewPhrases prepares folded phrases for matching. A Phrases is for one
+// goroutine at a time.
 func NewPhrases(folded []string) *Phrases {
-	m := &Phrases{folded: folded, fail: make([][]int, len(folded))}
+	m := &Phrases{folded: folded, fail: make([][]int, len(folded)), ring: make([][]byte, len(folded))}
 	for i, p := range folded {
 		f := make([]int, len(p))
 		for j, k := 1, 0; j < len(p); j++ {
@@ -95,12 +100,23 @@ func NewPhrases(folded []string) *Phrases {
 			f[j] = k
 		}
 		m.fail[i] = f
+		m.ring[i] = make([]byte, len(p)+1)
 	}
 	return m
 }
 
-// InAll reports whether Fold(text) contains every phrase; false when there
-// are none.
+// inWord reports whether r is part of a word in a script that separates
+// words with spaces: a phrase that starts or ends with such a rune must not
+// continue into a neighbouring one.
+func inWord(r rune) bool {
+	if r < utf8.RuneSelf {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
+	}
+	return (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)) && !IsCJK(r)
+}
+
+// InAll reports whether Fold(text) holds every phrase as whole words;
+// false when there are none.
 func (m *Phrases) InAll(text string) bool {
 	if len(m.folded) == 0 {
 		return false
@@ -108,7 +124,7 @@ func (m *Phrases) InAll(text string) bool {
 	if !isASCII(text) {
 		f := Fold(text)
 		for _, p := range m.folded {
-			if !strings.Contains(f, p) {
+			if !containsWords(f, p) {
 				return false
 			}
 		}
@@ -122,24 +138,67 @@ func (m *Phrases) InAll(text string) bool {
 	return true
 }
 
-// inASCII reports whether foldASCII(s) contains phrase i, reading s once.
+// containsWords reports whether s holds p where p starts and ends at word
+// boundaries (see inWord).
+func containsWords(s, p string) bool {
+	if p == "" {
+		return true
+	}
+	first, _ := utf8.DecodeRuneInString(p)
+	last, _ := utf8.DecodeLastRuneInString(p)
+	needStart, needEnd := inWord(first), inWord(last)
+	for off := 0; off <= len(s)-len(p); {
+		i := strings.Index(s[off:], p)
+		if i < 0 {
+			return false
+		}
+		i += off
+		before, _ := utf8.DecodeLastRuneInString(s[:i])
+		after, _ := utf8.DecodeRuneInString(s[i+len(p):])
+		if (!needStart || i == 0 || !inWord(before)) && (!needEnd || i+len(p) == len(s) || !inWord(after)) {
+			return true
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		off = i + size
+	}
+	return false
+}
+
+// inASCII reports whether foldASCII(s) holds phrase i as whole words,
+// reading s once.
 func (m *Phrases) inASCII(s string, i int) bool {
-	p, fail := m.folded[i], m.fail[i]
+	p, fail, ring := m.folded[i], m.fail[i], m.ring[i]
 	if p == "" {
 		return true
 	}
 	if !isASCII(p) {
 		return false // the fold of ASCII text is ASCII
 	}
-	k := 0 // bytes of p matched so far
+	needStart, needEnd := inWord(rune(p[0])), inWord(rune(p[len(p)-1]))
+	k, n := 0, 0      // bytes of p matched so far; folded bytes read
+	endCheck := false // a match waits for the next byte to end a word
 	feed := func(c byte) bool {
-		for k > 0 && p[k] != c {
+		if endCheck {
+			endCheck = false
+			if !inWord(rune(c)) {
+				return true
+			}
+		}
+		ring[n%len(ring)] = c
+		n++
+		for k > 0 && (k == len(p) || p[k] != c) {
 			k = fail[k-1]
 		}
 		if p[k] == c {
 			k++
 		}
-		return k == len(p)
+		if k == len(p) && (!needStart || n == len(p) || !inWord(rune(ring[(n-len(p)-1)%len(ring)]))) {
+			if !needEnd {
+				return true
+			}
+			endCheck = true
+		}
+		return false
 	}
 	pending, started := false, false
 	for j := 0; j < len(s); j++ {
@@ -162,7 +221,7 @@ func (m *Phrases) inASCII(s string, i int) bool {
 			return true
 		}
 	}
-	return false
+	return endCheck // the text ended right after a match
 }
 
 // foldCase is Fold without the white-space step.

@@ -163,6 +163,27 @@ func FuzzFoldASCII(f *testing.F) {
 }
 
 // FuzzPhrases: Phrases.InAll answers as strings.Contains(Fold(text), Fold(phrase)).
+// wordsIn is the reference InAll is checked against: every place p occurs in
+// s, its ends tested rune by rune.
+func wordsIn(s, p string) bool {
+	if p == "" {
+		return true
+	}
+	pr := []rune(p)
+	for i := 0; i+len(p) <= len(s); i++ {
+		if !strings.HasPrefix(s[i:], p) || !utf8.RuneStart(s[i]) {
+			continue
+		}
+		before, after := []rune(s[:i]), []rune(s[i+len(p):])
+		startOK := !inWord(pr[0]) || len(before) == 0 || !inWord(before[len(before)-1])
+		endOK := !inWord(pr[len(pr)-1]) || len(after) == 0 || !inWord(after[0])
+		if startOK && endOK {
+			return true
+		}
+	}
+	return false
+}
+
 func FuzzPhrases(f *testing.F) {
 	for _, c := range [][2]string{
 		{"Hello,\n\n  World\t", "hello, world"},
@@ -173,12 +194,18 @@ func FuzzPhrases(f *testing.F) {
 		{"Straße", "strasse"},
 		{"no match here", "match there"},
 		{"ABC", ""},
+		{"a great theatre show", "heat"},
+		{"heat heated heat", "heat"},
+		{"kayaks and a kayak", "kayak"},
+		{"iPhone很好用", "iphone"},
+		{"我喜欢薄荷糖", "薄荷"},
+		{"abab ab", "ab"},
 	} {
 		f.Add(c[0], c[1])
 	}
 	f.Fuzz(func(t *testing.T, text, phrase string) {
 		p := Fold(phrase)
-		want := strings.Contains(Fold(text), p)
+		want := wordsIn(Fold(text), p)
 		if got := NewPhrases([]string{p}).InAll(text); got != want {
 			t.Fatalf("InAll(%q) for %q = %v; want %v", text, p, got, want)
 		}
@@ -195,6 +222,29 @@ func TestPhrasesAll(t *testing.T) {
 	}
 	if NewPhrases(nil).InAll("anything") {
 		t.Error("no phrases: want false")
+	}
+	for _, tc := range []struct {
+		text, phrase string
+		want         bool
+	}{
+		{"Treat yourself to a great theatre show.", "heat", false},
+		{"Treat yourself to a great theatre show.", "eat", false},
+		{"the heat, then (heat)", "heat", true},
+		{"two kayaks", "kayak", false},
+		{"a kayak!", "kayak", true},
+		{"my e-mail address", "e-mail", true},
+		{"iPhone很好用", "iphone", true},
+		{"我喜欢薄荷糖", "薄荷", true},
+		{"Café au lait", "cafe", false}, // Fold keeps the accent: no match at all
+		{"café", "caf", false},
+		{"kayak", "kayak", true},
+		{"kayaker", "kayak", false},
+		{"a kayak", "a kayak", true},
+		{"Xa kayak", "a kayak", false},
+	} {
+		if got := NewPhrases([]string{Fold(tc.phrase)}).InAll(tc.text); got != tc.want {
+			t.Errorf("InAll(%q) for %q = %v; want %v", tc.text, tc.phrase, got, tc.want)
+		}
 	}
 }
 
