@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
@@ -269,5 +270,16 @@ func TestToolErrorsAreShort(t *testing.T) {
 		if !res.IsError || len(text) > 600 || !utf8.ValidString(text) {
 			t.Errorf("%s: error %v, %d bytes, valid UTF-8 %v", tc.tool, res.IsError, len(text), utf8.ValidString(text))
 		}
+	}
+	// An unknown tool is a JSON-RPC error (the SDK answers it with a nil
+	// result, which must not crash the server), also cut short.
+	for _, name := range []string{"no_such_tool", strings.Repeat("n", 100000)} {
+		_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		if err == nil || len(err.Error()) > 700 {
+			t.Errorf("unknown tool %.20s: %v", name, err)
+		}
+	}
+	if res := call(t, cs, "search_archive", map[string]any{"query": "still answering"}); res.IsError {
+		t.Errorf("the server stopped answering: %s", resultText(res))
 	}
 }

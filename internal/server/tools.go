@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/recall-mcp/recall"
@@ -138,23 +139,41 @@ func addTool[In, Out any](s *Server, ms *mcp.Server, fallback *identity, t *mcp.
 // quotes the offending value, which may be 100,000 characters of it.
 const maxToolErrorLen = 500
 
-// shortToolErrors cuts tool errors to maxToolErrorLen bytes.
+// shortToolErrors cuts tool errors, and JSON-RPC errors (an unknown tool
+// name is quoted in one), to maxToolErrorLen bytes.
 func shortToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
+		// An unknown tool comes back as a nil *CallToolResult and an error.
+		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
 			for _, c := range r.Content {
-				if t, ok := c.(*mcp.TextContent); ok && len(t.Text) > maxToolErrorLen {
-					cut := maxToolErrorLen
-					for cut > 0 && !utf8.RuneStart(t.Text[cut]) {
-						cut--
-					}
-					t.Text = t.Text[:cut] + "… (cut)"
+				if t, ok := c.(*mcp.TextContent); ok {
+					t.Text = shorten(t.Text)
 				}
 			}
 		}
+		var we *jsonrpc.Error
+		if errors.As(err, &we) && len(we.Message) > maxToolErrorLen {
+			short := *we
+			short.Message = shorten(we.Message)
+			err = &short
+		} else if err != nil && we == nil && len(err.Error()) > maxToolErrorLen {
+			err = errors.New(shorten(err.Error()))
+		}
 		return res, err
 	}
+}
+
+// shorten cuts s to maxToolErrorLen bytes at a character boundary.
+func shorten(s string) string {
+	if len(s) <= maxToolErrorLen {
+		return s
+	}
+	cut := maxToolErrorLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (cut)"
 }
 
 // callerOf finds who is calling: the identity the HTTP front door attached
