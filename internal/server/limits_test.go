@@ -283,3 +283,17 @@ func TestToolErrorsAreShort(t *testing.T) {
 		t.Errorf("the server stopped answering: %s", resultText(res))
 	}
 }
+
+// A panic while handling one request becomes that request's internal error:
+// the SDK's goroutines would otherwise take the whole process down.
+func TestPanicInRequestIsContained(t *testing.T) {
+	f := newFixture(t, nil)
+	h := f.srv.recoverPanics(func(context.Context, string, mcp.Request) (mcp.Result, error) { panic("boom") })
+	res, err := h(t.Context(), "tools/call", nil)
+	if res != nil || err == nil || !strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("got %v, %v", res, err)
+	}
+	if !strings.Contains(f.logs.String(), "boom") {
+		t.Error("the panic was not logged")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -164,6 +165,22 @@ func shortToolErrors(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// recoverPanics turns a panic in a request's handling into an internal
+// error for that request, logged with its stack. The SDK runs requests on
+// goroutines of its own, where a panic would end the whole process.
+func (s *Server) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				id := newRequestID()
+				s.log.Error("panic in an MCP request", "id", id, "method", method, "panic", p, "stack", string(debug.Stack()))
+				res, err = nil, &jsonrpc.Error{Code: -32603, Message: "internal error (logged as " + id + ")"}
+			}
+		}()
+		return next(ctx, method, req)
+	}
+}
+
 // shorten cuts s to maxToolErrorLen bytes at a character boundary.
 func shorten(s string) string {
 	if len(s) <= maxToolErrorLen {
@@ -213,7 +230,7 @@ func (s *Server) toolError(c caller, tool string, err error) error {
 func (s *Server) newMCPServer(admin bool, fallback *identity) *mcp.Server {
 	ms := mcp.NewServer(&mcp.Implementation{Name: "recall", Title: "recall", Version: s.opt.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: s.log})
-	ms.AddReceivingMiddleware(shortToolErrors)
+	ms.AddReceivingMiddleware(shortToolErrors, s.recoverPanics)
 
 	addTool(s, ms, fallback, &mcp.Tool{Name: "search_archive", Annotations: readOnly("Search the archive"),
 		Description: "Search past conversations, saved memories and diary days together. Returns the best passages, " +
