@@ -187,23 +187,28 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 }
 
 // foreignFiles maps the vault files whose sources another vault already
-// stored to that vault. Source ids are vault-relative paths, so the same
-// path in two vaults would be one source, each sweep overwriting the
-// other's; such a file is refused instead. A vault that no longer exists
-// was moved or renamed (this may be it), and sources that came through
-// /ingest (vault "") are the same files sent from elsewhere: the sweep
-// takes those over. With one vault, as usual, this is one index lookup.
+// stored, and still holds, to that vault. Source ids are vault-relative
+// paths, so the same path in two vaults would be one source, each sweep
+// overwriting the other's; such a file is refused instead. The sweep takes
+// over the sources of a vault that no longer exists (moved or renamed), of
+// the same directory reached by another path (a symbolic link), of files
+// the other vault no longer has, and of /ingest (vault ""): the same files
+// sent from elsewhere. With one vault, as usual, this is one index lookup.
 func foreignFiles(ctx context.Context, st recall.Store, vault string) (map[string]string, error) {
 	vaults, err := st.Vaults(ctx, recall.KindArchive)
 	if err != nil {
 		return nil, fmt.Errorf("read vaults: %w", err)
+	}
+	here, err := os.Stat(vault)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]string{}
 	for _, v := range vaults {
 		if v == vault || v == "" {
 			continue
 		}
-		if fi, err := os.Stat(v); err != nil || !fi.IsDir() {
+		if fi, err := os.Stat(v); err != nil || !fi.IsDir() || os.SameFile(fi, here) {
 			continue
 		}
 		m, err := st.Manifest(ctx, recall.KindArchive, v)
@@ -211,7 +216,13 @@ func foreignFiles(ctx context.Context, st recall.Store, vault string) (map[strin
 			return nil, fmt.Errorf("read manifest: %w", err)
 		}
 		for id := range m {
-			out[goneFile(id)] = v
+			rel := goneFile(id)
+			if _, ok := out[rel]; ok {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(v, filepath.FromSlash(rel))); err == nil {
+				out[rel] = v
+			}
 		}
 	}
 	return out, nil

@@ -265,6 +265,25 @@ func TestSweepTwoVaultsSamePath(t *testing.T) {
 		t.Fatalf("same.md now belongs to %s", src.Vault)
 	}
 
+	// The same vault reached through a symbolic link is the same vault.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	if res, log := sweep(t, st, link, Options{}); res.FilesFailed != 0 {
+		t.Fatalf("vault through a link: %+v %q", res, log)
+	}
+	// A file the other vault no longer has (not yet pruned) is taken over.
+	write(t, b, "gone.md", "**User:** a note that moves\n\n**Assistant:** ok")
+	write(t, a, "gone.md", "**User:** a note that moves\n\n**Assistant:** ok")
+	sweep(t, st, a, Options{})
+	if err := os.Remove(filepath.Join(a, "gone.md")); err != nil {
+		t.Fatal(err)
+	}
+	if res, log := sweep(t, st, b, Options{}); strings.Contains(log, "gone.md") {
+		t.Fatalf("a file vault a no longer has was refused: %+v %q", res, log)
+	}
+
 	moved := filepath.Join(t.TempDir(), "moved")
 	if err := os.Rename(a, moved); err != nil {
 		t.Fatal(err)
