@@ -44,6 +44,12 @@ type Main struct {
 	store   *sqlite.DB
 	closers []func() error
 	log     *slog.Logger
+
+	// dirModel is the name recall before 2026-11-30 gave the model loaded
+	// from a directory (the directory's name); legacySpaces remembers which
+	// spaces of that name proved to be this model's (see madeSpace).
+	dirModel     string
+	legacySpaces map[string]bool
 }
 
 // globals are the flags every command accepts.

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,7 +75,7 @@ func (m *Main) queryEmbedder(ctx context.Context, st recall.Store, emb recall.Em
 	if err != nil || read == nil {
 		return emb, err
 	}
-	q, err := m.spaceEmbedder(*read, emb)
+	q, err := m.spaceEmbedder(ctx, st, *read, emb)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "recall: searches read space %s (%s/%s), which cannot be used: %s; running lexical-only\n",
 			read.Name, read.Provider, read.Model, recall.ErrorMessage(err))
@@ -82,16 +85,69 @@ func (m *Main) queryEmbedder(ctx context.Context, st recall.Store, emb recall.Em
 }
 
 // spaceEmbedder returns the embedder of space sp: the configured one
-// (which may be nil) when it is the space's provider and model — the only
-// way to reach a model loaded from a directory, whose name is not a place
-// to load it from — else one built from the space's provider and model.
-func (m *Main) spaceEmbedder(sp recall.VectorSpace, configured recall.Embedder) (recall.Embedder, error) {
-	if configured != nil {
-		if info := configured.Info(); info.Provider == sp.Provider && info.Model == sp.Model {
-			return configured, nil
-		}
+// (which may be nil) when it made the space — the only way to reach a model
+// loaded from a directory, whose name is not a place to load it from —
+// else one built from the space's provider and model.
+func (m *Main) spaceEmbedder(ctx context.Context, st recall.Store, sp recall.VectorSpace, configured recall.Embedder) (recall.Embedder, error) {
+	if configured != nil && m.madeSpace(ctx, st, sp, configured) {
+		return configured, nil
 	}
 	return m.makeEmbedder(sp.Provider, sp.Model)
+}
+
+// madeSpace reports whether emb is the model of space sp. A model loaded
+// from a directory is named by its files (hub.Identify); recall before
+// 2026-11-30 named it after the directory alone, so a space of that name is
+// this model's if it embeds one of the space's stored chunks to the vector
+// stored for it.
+func (m *Main) madeSpace(ctx context.Context, st recall.Store, sp recall.VectorSpace, emb recall.Embedder) bool {
+	info := emb.Info()
+	switch {
+	case sp.Provider != info.Provider:
+		return false
+	case sp.Model == info.Model:
+		return true
+	case m.dirModel == "" || sp.Model != m.dirModel || info.Dim != 0 && sp.Dim != info.Dim:
+		return false
+	}
+	if ok, seen := m.legacySpaces[sp.Name]; seen {
+		return ok
+	}
+	ok := sameVectors(ctx, st, sp, emb)
+	if m.legacySpaces == nil {
+		m.legacySpaces = map[string]bool{}
+	}
+	m.legacySpaces[sp.Name] = ok
+	return ok
+}
+
+// sameVectors embeds the first chunk that has a vector in space sp with emb
+// and compares the result with the stored vector.
+func sameVectors(ctx context.Context, st recall.Store, sp recall.VectorSpace, emb recall.Embedder) bool {
+	errStop := errors.New("stop")
+	var id int64
+	var stored []float32
+	err := st.ScanVectors(ctx, sp.Name, func(c recall.IndexedChunk, vec []float32) error {
+		id, stored = c.ID, vec
+		return errStop
+	})
+	if !errors.Is(err, errStop) {
+		return false // an empty space proves nothing
+	}
+	chunks, err := st.ChunksByID(ctx, []int64{id})
+	if err != nil || len(chunks) != 1 {
+		return false
+	}
+	got, err := embed.EmbedChunks(ctx, emb, sp.Dim, []embed.ChunkText{{Header: chunks[0].Header, Text: chunks[0].Text}})
+	if err != nil || len(got[0]) != len(stored) {
+		return false
+	}
+	for i, v := range got[0] {
+		if math.Abs(float64(v-stored[i])) > 1e-3 {
+			return false
+		}
+	}
+	return true
 }
 
 func readSpace(ctx context.Context, st recall.Store) (*recall.VectorSpace, error) {
@@ -172,6 +228,7 @@ func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
 		if name, err = hub.Identify(dir); err != nil {
 			return nil, err
 		}
+		m.dirModel = filepath.Base(filepath.Clean(dir)) // the name earlier versions gave it
 	}
 	return encoder.Load(dir, encoder.Options{Name: name})
 }
@@ -216,7 +273,7 @@ func (m *Main) ensureSpace(ctx context.Context, st recall.Store, emb recall.Embe
 		return "", err
 	}
 	for _, s := range spaces {
-		if s.Provider == info.Provider && s.Model == info.Model && (info.Dim == 0 || s.Dim == info.Dim) {
+		if (info.Dim == 0 || s.Dim == info.Dim) && m.madeSpace(ctx, st, s, emb) {
 			return s.Name, nil
 		}
 	}

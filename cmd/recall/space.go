@@ -41,7 +41,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 			continue
 		}
 		found = true
-		emb, err := m.spaceEmbedder(sp, configured)
+		emb, err := m.spaceEmbedder(ctx, st, sp, configured)
 		if err != nil {
 			return fmt.Errorf("space %s: %w", sp.Name, err)
 		}

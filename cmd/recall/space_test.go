@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	_ "modernc.org/sqlite"
 )
 
 // fakeOllama stands in for a remote Ollama server: /api/embed answers with
@@ -169,8 +171,8 @@ func TestEmbedderFailureDuringSweep(t *testing.T) {
 }
 
 // copyModel copies the tiny test model into dir/model (every model directory
-// in this test has the same name) and, for variant > 0, changes the last
-// bytes of its weights: another model of the same shape.
+// in this test has the same name) and, for variant > 0, changes bytes
+// throughout its weights: another model of the same shape.
 func copyModel(t *testing.T, dir string, variant byte) string {
 	t.Helper()
 	src := "../../internal/embed/encoder/testdata/bge-tiny"
@@ -184,7 +186,9 @@ func copyModel(t *testing.T, dir string, variant byte) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b[len(b)-1] ^= variant
+		for k := 2; k < 8; k++ {
+			b[len(b)*k/8&^3+3] ^= variant // a float32's sign and exponent
+		}
 		if err := os.WriteFile(w, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -237,5 +241,54 @@ func TestModelDirectoriesAreToldApart(t *testing.T) {
 	out, errs, code := run(t, env, "--model", b, "search", "--mode", "semantic", "--json", "lazy dog")
 	if code != 0 || !strings.Contains(out, "c.md") || strings.Contains(errs, "lexical-only") {
 		t.Fatalf("semantic search in the new space: exit %d: %s %s", code, out, errs)
+	}
+}
+
+// A space made by a recall that named a directory's model after the
+// directory alone is still this model's when the model's vectors prove it:
+// searches read it and sweeps fill it, and another model in a folder of the
+// same name is not taken for it.
+func TestLegacyDirectoryModelSpace(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"] = "builtin"
+	a := copyModel(t, filepath.Join(t.TempDir(), "a"), 0)
+	b := copyModel(t, filepath.Join(t.TempDir(), "b"), 0x5a)
+	vault := t.TempDir()
+	if err := os.WriteFile(filepath.Join(vault, "c.md"), []byte("**User:** the quick brown fox\n\n**Assistant:** jumps over the lazy dog\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, env, "--model", a, "sweep", vault); code != 0 {
+		t.Fatal(errs)
+	}
+	// What the earlier version recorded: the model named "model".
+	db, err := sql.Open("sqlite", env["RECALL_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE spaces SET model = 'model'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	out, errs, code := run(t, env, "--model", a, "search", "--mode", "semantic", "--json", "lazy dog")
+	if code != 0 || !strings.Contains(out, "c.md") || strings.Contains(errs, "lexical-only") {
+		t.Fatalf("the legacy space is not read: exit %d: %s %s", code, out, errs)
+	}
+	list := func() []recall.SpaceStats {
+		out, _, _ := run(t, env, "space", "list", "--json")
+		var spaces []recall.SpaceStats
+		if err := json.Unmarshal([]byte(out), &spaces); err != nil {
+			t.Fatalf("space list: %v: %s", err, out)
+		}
+		return spaces
+	}
+	if n := len(list()); n != 1 {
+		t.Fatalf("%d spaces after using the legacy one, want 1", n)
+	}
+	// Another model in a folder of the same name gets a space of its own.
+	if _, errs, code := run(t, env, "--model", b, "sweep", "--full", vault); code != 0 {
+		t.Fatal(errs)
+	}
+	if n := len(list()); n != 2 {
+		t.Fatalf("%d spaces after sweeping with another model called model, want 2", n)
 	}
 }
