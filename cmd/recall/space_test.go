@@ -196,22 +196,30 @@ func copyModel(t *testing.T, dir string, variant byte) string {
 	return dst
 }
 
-// A model loaded from a directory is named by its files, not by the
-// directory's name: two different models in directories called "model"
-// get a space each, and a space made from a directory can be filled and
-// read by pointing --model at that directory again.
-func TestModelDirectoriesAreToldApart(t *testing.T) {
-	env := testEnv(t)
+// twoModels sets up a database swept with model a, another model b of the
+// same shape in a folder of the same name, and the one-file vault.
+func twoModels(t *testing.T) (env map[string]string, a, b, vault string) {
+	t.Helper()
+	env = testEnv(t)
 	env["RECALL_EMBEDDER"] = "builtin"
-	a := copyModel(t, filepath.Join(t.TempDir(), "a"), 0)
-	b := copyModel(t, filepath.Join(t.TempDir(), "b"), 0x5a)
-	vault := t.TempDir()
+	a = copyModel(t, filepath.Join(t.TempDir(), "a"), 0)
+	b = copyModel(t, filepath.Join(t.TempDir(), "b"), 0x5a)
+	vault = t.TempDir()
 	if err := os.WriteFile(filepath.Join(vault, "c.md"), []byte("**User:** the quick brown fox\n\n**Assistant:** jumps over the lazy dog\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, errs, code := run(t, env, "--model", a, "sweep", vault); code != 0 {
 		t.Fatalf("sweep with model a: %s", errs)
 	}
+	return env, a, b, vault
+}
+
+// A model loaded from a directory is named by its files, not by the
+// directory's name: two different models in directories called "model"
+// get a space each, and a space made from a directory can be filled and
+// read by pointing --model at that directory again.
+func TestModelDirectoriesAreToldApart(t *testing.T) {
+	env, _, b, _ := twoModels(t)
 	if _, errs, code := run(t, env, "--model", b, "space", "create", "other", "--embedder", "builtin"); code != 0 {
 		t.Fatalf("space create with model b: %s", errs)
 	}
@@ -249,17 +257,7 @@ func TestModelDirectoriesAreToldApart(t *testing.T) {
 // searches read it and sweeps fill it, and another model in a folder of the
 // same name is not taken for it.
 func TestLegacyDirectoryModelSpace(t *testing.T) {
-	env := testEnv(t)
-	env["RECALL_EMBEDDER"] = "builtin"
-	a := copyModel(t, filepath.Join(t.TempDir(), "a"), 0)
-	b := copyModel(t, filepath.Join(t.TempDir(), "b"), 0x5a)
-	vault := t.TempDir()
-	if err := os.WriteFile(filepath.Join(vault, "c.md"), []byte("**User:** the quick brown fox\n\n**Assistant:** jumps over the lazy dog\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, errs, code := run(t, env, "--model", a, "sweep", vault); code != 0 {
-		t.Fatal(errs)
-	}
+	env, a, b, vault := twoModels(t)
 	// What the earlier version recorded: the model named "model".
 	db, err := sql.Open("sqlite", env["RECALL_DB"])
 	if err != nil {
