@@ -73,7 +73,8 @@ type parsed struct {
 	changed bool     // some content of this piece differs from what is stored
 	err     error
 	vecs    []recall.Vector
-	missing int // chunk texts left without a vector
+	missing int      // chunk texts left without a vector
+	reused  []string // texts whose vectors were found stored or on their way
 }
 
 // inProgress is the mtime recorded on the first conversation of an export
@@ -365,10 +366,22 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	for _, h := range hashes {
 		if _, ok := have[h]; !ok && !p.embedded[h] {
 			need = append(need, h)
+		} else {
+			pr.reused = append(pr.reused, h)
 		}
 	}
 	p.embMu.Unlock()
+	vecs, failed := p.embedTexts(ctx, texts, need)
+	pr.vecs = append(pr.vecs, vecs...)
+	pr.missing = len(failed)
+	markPending(pr.docs, failed)
+}
+
+// embedTexts embeds the texts of the given hashes, returning their vectors
+// and the hashes it could not embed (the embedder failed; it is logged).
+func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkText, need []string) ([]recall.Vector, map[string]bool) {
 	const batch = 16 // chunks per embedder call (each is several units)
+	var out []recall.Vector
 	failed := make(map[string]bool)
 	for i := 0; i < len(need); i += batch {
 		part := need[i:min(i+batch, len(need))]
@@ -385,24 +398,79 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 			break
 		}
 		p.embMu.Lock()
+		if p.embedded == nil {
+			p.embedded = make(map[string]bool)
+		}
 		for j, h := range part {
-			pr.vecs = append(pr.vecs, recall.Vector{Space: p.opt.Space, Hash: h, Vec: vecs[j]})
+			out = append(out, recall.Vector{Space: p.opt.Space, Hash: h, Vec: vecs[j]})
 			p.embedded[h] = true
 		}
 		p.embMu.Unlock()
 	}
+	return out, failed
+}
+
+// markPending marks the documents holding a failed text as pending.
+func markPending(docs []recall.Document, failed map[string]bool) {
 	if len(failed) == 0 {
 		return
 	}
-	pr.missing = len(failed)
-	for i, d := range pr.docs {
+	for i, d := range docs {
 		for _, c := range d.Chunks {
 			if failed[c.Hash] {
-				pr.docs[i].Source.IndexState = recall.IndexPending
+				docs[i].Source.IndexState = recall.IndexPending
 				break
 			}
 		}
 	}
+}
+
+// revive embeds again the texts of batch b whose vectors the embedding
+// stage found stored (or on their way) but that are gone by the time b
+// commits: a commit in between removed the last other chunk holding such
+// a text, and its vector with it. Without this the chunk would be written
+// with no vector and its source marked indexed. It runs on the writer,
+// just before b's transaction, so nothing can remove them in between.
+func (p *pipeline) revive(ctx context.Context, b *batch) {
+	if len(b.reused) == 0 {
+		return
+	}
+	carried := make(map[string]bool, len(b.vecs))
+	for _, v := range b.vecs {
+		carried[v.Hash] = true
+	}
+	var check []string
+	for _, h := range b.reused {
+		if !carried[h] {
+			check = append(check, h)
+			carried[h] = true
+		}
+	}
+	have, err := p.st.VectorsByHash(ctx, p.opt.Space, check)
+	if err != nil {
+		return // the write goes on; repair finds what is missing
+	}
+	var lost []string
+	texts := map[string]embed.ChunkText{}
+	for _, h := range check {
+		if _, ok := have[h]; !ok {
+			lost = append(lost, h)
+		}
+	}
+	if len(lost) == 0 {
+		return
+	}
+	for _, d := range b.docs {
+		for _, c := range d.Chunks {
+			texts[c.Hash] = embed.ChunkText{Header: c.Header, Text: c.Text}
+		}
+	}
+	vecs, failed := p.embedTexts(ctx, texts, lost)
+	b.vecs = append(b.vecs, vecs...)
+	markPending(b.docs, failed)
+	p.mu.Lock()
+	p.res.VectorsMissing += len(failed)
+	p.mu.Unlock()
 }
 
 // forget drops committed vectors from embedded, which would otherwise grow
@@ -433,6 +501,7 @@ type batch struct {
 	files  []tally // files this batch completes
 	pieces int
 	size   int
+	reused []string // see parsed.reused and revive
 }
 
 // tally is what a file adds to the result once its last piece commits.
@@ -539,6 +608,7 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 		b.pieces++
 		b.docs = append(b.docs, docs...)
 		b.vecs = append(b.vecs, pr.vecs...)
+		b.reused = append(b.reused, pr.reused...)
 		b.stale = append(b.stale, pr.stale...)
 		for _, d := range pr.docs {
 			for _, c := range d.Chunks {
@@ -565,6 +635,7 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 // commit writes one batch in one transaction and counts the files it
 // completes.
 func (p *pipeline) commit(ctx context.Context, b *batch) error {
+	p.revive(ctx, b)
 	if len(b.docs) > 0 || len(b.vecs) > 0 {
 		if _, err := p.w.Write(ctx, b.docs, b.vecs); err != nil {
 			return fmt.Errorf("write: %w", err)

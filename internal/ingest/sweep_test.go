@@ -295,3 +295,38 @@ func TestSweepTwoVaultsSamePath(t *testing.T) {
 		t.Fatalf("the moved vault did not take its source over: %s", src.Vault)
 	}
 }
+
+// slowWriter commits slowly, so that the embedding stage works on later
+// files while earlier ones are still to commit.
+type slowWriter struct{ *sqlite.DB }
+
+func (w slowWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	time.Sleep(100 * time.Millisecond)
+	return w.DB.Write(ctx, docs, vecs)
+}
+
+// A text moving from one file to another in one sweep keeps its vector:
+// the embedding stage finds it stored (under the old file), then the old
+// file's commit removes its last chunk and the vector with it; the new
+// file's chunk must not then be written without one.
+func TestSweepMovedTextKeepsVector(t *testing.T) {
+	st := openStore(t)
+	emb, space := embedSpace(t, st)
+	root := t.TempDir()
+	write(t, root, "a.md", convA)
+	sweep(t, st, root, Options{Embedder: emb, Space: space, Dim: 16})
+	write(t, root, "a.md", convB)
+	write(t, root, "b.md", convA)
+	res, err := Sweep(context.Background(), st, slowWriter{st}, root,
+		Options{Embedder: emb, Space: space, Dim: 16, Batch: BatchLimits{Docs: 1}, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := st.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats.Spaces) != 1 || stats.Spaces[0].Missing != 0 || res.VectorsMissing != 0 {
+		t.Fatalf("a chunk lost its vector: %+v, result %+v", stats.Spaces, res)
+	}
+}
