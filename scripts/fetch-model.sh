@@ -4,7 +4,11 @@
 # cannot reach Hugging Face (`recall model pull` downloads from there).
 # Usage: scripts/fetch-model.sh [MODELS_DIR]
 set -euo pipefail
-models="${1:-${RECALL_MODELS_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/recall/models}}"
+# recall's default: "models" in its data directory, beside the database.
+data="$HOME/.local/share"
+[ "$(uname -s)" = Darwin ] && data="$HOME/Library/Application Support"
+case "${XDG_DATA_HOME:-}" in /*) data="$XDG_DATA_HOME" ;; esac
+models="${1:-${RECALL_MODELS_DIR:-$data/recall/models}}"
 dest="$models/all-MiniLM-L6-v2"
 if [ -f "$dest/model.safetensors" ] && [ -f "$dest/tokenizer.json" ]; then
   echo "all-MiniLM-L6-v2 is already installed in $dest"

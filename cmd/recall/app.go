@@ -271,9 +271,11 @@ func (m *Main) dbPath() (string, error) {
 	return filepath.Join(dir, "recall.db"), nil
 }
 
-// dataDir is where recall keeps its database and models by default.
+// dataDir is where recall keeps its database and models by default:
+// $XDG_DATA_HOME/recall (an absolute one, as the XDG spec asks), else the
+// platform's place for application data.
 func (m *Main) dataDir() (string, error) {
-	if d := m.Getenv("XDG_DATA_HOME"); d != "" {
+	if d := m.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "recall"), nil
 	}
 	home := m.Getenv("HOME")

@@ -234,12 +234,16 @@ func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
 }
 
 // modelsDir is where built-in models are kept (RECALL_MODELS_DIR, config
-// models_dir, or under the user's data directory).
+// models_dir, or "models" in the data directory, beside the database).
 func (m *Main) modelsDir() (string, error) {
 	if d := m.setting("", "models_dir", ""); d != "" {
 		return d, nil
 	}
-	return hub.DefaultDir(m.Getenv, m.Getenv("HOME"))
+	dir, err := m.dataDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "models"), nil
 }
 
 // spaceDim is the dimension of a vector space (0 when there is none).

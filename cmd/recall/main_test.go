@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -404,5 +405,32 @@ func TestCLIAudit(t *testing.T) {
 		{Route: "cli memory delete", Outcome: "ok", Results: 1}, {Route: "cli memory delete", Outcome: recall.ENOTFOUND}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("audit lines\n got %v\nwant %v", got, want)
+	}
+}
+
+// The database and the models share one data directory.
+func TestDataDirectory(t *testing.T) {
+	for _, tc := range []struct{ xdg, want string }{
+		{"/data", "/data/recall"},
+		{"relative/dir", "/home/u/.local/share/recall"}, // ignored, as the XDG spec asks
+	} {
+		m := NewMain()
+		m.Getenv = func(k string) string {
+			return map[string]string{"XDG_DATA_HOME": tc.xdg, "HOME": "/home/u"}[k]
+		}
+		if runtime.GOOS != "linux" && tc.xdg == "relative/dir" {
+			continue // the platform's own place
+		}
+		db, err := m.dbPath()
+		if err != nil {
+			t.Fatal(err)
+		}
+		models, err := m.modelsDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if db != filepath.Join(tc.want, "recall.db") || models != filepath.Join(tc.want, "models") {
+			t.Errorf("XDG_DATA_HOME=%q: database %s, models %s; want both in %s", tc.xdg, db, models, tc.want)
+		}
 	}
 }

@@ -27,6 +27,8 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	overlap := fs.Int("overlap", 200, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size)")
 	logPath := fs.String("log", "", "failure log `file` (default: sweep.log next to the database)")
 	asJSON := fs.Bool("json", false, "print one JSON summary object as the last line of stdout")
+	// Listed for -h only: a sweep given --remote is a remote one (wantsRemote).
+	fs.String("remote", "", "send the vault to the recall serve at `URL` through /ingest instead (its flags: sweep --remote URL -h)")
 	pos, err := m.parse(fs, args, "sweep [flags] DIR")
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -713,7 +714,8 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 	for i := range chunks {
 		byID[chunks[i].ID] = &chunks[i]
 	}
-	phrases := textindex.NewPhrases(exactPhrases(req.Query))
+	quoted, all := exactPhrases(req.Query)
+	phrases := textindex.NewPhrases(all)
 	// For convex fusion, each score is scaled to [0, 1] over the candidates:
 	// BM25 by its best (it is never negative), cosine by min-max (cosines
 	// can be negative, and their spread matters more than their level). A
@@ -738,12 +740,14 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		match []string
 	}
 	var list []scored
+	anyExact := false
 	for _, c := range order {
 		sc := byID[c.id]
 		if sc == nil {
 			continue
 		}
 		exact := phrases.InAll(sc.Text)
+		anyExact = anyExact || exact
 		titleHit := phrases.InAll(sc.Source.Title + " " + sc.Source.ID)
 		var match []string
 		if exact {
@@ -792,6 +796,22 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		list = append(list, scored{c, sc, match})
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].c.score > list[j].c.score })
+	if quoted && resp.Mode != recall.ModeLexical {
+		// Quoting asks for the phrase (full text requires it in its own
+		// query): the vectors only rank the passages that hold it, unless
+		// none does; then the closest passages come back, and say so.
+		if anyExact {
+			kept := list[:0]
+			for _, s := range list {
+				if slices.Contains(s.match, "exact") {
+					kept = append(kept, s)
+				}
+			}
+			list = kept
+		} else {
+			resp.Note = "no passage holds the quoted words exactly; these are the closest"
+		}
+	}
 
 	// Collapse identical passages: the best-ranked copy stands for all.
 	seenHash := make(map[string]bool)
@@ -896,8 +916,9 @@ func (e *Engine) resolve(ctx context.Context, name string, kind recall.Kind, sco
 }
 
 // exactPhrases returns the folded phrases a chunk must contain to count as
-// an exact match: the quoted parts of the query, or else the whole query.
-func exactPhrases(q string) []string {
+// an exact match: the quoted parts of the query (quoted is true), or else
+// the whole query.
+func exactPhrases(q string) (quoted bool, phrases []string) {
 	var out []string
 	for {
 		i := strings.IndexByte(q, '"')
@@ -913,12 +934,13 @@ func exactPhrases(q string) []string {
 		}
 		q = q[i+1+j+1:]
 	}
-	if len(out) == 0 {
-		if p := strings.TrimSpace(strings.Trim(q, `"`)); p != "" {
-			out = append(out, textindex.Fold(p))
-		}
+	if len(out) > 0 {
+		return true, out
 	}
-	return out
+	if p := strings.TrimSpace(strings.Trim(q, `"`)); p != "" {
+		out = append(out, textindex.Fold(p))
+	}
+	return false, out
 }
 
 func round(f float64) float64 {

@@ -346,3 +346,35 @@ func TestCapDoesNotShortenPage(t *testing.T) {
 		}
 	}
 }
+
+// A quoted phrase is asked for in every mode: hybrid and semantic rank only
+// the passages that hold it, unless none does; then the closest come back
+// with a note saying so.
+func TestQuotedPhraseIsRequired(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 16)
+	writeDocs(t, st, emb,
+		doc("a.md", "we took the night train north to Porto in October"),
+		doc("b.md", "the train to Lisbon was late, Porto was lovely"),
+		doc("c.md", "north of Porto the train follows the river"))
+	eng := search.New(st, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{recall.ModeHybrid, recall.ModeSemantic, recall.ModeLexical} {
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: `"train north to Porto"`, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Results) != 1 || r.Results[0].Source != "a.md" || r.Note != "" {
+			t.Errorf("%s: %+v", mode, r)
+		}
+		r, err = eng.Search(ctx, recall.SearchRequest{Query: `"train south to Faro"`, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode != recall.ModeLexical && (len(r.Results) == 0 || !strings.Contains(r.Note, "quoted")) {
+			t.Errorf("%s, phrase nowhere: %d results, note %q", mode, len(r.Results), r.Note)
+		}
+	}
+}

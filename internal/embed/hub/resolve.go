@@ -15,20 +15,6 @@ import (
 	"github.com/recall-mcp/recall"
 )
 
-// DefaultDir returns where models live: $XDG_DATA_HOME/recall/models, or
-// ~/.local/share/recall/models when XDG_DATA_HOME is unset or relative (as
-// the XDG spec asks). getenv is os.Getenv and home os.UserHomeDir's answer
-// in the program.
-func DefaultDir(getenv func(string) string, home string) (string, error) {
-	if x := getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
-		return filepath.Join(x, "recall", "models"), nil
-	}
-	if home == "" {
-		return "", recall.Errorf(recall.EINVALID, "no home directory to keep models in: set XDG_DATA_HOME or pass a models directory")
-	}
-	return filepath.Join(home, ".local", "share", "recall", "models"), nil
-}
-
 // Installed is a model directory found under the models directory.
 type Installed struct {
 	Name     string // directory name: the model name for pulled models

@@ -210,34 +210,6 @@ func TestList(t *testing.T) {
 	}
 }
 
-func TestDefaultDir(t *testing.T) {
-	tests := []struct {
-		xdg, home, want string
-	}{
-		{"/data", "/home/u", "/data/recall/models"},
-		{"", "/home/u", "/home/u/.local/share/recall/models"},
-		{"relative/dir", "/home/u", "/home/u/.local/share/recall/models"},
-		{"", "", ""},
-	}
-	for _, tt := range tests {
-		got, err := DefaultDir(func(k string) string {
-			if k == "XDG_DATA_HOME" {
-				return tt.xdg
-			}
-			return ""
-		}, tt.home)
-		if tt.want == "" {
-			if err == nil {
-				t.Errorf("DefaultDir(%q, %q) = %q, want an error", tt.xdg, tt.home, got)
-			}
-			continue
-		}
-		if err != nil || got != filepath.FromSlash(tt.want) {
-			t.Errorf("DefaultDir(%q, %q) = %q, %v; want %q", tt.xdg, tt.home, got, err, tt.want)
-		}
-	}
-}
-
 func TestPackageDirs(t *testing.T) {
 	sp := t.TempDir()
 	if got := PackageDirs([]string{sp}); len(got) != 0 {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -429,5 +430,17 @@ func testManifest(t *testing.T, s recall.Store) {
 	want := recall.SourceState{Size: a.Source.Size, MTime: 11, ContentHash: a.Source.ContentHash}
 	if len(got) != 1 || got["a.md"] != want {
 		t.Errorf("Manifest = %+v; want a.md %+v only", got, want)
+	}
+	c := doc("c.md", recall.KindArchive, "c") // through /ingest: no vault
+	write(t, s, c)
+	vaults, err := s.Vaults(ctx, recall.KindArchive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(vaults, []string{"", "/v1", "/v2"}) {
+		t.Errorf("Vaults = %q; want \"\", /v1 and /v2", vaults)
+	}
+	if vaults, _ := s.Vaults(ctx, recall.KindDiary); len(vaults) != 0 {
+		t.Errorf("Vaults of a kind with no sources = %q", vaults)
 	}
 }
