@@ -44,7 +44,7 @@ type Source struct {
 	Category    string    `json:"category,omitempty"` // memory category (project, person, ...)
 	ContentHash string    `json:"content_hash"`       // hex sha256 of the source content
 	Size        int64     `json:"size"`               // bytes of the source content
-	MTime       int64     `json:"mtime"`              // file modification time, unix nanoseconds (0 when not a file)
+	MTime       int64     `json:"mtime"`              // file modification time, unix nanoseconds (0 when not a file; -1 while a sweep has written only part of its export)
 	ChunkCount  int       `json:"chunk_count"`
 	Body        string    `json:"body,omitempty"`        // verbatim value of a memory or diary day; empty for archive files
 	IndexState  string    `json:"index_state,omitempty"` // IndexOK, IndexPending or IndexSkipped
