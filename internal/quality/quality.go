@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -117,6 +119,41 @@ type Summary struct {
 	N      int             `json:"n"`
 	Recall map[int]float64 `json:"recall"`
 	MRR    float64         `json:"mrr"`
+	// Interval is a 95% bootstrap confidence interval of recall at 5
+	// (overall only): how far the figure could move on another sample of
+	// questions like these.
+	Interval *[2]float64 `json:"recall5_ci95,omitempty"`
+}
+
+// bootstrapRounds is how many resamples Interval is drawn from.
+const bootstrapRounds = 10000
+
+// interval returns the 2.5th and 97.5th percentiles of mean recall at 5
+// over bootstrap resamples of outs (with a fixed seed: the same outcomes
+// give the same interval), or nil when recall at 5 was not measured.
+func interval(outs []Outcome) *[2]float64 {
+	r := make([]float64, 0, len(outs))
+	for _, o := range outs {
+		v, ok := o.Recall[5]
+		if !ok {
+			return nil
+		}
+		r = append(r, v)
+	}
+	if len(r) == 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	means := make([]float64, bootstrapRounds)
+	for i := range means {
+		sum := 0.0
+		for range r {
+			sum += r[rng.IntN(len(r))]
+		}
+		means[i] = sum / float64(len(r))
+	}
+	slices.Sort(means)
+	return &[2]float64{means[bootstrapRounds*25/1000], means[bootstrapRounds*975/1000-1]}
 }
 
 // Report is a whole evaluation.
@@ -155,6 +192,7 @@ func Aggregate(mode string, outs []Outcome) Report {
 		}
 	}
 	norm(&r.Overall)
+	r.Overall.Interval = interval(outs)
 	for _, c := range r.ByCategory {
 		norm(c)
 	}
@@ -185,4 +223,7 @@ func (r Report) Write(w io.Writer) {
 		line(fmt.Sprintf("%d", c), *r.ByCategory[c])
 	}
 	line("all", r.Overall)
+	if ci := r.Overall.Interval; ci != nil {
+		fmt.Fprintf(w, "R@5 95%% bootstrap interval over the questions: %.3f – %.3f\n", ci[0], ci[1])
+	}
 }

@@ -38,3 +38,30 @@ func TestScore(t *testing.T) {
 		t.Fatalf("report:\n%s", b.String())
 	}
 }
+
+func TestInterval(t *testing.T) {
+	q := Query{Query: "q", Expect: []Expect{{Source: "a.md", Contains: "alpha"}}}
+	hit, miss := Score(q, []recall.Hit{{Source: "a.md", Text: "alpha"}}, 5), Score(q, nil, 5)
+	same := Aggregate("m", []Outcome{hit, hit, hit}).Overall.Interval
+	if same == nil || same[0] != 1 || same[1] != 1 {
+		t.Errorf("all found: interval %v, want [1, 1]", same)
+	}
+	var mixed []Outcome
+	for i := range 200 {
+		if i%4 == 0 {
+			mixed = append(mixed, miss)
+		} else {
+			mixed = append(mixed, hit)
+		}
+	}
+	ci := Aggregate("m", mixed).Overall.Interval
+	if ci == nil || !(ci[0] < 0.75 && 0.75 < ci[1]) || ci[0] < 0.6 || ci[1] > 0.9 {
+		t.Errorf("three in four found, 200 questions: interval %v", ci)
+	}
+	if again := Aggregate("m", mixed).Overall.Interval; *again != *ci {
+		t.Errorf("the interval is not reproducible: %v then %v", ci, again)
+	}
+	if Aggregate("m", []Outcome{Score(q, nil, 1)}).Overall.Interval != nil {
+		t.Error("an interval of recall at 5 from pages of 1")
+	}
+}
