@@ -67,8 +67,11 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 			continue
 		}
 		state := "complete"
-		if !p.Done {
+		switch {
+		case !p.Done:
 			state = fmt.Sprintf("stopped at the limit; %d still missing, run again to continue", p.Missing)
+		case p.Missing > 0:
+			state = fmt.Sprintf("%d texts the embedder failed on alone remain without a vector (tried again on the next run; see its log)", p.Missing)
 		}
 		fmt.Fprintf(m.Stdout, "space %s: embedded %d texts in %.1fs, %s\n", sp.Name, p.Embedded, time.Since(start).Seconds(), state)
 	}

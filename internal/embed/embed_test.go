@@ -225,6 +225,21 @@ func TestBackoffFullJitter(t *testing.T) {
 	}
 }
 
+// A base delay of several seconds shifted far must not wrap around past
+// the ceiling into no wait at all.
+func TestBackoffLargeBaseDelay(t *testing.T) {
+	e := &engine{limits: Limits{BaseDelay: 5 * time.Second, MaxDelay: 20 * time.Second}}
+	for _, attempt := range []int{1, 3, 32, 33, 63, 64, 1000} {
+		var top time.Duration
+		for range 200 {
+			top = max(top, e.backoff(attempt))
+		}
+		if top <= 0 || top >= 20*time.Second {
+			t.Errorf("backoff(%d): largest of 200 draws %s, want within (0, 20s)", attempt, top)
+		}
+	}
+}
+
 func TestVectorJSON(t *testing.T) {
 	tests := []struct {
 		in   string

@@ -304,8 +304,9 @@ func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []
 // from [0, min(MaxDelay, BaseDelay·2^(attempt-1))).
 func (e *engine) backoff(attempt int) time.Duration {
 	ceiling := e.limits.MaxDelay
-	if shift := attempt - 1; shift < 32 {
-		ceiling = min(ceiling, e.limits.BaseDelay<<shift)
+	// BaseDelay·2^shift below MaxDelay, tested without overflowing.
+	if shift := attempt - 1; shift < 63 && e.limits.BaseDelay <= e.limits.MaxDelay>>shift {
+		ceiling = e.limits.BaseDelay << shift
 	}
 	if ceiling <= 0 {
 		return 0

@@ -27,10 +27,11 @@ type Options struct {
 // Progress reports a run.
 type Progress struct {
 	Space    string `json:"space"`
-	Embedded int    `json:"embedded"` // texts embedded in this run
-	Missing  int    `json:"missing"`  // texts still without a vector
-	Cursor   int64  `json:"cursor"`   // chunk id the next run resumes after
-	Done     bool   `json:"done"`     // a full pass found nothing missing
+	Embedded int    `json:"embedded"`          // texts embedded in this run
+	Refused  int    `json:"refused,omitempty"` // texts the embedder failed on alone while it embedded others: left for a later run
+	Missing  int    `json:"missing"`           // texts still without a vector
+	Cursor   int64  `json:"cursor"`            // chunk id the next run resumes after
+	Done     bool   `json:"done"`              // a full pass embedded every text it could
 }
 
 // Run embeds missing vectors of space with emb. It resumes after the
@@ -74,22 +75,17 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 		}
 		for i := 0; i < len(page); i += opt.Batch {
 			part := page[i:min(i+opt.Batch, len(page))]
-			texts := make([]embed.ChunkText, len(part))
-			for j, t := range part {
-				texts[j] = embed.ChunkText{Header: t.Header, Text: t.Text}
-			}
-			vecs, err := embed.EmbedChunks(ctx, emb, sp.Dim, texts)
+			out, refused, err := embedPart(ctx, emb, sp, part)
 			if err != nil {
 				return p, fmt.Errorf("embed: %w", err)
 			}
-			out := make([]recall.Vector, len(part))
-			for j, t := range part {
-				out[j] = recall.Vector{Space: space, Hash: t.Hash, Vec: vecs[j]}
+			if len(out) > 0 {
+				if err := w.PutVectors(ctx, out); err != nil {
+					return p, err
+				}
 			}
-			if err := w.PutVectors(ctx, out); err != nil {
-				return p, err
-			}
-			p.Embedded += len(part)
+			p.Embedded += len(out)
+			p.Refused += refused
 			p.Cursor = part[len(part)-1].ChunkID
 			if err := st.SetRepairCursor(ctx, space, p.Cursor); err != nil {
 				return p, err
@@ -115,6 +111,78 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 		}
 	}
 	return p, nil
+}
+
+// embedPart embeds the texts of part. When the embedder fails on the whole
+// batch it tells an outage from texts it cannot take (a model that makes
+// NaN of one input, a provider that refuses one as too long) by trying the
+// first texts alone: if neither of the first two embeds, it is an outage
+// and the run stops, to resume there; else the batch is split until every
+// text that can be embedded is, and the texts that fail alone are counted
+// as refused and passed, so that one text never holds up all after it.
+func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText) ([]recall.Vector, int, error) {
+	one := func(ts []recall.PendingText) ([]recall.Vector, error) {
+		texts := make([]embed.ChunkText, len(ts))
+		for j, t := range ts {
+			texts[j] = embed.ChunkText{Header: t.Header, Text: t.Text}
+		}
+		vecs, err := embed.EmbedChunks(ctx, emb, sp.Dim, texts)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]recall.Vector, len(ts))
+		for j, t := range ts {
+			out[j] = recall.Vector{Space: sp.Name, Hash: t.Hash, Vec: vecs[j]}
+		}
+		return out, nil
+	}
+	out, err := one(part)
+	if err == nil || len(part) == 1 || ctx.Err() != nil {
+		return out, 0, err
+	}
+	refused := 0
+	probe := 0 // the leading texts tried alone
+	for ; probe < min(2, len(part)); probe++ {
+		v, perr := one(part[probe : probe+1])
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		if perr == nil {
+			out = v
+			probe++
+			break
+		}
+		refused++
+	}
+	if out == nil {
+		return nil, 0, err // neither of the first two embeds alone: an outage
+	}
+	var split func(ts []recall.PendingText) error
+	split = func(ts []recall.PendingText) error {
+		if len(ts) == 0 {
+			return nil
+		}
+		v, err := one(ts)
+		switch {
+		case err == nil:
+			out = append(out, v...)
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case len(ts) == 1:
+			refused++
+			return nil
+		}
+		h := len(ts) / 2
+		if err := split(ts[:h]); err != nil {
+			return err
+		}
+		return split(ts[h:])
+	}
+	if err := split(part[probe:]); err != nil {
+		return nil, 0, err
+	}
+	return out, refused, nil
 }
 
 func findSpace(ctx context.Context, st recall.Store, name string) (recall.VectorSpace, error) {

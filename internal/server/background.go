@@ -127,12 +127,19 @@ func (b *background) run(ctx context.Context) {
 		default:
 			backoff = 0
 		}
+		// New writes wake the loop early, except while it backs off from a
+		// failing embedder: /ingest traffic must not turn the backoff
+		// into a retry per request.
+		wake := b.wake
+		if err != nil {
+			wake = nil
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-b.wake:
+		case <-wake:
 			t.Stop()
 		case <-t.C:
 		}
