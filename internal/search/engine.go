@@ -7,6 +7,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -65,6 +66,7 @@ type Engine struct {
 	vx     *unitIndex
 	lx     *lexindex.Index // nil unless Options.MemoryLexical and loaded
 	loaded bool
+	gen    uint64 // counts committed writes (under mu)
 
 	// While LoadIndex scans the store, writes are recorded here too, to be
 	// replayed onto the index it is building.
@@ -235,8 +237,10 @@ func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recal
 	return res, e.apply(ctx, res, vecs, docs)
 }
 
-// record keeps a committed write for LoadIndex to replay. Called with e.mu held.
+// record counts a committed write and keeps it for LoadIndex to replay.
+// Called with e.mu held.
 func (e *Engine) record(w recordedWrite) {
+	e.gen++
 	if e.recording {
 		e.pending = append(e.pending, w)
 	}
@@ -282,7 +286,7 @@ func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 		return err
 	}
 	e.record(recordedWrite{vecs: vecs, put: true})
-	return e.indexVectors(ctx, vecs)
+	return e.indexVectors(context.WithoutCancel(ctx), vecs)
 }
 
 // indexVectors adds the chunks holding the texts of vecs (of the read
@@ -327,6 +331,9 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 	if len(res.Added) == 0 && len(res.Removed) == 0 {
 		return nil
 	}
+	// The write has committed: the indexes must follow it even if the
+	// caller has gone meanwhile.
+	ctx = context.WithoutCancel(ctx)
 	if err := e.applyLexical(ctx, res, docs); err != nil {
 		return err
 	}
@@ -345,16 +352,18 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 			need = append(need, c.Hash)
 		}
 	}
+	var err error
 	if len(need) > 0 {
-		stored, err := e.store.VectorsByHash(ctx, e.space, need)
-		if err != nil {
-			return err
-		}
-		for h, v := range stored {
-			batch[h] = v
+		var stored map[string][]float32
+		// On failure the chunks without a vector wait for repair, but
+		// the removals still apply.
+		if stored, err = e.store.VectorsByHash(ctx, e.space, need); err == nil {
+			for h, v := range stored {
+				batch[h] = v
+			}
 		}
 	}
-	return e.vx.apply(res, batch)
+	return errors.Join(err, e.vx.apply(res, batch))
 }
 
 // applyLexical brings the in-memory full-text index in line with a
@@ -546,12 +555,14 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		err    error
 	}
 	var lexDone chan lexOut
+	var gen uint64 // e.gen when full text ran
 	if req.Mode != recall.ModeSemantic {
 		// The index is picked here, not on the goroutine: taking the read
 		// lock there while this one holds it could wait behind a writer
 		// that waits for this one.
 		e.mu.RLock()
 		lx := e.lx
+		gen = e.gen
 		// Hybrid fuses the first depth candidates; the rest are there in
 		// case it falls back to full text alone, and are read only then.
 		read := want
@@ -582,6 +593,9 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 
 	e.mu.RLock()
 	defer e.mu.RUnlock()
+	// A write that committed since full text ran may have replaced chunks
+	// it read: read them again, under the lock, with the vector results.
+	stale := lexDone != nil && e.gen != gen
 
 	resp = recall.SearchResponse{Query: req.Query, Mode: req.Mode}
 	vecReady := e.vecReady()
@@ -645,7 +659,9 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 			cc.lexRank, cc.lexScore = i+1, c.Score
 		}
 		for i := range out.chunks {
-			have[out.chunks[i].ID] = &out.chunks[i]
+			if !stale {
+				have[out.chunks[i].ID] = &out.chunks[i]
+			}
 		}
 	}
 	for i, r := range vecRes {

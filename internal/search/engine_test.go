@@ -378,3 +378,67 @@ func TestQuotedPhraseIsRequired(t *testing.T) {
 		}
 	}
 }
+
+// A source replaced while a hybrid search waits for its query vector does
+// not come back twice, its old text (read by full text before the write)
+// next to its new one (found by the vector search after it): a state the
+// store never held.
+func TestReplacedDuringSearch(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 16)
+	slow := embedtest.New(16)
+	slow.Delay = 300 * time.Millisecond
+	eng := search.New(st, search.Options{Embedder: slow, MemoryLexical: true})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeDocs(t, eng, emb, doc("a.md", "ann runs marathons every spring"))
+	done := make(chan recall.SearchResponse)
+	go func() {
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: "ann marathons"})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	time.Sleep(100 * time.Millisecond)
+	writeDocs(t, eng, emb, doc("a.md", "ann swims marathons in the lake now"))
+	r := <-done
+	for _, h := range r.Results {
+		if h.Text == "ann runs marathons every spring" {
+			t.Errorf("replaced text returned after its replacement committed, next to the new one")
+		}
+	}
+}
+
+// cancelAfterCommit cancels the write's context once the store has
+// committed (a client that hangs up at that moment).
+type cancelAfterCommit struct {
+	recall.Store
+	cancel context.CancelFunc
+}
+
+func (s cancelAfterCommit) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	res, err := s.Store.Write(ctx, docs, vecs)
+	s.cancel()
+	return res, err
+}
+
+// A write whose caller leaves just after the commit still takes the removed
+// chunk's vectors out of the index.
+func TestWriteIndexedAfterCallerLeaves(t *testing.T) {
+	st, emb := newSpaceStore(t, 16)
+	writeDocs(t, st, emb, doc("a.md", "ann runs marathons every spring"))
+	wctx, cancel := context.WithCancel(context.Background())
+	eng := search.New(cancelAfterCommit{st, cancel}, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, before := eng.ReadSpace()
+	// Replace a.md with a text not embedded yet (index pending).
+	_, err := eng.Write(wctx, []recall.Document{doc("a.md", "ann swims now")}, nil)
+	_ = err // the caller has gone; what matters is the index
+	if _, n := eng.ReadSpace(); n != 0 {
+		t.Errorf("index holds %d entries (had %d); a.md's old chunk is gone from the store", n, before)
+	}
+}
