@@ -105,7 +105,14 @@ func (s *Service) WriteDiary(ctx context.Context, text, date, owner string, repl
 	// Vectors are made after the commit (embedding inside the transaction
 	// would hold the write lock for the embedder's whole round trip); the
 	// entry is searchable by text at once, and repair completes a failure.
-	if vecs, state := s.embedWithin(ctx, doc.Chunks); len(vecs) > 0 {
+	vecs, state := s.embedWithin(ctx, doc.Chunks)
+	if len(vecs) == 0 && state == recall.IndexOK && doc.Source.IndexState == recall.IndexPending {
+		// Every text of the day has a vector already (the same entry on
+		// another day, or a day replaced by the same text): putting them
+		// again is what marks the day indexed.
+		vecs = s.storedVectors(ctx, doc.Chunks)
+	}
+	if len(vecs) > 0 {
 		if err := s.w.PutVectors(ctx, vecs); err == nil {
 			res.Index = state
 		}
@@ -113,6 +120,23 @@ func (s *Service) WriteDiary(ctx context.Context, text, date, owner string, repl
 		res.Index = state
 	}
 	return res, nil
+}
+
+// storedVectors returns the vectors the space holds for the chunks' texts.
+func (s *Service) storedVectors(ctx context.Context, chunks []recall.Chunk) []recall.Vector {
+	hashes := make([]string, len(chunks))
+	for i, c := range chunks {
+		hashes[i] = c.Hash
+	}
+	have, err := s.st.VectorsByHash(ctx, s.opt.Space, hashes)
+	if err != nil {
+		return nil
+	}
+	var out []recall.Vector
+	for h, v := range have {
+		out = append(out, recall.Vector{Space: s.opt.Space, Hash: h, Vec: v})
+	}
+	return out
 }
 
 // initialState is the index state a freshly written day starts in.
@@ -166,8 +190,10 @@ func (s *Service) RecentDiary(ctx context.Context, days int, owner string, sc Sc
 	if err != nil {
 		return nil, err
 	}
-	since := s.opt.Now().In(s.opt.Location).AddDate(0, 0, -(days - 1)).Format("2006-01-02")
-	f := recall.Filter{Kinds: []recall.Kind{recall.KindDiary}, SourcePrefix: recall.DiaryPrefix(o), Since: since}
+	today := s.opt.Now().In(s.opt.Location)
+	since := today.AddDate(0, 0, -(days - 1)).Format("2006-01-02")
+	f := recall.Filter{Kinds: []recall.Kind{recall.KindDiary}, SourcePrefix: recall.DiaryPrefix(o),
+		Since: since, Until: today.Format("2006-01-02")} // a day written ahead is not recent
 	srcs, _, err := s.st.ListSources(ctx, recall.ListOptions{Filter: f, Limit: MaxRecentDays + 1})
 	if err != nil {
 		return nil, err

@@ -424,3 +424,53 @@ func TestChineseQuestions(t *testing.T) {
 		}
 	}
 }
+
+// A diary day whose texts all have vectors already (the same entry on
+// another day, or a day replaced by the same text) ends up indexed: no
+// vector is new, and repair would find nothing missing.
+func TestDiaryDayOfKnownTextsIsIndexed(t *testing.T) {
+	f := newFixture(t, true)
+	if _, err := f.svc.WriteDiary(ctx, "walked the dog", "2025-07-01", "", false, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.svc.WriteDiary(ctx, "walked the dog", "2025-07-02", "", false, Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := f.st.Source(ctx, recall.DiaryID("", "2025-07-02"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.IndexState != res.Index {
+		t.Errorf("WriteDiary answered index %q; the store holds %q", res.Index, src.IndexState)
+	}
+	if _, err := repair.Run(ctx, f.st, f.eng, "t", f.emb, repair.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := f.svc.IndexStatus(ctx); st.Counts[recall.IndexPending] != 0 {
+		t.Errorf("after repair: %+v", st)
+	}
+	// Replaced by identical text.
+	res, _ = f.svc.WriteDiary(ctx, "walked the dog", "2025-07-01", "", true, Scope{})
+	src, _ = f.st.Source(ctx, recall.DiaryID("", "2025-07-01"))
+	if src.IndexState != recall.IndexOK {
+		t.Fatalf("replace: answered %q; stored %q", res.Index, src.IndexState)
+	}
+}
+
+// RecentDiary is the last days up to today: a day written ahead (an
+// appointment) is not among them.
+func TestRecentDiaryLeavesOutFutureDays(t *testing.T) {
+	f := newFixture(t, false) // today is 2025-07-14
+	f.svc.WriteDiary(ctx, "today", "", "", false, Scope{})
+	f.svc.WriteDiary(ctx, "dentist appointment planned", "2026-01-05", "", false, Scope{})
+	days, err := f.svc.RecentDiary(ctx, 7, "", Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range days {
+		if d.Date > "2025-07-14" {
+			t.Errorf("recent diary holds a future day %s", d.Date)
+		}
+	}
+}
