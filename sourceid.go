@@ -34,12 +34,12 @@ func CleanSourceID(p string) (string, error) {
 			return "", Errorf(EINVALID, "source id %q leaves the vault (..)", p)
 		}
 	}
-	if reservedID(p) {
-		return "", Errorf(EINVALID, "source id %q starts with a prefix reserved for memories and diary days", p)
-	}
 	p = path.Clean(p)
 	if p == "." {
 		return "", Errorf(EINVALID, "source id is empty")
+	}
+	if reservedID(p) { // after cleaning: "./memory:a:b" is "memory:a:b"
+		return "", Errorf(EINVALID, "source id %q starts with a prefix reserved for memories and diary days", p)
 	}
 	if len(p) > MaxSourceIDLen {
 		return "", Errorf(EINVALID, "source id is longer than %d bytes", MaxSourceIDLen)

@@ -16,7 +16,7 @@ func TestCleanSourceID(t *testing.T) {
 			t.Errorf("CleanSourceID(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
-	for _, in := range []string{"", ".", "/etc/passwd", "../x.md", "a/../../x", `C:\x.md`, "a\x00b", "\xff", "memory:x:y", "diary::2025-01-01"} {
+	for _, in := range []string{"", ".", "/etc/passwd", "../x.md", "a/../../x", `C:\x.md`, "a\x00b", "\xff", "memory:x:y", "diary::2025-01-01", "./memory:x:y", "a/../diary::2025-01-01"} {
 		if _, err := CleanSourceID(in); ErrorCode(err) != EINVALID {
 			t.Errorf("CleanSourceID(%q) err = %v; want EINVALID", in, err)
 		}

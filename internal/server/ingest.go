@@ -229,6 +229,13 @@ func (s *Server) checkGroup(g *group) error {
 	return nil
 }
 
+// The memory a staged source and each of its chunks take beyond their
+// text (struct, map entry, string headers), counted against StageBytes.
+const (
+	stagedEntryCost = 256
+	stagedChunkCost = 64
+)
+
 // stageGroups merges each valid group into the staging area and takes out
 // the sources that are now complete, as documents.
 func (s *Server) stageGroups(groups []*group) {
@@ -249,20 +256,28 @@ func (s *Server) stageGroups(groups []*group) {
 			st.drop(id)
 			e = nil
 		}
+		// What a source holds while it waits counts against the staging
+		// limit whole: its id, title and era and each chunk's map entry,
+		// not only the chunks' text.
+		var added int64
 		if e == nil {
 			e = &staged{total: total, chunks: map[int]string{}}
+			added += stagedEntryCost + int64(len(id))
 		}
-		var added int64
 		for _, c := range g.chunks {
 			if old, ok := e.chunks[c.ChunkIndex]; ok {
 				added -= int64(len(old))
+			} else {
+				added += stagedChunkCost
 			}
 			e.chunks[c.ChunkIndex] = c.Content
 			added += int64(len(c.Content))
 			if c.Era != "" {
+				added += int64(len(c.Era) - len(e.era))
 				e.era = c.Era
 			}
 			if c.ConversationTitle != "" {
+				added += int64(len(c.ConversationTitle) - len(e.title))
 				e.title = c.ConversationTitle
 			}
 		}

@@ -126,7 +126,10 @@ func TestIngestRejections(t *testing.T) {
 func TestIngestStagingIsBounded(t *testing.T) {
 	now := time.Date(2025, 7, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	f := newFixture(t, func(o *Options) { o.StageBytes = 100; o.StageTTL = time.Minute; o.Now = clock })
+	// A waiting source counts its id, title, era, entry and chunk overheads
+	// as well as its text.
+	entry := int64(stagedEntryCost + len("a.md") + len("title") + len("2025-07") + stagedChunkCost + 60)
+	f := newFixture(t, func(o *Options) { o.StageBytes = entry * 3 / 2; o.StageTTL = time.Minute; o.Now = clock })
 	big := strings.Repeat("x", 60)
 	_, out, _ := f.ingest(plainTok, chunkOf("a.md", 0, 2, big))
 	if out.Sources[0].Status != remote.StatusPartial {
@@ -138,8 +141,8 @@ func TestIngestStagingIsBounded(t *testing.T) {
 	if out.Sources[0].Status != remote.StatusPartial {
 		t.Fatalf("second: %+v", out.Sources[0])
 	}
-	if n, bytes := f.srv.stage.size(); n != 1 || bytes != 60 {
-		t.Errorf("staging holds %d sources, %d bytes; want 1, 60", n, bytes)
+	if n, bytes := f.srv.stage.size(); n != 1 || bytes != entry {
+		t.Errorf("staging holds %d sources, %d bytes; want 1, %d", n, bytes, entry)
 	}
 	// a's last chunk now completes nothing: the client will resend a in full.
 	_, out, _ = f.ingest(plainTok, chunkOf("a.md", 1, 2, "end"))
@@ -147,7 +150,7 @@ func TestIngestStagingIsBounded(t *testing.T) {
 		t.Errorf("after eviction: %+v", out.Sources[0])
 	}
 	// A source that can never fit is refused with advice.
-	_, out, _ = f.ingest(plainTok, chunkOf("huge.md", 0, 2, strings.Repeat("y", 150)))
+	_, out, _ = f.ingest(plainTok, chunkOf("huge.md", 0, 2, strings.Repeat("y", int(entry))))
 	if out.Sources[0].Status != remote.StatusRejected || !strings.Contains(out.Sources[0].Error, "in one request") {
 		t.Errorf("oversized: %+v", out.Sources[0])
 	}

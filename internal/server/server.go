@@ -69,6 +69,9 @@ type Options struct {
 	Burst    int        // bucket size (0: DefaultBurst)
 	MaxBody  int64      // bytes (0: DefaultMaxBody)
 	Sessions int        // concurrent MCP sessions (0: 1000)
+	// SessionsPerToken bounds one token's share of them (0: a tenth of
+	// Sessions, at least 10), so one client cannot hold every slot.
+	SessionsPerToken int
 	// Wrong tokens per client address: a bucket of BadTokenBurst (0: 10)
 	// refilled at BadTokenRate (0: one every 10 seconds). An empty bucket
 	// refuses that address's authenticated requests with 429.
@@ -113,6 +116,9 @@ type Server struct {
 
 	bgOnce     sync.Once
 	statsCache statsCache
+
+	sessMu    sync.Mutex
+	sessOwner map[string]string // MCP session id → the identity key that opened it
 }
 
 // New checks the configuration and builds the server. Nothing runs until
@@ -138,6 +144,9 @@ func New(opt Options) (*Server, error) {
 	}
 	if opt.Sessions <= 0 {
 		opt.Sessions = 1000
+	}
+	if opt.SessionsPerToken <= 0 {
+		opt.SessionsPerToken = max(10, opt.Sessions/10)
 	}
 	if opt.BadTokenRate <= 0 {
 		opt.BadTokenRate = rate.Every(10 * time.Second)
@@ -483,6 +492,22 @@ func (s *Server) routes() {
 	handle("POST /ingest", false, s.serveIngest)
 	s.restRoutes(handle)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// The catch-all hides the router's own 405: tell a wrong method on
+		// a known path from an unknown path.
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			r2 := r.Clone(r.Context())
+			r2.Method = m
+			if _, pattern := mux.Handler(r2); pattern != "/" && pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.refuse(w, reqInfoFrom(r.Context()), http.StatusMethodNotAllowed, "method_not_allowed",
+				r.Method+" is not allowed here; use "+strings.Join(allow, " or "))
+			return
+		}
 		s.writeError(w, r, recall.Errorf(recall.ENOTFOUND, "no such endpoint"))
 	})
 	s.mux = mux
@@ -538,12 +563,26 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		if r.Header.Get("Mcp-Session-Id") == "" && s.sessionCount() >= s.opt.Sessions {
-			s.writeError(w, r, recall.Errorf(recall.EUNAVAILABLE, "too many open MCP sessions; retry later"))
-			return
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			total, mine := s.sessionCounts(id.key)
+			switch {
+			case total >= s.opt.Sessions:
+				s.writeError(w, r, recall.Errorf(recall.EUNAVAILABLE, "too many open MCP sessions; retry later"))
+				return
+			case mine >= s.opt.SessionsPerToken:
+				s.writeError(w, r, recall.Errorf(recall.EUNAVAILABLE, "this token has %d open MCP sessions, its limit; close one (DELETE /mcp) or retry later", mine))
+				return
+			}
+			defer s.noteSession(w, id.key)
 		}
 	} else {
-		ri.set(func(ri *reqInfo) { ri.route = "mcp " + strings.ToLower(r.Method) })
+		// The route names a metric series: never a client-chosen string.
+		method := "other"
+		switch r.Method {
+		case http.MethodGet, http.MethodDelete, http.MethodOptions:
+			method = strings.ToLower(r.Method)
+		}
+		ri.set(func(ri *reqInfo) { ri.route = "mcp " + method })
 	}
 	// The SDK binds a session to TokenInfo.UserID and refuses it to any
 	// other; the header it reads is replaced by a fixed value so the real
@@ -559,6 +598,42 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 
 // supportedProtocolVersions are the MCP revisions the SDK speaks.
 var supportedProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+
+// sessionCounts returns the open MCP sessions, and those the identity key
+// opened, forgetting the owners of sessions that have ended.
+func (s *Server) sessionCounts(key string) (total, mine int) {
+	live := map[string]bool{}
+	for _, ms := range []*mcp.Server{s.users, s.admins} {
+		for ss := range ms.Sessions() {
+			live[ss.ID()] = true
+		}
+	}
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	for sid, owner := range s.sessOwner {
+		switch {
+		case !live[sid]:
+			delete(s.sessOwner, sid)
+		case owner == key:
+			mine++
+		}
+	}
+	return len(live), mine
+}
+
+// noteSession records who opened the session an initialize answer names.
+func (s *Server) noteSession(w http.ResponseWriter, key string) {
+	sid := w.Header().Get("Mcp-Session-Id")
+	if sid == "" {
+		return
+	}
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	if s.sessOwner == nil {
+		s.sessOwner = map[string]string{}
+	}
+	s.sessOwner[sid] = key
+}
 
 func (s *Server) sessionCount() int {
 	n := 0

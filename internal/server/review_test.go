@@ -1,0 +1,99 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall/internal/remote"
+)
+
+// A client-chosen HTTP method on /mcp never becomes a metric series of its
+// own: series would grow without bound.
+func TestMetricsSeriesBoundedUnderOddMethods(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := range 50 {
+		f.do(fmt.Sprintf("X%d%s", i, strings.Repeat("A", 1000)), "/mcp", plainTok, "")
+	}
+	f.srv.metrics.requests.mu.Lock()
+	n := len(f.srv.metrics.requests.vals)
+	f.srv.metrics.requests.mu.Unlock()
+	if n > 20 {
+		t.Fatalf("%d request series after 50 odd methods", n)
+	}
+}
+
+// A source whose path cleans into the memory namespace is refused on its
+// own; the valid source beside it is written.
+func TestIngestRefusesReservedPathAlone(t *testing.T) {
+	f := newFixture(t, nil)
+	st, out, body := f.ingest(plainTok,
+		remote.IngestChunk{SourceFile: "./memory:alice:note", ChunkIndex: 0, TotalChunks: 1, Content: "x"},
+		remote.IngestChunk{SourceFile: "ok.md", ChunkIndex: 0, TotalChunks: 1, Content: "fine"})
+	if st != 200 || len(out.Sources) != 2 {
+		t.Fatalf("want a per-source answer, got %d %s", st, body)
+	}
+	for _, s := range out.Sources {
+		want := remote.StatusRejected
+		if s.Source == "ok.md" {
+			want = remote.StatusWritten
+		}
+		if s.Status != want {
+			t.Errorf("%s: %s, want %s", s.Source, s.Status, want)
+		}
+	}
+}
+
+// A wrong method on a known path is 405 with Allow, not 404.
+func TestMethodNotAllowed(t *testing.T) {
+	f := newFixture(t, nil)
+	resp, body := f.do("POST", "/api/stats", plainTok, "")
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET" || !strings.Contains(body, "method_not_allowed") {
+		t.Fatalf("POST /api/stats: %d Allow %q %s", resp.StatusCode, resp.Header.Get("Allow"), body)
+	}
+	if resp, _ := f.do("GET", "/api/nothing", plainTok, ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown path: %d", resp.StatusCode)
+	}
+}
+
+// Staging counts what a waiting source holds, ids and titles included, so
+// the limit bounds memory.
+func TestStagingCountsIDsAndTitles(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.StageBytes = 20000 })
+	title := strings.Repeat("é", maxIngestTitle)
+	held := 0
+	for i := range 200 {
+		file := fmt.Sprintf("%s/%d.md", strings.Repeat("d", 1000), i)
+		c := remote.IngestChunk{SourceFile: file, ChunkIndex: 0, TotalChunks: 100000, Content: "x", ConversationTitle: title}
+		st, _, body := f.ingest(plainTok, c)
+		if st != 200 {
+			t.Fatalf("%d %s", st, body)
+		}
+	}
+	f.srv.stage.mu.Lock()
+	for id, e := range f.srv.stage.m {
+		held += len(id) + len(e.title) + len(e.era)
+		for _, c := range e.chunks {
+			held += len(c)
+		}
+	}
+	f.srv.stage.mu.Unlock()
+	if held > 20000 {
+		t.Fatalf("StageBytes=20000 but staging holds %d bytes of ids, titles and text", held)
+	}
+}
+
+// One token cannot hold every MCP session slot.
+func TestSessionsPerToken(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Sessions, o.SessionsPerToken = 30, 3 })
+	for range 3 {
+		f.rawSession(plainTok)
+	}
+	if resp, body := f.do("POST", "/mcp", plainTok, initBody, mcpHeaders...); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a fourth session for one token: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := f.do("POST", "/mcp", aliceTok, initBody, mcpHeaders...); resp.StatusCode != http.StatusOK {
+		t.Fatalf("another token locked out: %d %s", resp.StatusCode, body)
+	}
+}
