@@ -26,6 +26,10 @@ type checkpointer struct {
 	logFrames, copied atomic.Int64
 }
 
+// walRestartBytes is the log size past which the writer empties the log
+// before its next transaction (see writeTx). A variable for tests.
+var walRestartBytes int64 = 256 << 20
+
 // checkpointGap is the least time between two checkpoints: small writes
 // (a memory saved) share one, and the fsyncs of a checkpoint stay rare.
 const checkpointGap = 500 * time.Millisecond

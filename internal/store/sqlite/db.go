@@ -409,6 +409,16 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if db.rw == nil {
 		return ErrReadOnly
 	}
+	if fi, err := os.Stat(db.path + "-wal"); err == nil && fi.Size() > walRestartBytes {
+		// SQLite starts the log over only when a writer begins after a
+		// checkpoint has copied all of it; back-to-back writes (a sweep,
+		// /ingest) always begin while the background checkpoint copies,
+		// so the log grew for as long as they lasted (0.5 GB for 100 MB
+		// of text). Between two transactions the writer finishes the copy
+		// itself and truncates the log. A busy reader makes it fail; the
+		// next write tries again.
+		db.rw.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
 	tx, err := db.rw.BeginTx(ctx, nil)
 	if err != nil {
 		return db.fail(ctx, err, "begin")

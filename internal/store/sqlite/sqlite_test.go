@@ -387,3 +387,37 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("write once there is room: %v", err)
 	}
 }
+
+// Back-to-back writes (a sweep, /ingest) do not grow the write-ahead log
+// without bound: SQLite restarts it only when a writer begins after a
+// complete checkpoint, which a passive checkpoint between busy writes never
+// gives it.
+func TestWALStaysBounded(t *testing.T) {
+	defer func(n int64) { walRestartBytes = n }(walRestartBytes)
+	walRestartBytes = 2 << 20
+	path := filepath.Join(t.TempDir(), "r.db")
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	total, most := 0, int64(0)
+	for i := 0; total < 16<<20; i++ {
+		var docs []recall.Document
+		for j := range 50 {
+			text := strings.Repeat(fmt.Sprintf("w%d_%d ", i, j), 400)
+			total += len(text)
+			docs = append(docs, recall.Document{Source: recall.Source{ID: fmt.Sprintf("c/%d/%d.md", i, j), Kind: recall.KindArchive, ChunkCount: 1},
+				Chunks: []recall.Chunk{{Text: text, Hash: recall.TextHash(text)}}})
+		}
+		if _, err := db.Write(context.Background(), docs, nil); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path + "-wal"); err == nil {
+			most = max(most, fi.Size())
+		}
+	}
+	if most > 8<<20 {
+		t.Errorf("the log grew to %d MB while %d MB were written back to back", most>>20, total>>20)
+	}
+}
