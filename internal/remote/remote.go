@@ -128,6 +128,7 @@ type pending struct {
 	rel      string
 	entry    fileEntry
 	waiting  map[string]bool // source ids not yet reported complete
+	unsent   map[string]int  // per source id, chunks not posted yet
 	failed   bool
 	finished bool
 }
@@ -350,6 +351,10 @@ func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error 
 		}
 	}
 	s.res.Sources++
+	if p.unsent == nil {
+		p.unsent = map[string]int{}
+	}
+	p.unsent[src[0].SourceFile] += len(src)
 	for _, c := range src {
 		if len(s.batch) > 0 && (len(s.batch) >= s.opt.BatchChunks || s.size+len(c.Content) > s.opt.BatchBytes) {
 			if err := s.flush(ctx); err != nil {
@@ -373,6 +378,11 @@ func (s *sweeper) flush(ctx context.Context) error {
 	}
 	batch, files := s.batch, s.inBatch
 	s.batch, s.inBatch, s.size = nil, nil, 0
+	for _, c := range batch {
+		if p := s.bySource[c.SourceFile]; p != nil {
+			p.unsent[c.SourceFile]--
+		}
+	}
 	s.res.Batches++
 	resp, err := s.post(ctx, batch)
 	if err != nil {
@@ -398,6 +408,12 @@ func (s *sweeper) flush(ctx context.Context) error {
 			continue
 		}
 		switch {
+		case st.Complete() && p.unsent[st.SourceFile] > 0:
+			// The server completed the source before this run sent all
+			// of it: with chunks an earlier, interrupted run left staged,
+			// perhaps of an older version. Not recorded: the next run
+			// sends it whole again.
+			s.failPending(p, fmt.Errorf("the server completed %s with chunks an earlier run left waiting; it is sent again next run", st.SourceFile))
 		case st.Complete():
 			delete(p.waiting, st.SourceFile)
 		case st.Status == StatusRejected:

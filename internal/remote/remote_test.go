@@ -299,3 +299,38 @@ func TestManifestTiedToServerAndChunking(t *testing.T) {
 		t.Errorf("damaged manifest: %v", err)
 	}
 }
+
+// A source that an interrupted run left half staged on the server, then
+// edited without changing its chunk count, is not completed by the old
+// chunks and recorded as sent: the server ends up with the edit.
+func TestEditedSourceNotMixedWithStagedChunks(t *testing.T) {
+	dir := t.TempDir()
+	var msgs []string
+	for i := 0; i < 8; i++ {
+		msgs = append(msgs, fmt.Sprintf("**User:** message %d %s", i, strings.Repeat("word ", 50)))
+	}
+	p := filepath.Join(dir, "chat.md")
+	os.WriteFile(p, []byte(strings.Join(msgs, "\n\n")), 0o644)
+	var n atomic.Int32
+	tg := newTarget(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 1 {
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	opt := options(t, tg.srv.URL)
+	opt.Retries = -1
+	remote.Sweep(context.Background(), dir, opt) // its first batch is refused; the rest waits staged
+	// Edit the last message; the chunk count stays the same.
+	msgs[7] = strings.Replace(msgs[7], "word word", "EDIT EDIT", 1)
+	os.WriteFile(p, []byte(strings.Join(msgs, "\n\n")), 0o644)
+	remote.Sweep(context.Background(), dir, opt)
+	remote.Sweep(context.Background(), dir, opt)
+	got := strings.Join(contents(t, tg.st), "\n")
+	if !strings.Contains(got, "EDIT EDIT") {
+		t.Errorf("server holds the old text although the manifest records the edit:\n%s", got)
+	}
+}
