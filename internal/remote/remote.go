@@ -343,7 +343,7 @@ func (s *sweeper) chunks(rel string, c convo.Conversation) ([]IngestChunk, error
 func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error {
 	n := 0
 	for _, c := range src {
-		n += len(c.Content)
+		n += jsonLen(c.Content)
 	}
 	if len(s.batch) > 0 && (len(s.batch)+len(src) > s.opt.BatchChunks || s.size+n > s.opt.BatchBytes) {
 		if err := s.flush(ctx); err != nil {
@@ -356,19 +356,43 @@ func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error 
 	}
 	p.unsent[src[0].SourceFile] += len(src)
 	for _, c := range src {
-		if len(s.batch) > 0 && (len(s.batch) >= s.opt.BatchChunks || s.size+len(c.Content) > s.opt.BatchBytes) {
+		if len(s.batch) > 0 && (len(s.batch) >= s.opt.BatchChunks || s.size+jsonLen(c.Content) > s.opt.BatchBytes) {
 			if err := s.flush(ctx); err != nil {
 				return err
 			}
 		}
 		s.batch = append(s.batch, c)
-		s.size += len(c.Content)
+		s.size += jsonLen(c.Content)
 		s.res.ChunksWritten++
 		if len(s.inBatch) == 0 || s.inBatch[len(s.inBatch)-1] != p {
 			s.inBatch = append(s.inBatch, p)
 		}
 	}
 	return nil
+}
+
+// jsonLen is the length of text as encoding/json writes it in a request:
+// it escapes <, > and & (6 bytes each), quotes, backslashes, control
+// characters and U+2028/U+2029, so markup-heavy text can take several
+// times its own size, and batches are bounded by what is sent.
+func jsonLen(text string) int {
+	n := 0
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case c == '<' || c == '>' || c == '&':
+			n += 6
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20:
+			n += 6
+		case c == 0xE2 && i+2 < len(text) && text[i+1] == 0x80 && (text[i+2] == 0xA8 || text[i+2] == 0xA9):
+			n += 6
+			i += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // flush posts the batch and settles the files it completes or fails.

@@ -41,7 +41,7 @@ func newTarget(t *testing.T, wrap func(http.Handler) http.Handler) *target {
 	t.Cleanup(func() { st.Close() })
 	eng := search.New(st, search.Options{})
 	s, err := server.New(server.Options{Engine: eng, Store: st, Memory: memory.New(st, eng, memory.Options{}),
-		Tokens: []server.Token{{Name: "sweeper", Secret: token}}, StageBytes: 1 << 20})
+		Tokens: []server.Token{{Name: "sweeper", Secret: token}}, StageBytes: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,5 +332,28 @@ func TestEditedSourceNotMixedWithStagedChunks(t *testing.T) {
 	got := strings.Join(contents(t, tg.st), "\n")
 	if !strings.Contains(got, "EDIT EDIT") {
 		t.Errorf("server holds the old text although the manifest records the edit:\n%s", got)
+	}
+}
+
+// Batches are bounded by their JSON size: markup-heavy text (each <, >
+// and & takes 6 bytes in JSON) once made requests past the server's limit,
+// refused with 413 on every run.
+func TestMarkupHeavyFileFitsRequests(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("**User:** here is my page\n\n**Assistant:**\n")
+	for b.Len() < 2_200_000 {
+		b.WriteString("<p>a&b</p><br/>\n")
+	}
+	os.WriteFile(filepath.Join(dir, "page.md"), []byte(b.String()), 0o644)
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	opt.Chunk.Size, opt.Chunk.Overlap = 8000, 0
+	opt.BatchChunks = 0
+	var log strings.Builder
+	opt.Failures = &log
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if res.FilesFailed != 0 {
+		t.Errorf("%+v %v\n%s", res, err, log.String())
 	}
 }
