@@ -122,32 +122,57 @@ func (g *gptConversation) branch() []string {
 	return path
 }
 
+// newestLeaf finds the displayed branch's end when the export does not name
+// it (no current_node): the newest child at every step, from the root. A
+// node whose parent is missing from the mapping (pruned) is a root only when
+// there is no true one (no parent at all), and among several roots the one
+// whose branch shows the most messages wins, so a stray node never stands
+// for the conversation.
 func (g *gptConversation) newestLeaf() string {
-	var roots []string
+	var roots, orphans []string
 	for id, n := range g.Mapping {
 		if _, ok := g.Mapping[n.Parent]; !ok {
-			roots = append(roots, id)
+			if n.Parent == "" {
+				roots = append(roots, id)
+			} else {
+				orphans = append(orphans, id)
+			}
 		}
 	}
 	if len(roots) == 0 {
-		return ""
+		roots = orphans
 	}
 	slices.Sort(roots) // map order is random; pick the same root every time
-	id := roots[0]
+	best, most := "", -1
+	for _, root := range roots {
+		leaf, shown := g.followNewest(root)
+		if shown > most {
+			best, most = leaf, shown
+		}
+	}
+	return best
+}
+
+// followNewest walks from id through each node's newest child to a leaf,
+// counting the visible messages on the way.
+func (g *gptConversation) followNewest(id string) (leaf string, shown int) {
 	seen := map[string]bool{}
 	for !seen[id] {
 		seen[id] = true
-		children := g.Mapping[id].Children
-		if len(children) == 0 {
+		n := g.Mapping[id]
+		if n.Message != nil && n.Message.visible() {
+			shown++
+		}
+		if len(n.Children) == 0 {
 			break
 		}
-		next := children[len(children)-1]
+		next := n.Children[len(n.Children)-1]
 		if _, ok := g.Mapping[next]; !ok {
 			break
 		}
 		id = next
 	}
-	return id
+	return id, shown
 }
 
 func (m *gptMessage) visible() bool {

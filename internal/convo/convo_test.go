@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -363,5 +364,28 @@ func TestEncodings(t *testing.T) {
 		if len(convs) != 1 || len(convs[0].Messages) != 1 || convs[0].Messages[0] != tt.want {
 			t.Errorf("%s %q: got %+v, want one message %q", tt.name, tt.content, convs, tt.want)
 		}
+	}
+}
+
+// Turns between two rules are conversation, not front matter.
+func TestFrontMatterDoesNotEatTurns(t *testing.T) {
+	c := parseMarkdown("chat.md", "---\nUser: what is 2+2?\nAssistant: 4\n---\nUser: thanks\n")
+	if !strings.Contains(strings.Join(c.Messages, "\n"), "what is 2+2?") {
+		t.Errorf("turns lost: %q", c.Messages)
+	}
+}
+
+// Without current_node, an orphan node (its parent pruned) does not stand
+// for the whole conversation.
+func TestChatGPTMissingCurrentNodeWithOrphan(t *testing.T) {
+	in := `[{"id":"c","mapping":{
+	 "root":{"children":["u"]},
+	 "u":{"parent":"root","children":["a"],"message":{"author":{"role":"user"},"content":{"parts":["question"]}}},
+	 "a":{"parent":"u","message":{"author":{"role":"assistant"},"content":{"parts":["answer"]}}},
+	 "0rphan":{"parent":"pruned","message":{"author":{"role":"user"},"content":{"parts":["stray"]}}}}}]`
+	var got []string
+	Parse("conversations.json", strings.NewReader(in), func(c Conversation) error { got = c.Messages; return nil })
+	if want := []string{"**User:** question", "**Assistant:** answer"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

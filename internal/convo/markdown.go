@@ -462,7 +462,7 @@ func splitFrontMatter(text string) (frontMatter, string) {
 		if fence := strings.TrimRight(line, " \t"); fence == "---" || fence == "..." {
 			return readFrontMatter(lines), rest[next:]
 		}
-		if !yamlLine(line) {
+		if !yamlLine(line) || turnLine(line) {
 			return frontMatter{}, text
 		}
 		lines = append(lines, line)
@@ -479,6 +479,14 @@ func yamlLine(line string) bool {
 	t := strings.TrimSpace(line)
 	return t == "" || strings.HasPrefix(t, "#") || line[0] == ' ' || line[0] == '\t' ||
 		strings.HasPrefix(line, "- ") || line == "-" || yamlKey.MatchString(line)
+}
+
+// turnLine reports whether a line that looks like a YAML key is a turn
+// ("User: what is 2+2?"): a block of those between rules is conversation,
+// not front matter.
+func turnLine(line string) bool {
+	m := yamlKey.FindString(line)
+	return m != "" && roleWords[strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(m), ":")))]
 }
 
 func readFrontMatter(lines []string) frontMatter {
