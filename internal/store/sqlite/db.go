@@ -314,6 +314,11 @@ func (db *DB) IntegrityCheck(ctx context.Context) error {
 			WHERE c.kind != s.kind OR c.owner != s.owner OR c.category != s.category
 			OR c.date_lo IS NOT s.date_lo OR c.date_hi IS NOT s.date_hi`},
 		{"read spaces", `SELECT CASE WHEN count(*) > 1 THEN count(*) ELSE 0 END FROM spaces WHERE is_read`},
+		// FTS5's own check cannot see these: the table is contentless.
+		{"chunks without a full-text row", `SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunks_fts f WHERE f.rowid = c.id)`},
+		{"full-text rows without a chunk", `SELECT count(*) FROM chunks_fts f WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = f.rowid)`},
+		{"vectors of the wrong size for their space", `SELECT count(*) FROM vectors v JOIN spaces sp ON sp.name = v.space
+			WHERE length(v.vec) = 0 OR length(v.vec) % (4 * sp.dim) != 0`},
 	}
 	for _, inv := range invariants {
 		var n int

@@ -421,3 +421,42 @@ func TestWALStaysBounded(t *testing.T) {
 		t.Errorf("the log grew to %d MB while %d MB were written back to back", most>>20, total>>20)
 	}
 }
+
+func oneChunk(id, text string) recall.Document {
+	return recall.Document{Source: recall.Source{ID: id, Kind: recall.KindArchive, Title: "T", ChunkCount: 1},
+		Chunks: []recall.Chunk{{Text: text, Hash: recall.TextHash(text)}}}
+}
+
+// IntegrityCheck sees what FTS5's own check cannot in a contentless table
+// (a chunk with no full-text row is unsearchable; a row with no chunk is a
+// phantom hit) and vectors of the wrong size for their space.
+func TestIntegrityCheckSeesDrift(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ name, sql string }{
+		{"chunk without a full-text row", `DELETE FROM chunks_fts WHERE rowid = (SELECT min(id) FROM chunks)`},
+		{"full-text row without a chunk", `INSERT INTO chunks_fts (rowid, title, body) VALUES (999999, 'x', 'ghost')`},
+		{"vector of the wrong size", `UPDATE vectors SET vec = x'0000803f0000803f0000803f'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openTest(t, Options{})
+			defer db.Close()
+			if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "p", Model: "m", Dim: 4}); err != nil {
+				t.Fatal(err)
+			}
+			a := oneChunk("a/1.md", "alpha beta gamma")
+			vec := []recall.Vector{{Space: "s", Hash: a.Chunks[0].Hash, Vec: []float32{1, 0, 0, 0}}}
+			if _, err := db.Write(ctx, []recall.Document{a, oneChunk("a/2.md", "delta epsilon")}, vec); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.IntegrityCheck(ctx); err != nil {
+				t.Fatalf("a sound database: %v", err)
+			}
+			if _, err := db.rw.ExecContext(ctx, tc.sql); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.IntegrityCheck(ctx); err == nil || !strings.Contains(err.Error(), strings.Fields(tc.name)[0]) {
+				t.Errorf("IntegrityCheck with a %s: %v", tc.name, err)
+			}
+		})
+	}
+}
