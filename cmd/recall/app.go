@@ -213,23 +213,26 @@ func (m *Main) parse(fs *flag.FlagSet, args []string, usage string) ([]string, e
 			}
 			return nil, usagef("%s: %v (see `recall %s -h`)", fs.Name(), err, fs.Name())
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			if m.g.config != "" { // --config given after the command
-				cfg, err := m.loadConfig()
-				if err != nil {
-					return nil, err
-				}
-				m.cfg = cfg
-			}
-			return pos, nil
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			// Parse stopped at "--" (and ate it): what follows is positional.
+			pos = append(pos, rest...)
+			break
 		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
+		if len(rest) == 0 {
+			break
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
+	if m.g.config != "" { // --config given after the command
+		cfg, err := m.loadConfig()
+		if err != nil {
+			return nil, err
+		}
+		m.cfg = cfg
+	}
+	return pos, nil
 }
 
 func (m *Main) subUsage(fs *flag.FlagSet, usage string) {

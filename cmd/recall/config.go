@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -48,24 +50,61 @@ func (m *Main) loadConfig() (config, error) {
 	c := config{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		line := sc.Text()
+		if n == 1 {
+			line = strings.TrimPrefix(line, "\ufeff") // a byte-order mark
+		}
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		k, v, ok := strings.Cut(line, "=")
 		if !ok {
-			return nil, fmt.Errorf("config %s:%d: expected key = value", path, n)
+			return nil, usagef("config %s:%d: expected key = value", path, n)
 		}
 		k = strings.ToLower(strings.TrimSpace(k))
-		v = strings.Trim(strings.TrimSpace(v), `"'`)
-		c[k] = v
+		if !knownSettings[k] {
+			return nil, usagef("config %s:%d: unknown setting %q (settings: %s)", path, n, k, strings.Join(slices.Sorted(maps.Keys(knownSettings)), ", "))
+		}
+		if _, dup := c[k]; dup {
+			return nil, usagef("config %s:%d: %s is set twice", path, n, k)
+		}
+		c[k] = configValue(v)
 	}
 	return c, sc.Err()
+}
+
+// knownSettings are the keys a config file may set (each is also
+// RECALL_<KEY> in the environment).
+var knownSettings = map[string]bool{
+	"admin_token": true, "audit": true, "categories": true, "cloudflare_account_id": true,
+	"cloudflare_api_token": true, "cloudflare_url": true, "db": true, "dimensions": true,
+	"embedder": true, "fusion": true, "model": true, "models_dir": true, "ollama_url": true,
+	"openai_api_key": true, "openai_url": true, "timezone": true, "token": true, "tokens_file": true,
+}
+
+// configValue reads a value: a comment after white space ("path  # note")
+// is not part of it, and one pair of matching quotes around it is removed.
+func configValue(v string) string {
+	for i := 1; i < len(v); i++ {
+		if v[i] == '#' && (v[i-1] == ' ' || v[i-1] == '\t') {
+			v = v[:i]
+			break
+		}
+	}
+	v = strings.TrimSpace(v)
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+		v = v[1 : len(v)-1]
+	}
+	return v
 }
 
 // setting resolves one setting: flag value, then RECALL_<KEY>, then the
 // config file, then def.
 func (m *Main) setting(flagValue, key, def string) string {
+	if !knownSettings[key] {
+		panic("recall: setting " + key + " is missing from knownSettings") // a config file could not set it
+	}
 	if flagValue != "" {
 		return flagValue
 	}

@@ -434,3 +434,57 @@ func TestDataDirectory(t *testing.T) {
 		}
 	}
 }
+
+// A config file says what it means or is refused: a comment after a value
+// is not part of it, and an unknown or repeated key is an error, never
+// silently dropped (a misspelled tokens_file would start a server without
+// its tokens).
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "main.db")
+	for _, tc := range []struct {
+		name, text string
+		ok         bool
+	}{
+		{"comment after a value", "db = " + db + "   # the main store\n", true},
+		{"quoted, with a byte-order mark", "\ufeffdb = \"" + db + "\"\n", true},
+		{"unknown key", "db = " + db + "\ntokens-file = /x\n", false},
+		{"environment-style key", "RECALL_DB = " + db + "\n", false},
+		{"repeated key", "db = " + db + "\ndb = /elsewhere.db\n", false},
+		{"no =", "db " + db + "\n", false},
+	} {
+		cfg := filepath.Join(dir, "config")
+		if err := os.WriteFile(cfg, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"RECALL_CONFIG": cfg, "RECALL_EMBEDDER": "none", "HOME": dir}
+		out, errs, code := run(t, env, "stats", "--json")
+		if tc.ok != (code == 0) {
+			t.Errorf("%s: exit %d: %s %s", tc.name, code, out, errs)
+			continue
+		}
+		if _, err := os.Stat(db); tc.ok && err != nil {
+			t.Errorf("%s: the database is not %s", tc.name, db)
+		}
+		os.Remove(db)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "main.db   # the main store")); err == nil {
+		t.Error("a comment became part of the database's name")
+	}
+}
+
+// Everything after "--" is the query, flags included.
+func TestDoubleDashEndsFlags(t *testing.T) {
+	env := testEnv(t)
+	other := filepath.Join(t.TempDir(), "other.db")
+	out, errs, code := run(t, env, "search", "--", "a", "--db", other)
+	if code != 0 || !strings.Contains(out, "a --db "+other) {
+		t.Fatalf("exit %d: %q %q", code, out, errs)
+	}
+	if _, err := os.Stat(other); err == nil {
+		t.Fatal("a flag after -- was obeyed")
+	}
+	if out, errs, code := run(t, env, "search", "--", "-x", "-y"); code != 0 || !strings.Contains(out, "-x -y") {
+		t.Fatalf("query of dashes: exit %d: %q %q", code, out, errs)
+	}
+}

@@ -127,6 +127,11 @@ func TestNewToken(t *testing.T) {
 	if err := validSecret(a); err != nil {
 		t.Errorf("a fresh token is refused: %v", err)
 	}
+	for _, bad := range []string{a + "\u200b", a[:20] + " " + a[21:], a + "é", a[:10] + "\x7f" + a[11:]} {
+		if validSecret(bad) == nil {
+			t.Errorf("%q accepted as a token", bad)
+		}
+	}
 }
 
 func TestKeyringLookup(t *testing.T) {

@@ -91,8 +91,10 @@ func validSecret(s string) error {
 	if n := utf8.RuneCountInString(s); n < MinTokenLen {
 		return recall.Errorf(recall.EINVALID, "the token is %d characters; tokens must be at least %d (make one with `recall token new`)", n, MinTokenLen)
 	}
-	if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return recall.Errorf(recall.EINVALID, "the token contains spaces or control characters")
+	// Printable ASCII only: a secret pasted with an invisible character
+	// (U+200B) would look right and never match what a client sends.
+	if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
+		return recall.Errorf(recall.EINVALID, "the token contains spaces, control or non-ASCII characters (make one with `recall token new`)")
 	}
 	return nil
 }
