@@ -118,7 +118,10 @@ func TestSweepSearchStatsOnSampleVault(t *testing.T) {
 	}
 }
 
-func TestExportImportGivesSameSearchResults(t *testing.T) {
+// sampleExport sweeps the sample vault into a fresh database and exports
+// it, returning the database's environment and the export file.
+func sampleExport(t *testing.T) (map[string]string, string) {
+	t.Helper()
 	env := testEnv(t)
 	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
 		t.Fatal(errs)
@@ -127,6 +130,11 @@ func TestExportImportGivesSameSearchResults(t *testing.T) {
 	if _, errs, code := run(t, env, "export", "--out", dump); code != 0 {
 		t.Fatal(errs)
 	}
+	return env, dump
+}
+
+func TestExportImportGivesSameSearchResults(t *testing.T) {
+	env, dump := sampleExport(t)
 	env2 := testEnv(t)
 	if _, errs, code := run(t, env2, "import", dump); code != 0 {
 		t.Fatal(errs)
@@ -486,5 +494,39 @@ func TestDoubleDashEndsFlags(t *testing.T) {
 	}
 	if out, errs, code := run(t, env, "search", "--", "-x", "-y"); code != 0 || !strings.Contains(out, "-x -y") {
 		t.Fatalf("query of dashes: exit %d: %q %q", code, out, errs)
+	}
+}
+
+// An import with a bad record anywhere (here a source repeated, or a
+// malformed line at the end) imports nothing; a good file imports whole.
+func TestImportIsAllOrNothing(t *testing.T) {
+	_, good := sampleExport(t)
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(string(data)), "\n")
+	for name, bad := range map[string]string{
+		"repeated source": string(data) + lines[0],
+		"broken last line": string(data) + `{"source": {"id": "x.md"`,
+	} {
+		path := filepath.Join(t.TempDir(), "bad.jsonl")
+		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := testEnv(t)
+		if _, errs, code := run(t, env, "import", path); code == 0 || !strings.Contains(errs, "nothing was imported") {
+			t.Errorf("%s: exit %d: %s", name, code, errs)
+		}
+		if out, _, _ := run(t, env, "stats", "--json"); !strings.Contains(out, `"sources":{}`) {
+			t.Errorf("%s: a refused import left sources: %s", name, out)
+		}
+	}
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "import", good); code != 0 {
+		t.Fatal(errs)
+	}
+	if out, _, _ := run(t, env, "stats", "--json"); strings.Contains(out, `"sources":{}`) {
+		t.Errorf("a good import stored nothing: %s", out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/server"
+	"github.com/recall-mcp/recall/internal/store"
 )
 
 func (m *Main) cmdStats(ctx context.Context, args []string) error {
@@ -144,14 +145,39 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	}
 	total := 0
 	defer m.audit("cli import", time.Now(), &total, &err)
-	var in io.Reader = m.Stdin
-	if pos[0] != "-" {
-		f, err := os.Open(pos[0])
-		if err != nil {
+	// The file is read twice: checked whole first, so that a bad record
+	// anywhere leaves the database as it was; then written. Standard input
+	// is kept in a temporary file for the second reading.
+	var f *os.File
+	if pos[0] == "-" {
+		if f, err = os.CreateTemp("", "recall-import-*.jsonl"); err != nil {
 			return err
 		}
-		defer f.Close()
-		in = f
+		defer os.Remove(f.Name())
+		if _, err := io.Copy(f, m.Stdin); err != nil {
+			f.Close()
+			return err
+		}
+	} else if f, err = os.Open(pos[0]); err != nil {
+		return err
+	}
+	defer f.Close()
+	seen := map[string]int{}
+	err = readExport(f, func(line int, d recall.Document) error {
+		if err := store.ValidateDocument(&d); err != nil {
+			return fmt.Errorf("import: record %d (%s): %w; nothing was imported", line, d.Source.ID, err)
+		}
+		if prev, dup := seen[d.Source.ID]; dup {
+			return recall.Errorf(recall.EINVALID, "import: records %d and %d are both source %q; nothing was imported", prev, line, d.Source.ID)
+		}
+		seen[d.Source.ID] = line
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
 	}
 	st, err := m.openStore(ctx)
 	if err != nil {
@@ -161,7 +187,6 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<20))
 	var batch []recall.Document
 	size := 0
 	flush := func() error {
@@ -175,31 +200,46 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 		batch, size = batch[:0], 0
 		return nil
 	}
+	err = readExport(f, func(_ int, d recall.Document) error {
+		batch = append(batch, d)
+		for _, c := range d.Chunks {
+			size += len(c.Text)
+		}
+		if len(batch) >= 256 || size >= 16<<20 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("import stopped after %d sources: %w", total, err)
+	}
+	fmt.Fprintf(m.Stderr, "imported %d sources (vectors are not exported: run `recall repair` to embed them)\n", total)
+	return nil
+}
+
+// readExport calls fn with each record of an export file as a document,
+// numbered from 1.
+func readExport(r io.Reader, fn func(line int, d recall.Document) error) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	for line := 1; ; line++ {
 		var l exportLine
 		if err := dec.Decode(&l); err == io.EOF {
-			break
+			return nil
 		} else if err != nil {
-			return recall.WrapError(recall.EINVALID, err, "import: record %d is not a valid export line", line)
+			return recall.WrapError(recall.EINVALID, err, "import: record %d is not a valid export line; nothing was imported", line)
 		}
 		d := recall.Document{Source: l.Source, Chunks: make([]recall.Chunk, len(l.Chunks))}
 		for i, c := range l.Chunks {
 			d.Chunks[i] = recall.Chunk{Index: c.Index, Text: c.Text, Header: c.Header, MidWord: c.MidWord, Hash: recall.TextHash(c.Text)}
-			size += len(c.Text)
 		}
 		d.Source.ChunkCount = len(d.Chunks)
-		batch = append(batch, d)
-		if len(batch) >= 256 || size >= 16<<20 {
-			if err := flush(); err != nil {
-				return err
-			}
+		if err := fn(line, d); err != nil {
+			return err
 		}
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(m.Stderr, "imported %d sources (vectors are not exported: run `recall repair` to embed them)\n", total)
-	return nil
 }
 
 // audit appends the audit line of a command that exports, imports or
