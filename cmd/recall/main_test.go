@@ -507,7 +507,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	}
 	lines := strings.SplitAfter(strings.TrimSpace(string(data)), "\n")
 	for name, bad := range map[string]string{
-		"repeated source": string(data) + lines[0],
+		"repeated source":  string(data) + lines[0],
 		"broken last line": string(data) + `{"source": {"id": "x.md"`,
 	} {
 		path := filepath.Join(t.TempDir(), "bad.jsonl")
