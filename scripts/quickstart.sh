@@ -26,4 +26,4 @@ bin/recall search --limit 2 "how do I revive a sourdough starter"
 echo "\$ recall stats"
 bin/recall stats
 echo
-echo "The demo database is $RECALL_DB. Try: RECALL_DB=$RECALL_DB RECALL_MODELS_DIR=$RECALL_MODELS_DIR bin/recall search \"...\""
+echo "The demo database is $RECALL_DB. Try: RECALL_DB=$PWD/$RECALL_DB RECALL_MODELS_DIR=$PWD/$RECALL_MODELS_DIR $PWD/bin/recall search \"...\""

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"sort"
 	"time"
 
@@ -260,6 +261,8 @@ func (m *Main) audit(route string, start time.Time, results *int, err *error) {
 	who := "local"
 	if u := m.Getenv("USER"); u != "" {
 		who = "local:" + u
+	} else if u, err := user.Current(); err == nil {
+		who = "local:" + u.Username
 	}
 	server.LocalEvent(f, who, route, start, *results, *err)
 }

@@ -125,15 +125,18 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		if *dry {
 			verb = "would ingest"
 		}
-		fmt.Fprintf(m.Stdout, "%s %d of %d files (%d unchanged, %d failed), %d chunks, %.1f MB in %.2fs\n",
-			verb, res.FilesChanged, res.FilesSeen, res.FilesSkipped, res.FilesFailed, res.ChunksWritten,
-			float64(res.Bytes)/1e6, res.Seconds)
+		fmt.Fprintf(m.Stdout, "%s %d of %s (%d unchanged, %d failed), %s, %.1f MB in %.2fs\n",
+			verb, res.FilesChanged, plural(res.FilesSeen, "file", "files"), res.FilesSkipped, res.FilesFailed,
+			plural(res.ChunksWritten, "chunk", "chunks"), float64(res.Bytes)/1e6, res.Seconds)
 		if res.FilesRemoved > 0 {
 			action := "run with --prune to remove them"
-			if *prune && !*dry {
+			switch {
+			case *prune && *dry:
+				action = "--prune would remove them"
+			case *prune:
 				action = "removed"
 			}
-			fmt.Fprintf(m.Stdout, "%d files are gone from the vault (%s):\n", res.FilesRemoved, action)
+			fmt.Fprintf(m.Stdout, "%s gone from the vault (%s):\n", plural(res.FilesRemoved, "file is", "files are"), action)
 			for i, r := range res.Removed {
 				if i == 20 {
 					fmt.Fprintf(m.Stdout, "  ... and %d more\n", len(res.Removed)-20)
@@ -180,4 +183,12 @@ func formatProgress(p ingest.Progress) string {
 		eta = (time.Duration(float64(p.BytesTotal-p.Bytes)/1e6/rate) * time.Second).Round(time.Second).String()
 	}
 	return fmt.Sprintf("files %d/%d  chunks %d  %.1f MB/s  ETA %s", p.FilesDone, p.FilesTotal, p.Chunks, rate, eta)
+}
+
+// plural is n with the singular or plural noun.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
