@@ -129,7 +129,7 @@ type SpaceOutput struct {
 	Model    string  `json:"model"`
 	Dim      int     `json:"dim"`
 	Read     bool    `json:"read"`
-	Vectors  int     `json:"vectors"`
+	Vectors  int     `json:"vectors"` // distinct chunk texts embedded (each is several unit vectors)
 	Missing  int     `json:"missing"`
 	Coverage float64 `json:"coverage"`
 }
@@ -148,7 +148,7 @@ type SweepOutput struct {
 type IndexOutput struct {
 	State   string `json:"state"` // loading, ready, failed
 	Space   string `json:"space,omitempty"`
-	Vectors int    `json:"vectors"`
+	Vectors int    `json:"vectors"` // unit vectors indexed: a chunk text has one per paragraph group
 }
 
 func (s *Server) stats(ctx context.Context) (StatsOutput, error) {
