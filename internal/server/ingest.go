@@ -86,24 +86,32 @@ func (st *staging) expire(now time.Time) {
 	}
 }
 
+// evictions hands out staged ids, least recently touched first, for one
+// request: the order is sorted once, when the request first needs room, so
+// a request of many sources into a full staging area costs one sort, not
+// one per source. Entries touched by this request (keep) are passed over.
+type evictions struct {
+	order []string
+	next  int
+}
+
 // makeRoom evicts the least recently touched entries, other than keep,
 // until need more bytes fit. Called with st.mu held.
-func (st *staging) makeRoom(need int64, keep string) bool {
+func (st *staging) makeRoom(ev *evictions, need int64, keep string) bool {
 	if st.bytes+need <= st.maxBytes {
 		return true
 	}
-	ids := make([]string, 0, len(st.m))
-	for id := range st.m {
-		if id != keep {
-			ids = append(ids, id)
+	if ev.order == nil {
+		ev.order = make([]string, 0, len(st.m))
+		for id := range st.m {
+			ev.order = append(ev.order, id)
 		}
+		sort.Slice(ev.order, func(i, j int) bool { return st.m[ev.order[i]].touched.Before(st.m[ev.order[j]].touched) })
 	}
-	sort.Slice(ids, func(i, j int) bool { return st.m[ids[i]].touched.Before(st.m[ids[j]].touched) })
-	for _, id := range ids {
-		if st.bytes+need <= st.maxBytes {
-			break
+	for ; ev.next < len(ev.order) && st.bytes+need > st.maxBytes; ev.next++ {
+		if id := ev.order[ev.next]; id != keep {
+			st.drop(id) // a no-op for an id already gone
 		}
-		st.drop(id)
 	}
 	return st.bytes+need <= st.maxBytes
 }
@@ -244,6 +252,7 @@ func (s *Server) stageGroups(groups []*group) {
 	defer st.mu.Unlock()
 	now := st.now()
 	st.expire(now)
+	var ev evictions
 	for _, g := range groups {
 		if g.status.Status == remote.StatusRejected {
 			continue
@@ -288,7 +297,7 @@ func (s *Server) stageGroups(groups []*group) {
 			g.doc = archiveDocument(id, e)
 			continue
 		}
-		if !st.makeRoom(added, id) {
+		if !st.makeRoom(&ev, added, id) {
 			st.drop(id)
 			g.reject(recall.Errorf(recall.ETOOLARGE, "the source is too large to wait for its remaining chunks; send all %d of its chunks in one request", total))
 			continue

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/recall-mcp/recall/internal/remote"
@@ -95,5 +97,25 @@ func TestSessionsPerToken(t *testing.T) {
 	}
 	if resp, body := f.do("POST", "/mcp", aliceTok, initBody, mcpHeaders...); resp.StatusCode != http.StatusOK {
 		t.Fatalf("another token locked out: %d %s", resp.StatusCode, body)
+	}
+}
+
+// Concurrent initialize requests cannot all pass the per-token count.
+func TestSessionsPerTokenUnderConcurrency(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Sessions, o.SessionsPerToken = 100, 5 })
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, _ := f.do("POST", "/mcp", plainTok, initBody, mcpHeaders...); resp.StatusCode == http.StatusOK {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := ok.Load(); n > 5 || n == 0 {
+		t.Fatalf("%d sessions opened at once for a token allowed 5", n)
 	}
 }

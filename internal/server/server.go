@@ -117,8 +117,9 @@ type Server struct {
 	bgOnce     sync.Once
 	statsCache statsCache
 
-	sessMu    sync.Mutex
-	sessOwner map[string]string // MCP session id → the identity key that opened it
+	sessMu      sync.Mutex
+	sessOwner   map[string]string // MCP session id → the identity key that opened it
+	sessPending map[string]int    // identity key → initialize requests in flight
 }
 
 // New checks the configuration and builds the server. Nothing runs until
@@ -564,13 +565,8 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if r.Header.Get("Mcp-Session-Id") == "" {
-			total, mine := s.sessionCounts(id.key)
-			switch {
-			case total >= s.opt.Sessions:
-				s.writeError(w, r, recall.Errorf(recall.EUNAVAILABLE, "too many open MCP sessions; retry later"))
-				return
-			case mine >= s.opt.SessionsPerToken:
-				s.writeError(w, r, recall.Errorf(recall.EUNAVAILABLE, "this token has %d open MCP sessions, its limit; close one (DELETE /mcp) or retry later", mine))
+			if err := s.reserveSession(id.key); err != nil {
+				s.writeError(w, r, err)
 				return
 			}
 			defer s.noteSession(w, id.key)
@@ -599,40 +595,60 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 // supportedProtocolVersions are the MCP revisions the SDK speaks.
 var supportedProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 
-// sessionCounts returns the open MCP sessions, and those the identity key
-// opened, forgetting the owners of sessions that have ended.
-func (s *Server) sessionCounts(key string) (total, mine int) {
+// reserveSession takes a session slot for an initialize request of the
+// identity key, or says why there is none: all sessions are taken, or the
+// key holds its share. The slot is held (sessPending) until noteSession
+// records the session the answer names, so concurrent initialize requests
+// cannot all pass the count.
+func (s *Server) reserveSession(key string) error {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
 	live := map[string]bool{}
 	for _, ms := range []*mcp.Server{s.users, s.admins} {
 		for ss := range ms.Sessions() {
 			live[ss.ID()] = true
 		}
 	}
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
+	mine := s.sessPending[key]
 	for sid, owner := range s.sessOwner {
 		switch {
 		case !live[sid]:
-			delete(s.sessOwner, sid)
+			delete(s.sessOwner, sid) // ended
 		case owner == key:
 			mine++
 		}
 	}
-	return len(live), mine
+	pending := 0
+	for _, n := range s.sessPending {
+		pending += n
+	}
+	switch {
+	case len(live)+pending >= s.opt.Sessions:
+		return recall.Errorf(recall.EUNAVAILABLE, "too many open MCP sessions; retry later")
+	case mine >= s.opt.SessionsPerToken:
+		return recall.Errorf(recall.EUNAVAILABLE, "this token has %d open MCP sessions, its limit; close one (DELETE /mcp) or retry later", mine)
+	}
+	if s.sessPending == nil {
+		s.sessPending = map[string]int{}
+	}
+	s.sessPending[key]++
+	return nil
 }
 
-// noteSession records who opened the session an initialize answer names.
+// noteSession releases the slot reserveSession took and records who
+// opened the session the initialize answer names, if any.
 func (s *Server) noteSession(w http.ResponseWriter, key string) {
-	sid := w.Header().Get("Mcp-Session-Id")
-	if sid == "" {
-		return
-	}
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
-	if s.sessOwner == nil {
-		s.sessOwner = map[string]string{}
+	if s.sessPending[key]--; s.sessPending[key] <= 0 {
+		delete(s.sessPending, key)
 	}
-	s.sessOwner[sid] = key
+	if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+		if s.sessOwner == nil {
+			s.sessOwner = map[string]string{}
+		}
+		s.sessOwner[sid] = key
+	}
 }
 
 func (s *Server) sessionCount() int {
