@@ -198,7 +198,8 @@ func (s *Server) ingest(ctx context.Context, req remote.IngestRequest) (remote.I
 
 func (g *group) reject(err error) {
 	g.status.Status = remote.StatusRejected
-	g.status.Error = recall.ErrorMessage(err)
+	g.status.Error = shorten(recall.ErrorMessage(err))
+	g.status.SourceFile = shorten(g.status.SourceFile) // too long to be valid anyway
 	g.doc = nil
 }
 

@@ -81,7 +81,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if code == recall.EUNAUTHORIZED {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="recall"`)
 	}
-	writeJSON(w, httpStatus(code), errorBody{Error: errorDetail{Code: code, Message: msg}})
+	writeJSON(w, httpStatus(code), errorBody{Error: errorDetail{Code: code, Message: shorten(msg)}})
 }
 
 // ok answers 200 with v and records how many results it holds.

@@ -119,3 +119,29 @@ func TestSessionsPerTokenUnderConcurrency(t *testing.T) {
 		t.Fatalf("%d sessions opened at once for a token allowed 5", n)
 	}
 }
+
+// No error answer echoes a huge input back whole, whatever part of a
+// request carried it.
+func TestErrorsDoNotEchoHugeInput(t *testing.T) {
+	f := newFixture(t, nil)
+	huge := strings.Repeat("Z", 200000)
+	sid := f.rawSession(plainTok)
+	for name, body := range map[string]string{
+		"MCP method": `{"jsonrpc":"2.0","id":5,"method":"` + huge + `"}`,
+		"MCP params": `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":"` + huge + `"}`,
+	} {
+		if _, out := f.rawCall(plainTok, sid, body); len(out) > 2000 {
+			t.Errorf("%s: %d bytes back", name, len(out))
+		}
+	}
+	for name, req := range map[string][2]string{
+		"REST unknown field": {"/api/search", `{"query":"x","` + huge + `":1}`},
+		"REST bad mode":      {"/api/search", `{"query":"x","mode":"` + huge + `"}`},
+		"ingest era":         {"/ingest", `{"chunks":[{"source_file":"a.md","chunk_index":0,"total_chunks":1,"content":"x","era":"` + huge + `"}]}`},
+		"ingest path":        {"/ingest", `{"chunks":[{"source_file":"/` + huge + `","chunk_index":0,"total_chunks":1,"content":"x"}]}`},
+	} {
+		if _, out := f.do("POST", req[0], plainTok, req[1]); len(out) > 4000 {
+			t.Errorf("%s: %d bytes back", name, len(out))
+		}
+	}
+}

@@ -472,7 +472,7 @@ func (s *Server) unauthorized(w http.ResponseWriter, ri *reqInfo, msg string) {
 // refuse answers before routing, in the REST error shape.
 func (s *Server) refuse(w http.ResponseWriter, ri *reqInfo, status int, code, msg string) {
 	ri.set(func(ri *reqInfo) { ri.errCode = code })
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: shorten(msg)}})
 }
 
 // routes registers every route behind the front door.
@@ -546,6 +546,26 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
 			s.writeError(w, r, recall.Errorf(recall.EINVALID, "JSON-RPC batches are not supported: send one message per request"))
 			return
+		}
+		// The SDK quotes a bad method or params whole in its error: refuse
+		// those here, briefly.
+		var raw struct {
+			ID     any             `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(body, &raw) == nil {
+			params := bytes.TrimLeft(raw.Params, " \t\r\n")
+			switch {
+			case len(raw.Method) > 128:
+				writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": raw.ID,
+					"error": map[string]any{"code": -32601, "message": "method not found"}})
+				return
+			case len(params) > 0 && params[0] != '{' && string(params) != "null":
+				writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": raw.ID,
+					"error": map[string]any{"code": -32602, "message": "params must be an object"}})
+				return
+			}
 		}
 		var p mcpPeek
 		if json.Unmarshal(body, &p) == nil {
