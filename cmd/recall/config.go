@@ -64,7 +64,8 @@ func (m *Main) loadConfig() (config, error) {
 		}
 		k = strings.ToLower(strings.TrimSpace(k))
 		if !knownSettings[k] {
-			return nil, usagef("config %s:%d: unknown setting %q (settings: %s)", path, n, k, strings.Join(slices.Sorted(maps.Keys(knownSettings)), ", "))
+			// Not quoted: a line like "token SECRET = x" must not print SECRET.
+			return nil, usagef("config %s:%d: not a setting (settings: %s)", path, n, strings.Join(slices.Sorted(maps.Keys(knownSettings)), ", "))
 		}
 		if _, dup := c[k]; dup {
 			return nil, usagef("config %s:%d: %s is set twice", path, n, k)
@@ -86,17 +87,19 @@ var knownSettings = map[string]bool{
 // configValue reads a value: a comment after white space ("path  # note")
 // is not part of it, and one pair of matching quotes around it is removed.
 func configValue(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') {
+		if end := strings.IndexByte(v[1:], v[0]); end >= 0 {
+			return v[1 : end+1] // what follows the closing quote is a comment
+		}
+	}
 	for i := 1; i < len(v); i++ {
 		if v[i] == '#' && (v[i-1] == ' ' || v[i-1] == '\t') {
 			v = v[:i]
 			break
 		}
 	}
-	v = strings.TrimSpace(v)
-	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-		v = v[1 : len(v)-1]
-	}
-	return v
+	return strings.TrimSpace(v)
 }
 
 // setting resolves one setting: flag value, then RECALL_<KEY>, then the

@@ -456,6 +456,7 @@ func TestConfigFile(t *testing.T) {
 	}{
 		{"comment after a value", "db = " + db + "   # the main store\n", true},
 		{"quoted, with a byte-order mark", "\ufeffdb = \"" + db + "\"\n", true},
+		{"quoted, then a comment", "db = '" + db + "' # here\n", true},
 		{"unknown key", "db = " + db + "\ntokens-file = /x\n", false},
 		{"environment-style key", "RECALL_DB = " + db + "\n", false},
 		{"repeated key", "db = " + db + "\ndb = /elsewhere.db\n", false},

@@ -107,6 +107,10 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 		if err != nil {
 			return err
 		}
+		if err := f.Chmod(0o600); err != nil { // an existing file keeps its mode otherwise
+			f.Close()
+			return err
+		}
 		defer f.Close()
 		w = f
 	}

@@ -127,7 +127,7 @@ func TestNewToken(t *testing.T) {
 	if err := validSecret(a); err != nil {
 		t.Errorf("a fresh token is refused: %v", err)
 	}
-	for _, bad := range []string{a + "\u200b", a[:20] + " " + a[21:], a + "é", a[:10] + "\x7f" + a[11:]} {
+	for _, bad := range []string{a + "\u200b", a[:20] + " " + a[21:], a + "é", a[:10] + "\x7f" + a[11:], strings.Repeat("a", 40), strings.Repeat("ab12", 10)} {
 		if validSecret(bad) == nil {
 			t.Errorf("%q accepted as a token", bad)
 		}

@@ -96,8 +96,20 @@ func validSecret(s string) error {
 	if strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r >= 0x7f }) {
 		return recall.Errorf(recall.EINVALID, "the token contains spaces, control or non-ASCII characters (make one with `recall token new`)")
 	}
+	// Length is not strength: "aaaa…" is 24 characters. A random token of
+	// that length holds some 20 different ones.
+	distinct := map[rune]bool{}
+	for _, r := range s {
+		distinct[r] = true
+	}
+	if len(distinct) < minTokenDistinct {
+		return recall.Errorf(recall.EINVALID, "the token repeats too few characters (%d different) to be hard to guess: make one with `recall token new`", len(distinct))
+	}
 	return nil
 }
+
+// minTokenDistinct is the fewest different characters a token may have.
+const minTokenDistinct = 10
 
 // identity is who a request acts as.
 type identity struct {
