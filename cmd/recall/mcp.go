@@ -18,7 +18,11 @@ func (m *Main) cmdMCP(ctx context.Context, args []string) error {
 	if _, err := m.parse(fs, args, "mcp [--admin]"); err != nil {
 		return err
 	}
-	srv, err := m.newServer(ctx, server.Options{})
+	audit, err := m.openAudit("")
+	if err != nil {
+		return err
+	}
+	srv, err := m.newServer(ctx, server.Options{Audit: audit})
 	if err != nil {
 		return err
 	}

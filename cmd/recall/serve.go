@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -48,14 +49,11 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	if err := m.serverTokens(&opt); err != nil {
 		return err
 	}
-	if path := m.setting(*auditPath, "audit", ""); path != "" {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return fmt.Errorf("open audit log: %w", err)
-		}
-		m.closers = append(m.closers, f.Close)
-		opt.Audit = f
+	audit, err := m.openAudit(*auditPath)
+	if err != nil {
+		return err
 	}
+	opt.Audit = audit
 	srv, err := m.newServer(ctx, opt)
 	if err != nil {
 		return err
@@ -117,4 +115,19 @@ func (m *Main) newServer(ctx context.Context, opt server.Options) (*server.Serve
 	opt.Version = version
 	opt.Logger = slog.New(slog.NewTextHandler(server.RedactWriter(m.Stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	return server.New(opt)
+}
+
+// openAudit opens the audit log a server writes to (the flag, else the
+// audit setting), or returns nil when there is none.
+func (m *Main) openAudit(flagValue string) (io.Writer, error) {
+	path := m.setting(flagValue, "audit", "")
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	m.closers = append(m.closers, f.Close)
+	return f, nil
 }

@@ -182,7 +182,13 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 		if err := need(1); err != nil {
 			return err
 		}
-		if err := st.DropSpace(ctx, pos[0]); err != nil {
+		dropped, start := 0, time.Now()
+		err := st.DropSpace(ctx, pos[0])
+		if err == nil {
+			dropped = 1
+		}
+		m.audit("cli space drop", start, &dropped, &err)
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(m.Stdout, "dropped space %s\n", pos[0])

@@ -81,6 +81,10 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 
 	started := time.Now().UTC()
 	res, err := ingest.Sweep(ctx, st, eng, vault, opts)
+	if *prune && !*dry && res.FilesRemoved > 0 {
+		pruned := res.FilesRemoved
+		m.audit("cli sweep prune", started, &pruned, &err)
+	}
 	if opts.Progress != nil {
 		fmt.Fprint(m.Stderr, "\r\033[K")
 	}

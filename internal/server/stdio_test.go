@@ -54,3 +54,22 @@ func idString(v any) string {
 	b, _ := json.Marshal(v)
 	return strings.Trim(string(b), `"`)
 }
+
+// Over stdio, each tool call writes its own audit line.
+func TestStdioToolCallsAreAudited(t *testing.T) {
+	f := newFixture(t, nil)
+	f.save("", "note_k", "a value")
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_memory","arguments":{"key":"note_k","confirm":true}}}`,
+	}, "\n") + "\n"
+	var out syncBuffer
+	if err := f.srv.RunStdio(context.Background(), strings.NewReader(in), &out, false); err != nil {
+		t.Fatal(err)
+	}
+	line := f.audit.String()
+	if !strings.Contains(line, `"tool":"delete_memory"`) || !strings.Contains(line, `"remote":"stdio"`) || strings.Contains(line, "a value") {
+		t.Fatalf("audit: %q", line)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -128,6 +129,16 @@ func addTool[In, Out any](s *Server, ms *mcp.Server, fallback *identity, t *mcp.
 					ri.results, ri.counted = n, true
 				}
 			})
+		} else {
+			// Over stdio there is no HTTP request to audit: each tool call
+			// is its own line.
+			who := "-"
+			if c.id != nil {
+				who = c.id.name
+			}
+			s.audit.write(auditLine{Time: start.UTC().Format(time.RFC3339Nano), RequestID: newRequestID(),
+				Token: who, Remote: "stdio", Route: "mcp tools/call", Tool: t.Name, Status: 200,
+				Outcome: code, Results: &n, Millis: s.opt.Now().Sub(start).Milliseconds()})
 		}
 		if err != nil {
 			return nil, zero, s.toolError(c, t.Name, err)
