@@ -623,12 +623,7 @@ var supportedProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18
 func (s *Server) reserveSession(key string) error {
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
-	live := map[string]bool{}
-	for _, ms := range []*mcp.Server{s.users, s.admins} {
-		for ss := range ms.Sessions() {
-			live[ss.ID()] = true
-		}
-	}
+	live := s.liveSessions()
 	mine := s.sessPending[key]
 	for sid, owner := range s.sessOwner {
 		switch {
@@ -671,13 +666,15 @@ func (s *Server) noteSession(w http.ResponseWriter, key string) {
 	}
 }
 
-func (s *Server) sessionCount() int {
-	n := 0
-	for range s.users.Sessions() {
-		n++
+func (s *Server) sessionCount() int { return len(s.liveSessions()) }
+
+// liveSessions returns the ids of the open MCP sessions, users' and admins'.
+func (s *Server) liveSessions() map[string]bool {
+	live := map[string]bool{}
+	for _, ms := range []*mcp.Server{s.users, s.admins} {
+		for ss := range ms.Sessions() {
+			live[ss.ID()] = true
+		}
 	}
-	for range s.admins.Sessions() {
-		n++
-	}
-	return n
+	return live
 }
