@@ -112,6 +112,24 @@ type WriteResult struct {
 	Added   []IndexedChunk // chunk ids that now exist and did not before
 }
 
+// Census summarises what in-memory indexes hold of a store. A chunk's
+// text and attributes never change under its id, so the chunks are the same
+// set when their count, largest id and two sums over their ids agree (the
+// plain sum and CensusMix's): for sets that differ, all four agree only by
+// a coincidence no sequence of writes aims at.
+type Census struct {
+	ReadSpace  string // the space searches read from ("" when none)
+	Chunks     int    // chunks
+	MaxChunkID int64  // largest chunk id (0 when there is none)
+	ChunkIDSum int64  // sum of the chunk ids
+	ChunkIDMix int64  // sum of CensusMix of the chunk ids
+	Vectors    int    // vectors stored in the space asked about
+}
+
+// CensusMix scatters a chunk id for Census.ChunkIDMix (stores compute it in
+// SQL: (id * 2654435761) % 4294967291, exact in 64 bits below 3.4e9 ids).
+func CensusMix(id int64) int64 { return id * 2654435761 % 4294967291 }
+
 // SourceState is what the incremental sweep compares to decide whether a file changed.
 type SourceState struct {
 	Size        int64
@@ -262,6 +280,14 @@ type Store interface {
 	// ScanChunks calls fn for every chunk with its text and source, in chunk
 	// id order (for building in-memory indexes).
 	ScanChunks(ctx context.Context, fn func(StoredChunk) error) error
+	// ChunkIDs returns the ids of the chunks with an id greater than
+	// after (0: every chunk), ascending.
+	ChunkIDs(ctx context.Context, after int64) ([]int64, error)
+	// Census summarises the chunks and the vectors of a space ("" for
+	// none). It is cheap enough to call every few seconds: a process
+	// holding in-memory indexes compares it with what they hold to notice
+	// writes made by another process (search.Engine.Follow).
+	Census(ctx context.Context, space string) (Census, error)
 	// Export calls fn for every source with all its chunks, ordered by id.
 	Export(ctx context.Context, fn func(Document) error) error
 
@@ -286,6 +312,9 @@ type Store interface {
 	SetRepairCursor(ctx context.Context, space string, chunkID int64) error
 	// VectorsByHash returns the stored vectors of a space for the given hashes.
 	VectorsByHash(ctx context.Context, space string, hashes []string) (map[string][]float32, error)
+	// VectorHashes returns the hashes of the texts that have a vector in
+	// the space, in no particular order.
+	VectorHashes(ctx context.Context, space string) ([]string, error)
 	// ScanVectors calls fn for every chunk that has a vector in the space.
 	ScanVectors(ctx context.Context, space string, fn func(c IndexedChunk, vec []float32) error) error
 

@@ -26,6 +26,7 @@ run go test -run '^$' -bench 'Search100k' -benchtime 200x -count 3 ./internal/vi
 run go test -run '^$' -bench 'SweepFirst|SweepUnchanged' -benchtime 1x ./internal/ingest/
 run go test -run '^$' -bench Lexical -benchtime 500x -count 3 ./internal/store/sqlite/
 run go test -run '^$' -bench 'SearchMCP|SearchREST|FrontDoor' -benchtime 1s -count 3 ./internal/server/
+run go test -run '^$' -bench Follow -benchtime 20x -count 3 ./internal/search/
 run go test -run '^$' -bench 'Embed2000|EmbedQuery' -benchtime 3x -count 3 ./internal/embed/encoder/
 run go test -run '^$' -bench BenchmarkSplit -benchtime 1s -count 3 -cpu 1 ./internal/chunk
 run go test -run '^$' -bench ParseChatGPTExport -count 3 ./internal/convo

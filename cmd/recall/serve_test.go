@@ -260,3 +260,60 @@ func TestSweepRemote(t *testing.T) {
 		t.Errorf("wrong token: exit %d: %s", code, errs)
 	}
 }
+
+// TestServeFollowsSweepOfAnotherProcess: a `recall sweep` run beside a
+// running server writes straight to the database; the server's in-memory
+// indexes follow within seconds, for new files and for pruned ones.
+func TestServeFollowsSweepOfAnotherProcess(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	url, stderr, stop := startServe(t, env)
+	defer stop()
+	// The server builds its in-memory indexes in the background; a change
+	// made before they are loaded would be read by the load itself.
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "vector index loaded") }, "the index to load")
+
+	vault := t.TempDir()
+	note := filepath.Join(vault, "axolotl.md")
+	if err := os.WriteFile(note, []byte("# Pets\n\n**user:** my axolotl regrew a gill overnight\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := run(t, env, "sweep", vault); code != 0 {
+		t.Fatalf("sweep: %d %s %s", code, out, errs)
+	}
+	search := func() string {
+		req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(`{"query":"axolotl gill"}`))
+		req.Header.Set("Authorization", "Bearer "+serveToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	waitFor(t, func() bool { return strings.Contains(search(), `"source":"axolotl.md"`) }, "the server to find the swept file")
+	if !strings.Contains(stderr.String(), "followed writes of another process") {
+		t.Errorf("the server did not log what it followed: %s", stderr.String())
+	}
+
+	if err := os.Remove(note); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := run(t, env, "sweep", "--prune", vault); code != 0 {
+		t.Fatalf("sweep --prune: %d %s %s", code, out, errs)
+	}
+	waitFor(t, func() bool { return !strings.Contains(search(), `"source":"axolotl.md"`) }, "the pruned file to leave the server's results")
+}
+
+// waitFor polls cond for up to 15 seconds.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

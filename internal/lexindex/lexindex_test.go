@@ -179,3 +179,57 @@ func TestAgreesWithFTS5(t *testing.T) {
 	}
 	check("after replace, delete and add")
 }
+
+// TestCensus: the census the index keeps as chunks come and go (replaced,
+// removed, the largest removed, compacted away) is the one its ids give.
+func TestCensus(t *testing.T) {
+	x := lexindex.New()
+	rng := rand.New(rand.NewPCG(7, 8))
+	live := map[int64]bool{}
+	meta := recall.SourceMeta{ID: "s", Kind: recall.KindArchive}
+	next := int64(1)
+	for step := range 5000 {
+		switch r := rng.IntN(10); {
+		case r < 5 || len(live) == 0:
+			x.Add(next, meta, nil, []string{"w"})
+			live[next] = true
+			next++
+		case r < 7: // replace an indexed chunk
+			for id := range live {
+				x.Add(id, meta, nil, []string{"v"})
+				break
+			}
+		case r < 8: // remove the largest
+			var top int64
+			for id := range live {
+				top = max(top, id)
+			}
+			x.Remove(top)
+			delete(live, top)
+		default:
+			for id := range live {
+				x.Remove(id)
+				delete(live, id)
+				break
+			}
+		}
+		if step%97 != 0 {
+			continue
+		}
+		var wantN int
+		var wantMax, wantSum, wantMix int64
+		for id := range live {
+			wantN++
+			wantMax = max(wantMax, id)
+			wantSum += id
+			wantMix += recall.CensusMix(id)
+		}
+		n, maxID, sum, mix := x.Census()
+		if n != wantN || maxID != wantMax || sum != wantSum || mix != wantMix {
+			t.Fatalf("step %d: Census = %d %d %d %d; want %d %d %d %d", step, n, maxID, sum, mix, wantN, wantMax, wantSum, wantMix)
+		}
+		if ids := x.IDs(); len(ids) != wantN {
+			t.Fatalf("step %d: IDs has %d; want %d", step, len(ids), wantN)
+		}
+	}
+}

@@ -68,10 +68,16 @@ type Engine struct {
 	loaded bool
 	gen    uint64 // counts committed writes (under mu)
 
-	// While LoadIndex scans the store, writes are recorded here too, to be
-	// replayed onto the index it is building.
+	// While LoadIndex or Follow scans the store, writes are recorded here
+	// too, to be replayed onto the indexes it is building.
 	recording bool
 	pending   []recordedWrite
+	strays    int // vectors of the read space no chunk holds (see Follow)
+
+	// loadMu orders LoadIndex and Follow; seen is the store census the
+	// indexes were last found in step with (under loadMu).
+	loadMu sync.Mutex
+	seen   recall.Census
 }
 
 // New returns an engine over st. Call LoadIndex before semantic search.
@@ -100,6 +106,9 @@ func (e *Engine) Store() recall.Store { return e.store }
 // saw changes nothing: adding an indexed chunk replaces it, removing a
 // missing one is a no-op).
 func (e *Engine) LoadIndex(ctx context.Context) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	e.seen = recall.Census{}
 	spaces, err := e.store.Spaces(ctx)
 	if err != nil {
 		return err
@@ -147,18 +156,28 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 		return err
 	}
 	oldVx, oldLx := e.vx, e.lx
-	e.space, e.vx, e.lx = space, vx, lx
+	e.space, e.vx, e.lx, e.strays = space, vx, lx, 0
+	if err := e.replay(ctx, pending); err != nil {
+		e.vx, e.lx = oldVx, oldLx
+		return fmt.Errorf("load indexes: %w", err)
+	}
+	e.loaded = true
+	return nil
+}
+
+// replay applies writes recorded while the store was scanned. Replaying a
+// write the scan already saw changes nothing: adding an indexed chunk
+// replaces it, removing a missing one is a no-op. Called with e.mu held.
+func (e *Engine) replay(ctx context.Context, pending []recordedWrite) error {
 	for _, w := range pending {
 		err := e.apply(ctx, w.res, w.vecs, nil)
 		if err == nil && w.put {
 			err = e.indexVectors(ctx, w.vecs)
 		}
 		if err != nil {
-			e.vx, e.lx = oldVx, oldLx
-			return fmt.Errorf("load indexes: replay: %w", err)
+			return fmt.Errorf("replay: %w", err)
 		}
 	}
-	e.loaded = true
 	return nil
 }
 

@@ -167,5 +167,34 @@ func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Fil
 	return out, nil
 }
 
+// chunkIDs returns the ids of the chunks indexed, in no particular order.
+func (x *unitIndex) chunkIDs() []int64 {
+	var ids []int64
+	for _, id := range x.vx.IDs() {
+		if id&(maxUnits-1) == 0 {
+			ids = append(ids, id>>unitBits)
+		}
+	}
+	return ids
+}
+
+// lacking returns the texts of hashes whose vectors are not in the index.
+func (x *unitIndex) lacking(hashes []string) []string {
+	first := make([]string, len(hashes))
+	for i, h := range hashes {
+		first[i] = unitHash(h, 0)
+	}
+	out := x.vx.Missing(first)
+	for i, h := range out {
+		out[i], _ = splitUnitHash(h)
+	}
+	return out
+}
+
+// texts is how many distinct chunk texts have their vectors in the index.
+func (x *unitIndex) texts() int {
+	return x.vx.CountHashes(func(h string) bool { return strings.HasSuffix(h, "#0") })
+}
+
 // chunks is how many chunks the index holds (over units).
 func (x *unitIndex) len() int { return x.vx.Len() }

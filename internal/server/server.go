@@ -85,6 +85,10 @@ type Options struct {
 
 	RepairPage  int           // texts per background repair page (0: 256)
 	RepairPause time.Duration // pause between pages (0: 250ms)
+	// FollowEvery is how often the server looks for writes another
+	// process made to the store (0: 2s; negative: never). See
+	// search.Engine.Follow.
+	FollowEvery time.Duration
 	StageTTL    time.Duration // how long partial /ingest sources wait (0: 15 minutes)
 	StageBytes  int64         // staged chunk text bound (0: 64 MiB)
 }
@@ -182,6 +186,7 @@ func New(opt Options) (*Server, error) {
 		s.local = &identity{name: "local", key: "local", lim: newLimiter()}
 	}
 	s.bg = newBackground(opt.Engine, opt.Store, opt.Embedder, opt.Space, s.metrics, s.log, opt.Now, opt.RepairPage, opt.RepairPause)
+	s.bg.followEvery = opt.FollowEvery
 	s.users = s.newMCPServer(false, nil)
 	s.admins = s.newMCPServer(true, nil)
 	s.mcpHTTP = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {

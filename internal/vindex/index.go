@@ -3,6 +3,7 @@ package vindex
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/recall-mcp/recall"
@@ -310,6 +311,39 @@ func (x *Index) Vectors() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return len(x.hashes)
+}
+
+// IDs returns the ids of the chunks indexed, in no particular order.
+func (x *Index) IDs() []int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return slices.Clone(x.ids)
+}
+
+// Missing returns the hashes that no vector of the index has.
+func (x *Index) Missing(hashes []string) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []string
+	for _, h := range hashes {
+		if _, ok := x.byHash[h]; !ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// CountHashes returns how many of the distinct vectors' hashes keep accepts.
+func (x *Index) CountHashes(keep func(hash string) bool) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n := 0
+	for _, h := range x.hashes {
+		if keep(h) {
+			n++
+		}
+	}
+	return n
 }
 
 // Remove drops chunks by id; ids not indexed are ignored. A vector goes with

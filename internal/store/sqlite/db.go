@@ -84,6 +84,9 @@ type DB struct {
 	stmts  map[string]*sql.Stmt // prepared read statements, by SQL text
 
 	ckpt *checkpointer // nil when read-only
+
+	watchMu sync.Mutex
+	watch   watcher // answers Census
 }
 
 var _ recall.Store = (*DB)(nil)
@@ -351,6 +354,10 @@ func (db *DB) Close() error {
 	if db.ckpt != nil {
 		errs = append(errs, db.ckpt.close())
 	}
+	db.watchMu.Lock()
+	errs = append(errs, db.watch.close())
+	db.watch = watcher{}
+	db.watchMu.Unlock()
 	if db.ro != nil {
 		errs = append(errs, db.ro.Close())
 	}

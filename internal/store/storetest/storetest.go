@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"MissingVectors", testMissingVectors},
 		{"ScanVectors", testScanVectors},
 		{"ScanChunks", testScanChunks},
+		{"Census", testCensus},
 		{"Stats", testStats},
 		{"Canceled", testCanceled},
 	}

@@ -1,0 +1,120 @@
+package search_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/search"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+)
+
+// BenchmarkFollow measures what following another process costs a server
+// over RECALL_BENCH_CHUNKS chunks (default 100,000) with a 384-dimensional
+// vector each: a poll with no commit since the last (the common case), a
+// poll after the server's own write (census differs from the last, agrees
+// with the indexes), and one after another process wrote a source of 10
+// chunks with vectors (the full reconcile).
+//
+//	go test -run X -bench Follow -benchtime 20x ./internal/search/
+func BenchmarkFollow(b *testing.B) {
+	ctx := context.Background()
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("RECALL_BENCH_CHUNKS")); err == nil && v > 0 {
+		n = v
+	}
+	const dim = 384
+	path := filepath.Join(b.TempDir(), "follow.db")
+	open := func() *sqlite.DB {
+		st, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		return st
+	}
+	st, other := open(), open()
+	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: "test", Model: "bench", Dim: dim, Normalized: true}); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"river", "kettle", "garden", "piano", "letter", "harbour", "winter", "lantern", "orchard", "violin"}
+	source := func(name string, chunks int) (recall.Document, []recall.Vector) {
+		d := recall.Document{Source: recall.Source{ID: name, Kind: recall.KindArchive, ContentHash: name}}
+		var vecs []recall.Vector
+		for i := range chunks {
+			text := fmt.Sprintf("%s chunk %d:", name, i)
+			for range 60 {
+				text += " " + words[rng.IntN(len(words))]
+			}
+			h := recall.TextHash(text)
+			d.Chunks = append(d.Chunks, recall.Chunk{Index: i, Text: text, Hash: h})
+			v := make([]float32, dim)
+			for j := range v {
+				v[j] = rng.Float32() - 0.5
+			}
+			vecs = append(vecs, recall.Vector{Space: "t", Hash: h, Vec: v})
+		}
+		return d, vecs
+	}
+	for i := 0; i < n/10; i += 100 {
+		var docs []recall.Document
+		var vecs []recall.Vector
+		for j := i; j < min(i+100, n/10); j++ {
+			d, v := source(fmt.Sprintf("s/%06d.md", j), 10)
+			docs, vecs = append(docs, d), append(vecs, v...)
+		}
+		if _, err := st.Write(ctx, docs, vecs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	eng := search.New(st, search.Options{MemoryLexical: true})
+	if err := eng.LoadIndex(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := eng.Follow(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("idle", func(b *testing.B) {
+		for b.Loop() {
+			if f, err := eng.Follow(ctx); err != nil || f.Changed() {
+				b.Fatal(f, err)
+			}
+		}
+	})
+	b.Run("own-write", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			d, v := source(fmt.Sprintf("own/%06d.md", i), 10)
+			i++
+			if _, err := eng.Write(ctx, []recall.Document{d}, v); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if f, err := eng.Follow(ctx); err != nil || f.Changed() {
+				b.Fatal(f, err)
+			}
+		}
+	})
+	b.Run("other-process-write", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			b.StopTimer()
+			d, v := source(fmt.Sprintf("other/%06d.md", i), 10)
+			i++
+			if _, err := other.Write(ctx, []recall.Document{d}, v); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if f, err := eng.Follow(ctx); err != nil || f.Added != 10 || f.Vectors != 10 {
+				b.Fatal(f, err)
+			}
+		}
+	})
+}

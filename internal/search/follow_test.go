@@ -1,0 +1,229 @@
+package search_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/search"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+)
+
+// twoProcesses opens one database file twice, as a server and a command
+// run beside it would: the server's engine (in-memory indexes loaded) and
+// the other handle's. Both share the vector space "t".
+func twoProcesses(t *testing.T, dim int) (server *search.Engine, other *sqlite.DB, emb *embedtest.Embedder) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	open := func() *sqlite.DB {
+		st, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	st, other := open(), open()
+	emb = embedtest.New(dim)
+	info := emb.Info()
+	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: dim, Normalized: true}); err != nil {
+		t.Fatal(err)
+	}
+	server = search.New(st, search.Options{Embedder: emb, MemoryLexical: true})
+	if err := server.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return server, other, emb
+}
+
+func sourcesFound(t *testing.T, eng *search.Engine, q string, mode string) []string {
+	t.Helper()
+	r, err := eng.Search(context.Background(), recall.SearchRequest{Query: q, Mode: mode, Limit: 20, PerSource: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, h := range r.Results {
+		out = append(out, h.Source)
+		out = append(out, h.AlsoIn...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func follow(t *testing.T, eng *search.Engine) search.Followed {
+	t.Helper()
+	f, err := eng.Follow(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestFollowAnotherProcess: what another process writes, deletes and
+// embeds reaches a server's in-memory indexes at its next Follow, and
+// nothing else changes them.
+func TestFollowAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	server, other, emb := twoProcesses(t, 16)
+	writeDocs(t, server, emb, doc("own.md", "the server wrote this quokka note"))
+	if f := follow(t, server); f.Changed() {
+		t.Errorf("Follow after the engine's own write changed the indexes: %+v", f)
+	}
+
+	// A sweep in another process, with vectors.
+	writeDocs(t, other, emb, doc("swept/a.md", "a wombat crossed the river at dawn"), doc("swept/b.md", "wombat burrows are cube shaped"))
+	if got := sourcesFound(t, server, "wombat", recall.ModeLexical); len(got) != 0 {
+		t.Fatalf("before Follow the server already finds %v: this test proves nothing", got)
+	}
+	f := follow(t, server)
+	if f.Added != 2 || f.Removed != 0 {
+		t.Errorf("Follow = %+v; want 2 chunks added", f)
+	}
+	want := []string{"swept/a.md", "swept/b.md"}
+	if got := sourcesFound(t, server, "wombat", recall.ModeLexical); !slices.Equal(got, want) {
+		t.Errorf("lexical after Follow: %v; want %v", got, want)
+	}
+	if got := sourcesFound(t, server, "a wombat crossed the river at dawn", recall.ModeSemantic); !slices.Contains(got, "swept/a.md") {
+		t.Errorf("semantic after Follow: %v; want swept/a.md among them", got)
+	}
+	if f := follow(t, server); f.Changed() {
+		t.Errorf("a second Follow with no write between changed the indexes: %+v", f)
+	}
+
+	// A deletion there.
+	if _, _, err := other.Delete(ctx, "swept/a.md"); err != nil {
+		t.Fatal(err)
+	}
+	if f := follow(t, server); f.Removed != 1 || f.Added != 0 {
+		t.Errorf("Follow after a deletion = %+v; want 1 removed", f)
+	}
+	if got := sourcesFound(t, server, "wombat", recall.ModeLexical); !slices.Equal(got, []string{"swept/b.md"}) {
+		t.Errorf("lexical after the deletion: %v", got)
+	}
+
+	// Chunks swept without vectors, embedded later by another process's repair.
+	d := doc("swept/c.md", "numbat tongues are long and sticky")
+	if _, err := other.Write(ctx, []recall.Document{d}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f := follow(t, server); f.Added != 1 || f.Vectors != 0 {
+		t.Errorf("Follow after a write without vectors = %+v", f)
+	}
+	if got := sourcesFound(t, server, "numbat tongues are long and sticky", recall.ModeSemantic); slices.Contains(got, "swept/c.md") {
+		t.Fatalf("a chunk with no vector was found semantically")
+	}
+	vec, err := emb.Embed(ctx, recall.InputDocument, []string{d.Chunks[0].Text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.PutVectors(ctx, []recall.Vector{{Space: "t", Hash: d.Chunks[0].Hash, Vec: vec[0]}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := follow(t, server); f.Vectors != 1 || f.Added != 0 {
+		t.Errorf("Follow after another process stored a vector = %+v; want 1 vector", f)
+	}
+	if got := sourcesFound(t, server, "numbat tongues are long and sticky", recall.ModeSemantic); !slices.Contains(got, "swept/c.md") {
+		t.Errorf("semantic after the vector arrived: %v", got)
+	}
+	assertInStep(t, server)
+}
+
+// assertInStep compares the engine's indexes with a fresh load of its store:
+// the same vectors indexed, and the same answers to a few queries.
+func assertInStep(t *testing.T, eng *search.Engine) {
+	t.Helper()
+	fresh := search.New(eng.Store(), search.Options{MemoryLexical: true})
+	if err := fresh.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, a := eng.ReadSpace()
+	_, b := fresh.ReadSpace()
+	if a != b {
+		t.Errorf("the engine's vector index holds %d entries; a fresh load %d", a, b)
+	}
+	for _, q := range []string{"wombat", "note", "river", "passage", "zebra"} {
+		if x, y := sourcesFound(t, eng, q, recall.ModeLexical), sourcesFound(t, fresh, q, recall.ModeLexical); !slices.Equal(x, y) {
+			t.Errorf("lexical %q: engine %v; fresh load %v", q, x, y)
+		}
+	}
+}
+
+// TestFollowWhileBothWrite: the server writes while another process writes
+// and deletes and a loop follows it. Each of the server's own writes is
+// searchable the moment it returns, and each own deletion gone, however
+// the follows interleave; once everything stops, one more Follow leaves
+// the indexes exactly as a fresh load would build them.
+func TestFollowWhileBothWrite(t *testing.T) {
+	ctx := context.Background()
+	server, other, emb := twoProcesses(t, 16)
+	for i := range 20 { // written by the server, deleted by the other process
+		writeDocs(t, server, emb, doc(fmt.Sprintf("early/%02d.md", i), fmt.Sprintf("early note %d about a passage", i)))
+	}
+	done := make(chan struct{})
+	var wg, writers sync.WaitGroup
+	wg.Add(1)
+	go func() { // the server's follow loop
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := server.Follow(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	writers.Add(2)
+	go func() {
+		defer writers.Done()
+		for i := range 80 {
+			word := fmt.Sprintf("ownword%dx", i)
+			writeDocs(t, server, emb, doc(fmt.Sprintf("own/%02d.md", i), fmt.Sprintf("own note %d about a passage %s", i, word)))
+			if got := sourcesFound(t, server, word, recall.ModeLexical); len(got) != 1 {
+				t.Errorf("own write %d not searchable when it returned: %v", i, got)
+			}
+			if i%3 == 0 {
+				if _, _, err := server.Delete(ctx, fmt.Sprintf("own/%02d.md", i)); err != nil {
+					t.Error(err)
+				}
+				if got := sourcesFound(t, server, word, recall.ModeLexical); len(got) != 0 {
+					t.Errorf("own deletion %d still searchable when it returned: %v", i, got)
+				}
+			}
+		}
+	}()
+	go func() {
+		defer writers.Done()
+		for i := range 80 {
+			d := doc(fmt.Sprintf("other/%02d.md", i), fmt.Sprintf("other note %d about a river", i))
+			if i%2 == 0 {
+				writeDocs(t, other, emb, d)
+			} else if _, err := other.Write(ctx, []recall.Document{d}, nil); err != nil {
+				t.Error(err)
+			}
+			if i%4 == 0 {
+				if _, _, err := other.Delete(ctx, fmt.Sprintf("other/%02d.md", i/2), fmt.Sprintf("early/%02d.md", i/4)); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}()
+	writers.Wait()
+	close(done)
+	wg.Wait()
+	follow(t, server)
+	assertInStep(t, server)
+	if f := follow(t, server); f.Changed() {
+		t.Errorf("Follow once in step changed the indexes: %+v", f)
+	}
+}

@@ -1,0 +1,63 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+)
+
+// TestCensusSeesAnotherConnection writes through a second handle on the same
+// file, as another process would, and checks that the first handle's census
+// follows each write, while a census with no write in between is served
+// from the last one.
+func TestCensusSeesAnotherConnection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "recall.db")
+	a, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	c0, err := a.Census(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c0.Chunks != 0 {
+		t.Fatalf("empty store: %+v", c0)
+	}
+	doc := recall.Document{Source: recall.Source{ID: "x.md", Kind: recall.KindArchive, ContentHash: "h"},
+		Chunks: []recall.Chunk{{Text: "one", Hash: recall.TextHash("one")}, {Index: 1, Text: "two", Hash: recall.TextHash("two")}}}
+	if _, err := b.Write(ctx, []recall.Document{doc}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c1, err := a.Census(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1.Chunks != 2 || c1.MaxChunkID == 0 {
+		t.Fatalf("after another connection wrote 2 chunks: %+v", c1)
+	}
+	genBefore := a.gen.Load()
+	if again, err := a.Census(ctx, ""); err != nil || again != c1 {
+		t.Fatalf("census without writes: %+v, %v; want %+v", again, err, c1)
+	}
+	if a.gen.Load() != genBefore {
+		t.Error("a census with no commit in between invalidated the document-frequency cache")
+	}
+	if _, _, err := b.Delete(ctx, "x.md"); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := a.Census(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.Chunks != 0 || a.gen.Load() == genBefore {
+		t.Errorf("after another connection deleted everything: %+v (cache generation moved: %v)", c2, a.gen.Load() != genBefore)
+	}
+}
