@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -33,6 +35,9 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	var cors, hosts stringList
 	fs.Var(&cors, "cors-origin", "allow browser requests from this `origin`, e.g. https://app.example (repeatable)")
 	fs.Var(&hosts, "allowed-host", "also accept requests naming this `host` (a reverse proxy's name; repeatable)")
+	var vaults stringList
+	fs.Var(&vaults, "vault", "sweep this `folder` of conversations at start and then every --sweep-every, as `recall sweep` does without --prune (repeatable)")
+	sweepEvery := fs.Duration("sweep-every", 10*time.Minute, "time between sweeps of the --vault folders (0: only at start)")
 	perSec := fs.Float64("rate", server.DefaultRate, "requests per second per token (0: unlimited)")
 	burst := fs.Int("burst", server.DefaultBurst, "requests a token may make at once before the rate applies")
 	if _, err := m.parse(fs, args, "serve [flags]"); err != nil {
@@ -45,6 +50,27 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	}
 	if *perSec < 0 {
 		return usagef("--rate must be 0 (unlimited) or more")
+	}
+	if *sweepEvery < 0 {
+		return usagef("--sweep-every must be 0 (only at start) or more")
+	}
+	for _, v := range vaults {
+		if fi, err := os.Stat(v); err != nil || !fi.IsDir() {
+			return usagef("--vault %s is not a readable folder", v)
+		}
+	}
+	if len(vaults) > 0 {
+		opt.Vaults, opt.SweepEvery = vaults, *sweepEvery
+		dbp, err := m.dbPath()
+		if err != nil {
+			return err
+		}
+		logf, err := os.OpenFile(filepath.Join(filepath.Dir(dbp), "sweep.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("open sweep log: %w", err)
+		}
+		m.closers = append(m.closers, logf.Close)
+		opt.SweepLog = logf
 	}
 	if err := m.serverTokens(&opt); err != nil {
 		return err

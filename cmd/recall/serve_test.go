@@ -317,3 +317,50 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestServeSweepsItsVault: `recall serve --vault DIR` sweeps the folder at
+// start and again every --sweep-every, so a file added later is found
+// without any other command; each sweep is recorded as `recall sweep`
+// records one.
+func TestServeSweepsItsVault(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	vault := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(vault, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first.md", "# Garden\n\n**user:** the quince tree finally flowered\n")
+	url, stderr, stop := startServe(t, env, "--vault", vault, "--sweep-every", "200ms")
+	defer stop()
+	search := func(q string) string {
+		req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(`{"query":"`+q+`"}`))
+		req.Header.Set("Authorization", "Bearer "+serveToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	waitFor(t, func() bool { return strings.Contains(search("quince"), `"source":"first.md"`) }, "the first sweep")
+	write("second.md", "# Kitchen\n\n**user:** I pickled the green tomatoes with dill\n")
+	waitFor(t, func() bool { return strings.Contains(search("pickled tomatoes"), `"source":"second.md"`) }, "a later sweep")
+	if !strings.Contains(stderr.String(), "msg=sweep") {
+		t.Errorf("no sweep in the server's log: %s", stderr.String())
+	}
+	out, errs, code := run(t, env, "stats", "--json")
+	if code != 0 || !strings.Contains(out, `"outcome":"ok"`) {
+		t.Errorf("stats after the server's sweeps: %d %s %s", code, out, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(env["RECALL_DB"]), "sweep.log"))
+	if err != nil || !strings.Contains(string(b), "summary\tvault="+vault) {
+		t.Errorf("sweep.log: %v %s", err, b)
+	}
+
+	if _, errs, code := run(t, env, "serve", "--vault", filepath.Join(vault, "missing")); code == 0 || !strings.Contains(errs, "not a readable folder") {
+		t.Errorf("serve --vault of a missing folder: exit %d: %s", code, errs)
+	}
+}

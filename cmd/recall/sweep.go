@@ -88,21 +88,10 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	if opts.Progress != nil {
 		fmt.Fprint(m.Stderr, "\r\033[K")
 	}
-	outcome := "ok"
-	switch {
-	case res.Interrupted:
-		outcome = "interrupted"
-	case err != nil:
-		outcome = "error"
-	case res.FilesFailed > 0:
-		outcome = "failures"
-	}
+	outcome := res.Outcome(err)
 	abs, _ := filepath.Abs(vault)
 	if !*dry && (err == nil || res.Interrupted) {
-		rec := recall.SweepRecord{Vault: abs, Started: started, Finished: time.Now().UTC(),
-			FilesSeen: res.FilesSeen, FilesChanged: res.FilesChanged, FilesSkipped: res.FilesSkipped,
-			FilesFailed: res.FilesFailed, FilesRemoved: res.FilesRemoved, ChunksWritten: res.ChunksWritten,
-			Bytes: res.Bytes, VectorsMissing: res.VectorsMissing, Outcome: outcome}
+		rec := res.Record(abs, started, time.Now().UTC(), err)
 		if rerr := st.RecordSweep(context.WithoutCancel(ctx), rec); rerr != nil && err == nil {
 			err = rerr
 		}

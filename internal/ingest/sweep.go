@@ -88,6 +88,29 @@ type Result struct {
 	Interrupted          bool     `json:"-"`
 }
 
+// Outcome names how a sweep that returned err ended, as sweep records and
+// logs say it: ok, failures (some files failed), interrupted or error.
+func (r Result) Outcome(err error) string {
+	switch {
+	case r.Interrupted:
+		return "interrupted"
+	case err != nil:
+		return "error"
+	case r.FilesFailed > 0:
+		return "failures"
+	}
+	return "ok"
+}
+
+// Record is the sweep record of a sweep of vault (its absolute path) that
+// ran from started to finished and returned err.
+func (r Result) Record(vault string, started, finished time.Time, err error) recall.SweepRecord {
+	return recall.SweepRecord{Vault: vault, Started: started, Finished: finished,
+		FilesSeen: r.FilesSeen, FilesChanged: r.FilesChanged, FilesSkipped: r.FilesSkipped,
+		FilesFailed: r.FilesFailed, FilesRemoved: r.FilesRemoved, ChunksWritten: r.ChunksWritten,
+		Bytes: r.Bytes, VectorsMissing: r.VectorsMissing, Outcome: r.Outcome(err)}
+}
+
 // file is one vault file the walk found.
 type file struct {
 	rel   string // source id of the file (vault-relative, cleaned)

@@ -2,10 +2,14 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/repair"
 	"github.com/recall-mcp/recall/internal/search"
 )
@@ -34,6 +38,10 @@ type background struct {
 	now   func() time.Time
 
 	followEvery time.Duration // between looks for other processes' writes (0: 2s; < 0: never)
+
+	vaults     []string      // swept by the server itself (Options.Vaults)
+	sweepEvery time.Duration // between sweeps (0: once)
+	sweepLog   io.Writer
 
 	page  int           // texts per background page
 	pause time.Duration // between pages, so foreground writes and searches get their turn
@@ -111,6 +119,9 @@ func (b *background) run(ctx context.Context) {
 		b.setIndex("ready")
 	}
 	go b.follow(ctx)
+	if len(b.vaults) > 0 {
+		go b.sweepLoop(ctx)
+	}
 	if b.emb == nil || b.space == "" {
 		return
 	}
@@ -237,4 +248,58 @@ func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress
 		b.rep.State, b.rep.LastError, b.rep.Missing = "running", "", p.Missing
 	}
 	return p, err
+}
+
+// sweepLoop sweeps the server's vaults, one after the other, at start and
+// then every sweepEvery.
+func (b *background) sweepLoop(ctx context.Context) {
+	for {
+		for _, v := range b.vaults {
+			if ctx.Err() != nil {
+				return
+			}
+			b.sweep(ctx, v)
+		}
+		if b.sweepEvery <= 0 {
+			return
+		}
+		t := time.NewTimer(b.sweepEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweep ingests one vault through the engine, on one parse worker so that
+// a core stays free for searches, records the sweep as `recall sweep`
+// does, and wakes the repair loop for the new chunks' vectors.
+func (b *background) sweep(ctx context.Context, vault string) {
+	started := b.now().UTC()
+	failures := b.sweepLog
+	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures})
+	if res.ChunksWritten > 0 {
+		b.nudge()
+	}
+	outcome := res.Outcome(err)
+	abs, _ := filepath.Abs(vault)
+	if err == nil || res.Interrupted {
+		rec := res.Record(abs, started, b.now().UTC(), err)
+		if rerr := b.st.RecordSweep(context.WithoutCancel(ctx), rec); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if failures != nil {
+		fmt.Fprintf(failures, "%s\tsummary\tvault=%s outcome=%s seen=%d changed=%d skipped=%d failed=%d gone=%d chunks=%d seconds=%.2f\n",
+			b.now().UTC().Format(time.RFC3339), abs, outcome, res.FilesSeen, res.FilesChanged, res.FilesSkipped,
+			res.FilesFailed, res.FilesRemoved, res.ChunksWritten, res.Seconds)
+	}
+	if err != nil && !res.Interrupted {
+		b.log.Warn("sweep", "vault", abs, "err", recall.ErrorMessage(err))
+		return
+	}
+	b.log.Info("sweep", "vault", abs, "outcome", outcome, "files_changed", res.FilesChanged, "files_seen", res.FilesSeen,
+		"files_failed", res.FilesFailed, "files_gone", res.FilesRemoved, "chunks_written", res.ChunksWritten, "seconds", res.Seconds)
 }

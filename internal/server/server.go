@@ -89,8 +89,15 @@ type Options struct {
 	// process made to the store (0: 2s; negative: never). See
 	// search.Engine.Follow.
 	FollowEvery time.Duration
-	StageTTL    time.Duration // how long partial /ingest sources wait (0: 15 minutes)
-	StageBytes  int64         // staged chunk text bound (0: 64 MiB)
+	// Vaults are folders of conversations the server sweeps itself: at
+	// start and then every SweepEvery (0: only at start). Sweeps store
+	// chunks without vectors and leave embedding to the background repair,
+	// which paces itself, so searches keep their speed; they never prune.
+	Vaults     []string
+	SweepEvery time.Duration
+	SweepLog   io.Writer     // failed files, one line each, and a summary per sweep (nil: discarded)
+	StageTTL   time.Duration // how long partial /ingest sources wait (0: 15 minutes)
+	StageBytes int64         // staged chunk text bound (0: 64 MiB)
 }
 
 // Rate limit defaults: enough for an assistant's bursts of tool calls.
@@ -187,6 +194,7 @@ func New(opt Options) (*Server, error) {
 	}
 	s.bg = newBackground(opt.Engine, opt.Store, opt.Embedder, opt.Space, s.metrics, s.log, opt.Now, opt.RepairPage, opt.RepairPause)
 	s.bg.followEvery = opt.FollowEvery
+	s.bg.vaults, s.bg.sweepEvery, s.bg.sweepLog = opt.Vaults, opt.SweepEvery, opt.SweepLog
 	s.users = s.newMCPServer(false, nil)
 	s.admins = s.newMCPServer(true, nil)
 	s.mcpHTTP = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
