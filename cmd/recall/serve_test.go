@@ -281,17 +281,7 @@ func TestServeFollowsSweepOfAnotherProcess(t *testing.T) {
 	if out, errs, code := run(t, env, "sweep", vault); code != 0 {
 		t.Fatalf("sweep: %d %s %s", code, out, errs)
 	}
-	search := func() string {
-		req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(`{"query":"axolotl gill"}`))
-		req.Header.Set("Authorization", "Bearer "+serveToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	search := func() string { return restSearch(t, url, "axolotl gill") }
 	waitFor(t, func() bool { return strings.Contains(search(), `"source":"axolotl.md"`) }, "the server to find the swept file")
 	if !strings.Contains(stderr.String(), "followed writes of another process") {
 		t.Errorf("the server did not log what it followed: %s", stderr.String())
@@ -334,17 +324,7 @@ func TestServeSweepsItsVault(t *testing.T) {
 	write("first.md", "# Garden\n\n**user:** the quince tree finally flowered\n")
 	url, stderr, stop := startServe(t, env, "--vault", vault, "--sweep-every", "200ms")
 	defer stop()
-	search := func(q string) string {
-		req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(`{"query":"`+q+`"}`))
-		req.Header.Set("Authorization", "Bearer "+serveToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	search := func(q string) string { return restSearch(t, url, q) }
 	waitFor(t, func() bool { return strings.Contains(search("quince"), `"source":"first.md"`) }, "the first sweep")
 	write("second.md", "# Kitchen\n\n**user:** I pickled the green tomatoes with dill\n")
 	waitFor(t, func() bool { return strings.Contains(search("pickled tomatoes"), `"source":"second.md"`) }, "a later sweep")
@@ -363,4 +343,20 @@ func TestServeSweepsItsVault(t *testing.T) {
 	if _, errs, code := run(t, env, "serve", "--vault", filepath.Join(vault, "missing")); code == 0 || !strings.Contains(errs, "not a readable folder") {
 		t.Errorf("serve --vault of a missing folder: exit %d: %s", code, errs)
 	}
+}
+
+// restSearch posts a search to a server's REST API with serveToken and
+// returns the response body.
+func restSearch(t *testing.T, url, query string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"query": query})
+	req, _ := http.NewRequest("POST", url+"/api/search", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+serveToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
