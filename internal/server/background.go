@@ -275,11 +275,14 @@ func (b *background) sweepLoop(ctx context.Context) {
 
 // sweep ingests one vault through the engine, on one parse worker so that
 // a core stays free for searches, records the sweep as `recall sweep`
-// does, and wakes the repair loop for the new chunks' vectors.
+// does, and wakes the repair loop for the new chunks' vectors. Searches
+// wait for each write transaction (the engine orders index updates
+// against them), so transactions are kept to 1 MB of text.
 func (b *background) sweep(ctx context.Context, vault string) {
 	started := b.now().UTC()
 	failures := b.sweepLog
-	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures})
+	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures,
+		Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}})
 	if res.ChunksWritten > 0 {
 		b.nudge()
 	}
