@@ -324,6 +324,24 @@ type Store interface {
 	Close() error
 }
 
+// commitHookKey is the context key of WithCommitHook.
+type commitHookKey struct{}
+
+// WithCommitHook returns a context that makes a Store write (Write, Update,
+// Delete, PutVectors) call hook once, right before it commits, after all of
+// the transaction's other work; a write that fails before then never calls
+// it. search.Engine takes its write lock there, so searches run during the
+// transaction's work and wait only for the commit and the index update.
+func WithCommitHook(ctx context.Context, hook func()) context.Context {
+	return context.WithValue(ctx, commitHookKey{}, hook)
+}
+
+// CommitHook returns the hook of WithCommitHook, or nil.
+func CommitHook(ctx context.Context) func() {
+	h, _ := ctx.Value(commitHookKey{}).(func())
+	return h
+}
+
 // InputKind tells an embedder whether texts are queries or documents, since
 // many models prefix or encode them differently.
 type InputKind int

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -244,16 +245,61 @@ func (e *Engine) ReadSpace() (string, int) {
 
 // Write stores documents and vectors and brings the vector index up to date
 // in the same critical section, so a search never sees a vector whose chunk
-// is gone.
+// is gone. The critical section starts right before the store commits
+// (lockAtCommit): searches go on while the transaction does its work.
 func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
-	e.mu.Lock()
+	terms := e.termsOf(docs)
+	wctx, hold := e.lockAtCommit(ctx)
+	res, err := e.store.Write(wctx, docs, vecs)
+	hold()
 	defer e.mu.Unlock()
-	res, err := e.store.Write(ctx, docs, vecs)
 	if err != nil {
 		return res, err
 	}
 	e.record(recordedWrite{res: res, vecs: vecs})
-	return res, e.apply(ctx, res, vecs, docs)
+	return res, e.apply(ctx, res, vecs, terms)
+}
+
+// lockAtCommit returns a context that makes a store write take the
+// engine's write lock right before it commits (recall.WithCommitHook), and
+// a function that returns with the lock held, taking it if the write
+// failed before its commit.
+func (e *Engine) lockAtCommit(ctx context.Context) (context.Context, func()) {
+	var locked atomic.Bool
+	ctx = recall.WithCommitHook(ctx, func() {
+		if !locked.Load() {
+			e.mu.Lock()
+			locked.Store(true)
+		}
+	})
+	return ctx, func() {
+		if !locked.Load() {
+			e.mu.Lock()
+			locked.Store(true)
+		}
+	}
+}
+
+// termsOf returns the full-text terms of the documents' chunk texts by
+// text hash, for the in-memory full-text index (nil without one), made
+// before the write lock is taken.
+func (e *Engine) termsOf(docs []recall.Document) map[string][]string {
+	if !e.opt.MemoryLexical {
+		return nil
+	}
+	var chunks []*recall.Chunk
+	for i := range docs {
+		for j := range docs[i].Chunks {
+			chunks = append(chunks, &docs[i].Chunks[j])
+		}
+	}
+	terms := make([][]string, len(chunks))
+	par.For(runtime.GOMAXPROCS(0), len(chunks), func(_, i int) { terms[i] = textindex.Terms(chunks[i].Text) })
+	out := make(map[string][]string, len(chunks))
+	for i, c := range chunks {
+		out[c.Hash] = terms[i]
+	}
+	return out
 }
 
 // record counts a committed write and keeps it for LoadIndex to replay.
@@ -267,29 +313,31 @@ func (e *Engine) record(w recordedWrite) {
 
 // Update is Store.Update with the index kept in step.
 func (e *Engine) Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var written []recall.Document
-	res, err := e.store.Update(ctx, id, func(cur *recall.Document) (*recall.Document, error) {
+	var terms map[string][]string
+	wctx, hold := e.lockAtCommit(ctx)
+	res, err := e.store.Update(wctx, id, func(cur *recall.Document) (*recall.Document, error) {
 		next, err := fn(cur)
-		written = nil
+		terms = nil
 		if next != nil {
-			written = []recall.Document{*next}
+			terms = e.termsOf([]recall.Document{*next})
 		}
 		return next, err
 	})
+	hold()
+	defer e.mu.Unlock()
 	if err != nil {
 		return res, err
 	}
 	e.record(recordedWrite{res: res})
-	return res, e.apply(ctx, res, nil, written)
+	return res, e.apply(ctx, res, nil, terms)
 }
 
 // Delete removes sources from the store and the index.
 func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error) {
-	e.mu.Lock()
+	wctx, hold := e.lockAtCommit(ctx)
+	n, res, err := e.store.Delete(wctx, ids...)
+	hold()
 	defer e.mu.Unlock()
-	n, res, err := e.store.Delete(ctx, ids...)
 	if err != nil {
 		return n, res, err
 	}
@@ -299,9 +347,11 @@ func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteRe
 
 // PutVectors stores vectors and indexes every chunk that holds their texts.
 func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
-	e.mu.Lock()
+	wctx, hold := e.lockAtCommit(ctx)
+	err := e.store.PutVectors(wctx, vecs)
+	hold()
 	defer e.mu.Unlock()
-	if err := e.store.PutVectors(ctx, vecs); err != nil {
+	if err != nil {
 		return err
 	}
 	e.record(recordedWrite{vecs: vecs, put: true})
@@ -344,16 +394,17 @@ func (e *Engine) indexVectors(ctx context.Context, vecs []recall.Vector) error {
 // apply brings the indexes in line with a committed write. Called with e.mu
 // held. Vectors come from the write itself, the index (a text it already
 // holds), or the store; a chunk whose text has none yet is left for repair.
-// docs are the documents written, when the caller has them: the texts of
-// the added chunks, which are otherwise read back from the store.
-func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recall.Vector, docs []recall.Document) error {
+// terms are the full-text terms of the written texts by hash, when the
+// caller has them (termsOf); other added chunks are read back from the
+// store.
+func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recall.Vector, terms map[string][]string) error {
 	if len(res.Added) == 0 && len(res.Removed) == 0 {
 		return nil
 	}
 	// The write has committed: the indexes must follow it even if the
 	// caller has gone meanwhile.
 	ctx = context.WithoutCancel(ctx)
-	if err := e.applyLexical(ctx, res, docs); err != nil {
+	if err := e.applyLexical(ctx, res, terms); err != nil {
 		return err
 	}
 	if e.vx == nil {
@@ -386,23 +437,17 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 }
 
 // applyLexical brings the in-memory full-text index in line with a
-// committed write: the added chunks' texts come from docs by text hash, or
-// are read back from the store. Called with e.mu held.
-func (e *Engine) applyLexical(ctx context.Context, res recall.WriteResult, docs []recall.Document) error {
+// committed write: the added chunks' terms come from terms by text hash,
+// or their texts are read back from the store. Called with e.mu held.
+func (e *Engine) applyLexical(ctx context.Context, res recall.WriteResult, terms map[string][]string) error {
 	if e.lx == nil {
 		return nil
 	}
 	e.lx.Remove(res.Removed...)
-	texts := map[string]string{}
-	for _, d := range docs {
-		for _, c := range d.Chunks {
-			texts[c.Hash] = c.Text
-		}
-	}
 	var missing []int64
 	for _, c := range res.Added {
-		if text, ok := texts[c.Hash]; ok {
-			e.lx.Add(c.ID, c.Source, titleTerms(c.Source), textindex.Terms(text))
+		if t, ok := terms[c.Hash]; ok {
+			e.lx.Add(c.ID, c.Source, titleTerms(c.Source), t)
 		} else {
 			missing = append(missing, c.ID)
 		}

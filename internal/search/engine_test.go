@@ -442,3 +442,51 @@ func TestWriteIndexedAfterCallerLeaves(t *testing.T) {
 		t.Errorf("index holds %d entries (had %d); a.md's old chunk is gone from the store", n, before)
 	}
 }
+
+// TestSearchesRunDuringAWrite: the engine's write lock is taken only for a
+// write's commit and index update, so a search answers while a write's
+// transaction is still at work (here an Update whose function waits).
+func TestSearchesRunDuringAWrite(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 16)
+	eng := search.New(st, search.Options{Embedder: emb, MemoryLexical: true})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeDocs(t, eng, emb, doc("a.md", "the lighthouse keeper's logbook"))
+	inside, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := eng.Update(ctx, "m/slow", func(*recall.Document) (*recall.Document, error) {
+			close(inside)
+			<-release
+			d := doc("m/slow", "a memory about the lighthouse")
+			d.Source.Kind = recall.KindMemory
+			d.Source.Body = d.Chunks[0].Text
+			return &d, nil
+		})
+		done <- err
+	}()
+	<-inside
+	searched := make(chan error, 1)
+	go func() {
+		_, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse", Mode: recall.ModeHybrid})
+		searched <- err
+	}()
+	select {
+	case err := <-searched:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("a search waited for a write's transaction to finish its work")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse", Mode: recall.ModeLexical, Filter: recall.Filter{Kinds: []recall.Kind{recall.KindMemory}}})
+	if err != nil || len(r.Results) != 1 {
+		t.Errorf("the memory written: %v %+v", err, r.Results)
+	}
+}

@@ -439,6 +439,9 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		tx.Rollback()
 		return db.fail(ctx, err, "")
 	}
+	if hook := recall.CommitHook(ctx); hook != nil {
+		hook()
+	}
 	if err := tx.Commit(); err != nil {
 		return db.fail(ctx, err, "commit")
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -80,4 +81,68 @@ func testCensus(t *testing.T, s recall.Store) {
 	if _, err := s.VectorHashes(ctx, "no-such-space"); recall.ErrorCode(err) != recall.ENOTFOUND {
 		t.Errorf("VectorHashes of a missing space: %v; want ENOTFOUND", err)
 	}
+}
+
+// testCommitHook: each write calls the context's commit hook once, before
+// what it writes can be read, and a write refused before its commit never
+// calls it.
+func testCommitHook(t *testing.T, s recall.Store) {
+	calls := 0
+	var seen []bool // whether the write was readable when the hook ran
+	hooked := func(probe func() bool) context.Context {
+		return recall.WithCommitHook(ctx, func() {
+			calls++
+			seen = append(seen, probe())
+		})
+	}
+	exists := func(id string) func() bool {
+		return func() bool { _, err := s.Source(ctx, id); return err == nil }
+	}
+	check := func(what string, wantCalls int) {
+		t.Helper()
+		if calls != wantCalls {
+			t.Errorf("%s: hook called %d times; want %d", what, calls, wantCalls)
+		}
+		for _, v := range seen {
+			if v {
+				t.Errorf("%s: the write was readable when the hook ran: it must run before the commit", what)
+			}
+		}
+		calls, seen = 0, nil
+	}
+
+	if _, err := s.Write(hooked(exists("a.md")), []recall.Document{doc("a.md", recall.KindArchive, "one")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("Write", 1)
+	_, err := s.Update(hooked(exists("m/k")), "m/k", func(cur *recall.Document) (*recall.Document, error) {
+		d := doc("m/k", recall.KindMemory, "value")
+		return &d, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Update", 1)
+	gone := func() bool { _, err := s.Source(ctx, "a.md"); return err != nil }
+	if _, _, err := s.Delete(hooked(gone), "a.md"); err != nil {
+		t.Fatal(err)
+	}
+	check("Delete", 1)
+	sp := createSpace(t, s, "h", 3)
+	vecs := []recall.Vector{{Space: sp, Hash: recall.TextHash("value"), Vec: vecFor("value", 3)}}
+	stored := func() bool { got, _ := s.VectorsByHash(ctx, sp, hashes("value")); return len(got) > 0 }
+	if err := s.PutVectors(hooked(stored), vecs); err != nil {
+		t.Fatal(err)
+	}
+	check("PutVectors", 1)
+
+	bad := doc("", recall.KindArchive, "x")
+	if _, err := s.Write(hooked(exists("")), []recall.Document{bad}, nil); err == nil {
+		t.Fatal("a document without an id was stored")
+	}
+	check("a refused Write", 0)
+	if err := s.PutVectors(hooked(stored), []recall.Vector{{Space: sp, Hash: "h", Vec: []float32{1}}}); err == nil {
+		t.Fatal("a vector of the wrong dimension was stored")
+	}
+	check("a refused PutVectors", 0)
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"ScanVectors", testScanVectors},
 		{"ScanChunks", testScanChunks},
 		{"Census", testCensus},
+		{"CommitHook", testCommitHook},
 		{"Stats", testStats},
 		{"Canceled", testCanceled},
 	}
