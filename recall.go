@@ -112,23 +112,17 @@ type WriteResult struct {
 	Added   []IndexedChunk // chunk ids that now exist and did not before
 }
 
-// Census summarises what in-memory indexes hold of a store. A chunk's
-// text and attributes never change under its id, so the chunks are the same
-// set when their count, largest id and two sums over their ids agree (the
-// plain sum and CensusMix's): for sets that differ, all four agree only by
-// a coincidence no sequence of writes aims at.
+// Census summarises a store's chunks and one space's vectors. Chunk ids
+// only grow, so the set of chunks has changed since an earlier census
+// exactly when the count or the largest id has: a chunk added since
+// raises the largest id unless it is gone again, and removals alone lower
+// the count.
 type Census struct {
 	ReadSpace  string // the space searches read from ("" when none)
 	Chunks     int    // chunks
 	MaxChunkID int64  // largest chunk id (0 when there is none)
-	ChunkIDSum int64  // sum of the chunk ids
-	ChunkIDMix int64  // sum of CensusMix of the chunk ids
 	Vectors    int    // vectors stored in the space asked about
 }
-
-// CensusMix scatters a chunk id for Census.ChunkIDMix (stores compute it in
-// SQL: (id * 2654435761) % 4294967291, exact in 64 bits below 3.4e9 ids).
-func CensusMix(id int64) int64 { return id * 2654435761 % 4294967291 }
 
 // SourceState is what the incremental sweep compares to decide whether a file changed.
 type SourceState struct {
@@ -280,13 +274,13 @@ type Store interface {
 	// ScanChunks calls fn for every chunk with its text and source, in chunk
 	// id order (for building in-memory indexes).
 	ScanChunks(ctx context.Context, fn func(StoredChunk) error) error
-	// ChunkIDs returns the ids of the chunks with an id greater than
-	// after (0: every chunk), ascending.
-	ChunkIDs(ctx context.Context, after int64) ([]int64, error)
+	// ChunkIDs returns the id of every chunk, ascending.
+	ChunkIDs(ctx context.Context) ([]int64, error)
 	// Census summarises the chunks and the vectors of a space ("" for
-	// none). It is cheap enough to call every few seconds: a process
-	// holding in-memory indexes compares it with what they hold to notice
-	// writes made by another process (search.Engine.Follow).
+	// none, or a space that does not exist). It is cheap enough to call
+	// every few seconds: a process holding in-memory indexes compares it
+	// with the last one to notice writes made by another process
+	// (search.Engine.Follow).
 	Census(ctx context.Context, space string) (Census, error)
 	// Export calls fn for every source with all its chunks, ordered by id.
 	Export(ctx context.Context, fn func(Document) error) error

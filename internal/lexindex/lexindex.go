@@ -51,10 +51,6 @@ type Index struct {
 	metaOf map[recall.SourceMeta]int32 // its index in metas
 
 	live      int   // live chunks
-	idSum     int64 // sum of the live chunks' ids, and of recall.CensusMix of them
-	idMix     int64
-	maxID     int64 // largest live id, when !maxStale
-	maxStale  bool
 	liveLen   int64 // tokens in live chunks (title and body)
 	livePosts int   // postings of live chunks
 	deadPosts int   // postings of dead chunks not yet compacted away
@@ -93,21 +89,6 @@ func (x *Index) Has(id int64) bool {
 	defer x.mu.RUnlock()
 	_, ok := x.slot[id]
 	return ok
-}
-
-// Census returns the number of live chunks, their largest id and the sums
-// of their ids and of recall.CensusMix of them (see recall.Census).
-func (x *Index) Census() (n int, maxID, sum, mix int64) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.maxStale {
-		x.maxID = 0
-		for id := range x.slot {
-			x.maxID = max(x.maxID, id)
-		}
-		x.maxStale = false
-	}
-	return x.live, x.maxID, x.idSum, x.idMix
 }
 
 // IDs returns the ids of the live chunks, ascending.
@@ -156,11 +137,6 @@ func (x *Index) Add(id int64, meta recall.SourceMeta, title, body []string) {
 		p.freq = append(p.freq, f)
 	}
 	x.live++
-	x.idSum += id
-	x.idMix += recall.CensusMix(id)
-	if !x.maxStale {
-		x.maxID = max(x.maxID, id)
-	}
 	x.liveLen += int64(len(title) + len(body))
 	x.livePosts += len(freq)
 }
@@ -186,11 +162,6 @@ func (x *Index) remove(id int64) {
 	d := &x.docs[s]
 	d.dead = true
 	x.live--
-	x.idSum -= id
-	x.idMix -= recall.CensusMix(id)
-	if id == x.maxID {
-		x.maxStale = true
-	}
 	x.liveLen -= int64(d.length)
 	x.livePosts -= int(d.terms)
 	x.deadPosts += int(d.terms)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -73,12 +74,12 @@ type Engine struct {
 	// too, to be replayed onto the indexes it is building.
 	recording bool
 	pending   []recordedWrite
-	strays    int // vectors of the read space no chunk holds (see Follow)
 
-	// loadMu orders LoadIndex and Follow; seen is the store census the
-	// indexes were last found in step with (under loadMu).
-	loadMu sync.Mutex
-	seen   recall.Census
+	// loadMu orders LoadIndex and Follow; seen is the store census at
+	// Follow's last look, when seenSet (under loadMu).
+	loadMu  sync.Mutex
+	seen    recall.Census
+	seenSet bool
 }
 
 // New returns an engine over st. Call LoadIndex before semantic search.
@@ -109,7 +110,7 @@ func (e *Engine) Store() recall.Store { return e.store }
 func (e *Engine) LoadIndex(ctx context.Context) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	e.seen = recall.Census{}
+	e.seen, e.seenSet = recall.Census{}, false
 	spaces, err := e.store.Spaces(ctx)
 	if err != nil {
 		return err
@@ -157,7 +158,7 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 		return err
 	}
 	oldVx, oldLx := e.vx, e.lx
-	e.space, e.vx, e.lx, e.strays = space, vx, lx, 0
+	e.space, e.vx, e.lx = space, vx, lx
 	if err := e.replay(ctx, pending); err != nil {
 		e.vx, e.lx = oldVx, oldLx
 		return fmt.Errorf("load indexes: %w", err)
@@ -171,9 +172,13 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 // replaces it, removing a missing one is a no-op. Called with e.mu held.
 func (e *Engine) replay(ctx context.Context, pending []recordedWrite) error {
 	for _, w := range pending {
-		err := e.apply(ctx, w.res, w.vecs, nil)
-		if err == nil && w.put {
-			err = e.indexVectors(ctx, w.vecs)
+		var err error
+		switch {
+		case w.put && e.vx != nil:
+			live := slices.DeleteFunc(slices.Clone(w.indexed), func(c recall.IndexedChunk) bool { return e.lx != nil && !e.lx.Has(c.ID) })
+			err = e.indexChunks(live, e.spaceVectors(w.vecs))
+		case !w.put:
+			err = e.apply(ctx, w.res, w.vecs, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("replay: %w", err)
@@ -225,11 +230,16 @@ func titleTerms(m recall.SourceMeta) []string {
 	return textindex.Terms(textindex.TitleText(m.Title, m.Date))
 }
 
-// recordedWrite is a write that committed while LoadIndex was scanning.
+// recordedWrite is a write that committed while LoadIndex or Follow was
+// reading the store.
 type recordedWrite struct {
 	res  recall.WriteResult
 	vecs []recall.Vector
-	put  bool // a PutVectors call: index every chunk holding these texts
+	// put marks a PutVectors call, which indexed the chunks in indexed
+	// (those holding its texts then: a chunk written later with one of
+	// them has no vector unless its own write brought one).
+	put     bool
+	indexed []recall.IndexedChunk
 }
 
 // ReadSpace returns the name of the space searches read from and how many
@@ -354,35 +364,51 @@ func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 	if err != nil {
 		return err
 	}
-	e.record(recordedWrite{vecs: vecs, put: true})
-	return e.indexVectors(context.WithoutCancel(ctx), vecs)
+	indexed, err := e.indexVectors(context.WithoutCancel(ctx), vecs)
+	e.record(recordedWrite{vecs: vecs, put: true, indexed: indexed})
+	return err
 }
 
 // indexVectors adds the chunks holding the texts of vecs (of the read
-// space) to the index. Called with e.mu held.
-func (e *Engine) indexVectors(ctx context.Context, vecs []recall.Vector) error {
+// space) to the index, and returns them. With the in-memory full-text
+// index, only chunks it holds: one another process wrote joins both
+// indexes when Follow finds it. Called with e.mu held.
+func (e *Engine) indexVectors(ctx context.Context, vecs []recall.Vector) ([]recall.IndexedChunk, error) {
 	if e.vx == nil {
-		return nil
+		return nil, nil
 	}
+	byHash := e.spaceVectors(vecs)
+	if len(byHash) == 0 {
+		return nil, nil
+	}
+	chunks, err := e.store.ChunksByHash(ctx, slices.Collect(maps.Keys(byHash)))
+	if err != nil {
+		return nil, err
+	}
+	chunks = slices.DeleteFunc(chunks, func(c recall.IndexedChunk) bool { return e.lx != nil && !e.lx.Has(c.ID) })
+	return chunks, e.indexChunks(chunks, byHash)
+}
+
+// spaceVectors returns the vectors of the read space in vecs by hash.
+func (e *Engine) spaceVectors(vecs []recall.Vector) map[string][]float32 {
 	byHash := make(map[string][]float32)
-	var hashes []string
 	for _, v := range vecs {
 		if v.Space == e.space {
 			byHash[v.Hash] = v.Vec
-			hashes = append(hashes, v.Hash)
 		}
 	}
-	if len(hashes) == 0 {
-		return nil
-	}
-	chunks, err := e.store.ChunksByHash(ctx, hashes)
-	if err != nil {
-		return err
-	}
+	return byHash
+}
+
+// indexChunks adds chunks to the vector index with their texts' vectors
+// from byHash, or the ones it holds. Called with e.mu held.
+func (e *Engine) indexChunks(chunks []recall.IndexedChunk, byHash map[string][]float32) error {
 	for _, c := range chunks {
 		vec := byHash[c.Hash]
 		if e.vx.has(c.Hash) {
 			vec = nil
+		} else if vec == nil {
+			continue
 		}
 		if err := e.vx.add(c, vec); err != nil {
 			return err
@@ -433,7 +459,40 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 			}
 		}
 	}
-	return errors.Join(err, e.vx.apply(res, batch))
+	// Texts the index gains with this write (their vectors came with it
+	// or from the store): chunks written earlier with them, without a
+	// vector then, join it as well, as a load would index them.
+	var gained []string
+	for h := range batch {
+		if !e.vx.has(h) {
+			gained = append(gained, h)
+		}
+	}
+	if aerr := e.vx.apply(res, batch); aerr != nil {
+		return errors.Join(err, aerr)
+	}
+	if err == nil {
+		err = e.joinHolders(ctx, gained)
+	}
+	return err
+}
+
+// joinHolders adds to the vector index the chunks holding texts it has
+// just gained that it does not index yet: chunks written without a vector
+// before their text got one. Called with e.mu held, after the texts'
+// vectors are in the index.
+func (e *Engine) joinHolders(ctx context.Context, hashes []string) error {
+	if len(hashes) == 0 {
+		return nil
+	}
+	holders, err := e.store.ChunksByHash(ctx, hashes)
+	if err != nil {
+		return err
+	}
+	holders = slices.DeleteFunc(holders, func(c recall.IndexedChunk) bool {
+		return e.vx.hasChunk(c.ID) || e.lx != nil && !e.lx.Has(c.ID)
+	})
+	return e.indexChunks(holders, nil)
 }
 
 // applyLexical brings the in-memory full-text index in line with a

@@ -32,12 +32,16 @@ const followBatch = 1024
 // Follow brings the in-memory indexes in line with writes another process
 // made to the store: a `recall sweep`, `recall memory delete` or `recall
 // repair` beside a running server. Writes through this engine keep the
-// indexes in step by themselves; Follow notices the others by comparing
-// the store's census (Store.Census: with no commit since the last call it
-// costs one pragma) with the indexes' own, and when the two differ it
-// reads what the indexes lack and applies the difference. Writes of this
-// engine that commit meanwhile are recorded and replayed, as LoadIndex
-// does, so the indexes end exactly in step with the store.
+// indexes in step by themselves; Follow notices the others through the
+// store's census (Store.Census: with no commit since the last call it
+// costs one pragma). When the chunks changed since the last look it lists
+// every chunk id and applies the difference with the indexes; when the
+// vectors of the read space changed it lists their hashes and indexes the
+// ones it lacks. Additions are read and applied in batches, each under the
+// write lock only for its in-memory changes, so a large sweep elsewhere
+// never stalls searches for long. Writes of this engine meanwhile are
+// recorded and replayed, as LoadIndex does, so the indexes end exactly in
+// step with the store.
 //
 // A server calls Follow every few seconds. It does nothing before
 // LoadIndex, nor without the in-memory full-text index
@@ -46,7 +50,7 @@ func (e *Engine) Follow(ctx context.Context) (Followed, error) {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
 	e.mu.RLock()
-	loaded, space := e.loaded && e.lx != nil, e.space
+	loaded, space, hasVecs := e.loaded && e.lx != nil, e.space, e.vx != nil
 	e.mu.RUnlock()
 	var f Followed
 	if !loaded {
@@ -62,53 +66,35 @@ func (e *Engine) Follow(ctx context.Context) (Followed, error) {
 	if c == e.seen {
 		return f, nil
 	}
-	e.mu.RLock()
-	mem := e.census(c.ReadSpace)
-	e.mu.RUnlock()
-	if mem != c {
-		if err := e.followChunks(ctx, c, &f); err != nil {
+	chunks := c.Chunks != e.seen.Chunks || c.MaxChunkID != e.seen.MaxChunkID || !e.seenSet
+	if chunks {
+		if err := e.followChunks(ctx, &f); err != nil {
 			return f, fmt.Errorf("follow the store: %w", err)
 		}
+	}
+	// The store keeps a vector exactly while a chunk holds its text, and
+	// followChunks gave the chunks it added the vectors the store has: the
+	// vector index lacks texts only if another process stored vectors for
+	// texts of chunks it already held (its repair). Then it holds fewer
+	// texts than the store has vectors.
+	if hasVecs {
 		e.mu.RLock()
-		mem = e.census(c.ReadSpace)
+		texts := e.vx.texts()
 		e.mu.RUnlock()
-		if mem.Vectors != c.Vectors {
+		if texts != c.Vectors || !e.seenSet {
 			if err := e.followVectors(ctx, &f); err != nil {
 				return f, fmt.Errorf("follow the store: %w", err)
 			}
 		}
 	}
-	e.seen = c
+	e.seen, e.seenSet = c, true
 	return f, nil
 }
 
-// census is the census of what the indexes hold, for comparing with the
-// store's (whose read space is given). Called with e.mu held.
-func (e *Engine) census(readSpace string) recall.Census {
-	c := recall.Census{ReadSpace: readSpace}
-	c.Chunks, c.MaxChunkID, c.ChunkIDSum, c.ChunkIDMix = e.lx.Census()
-	if e.vx != nil {
-		c.Vectors = e.vx.texts() + e.strays
-	}
-	return c
-}
-
-// sameChunks reports whether two censuses count the same chunks.
-func sameChunks(a, b recall.Census) bool {
-	return a.Chunks == b.Chunks && a.MaxChunkID == b.MaxChunkID && a.ChunkIDSum == b.ChunkIDSum && a.ChunkIDMix == b.ChunkIDMix
-}
-
-// memoryIDs returns the ids of the chunks either index holds, ascending.
-// Called with e.mu held.
-func (e *Engine) memoryIDs() []int64 {
-	ids := e.lx.IDs()
-	if e.vx != nil {
-		ids = append(ids, e.vx.chunkIDs()...)
-		slices.Sort(ids)
-		ids = slices.Compact(ids)
-	}
-	return ids
-}
+// memoryIDs returns the ids of the chunks the indexes hold, ascending:
+// those of the full-text index, since the vector index holds a subset of
+// them (TestFollowStress checks it). Called with e.mu held.
+func (e *Engine) memoryIDs() []int64 { return e.lx.IDs() }
 
 // minus returns the ids of a that are not in b; both ascending.
 func minus(a, b []int64) []int64 {
@@ -141,191 +127,172 @@ func (e *Engine) stopRecording() []recordedWrite {
 	return pending
 }
 
-// followChunks applies the chunks another process added or removed since
-// the store's census c. Chunk ids only grow, so what was added since the
-// indexes were last in step has ids above the largest id then: it reads
-// those, and when the indexes with them still disagree with c (something
-// was removed too), every id. What it can read before taking the write
-// lock it reads first, so searches wait only for the in-memory changes.
-func (e *Engine) followChunks(ctx context.Context, c recall.Census, f *Followed) error {
+// followChunks applies the chunks another process added or removed: it
+// lists every chunk id, drops what the store no longer has, and reads and
+// adds what the indexes lack, followBatch chunks at a time.
+func (e *Engine) followChunks(ctx context.Context, f *Followed) error {
 	e.startRecording()
-	stop := func() {
-		e.mu.Lock()
-		e.stopRecording()
-		e.mu.Unlock()
-	}
-	after := e.seen.MaxChunkID
-	ids, err := e.store.ChunkIDs(ctx, after)
+	ids, err := e.store.ChunkIDs(ctx)
+	e.mu.Lock()
+	pending := e.stopRecording()
 	if err != nil {
-		stop()
+		e.mu.Unlock()
 		return err
 	}
-	e.mu.RLock()
-	lack := e.lacking(ids)
-	mem := e.census(c.ReadSpace)
-	e.mu.RUnlock()
-	for _, id := range lack {
-		mem.Chunks++
-		mem.MaxChunkID = max(mem.MaxChunkID, id)
-		mem.ChunkIDSum += id
-		mem.ChunkIDMix += recall.CensusMix(id)
-	}
-	full := after == 0 || !sameChunks(mem, c)
-	if full && after != 0 {
-		if ids, err = e.store.ChunkIDs(ctx, 0); err != nil {
-			stop()
-			return err
+	// A chunk this engine wrote after the listing is missing from it, not
+	// from the store. Full-text searches read the in-memory index without
+	// the engine's lock, so it must not drop out even for the moment
+	// before the replay below.
+	wrote := map[int64]bool{}
+	for _, w := range pending {
+		for _, c := range w.res.Added {
+			wrote[c.ID] = true
 		}
-		e.mu.RLock()
-		lack = e.lacking(ids)
-		e.mu.RUnlock()
 	}
-
-	// The chunks the indexes lack, their terms and their texts' vectors.
-	var added []recall.StoredChunk
+	memIDs := e.memoryIDs()
+	removed := slices.DeleteFunc(minus(memIDs, ids), func(id int64) bool { return wrote[id] })
+	lack := minus(ids, memIDs)
+	if len(removed) > 0 {
+		res := recall.WriteResult{Removed: removed}
+		e.lx.Remove(removed...)
+		if e.vx != nil {
+			if err := e.vx.apply(res, nil); err != nil {
+				e.mu.Unlock()
+				return err
+			}
+		}
+		e.gen++
+		f.Removed += len(removed)
+	}
+	err = e.replay(context.WithoutCancel(ctx), pending)
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	for batch := range slices.Chunk(lack, followBatch) {
-		cs, err := e.store.ChunksByID(ctx, batch)
-		if err != nil {
-			stop()
+		if err := e.addChunks(ctx, batch, f); err != nil {
 			return err
 		}
-		added = append(added, cs...)
 	}
-	terms := make([][]string, len(added))
-	par.For(runtime.GOMAXPROCS(0), len(added), func(_, i int) { terms[i] = textindex.Terms(added[i].Text) })
-	vecs := map[string][]float32{}
+	return nil
+}
+
+// addChunks reads the chunks with the given ids, their terms and their
+// texts' stored vectors, then adds them to the indexes under the write
+// lock, replaying this engine's writes made meanwhile (which may have
+// removed some of them).
+func (e *Engine) addChunks(ctx context.Context, ids []int64, f *Followed) error {
+	e.startRecording()
+	added, err := e.store.ChunksByID(ctx, ids)
+	var vecs map[string][]float32
 	e.mu.RLock()
 	space, hasVecs := e.space, e.vx != nil
-	var need []string
-	if hasVecs {
+	e.mu.RUnlock()
+	if err == nil && hasVecs && len(added) > 0 {
+		// Every added text's vector as the store holds it now: the index
+		// may hold a text whose vector the store has since dropped (its
+		// chunks deleted, then the text written again without one).
 		hashes := make([]string, len(added))
 		for i, c := range added {
 			hashes[i] = c.Hash
 		}
 		slices.Sort(hashes)
-		need = e.vx.lacking(slices.Compact(hashes))
+		vecs, err = e.store.VectorsByHash(ctx, space, slices.Compact(hashes))
 	}
-	e.mu.RUnlock()
-	for batch := range slices.Chunk(need, followBatch) {
-		got, err := e.store.VectorsByHash(ctx, space, batch)
-		if err != nil {
-			stop()
-			return err
-		}
-		maps.Copy(vecs, got)
+	terms := make([][]string, len(added))
+	if err == nil {
+		par.For(runtime.GOMAXPROCS(0), len(added), func(_, i int) { terms[i] = textindex.Terms(added[i].Text) })
 	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	pending := e.stopRecording()
-	ctx = context.WithoutCancel(ctx) // the indexes must end in step
-	var res recall.WriteResult
-	if full {
-		// A chunk this engine wrote after the listing is missing from
-		// it, not from the store. Full-text searches read the in-memory
-		// index without the engine's lock, so it must not drop out even
-		// for the moment before the replay below.
-		wrote := map[int64]bool{}
-		for _, w := range pending {
-			for _, c := range w.res.Added {
-				wrote[c.ID] = true
-			}
-		}
-		res.Removed = slices.DeleteFunc(minus(e.memoryIDs(), ids), func(id int64) bool { return wrote[id] })
-		e.lx.Remove(res.Removed...)
+	if err != nil {
+		return err
 	}
+	var res recall.WriteResult
 	for i, c := range added {
 		e.lx.Add(c.ID, c.Source, titleTerms(c.Source), terms[i])
-		res.Added = append(res.Added, recall.IndexedChunk{ID: c.ID, Hash: c.Hash, Source: c.Source})
+		if _, ok := vecs[c.Hash]; ok {
+			res.Added = append(res.Added, recall.IndexedChunk{ID: c.ID, Hash: c.Hash, Source: c.Source})
+		}
 	}
-	f.Added, f.Removed = len(added), len(res.Removed)
+	f.Added += len(added)
 	if e.vx != nil {
 		batch := map[string][]float32{}
 		for _, c := range res.Added {
-			if v, ok := vecs[c.Hash]; ok && !e.vx.has(c.Hash) {
-				batch[c.Hash] = v
+			if !e.vx.has(c.Hash) {
+				batch[c.Hash] = vecs[c.Hash]
 			}
 		}
 		if err := e.vx.apply(res, batch); err != nil {
 			return err
 		}
 		f.Vectors += len(batch)
-	}
-	e.gen++
-	return e.replay(ctx, pending)
-}
-
-// lacking returns the ids of ids that neither index holds. Called with
-// e.mu held.
-func (e *Engine) lacking(ids []int64) []int64 {
-	var out []int64
-	for _, id := range ids {
-		if !e.lx.Has(id) {
-			out = append(out, id)
+		// Chunks indexed earlier without a vector for these texts join.
+		if err := e.joinHolders(context.WithoutCancel(ctx), slices.Collect(maps.Keys(batch))); err != nil {
+			return err
 		}
 	}
-	return out
+	e.gen++
+	if err := e.replay(context.WithoutCancel(ctx), pending); err != nil {
+		return err
+	}
+	if e.vx != nil {
+		// A text that got its vector while these chunks were read (a
+		// repair here, whose chunks were not yet indexed): they join.
+		var late []recall.IndexedChunk
+		for _, c := range added {
+			if e.lx.Has(c.ID) && !e.vx.hasChunk(c.ID) && e.vx.has(c.Hash) {
+				late = append(late, recall.IndexedChunk{ID: c.ID, Hash: c.Hash, Source: c.Source})
+			}
+		}
+		return e.indexChunks(late, nil)
+	}
+	return nil
 }
 
 // followVectors indexes the vectors another process stored for texts of
-// chunks the indexes hold (its `recall repair`), and counts the vectors no
-// chunk holds, which are never indexed.
+// chunks the indexes hold (its `recall repair`). A read space another
+// process dropped has no vectors to follow: the indexes keep what they
+// have, and Follow reports the new read space.
 func (e *Engine) followVectors(ctx context.Context, f *Followed) error {
-	e.startRecording()
 	e.mu.RLock()
 	space := e.space
 	e.mu.RUnlock()
 	hashes, err := e.store.VectorHashes(ctx, space)
-	var (
-		vecs    = map[string][]float32{}
-		holders []recall.IndexedChunk
-	)
-	if err == nil {
-		e.mu.RLock()
-		need := e.vx.lacking(hashes)
-		e.mu.RUnlock()
-		for batch := range slices.Chunk(need, followBatch) {
-			var got map[string][]float32
-			if got, err = e.store.VectorsByHash(ctx, space, batch); err != nil {
-				break
-			}
-			maps.Copy(vecs, got)
-			var cs []recall.IndexedChunk
-			if cs, err = e.store.ChunksByHash(ctx, batch); err != nil {
-				break
-			}
-			holders = append(holders, cs...)
-		}
+	if recall.ErrorCode(err) == recall.ENOTFOUND {
+		return nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	pending := e.stopRecording()
 	if err != nil {
 		return err
 	}
-	ctx = context.WithoutCancel(ctx)
-	var res recall.WriteResult
-	batch := map[string][]float32{}
-	for _, c := range holders {
-		v, ok := vecs[c.Hash]
-		if !ok || !e.lx.Has(c.ID) {
-			continue
+	e.mu.RLock()
+	need := e.vx.lacking(hashes)
+	e.mu.RUnlock()
+	for batch := range slices.Chunk(need, followBatch) {
+		e.startRecording()
+		vecs, err := e.store.VectorsByHash(ctx, space, batch)
+		var holders []recall.IndexedChunk
+		if err == nil {
+			holders, err = e.store.ChunksByHash(ctx, batch)
 		}
-		res.Added = append(res.Added, c)
-		if !e.vx.has(c.Hash) {
-			batch[c.Hash] = v
+		e.mu.Lock()
+		pending := e.stopRecording()
+		if err == nil {
+			holders = slices.DeleteFunc(holders, func(c recall.IndexedChunk) bool { return !e.lx.Has(c.ID) })
+			before := e.vx.texts()
+			err = e.indexChunks(holders, vecs)
+			f.Vectors += e.vx.texts() - before
+			e.gen++
+		}
+		if err == nil {
+			err = e.replay(context.WithoutCancel(ctx), pending)
+		}
+		e.mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
-	if err := e.vx.apply(res, batch); err != nil {
-		return err
-	}
-	f.Vectors += len(batch)
-	e.gen++
-	if err := e.replay(ctx, pending); err != nil {
-		return err
-	}
-	// Vectors no chunk holds (a text deleted while another process
-	// embedded it) are never indexed; the census counts them apart.
-	e.strays = len(e.vx.lacking(hashes))
 	return nil
 }

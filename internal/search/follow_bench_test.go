@@ -16,10 +16,10 @@ import (
 
 // BenchmarkFollow measures what following another process costs a server
 // over RECALL_BENCH_CHUNKS chunks (default 100,000) with a 384-dimensional
-// vector each: a poll with no commit since the last (the common case), a
-// poll after the server's own write (census differs from the last, agrees
-// with the indexes), and one after another process wrote a source of 10
-// chunks with vectors (the full reconcile).
+// vector each: a look with no commit since the last (the common case), a
+// look after the server's own write of a source of 10 chunks with vectors,
+// after another process deleted a source of 10 chunks, and after it wrote
+// one.
 //
 //	go test -run X -bench Follow -benchtime 20x ./internal/search/
 func BenchmarkFollow(b *testing.B) {
@@ -98,6 +98,20 @@ func BenchmarkFollow(b *testing.B) {
 			}
 			b.StartTimer()
 			if f, err := eng.Follow(ctx); err != nil || f.Changed() {
+				b.Fatal(f, err)
+			}
+		}
+	})
+	deleted := 0
+	b.Run("other-process-delete", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			if _, _, err := other.Delete(ctx, fmt.Sprintf("s/%06d.md", deleted)); err != nil {
+				b.Fatal(err)
+			}
+			deleted++
+			b.StartTimer()
+			if f, err := eng.Follow(ctx); err != nil || f.Removed != 10 {
 				b.Fatal(f, err)
 			}
 		}

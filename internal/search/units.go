@@ -86,6 +86,9 @@ func newUnitIndex(dim int, fetch func(ctx context.Context, hashes []string) (map
 // has reports whether the text already has its vectors in the index.
 func (x *unitIndex) has(hash string) bool { return x.vx.Has(unitHash(hash, 0)) }
 
+// hasChunk reports whether chunk id is indexed.
+func (x *unitIndex) hasChunk(id int64) bool { return x.vx.HasID(unitID(id, 0)) }
+
 // add indexes chunk c with its text's vector (nil when the text is indexed).
 func (x *unitIndex) add(c recall.IndexedChunk, vec []float32) error {
 	var res recall.WriteResult

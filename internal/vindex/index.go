@@ -313,6 +313,14 @@ func (x *Index) Vectors() int {
 	return len(x.hashes)
 }
 
+// HasID reports whether the chunk with the given id is indexed.
+func (x *Index) HasID(id int64) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, ok := x.byID[id]
+	return ok
+}
+
 // IDs returns the ids of the chunks indexed, in no particular order.
 func (x *Index) IDs() []int64 {
 	x.mu.RLock()

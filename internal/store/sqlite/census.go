@@ -14,12 +14,13 @@ import (
 // writes, so while the number stays the same the last census still holds
 // and a poll costs one pragma instead of a pass over the chunks.
 type watcher struct {
-	db    *sql.DB
-	conn  *sql.Conn // pinned: a new connection would number versions afresh
-	ver   int64
-	space string
-	last  recall.Census
-	valid bool
+	db     *sql.DB
+	conn   *sql.Conn // pinned: a new connection would number versions afresh
+	ver    int64
+	space  string
+	last   recall.Census
+	valid  bool
+	closed bool
 }
 
 // Census summarises the chunks and the vectors of space ("" for none).
@@ -27,6 +28,9 @@ func (db *DB) Census(ctx context.Context, space string) (recall.Census, error) {
 	db.watchMu.Lock()
 	defer db.watchMu.Unlock()
 	w := &db.watch
+	if w.closed {
+		return recall.Census{}, recall.Errorf(recall.EUNAVAILABLE, "the store is closed")
+	}
 	if w.conn == nil {
 		if w.db == nil {
 			d, err := sql.Open("sqlite", db.dsn(false))
@@ -70,10 +74,12 @@ func census(ctx context.Context, conn *sql.Conn, space string) (c recall.Census,
 		return c, err
 	}
 	defer tx.Rollback()
-	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(max(id), 0), coalesce(sum(id), 0),
-		coalesce(sum(id * 2654435761 % 4294967291), 0) FROM chunks`).
-		Scan(&c.Chunks, &c.MaxChunkID, &c.ChunkIDSum, &c.ChunkIDMix)
-	if err != nil {
+	// Apart, count(*) reads the b-tree's page counts and max(id) its last
+	// row; together they would read every row.
+	if err = tx.QueryRowContext(ctx, `SELECT count(*) FROM chunks`).Scan(&c.Chunks); err != nil {
+		return c, err
+	}
+	if err = tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM chunks`).Scan(&c.MaxChunkID); err != nil {
 		return c, err
 	}
 	err = tx.QueryRowContext(ctx, `SELECT name FROM spaces WHERE is_read`).Scan(&c.ReadSpace)
@@ -89,6 +95,7 @@ func census(ctx context.Context, conn *sql.Conn, space string) (c recall.Census,
 }
 
 func (w *watcher) close() error {
+	w.closed = true
 	var errs []error
 	if w.conn != nil {
 		errs = append(errs, w.conn.Close())
@@ -99,10 +106,9 @@ func (w *watcher) close() error {
 	return errors.Join(errs...)
 }
 
-// ChunkIDs returns the ids of the chunks with an id greater than after,
-// ascending.
-func (db *DB) ChunkIDs(ctx context.Context, after int64) ([]int64, error) {
-	rows, err := db.ro.QueryContext(ctx, `SELECT id FROM chunks WHERE id > ? ORDER BY id`, after)
+// ChunkIDs returns the id of every chunk, ascending.
+func (db *DB) ChunkIDs(ctx context.Context) ([]int64, error) {
+	rows, err := db.ro.QueryContext(ctx, `SELECT id FROM chunks ORDER BY id`)
 	if err != nil {
 		return nil, db.fail(ctx, err, "list chunks")
 	}

@@ -61,3 +61,21 @@ func TestCensusSeesAnotherConnection(t *testing.T) {
 		t.Errorf("after another connection deleted everything: %+v (cache generation moved: %v)", c2, a.gen.Load() != genBefore)
 	}
 }
+
+// TestCensusAfterClose: a closed store refuses a census rather than open a
+// connection of its own again.
+func TestCensusAfterClose(t *testing.T) {
+	db := openTest(t, Options{})
+	if _, err := db.Census(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Census(ctx, ""); err == nil {
+		t.Error("Census after Close succeeded")
+	}
+	if db.watch.db != nil || db.watch.conn != nil {
+		t.Error("Census after Close opened a connection")
+	}
+}

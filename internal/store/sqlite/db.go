@@ -356,7 +356,7 @@ func (db *DB) Close() error {
 	}
 	db.watchMu.Lock()
 	errs = append(errs, db.watch.close())
-	db.watch = watcher{}
+	db.watch = watcher{closed: true}
 	db.watchMu.Unlock()
 	if db.ro != nil {
 		errs = append(errs, db.ro.Close())
