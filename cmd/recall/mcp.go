@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"time"
 
 	"github.com/recall-mcp/recall/internal/server"
 )
@@ -26,8 +27,11 @@ func (m *Main) cmdMCP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv.Start(ctx)
+	bctx, stop := context.WithCancel(ctx)
+	srv.Start(bctx)
 	err = srv.RunStdio(ctx, m.Stdin, m.Stdout, *admin)
+	stop()
+	srv.Wait(5 * time.Second)
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil // the client went away or we were told to stop
 	}

@@ -93,8 +93,12 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	}
 	// Scripts wait for this line and read the port from it.
 	fmt.Fprintf(m.Stderr, "listening on http://%s\n", ln.Addr())
-	srv.Start(ctx)
-	return srv.Serve(ctx, ln)
+	bctx, stop := context.WithCancel(ctx)
+	srv.Start(bctx)
+	err = srv.Serve(ctx, ln)
+	stop()
+	srv.Wait(5 * time.Second) // an interrupted sweep records itself before the store closes
+	return err
 }
 
 // serverTokens reads the credentials: RECALL_TOKEN, the tokens file

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -359,4 +360,28 @@ func restSearch(t *testing.T, url, query string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestServeStopsDuringSweep: a server stopped while it sweeps its vault
+// records how far the sweep got, as `recall sweep` does on Ctrl-C, before
+// its store closes.
+func TestServeStopsDuringSweep(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	vault := t.TempDir()
+	for i := range 4000 {
+		text := fmt.Sprintf("# Note %d\n\n**user:** a note about item %d and the weather\n", i, i)
+		if err := os.WriteFile(filepath.Join(vault, fmt.Sprintf("n%04d.md", i)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stderr, stop := startServe(t, env, "--vault", vault, "--sweep-every", "0")
+	time.Sleep(300 * time.Millisecond)
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited with %d: %s", code, stderr.String())
+	}
+	out, errs, code := run(t, env, "stats", "--json")
+	if code != 0 || !regexp.MustCompile(`"outcome":"(interrupted|ok)"`).MatchString(out) {
+		t.Errorf("stats after stopping serve mid-sweep: %d %s %s\nserve: %s", code, out, errs, stderr.String())
+	}
 }

@@ -133,6 +133,13 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	if err != nil {
 		return Result{}, fmt.Errorf("vault %s: %w", root, err)
 	}
+	// A vault given as a symbolic link is the folder it points to: the walk
+	// does not follow links, and would find nothing in the link itself.
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if abs, err = filepath.EvalSymlinks(abs); err != nil {
+			return Result{}, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
+		}
+	}
 	if fi, err := os.Stat(abs); err != nil {
 		return Result{}, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
 	} else if !fi.IsDir() {

@@ -330,3 +330,19 @@ func TestSweepMovedTextKeepsVector(t *testing.T) {
 		t.Fatalf("a chunk lost its vector: %+v, result %+v", stats.Spaces, res)
 	}
 }
+
+// TestSweepSymlinkedVault: a vault given as a symbolic link to a folder is
+// swept as that folder (the walk itself does not follow links).
+func TestSweepSymlinkedVault(t *testing.T) {
+	st := openStore(t)
+	real := t.TempDir()
+	write(t, real, "a.md", convA)
+	link := filepath.Join(t.TempDir(), "vault")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	res, log := sweep(t, st, link, Options{})
+	if res.FilesSeen != 1 || res.FilesChanged != 1 || log != "" {
+		t.Errorf("sweep of a linked vault: %+v %s", res, log)
+	}
+}

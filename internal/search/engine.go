@@ -63,8 +63,15 @@ type Engine struct {
 	store recall.Store
 	opt   Options
 
-	mu     sync.RWMutex // orders index updates against searches
-	space  string       // read space name ("" when there is none)
+	mu sync.RWMutex // orders index updates against searches
+	// wmu queues this engine's writers before their transactions begin,
+	// not on SQLite's single write connection: handed straight from one
+	// writer to the next, that connection would keep the database's write
+	// lock taken without a gap; this way it is free while a writer updates
+	// the indexes, and another process waiting for it (a cron sweep, a
+	// second recall mcp; the store polls for it) gets in.
+	wmu    sync.Mutex
+	space  string // read space name ("" when there is none)
 	vx     *unitIndex
 	lx     *lexindex.Index // nil unless Options.MemoryLexical and loaded
 	loaded bool
@@ -259,6 +266,8 @@ func (e *Engine) ReadSpace() (string, int) {
 // (lockAtCommit): searches go on while the transaction does its work.
 func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
 	terms := e.termsOf(docs)
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	wctx, hold := e.lockAtCommit(ctx)
 	res, err := e.store.Write(wctx, docs, vecs)
 	hold()
@@ -324,6 +333,8 @@ func (e *Engine) record(w recordedWrite) {
 // Update is Store.Update with the index kept in step.
 func (e *Engine) Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error) {
 	var terms map[string][]string
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	wctx, hold := e.lockAtCommit(ctx)
 	res, err := e.store.Update(wctx, id, func(cur *recall.Document) (*recall.Document, error) {
 		next, err := fn(cur)
@@ -344,6 +355,8 @@ func (e *Engine) Update(ctx context.Context, id string, fn func(cur *recall.Docu
 
 // Delete removes sources from the store and the index.
 func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error) {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	wctx, hold := e.lockAtCommit(ctx)
 	n, res, err := e.store.Delete(wctx, ids...)
 	hold()
@@ -357,6 +370,8 @@ func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteRe
 
 // PutVectors stores vectors and indexes every chunk that holds their texts.
 func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	wctx, hold := e.lockAtCommit(ctx)
 	err := e.store.PutVectors(wctx, vecs)
 	hold()

@@ -6,8 +6,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/search"
@@ -131,4 +134,69 @@ func BenchmarkFollow(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkOtherProcessWrite measures how long a small write by another
+// process waits for SQLite's write lock while RECALL_BENCH_WRITERS (default
+// 1) of this engine's writers write back to back (a server's sweep, say),
+// one write every 100 ms: the median and the worst wait.
+//
+//	go test -run '^$' -bench OtherProcessWrite -benchtime 50x ./internal/search/
+func BenchmarkOtherProcessWrite(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "w.db")
+	open := func() *sqlite.DB {
+		st, err := sqlite.Open(ctx, path, sqlite.Options{BusyTimeout: 30 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		return st
+	}
+	st, other := open(), open()
+	eng := search.New(st, search.Options{MemoryLexical: true})
+	if err := eng.LoadIndex(ctx); err != nil {
+		b.Fatal(err)
+	}
+	writers := 1
+	if v, err := strconv.Atoi(os.Getenv("RECALL_BENCH_WRITERS")); err == nil && v > 0 {
+		writers = v
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var docs []recall.Document
+				for j := range 20 {
+					docs = append(docs, doc(fmt.Sprintf("w%d/%d.md", w, j), fmt.Sprintf("writer %d round %d doc %d about rivers", w, i, j)))
+				}
+				if _, err := eng.Write(ctx, docs, nil); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var waits []time.Duration
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		if _, err := other.Write(ctx, []recall.Document{doc("other.md", fmt.Sprint("other write ", i))}, nil); err != nil {
+			b.Fatal(err)
+		}
+		waits = append(waits, time.Since(t0))
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	slices.Sort(waits)
+	b.ReportMetric(float64(waits[len(waits)/2].Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(waits[len(waits)-1].Microseconds())/1000, "max-ms")
 }

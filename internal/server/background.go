@@ -47,6 +47,8 @@ type background struct {
 	pause time.Duration // between pages, so foreground writes and searches get their turn
 	idle  time.Duration // between checks once nothing is missing
 
+	wg sync.WaitGroup // run and the goroutines it starts
+
 	sem  chan struct{} // one repair at a time, background or admin
 	wake chan struct{}
 
@@ -118,9 +120,11 @@ func (b *background) run(ctx context.Context) {
 		b.log.Info("vector index loaded", "space", space, "vectors", n, "ms", b.now().Sub(start).Milliseconds())
 		b.setIndex("ready")
 	}
-	go b.follow(ctx)
+	b.wg.Add(1)
+	go func() { defer b.wg.Done(); b.follow(ctx) }()
 	if len(b.vaults) > 0 {
-		go b.sweepLoop(ctx)
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.sweepLoop(ctx) }()
 	}
 	if b.emb == nil || b.space == "" {
 		return
@@ -290,8 +294,8 @@ func (b *background) sweep(ctx context.Context, vault string) {
 	abs, _ := filepath.Abs(vault)
 	if err == nil || res.Interrupted {
 		rec := res.Record(abs, started, b.now().UTC(), err)
-		if rerr := b.st.RecordSweep(context.WithoutCancel(ctx), rec); rerr != nil && err == nil {
-			err = rerr
+		if rerr := b.st.RecordSweep(context.WithoutCancel(ctx), rec); rerr != nil {
+			b.log.Warn("record sweep", "vault", abs, "err", recall.ErrorMessage(rerr))
 		}
 	}
 	if failures != nil {

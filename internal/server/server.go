@@ -217,7 +217,26 @@ func New(opt Options) (*Server, error) {
 // Start runs the background work (vector index load, repair) until ctx
 // ends. It returns at once; calling it again does nothing.
 func (s *Server) Start(ctx context.Context) {
-	s.bgOnce.Do(func() { go s.bg.run(ctx) })
+	s.bgOnce.Do(func() {
+		s.bg.wg.Add(1)
+		go func() { defer s.bg.wg.Done(); s.bg.run(ctx) }()
+	})
+}
+
+// Wait waits, at most d, for the background work Start began to end once
+// its context is done: a sweep records how far it got before the store
+// closes. It reports whether everything ended.
+func (s *Server) Wait(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { s.bg.wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // Open reports whether requests without a token are accepted (no user

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 )
@@ -77,5 +78,28 @@ func TestCensusAfterClose(t *testing.T) {
 	}
 	if db.watch.db != nil || db.watch.conn != nil {
 		t.Error("Census after Close opened a connection")
+	}
+}
+
+// TestPanicInUpdateRollsBack: an Update whose function panics leaves no
+// transaction open on the one write connection; the next write works.
+func TestPanicInUpdateRollsBack(t *testing.T) {
+	db := openTest(t, Options{})
+	defer db.Close()
+	func() {
+		defer func() { recover() }()
+		db.Update(ctx, "m/k", func(*recall.Document) (*recall.Document, error) { panic("boom") })
+	}()
+	doc := recall.Document{Source: recall.Source{ID: "a.md", Kind: recall.KindArchive, ContentHash: "h"},
+		Chunks: []recall.Chunk{{Text: "one", Hash: recall.TextHash("one")}}}
+	done := make(chan error, 1)
+	go func() { _, err := db.Write(ctx, []recall.Document{doc}, nil); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("write after a panicking Update: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a write after a panicking Update hung: the write connection is still inside its transaction")
 	}
 }
