@@ -341,7 +341,7 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	for i := range pr.docs {
 		pr.docs[i].Source.IndexState = recall.IndexOK
 	}
-	if p.opt.Embedder == nil || p.opt.Space == "" {
+	if p.opt.Space == "" {
 		return
 	}
 	var hashes []string
@@ -379,10 +379,18 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 
 // embedTexts embeds the texts of the given hashes, returning their vectors
 // and the hashes it could not embed (the embedder failed; it is logged).
+// With a space but no embedder (Options.Embedder) every one is left to
+// repair.
 func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkText, need []string) ([]recall.Vector, map[string]bool) {
 	const batch = 16 // chunks per embedder call (each is several units)
 	var out []recall.Vector
 	failed := make(map[string]bool)
+	if p.opt.Embedder == nil {
+		for _, h := range need {
+			failed[h] = true
+		}
+		return nil, failed
+	}
 	for i := 0; i < len(need); i += batch {
 		part := need[i:min(i+batch, len(need))]
 		in := make([]embed.ChunkText, len(part))

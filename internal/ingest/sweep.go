@@ -40,6 +40,8 @@ type Options struct {
 	// Embedder and Space: when both are set, new chunk texts are embedded
 	// into that vector space. A failing embedder leaves chunks stored
 	// without vectors (searchable by text; repair fills them in later).
+	// A Space without an Embedder leaves every new text to repair: its
+	// source is pending and the text counts in VectorsMissing.
 	Embedder recall.Embedder
 	Space    string
 	Dim      int // the space's dimension: vectors of another size are refused

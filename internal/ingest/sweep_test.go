@@ -346,3 +346,37 @@ func TestSweepSymlinkedVault(t *testing.T) {
 		t.Errorf("sweep of a linked vault: %+v %s", res, log)
 	}
 }
+
+// TestSweepSpaceWithoutEmbedder: a sweep given a space and no embedder (a
+// server's, whose repair embeds) stores chunks without vectors, marks their
+// sources pending and counts the texts missing; the repair's vectors then
+// settle them.
+func TestSweepSpaceWithoutEmbedder(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	sp, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "test", Provider: "test", Model: "m", Dim: 16, Normalized: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	write(t, root, "a.md", convA)
+	write(t, root, "dup.md", convA)
+	res, log := sweep(t, st, root, Options{Space: sp.Name})
+	if res.FilesChanged != 2 || res.VectorsMissing == 0 || log != "" {
+		t.Fatalf("sweep: %+v %q", res, log)
+	}
+	src, err := st.Source(ctx, "a.md")
+	if err != nil || src.IndexState != recall.IndexPending {
+		t.Fatalf("source after the sweep: %v %q; want pending", err, src.IndexState)
+	}
+	pending, err := st.MissingVectors(ctx, sp.Name, 0, 10)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("missing vectors: %v %v", pending, err)
+	}
+	if err := st.PutVectors(ctx, []recall.Vector{{Space: sp.Name, Hash: pending[0].Hash, Vec: embedtest.Vector(pending[0].Text, 16)}}); err != nil {
+		t.Fatal(err)
+	}
+	if src, _ := st.Source(ctx, "dup.md"); src.IndexState != recall.IndexOK {
+		t.Errorf("source after its vector arrived: %q; want ok", src.IndexState)
+	}
+}

@@ -286,8 +286,8 @@ func (b *background) sweep(ctx context.Context, vault string) {
 	started := b.now().UTC()
 	failures := b.sweepLog
 	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures,
-		Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}})
-	if res.ChunksWritten > 0 {
+		Space: b.space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}})
+	if res.VectorsMissing > 0 {
 		b.nudge()
 	}
 	outcome := res.Outcome(err)
@@ -308,5 +308,6 @@ func (b *background) sweep(ctx context.Context, vault string) {
 		return
 	}
 	b.log.Info("sweep", "vault", abs, "outcome", outcome, "files_changed", res.FilesChanged, "files_seen", res.FilesSeen,
-		"files_failed", res.FilesFailed, "files_gone", res.FilesRemoved, "chunks_written", res.ChunksWritten, "seconds", res.Seconds)
+		"files_failed", res.FilesFailed, "files_gone", res.FilesRemoved, "chunks_written", res.ChunksWritten,
+		"vectors_missing", res.VectorsMissing, "seconds", res.Seconds)
 }
