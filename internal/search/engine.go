@@ -69,8 +69,9 @@ type Engine struct {
 	// writer to the next, that connection would keep the database's write
 	// lock taken without a gap; this way it is free while a writer updates
 	// the indexes, and another process waiting for it (a cron sweep, a
-	// second recall mcp; the store polls for it) gets in.
-	wmu    sync.Mutex
+	// second recall mcp; the store polls for it) gets in. A channel of
+	// one, so that a writer waiting its turn still heeds its context.
+	wmu    chan struct{}
 	space  string // read space name ("" when there is none)
 	vx     *unitIndex
 	lx     *lexindex.Index // nil unless Options.MemoryLexical and loaded
@@ -100,7 +101,18 @@ func New(st recall.Store, opt Options) *Engine {
 	if opt.EmbedBudget <= 0 {
 		opt.EmbedBudget = 2 * time.Second
 	}
-	return &Engine{store: st, opt: opt}
+	return &Engine{store: st, opt: opt, wmu: make(chan struct{}, 1)}
+}
+
+// writeTurn waits for this engine's writers before it, or for ctx; the
+// function it returns ends the turn.
+func (e *Engine) writeTurn(ctx context.Context) (func(), error) {
+	select {
+	case e.wmu <- struct{}{}:
+		return func() { <-e.wmu }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Store returns the underlying store.
@@ -266,8 +278,11 @@ func (e *Engine) ReadSpace() (string, int) {
 // (lockAtCommit): searches go on while the transaction does its work.
 func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
 	terms := e.termsOf(docs)
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
+	done, err := e.writeTurn(ctx)
+	if err != nil {
+		return recall.WriteResult{}, err
+	}
+	defer done()
 	wctx, hold := e.lockAtCommit(ctx)
 	res, err := e.store.Write(wctx, docs, vecs)
 	hold()
@@ -333,8 +348,11 @@ func (e *Engine) record(w recordedWrite) {
 // Update is Store.Update with the index kept in step.
 func (e *Engine) Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error) {
 	var terms map[string][]string
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
+	done, err := e.writeTurn(ctx)
+	if err != nil {
+		return recall.WriteResult{}, err
+	}
+	defer done()
 	wctx, hold := e.lockAtCommit(ctx)
 	res, err := e.store.Update(wctx, id, func(cur *recall.Document) (*recall.Document, error) {
 		next, err := fn(cur)
@@ -355,8 +373,11 @@ func (e *Engine) Update(ctx context.Context, id string, fn func(cur *recall.Docu
 
 // Delete removes sources from the store and the index.
 func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error) {
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
+	done, err := e.writeTurn(ctx)
+	if err != nil {
+		return 0, recall.WriteResult{}, err
+	}
+	defer done()
 	wctx, hold := e.lockAtCommit(ctx)
 	n, res, err := e.store.Delete(wctx, ids...)
 	hold()
@@ -370,10 +391,13 @@ func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteRe
 
 // PutVectors stores vectors and indexes every chunk that holds their texts.
 func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
-	e.wmu.Lock()
-	defer e.wmu.Unlock()
+	done, err := e.writeTurn(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	wctx, hold := e.lockAtCommit(ctx)
-	err := e.store.PutVectors(wctx, vecs)
+	err = e.store.PutVectors(wctx, vecs)
 	hold()
 	defer e.mu.Unlock()
 	if err != nil {

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -488,5 +489,40 @@ func TestSearchesRunDuringAWrite(t *testing.T) {
 	r, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse", Mode: recall.ModeLexical, Filter: recall.Filter{Kinds: []recall.Kind{recall.KindMemory}}})
 	if err != nil || len(r.Results) != 1 {
 		t.Errorf("the memory written: %v %+v", err, r.Results)
+	}
+}
+
+// TestQueuedWriteHeedsItsContext: a write waiting for the engine's writer
+// before it gives up when its context ends.
+func TestQueuedWriteHeedsItsContext(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 16)
+	eng := search.New(st, search.Options{Embedder: emb})
+	inside, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := eng.Update(ctx, "m/slow", func(*recall.Document) (*recall.Document, error) {
+			close(inside)
+			<-release
+			return nil, nil
+		})
+		first <- err
+	}()
+	<-inside
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	second := make(chan error, 1)
+	go func() { _, err := eng.Write(wctx, []recall.Document{doc("b.md", "queued text")}, nil); second <- err }()
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("queued write: %v; want its context's deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("a queued write outlived its context while the writer before it held on")
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -101,5 +102,28 @@ func TestPanicInUpdateRollsBack(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("a write after a panicking Update hung: the write connection is still inside its transaction")
+	}
+}
+
+// TestWriterBusyTimeoutSurvivesReconnect: a canceled statement can make
+// database/sql replace the write connection with a new one, opened with the
+// DSN's busy timeout; writes set theirs back to 0 (they poll, see begin).
+func TestWriterBusyTimeoutSurvivesReconnect(t *testing.T) {
+	db := openTest(t, Options{})
+	defer db.Close()
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	db.rw.ExecContext(cctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000000) SELECT count(*) FROM n`)
+	doc := recall.Document{Source: recall.Source{ID: "a.md", Kind: recall.KindArchive, ContentHash: "h"},
+		Chunks: []recall.Chunk{{Text: "one", Hash: recall.TextHash("one")}}}
+	if _, err := db.Write(ctx, []recall.Document{doc}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ms int
+	if err := db.rw.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&ms); err != nil {
+		t.Fatal(err)
+	}
+	if ms != 0 {
+		t.Errorf("the write connection's busy timeout is %d ms after a canceled statement and a write; want 0", ms)
 	}
 }

@@ -308,12 +308,17 @@ func (db *DB) IntegrityCheck(ctx context.Context) error {
 		return db.corrupt("integrity_check", problems)
 	}
 	if db.rw != nil {
-		// The FTS5 check is an INSERT command, so it needs the writer.
-		if _, err := db.rw.ExecContext(ctx, "INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')"); err != nil {
-			if isCorrupt(err) {
+		// The FTS5 check is an INSERT command, so it needs the writer (and
+		// waits for the write lock as writes do).
+		err := db.writeTx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+			return err
+		})
+		if err != nil {
+			if isCorrupt(err) || errors.Is(err, ErrCorrupt) {
 				return db.corrupt("fts5 integrity-check", []string{err.Error()})
 			}
-			return db.fail(ctx, err, "fts5 integrity check")
+			return fmt.Errorf("fts5 integrity check: %w", err)
 		}
 	}
 	invariants := []struct{ what, query string }{
@@ -475,6 +480,11 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 func (db *DB) begin(ctx context.Context) (*sql.Tx, error) {
 	deadline := time.Now().Add(db.opts.BusyTimeout)
 	wait := 250 * time.Microsecond
+	// database/sql replaces a connection a canceled statement left unusable
+	// with a new one, opened with the DSN's busy timeout: set it again.
+	if _, err := db.rw.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+		return nil, err
+	}
 	for {
 		tx, err := db.rw.BeginTx(ctx, nil)
 		if err == nil || sqliteCode(err) != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {

@@ -58,12 +58,41 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		if err := putVectors(ctx, tx, vecs); err != nil {
 			return err
 		}
-		return w.finish()
+		if err := w.finish(); err != nil {
+			return err
+		}
+		return settleWritten(ctx, tx, docs)
 	})
 	if err != nil {
 		return recall.WriteResult{}, err
 	}
 	return res, nil
+}
+
+// settleWritten marks "ok" the documents written as pending whose every
+// chunk text already has a vector in the read space: a sweep that left its
+// texts to repair (no embedder) can meet a text that repair, or another
+// file, embedded meanwhile, and no later vector would settle the source.
+func settleWritten(ctx context.Context, tx *sql.Tx, docs []recall.Document) error {
+	var ids []string
+	for _, d := range docs {
+		if d.Source.IndexState == recall.IndexPending {
+			ids = append(ids, d.Source.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = 'ok'
+		WHERE index_state = 'pending' AND id IN (SELECT value FROM json_each(?))
+		AND EXISTS (SELECT 1 FROM spaces WHERE is_read)
+		AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
+			AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read) AND v.hash = c.hash))`,
+		jsonArray(ids))
+	if err != nil {
+		return fmt.Errorf("settle index states: %w", err)
+	}
+	return nil
 }
 
 // Update reads, calls fn and writes in one IMMEDIATE transaction, so no
@@ -95,7 +124,10 @@ func (db *DB) Update(ctx context.Context, id string, fn func(cur *recall.Documen
 		if err := w.put(next, time.Now(), &res); err != nil {
 			return err
 		}
-		return w.finish()
+		if err := w.finish(); err != nil {
+			return err
+		}
+		return settleWritten(ctx, tx, []recall.Document{*next})
 	})
 	if err != nil {
 		return recall.WriteResult{}, err

@@ -144,3 +144,32 @@ func testCommitHook(t *testing.T, s recall.Store) {
 	}
 	check("a refused PutVectors", 0)
 }
+
+// testPendingSettlesOnWrite: a source written pending whose every text
+// already has a vector in the read space is stored settled ("ok"); one
+// with a text lacking a vector stays pending.
+func testPendingSettlesOnWrite(t *testing.T, s recall.Store) {
+	sp := createSpace(t, s, "p", 3)
+	write(t, s, doc("a.md", recall.KindArchive, "shared text"))
+	putVecs(t, s, sp, "shared text")
+	write(t, s, doc("b.md", recall.KindArchive, "shared text"), doc("c.md", recall.KindArchive, "shared text", "a text with no vector"))
+	for id, want := range map[string]string{"b.md": recall.IndexOK, "c.md": recall.IndexPending} {
+		src, err := s.Source(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.IndexState != want {
+			t.Errorf("%s written pending: state %q; want %q", id, src.IndexState, want)
+		}
+	}
+	_, err := s.Update(ctx, "m/k", func(*recall.Document) (*recall.Document, error) {
+		d := doc("m/k", recall.KindMemory, "shared text")
+		return &d, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src, _ := s.Source(ctx, "m/k"); src.IndexState != recall.IndexOK {
+		t.Errorf("memory updated pending with an embedded text: state %q; want ok", src.IndexState)
+	}
+}

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"ScanChunks", testScanChunks},
 		{"Census", testCensus},
 		{"CommitHook", testCommitHook},
+		{"PendingSettlesOnWrite", testPendingSettlesOnWrite},
 		{"Stats", testStats},
 		{"Canceled", testCanceled},
 	}
