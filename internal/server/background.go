@@ -307,6 +307,9 @@ func (b *background) sweep(ctx context.Context, vault string) {
 		b.log.Warn("sweep", "vault", abs, "err", recall.ErrorMessage(err))
 		return
 	}
+	if res.FilesChanged+res.FilesFailed+res.FilesRemoved == 0 {
+		return // nothing new: the record and sweep.log say it was looked at
+	}
 	b.log.Info("sweep", "vault", abs, "outcome", outcome, "files_changed", res.FilesChanged, "files_seen", res.FilesSeen,
 		"files_failed", res.FilesFailed, "files_gone", res.FilesRemoved, "chunks_written", res.ChunksWritten,
 		"vectors_missing", res.VectorsMissing, "seconds", res.Seconds)
