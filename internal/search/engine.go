@@ -150,6 +150,23 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 	e.mu.Unlock()
 	if read != nil {
 		space = read.Name
+	}
+	// Follow's first look compares with the store as it was before these
+	// scans: what another process writes during them is looked at again.
+	var census recall.Census
+	if e.opt.MemoryLexical {
+		census, err = e.store.Census(ctx, space)
+	}
+	// The full text first: a chunk another process adds between the two
+	// scans is then at worst in the vector index alone, which Follow's
+	// next look completes; the other way round it could be missing from
+	// the vector index for good (its text indexed through another chunk).
+	if err == nil && e.opt.MemoryLexical {
+		if lx, err = loadLexical(ctx, e.store); err != nil {
+			err = fmt.Errorf("load full-text index: %w", err)
+		}
+	}
+	if err == nil && read != nil {
 		vx = newUnitIndex(read.Dim, func(ctx context.Context, hashes []string) (map[string][]float32, error) {
 			return e.store.VectorsByHash(ctx, space, hashes)
 		})
@@ -161,11 +178,6 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 		})
 		if err != nil {
 			err = fmt.Errorf("load vector index %s: %w", space, err)
-		}
-	}
-	if err == nil && e.opt.MemoryLexical {
-		if lx, err = loadLexical(ctx, e.store); err != nil {
-			err = fmt.Errorf("load full-text index: %w", err)
 		}
 	}
 
@@ -182,7 +194,24 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 		e.vx, e.lx = oldVx, oldLx
 		return fmt.Errorf("load indexes: %w", err)
 	}
+	if lx != nil && vx != nil {
+		// The vector index holds only chunks the full-text index holds
+		// (Follow compares the store with the full-text index alone): a
+		// chunk another process added between the two scans joins both
+		// at Follow's next look.
+		var extra []int64
+		for _, id := range vx.chunkIDs() {
+			if !lx.Has(id) {
+				extra = append(extra, id)
+			}
+		}
+		if err := vx.apply(recall.WriteResult{Removed: extra}, nil); err != nil {
+			e.vx, e.lx = oldVx, oldLx
+			return fmt.Errorf("load indexes: %w", err)
+		}
+	}
 	e.loaded = true
+	e.seen, e.seenSet = census, e.opt.MemoryLexical
 	return nil
 }
 

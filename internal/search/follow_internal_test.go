@@ -329,3 +329,44 @@ func stress(t *testing.T, seed uint64, withOther bool) {
 	loop.Wait()
 	inStep(t, eng, st)
 }
+
+// betweenScans runs fn once, when LoadIndex starts its vector scan, after
+// its full-text scan: another process writing between the two.
+type betweenScans struct {
+	*sqlite.DB
+	fn func()
+}
+
+func (b *betweenScans) ScanVectors(ctx context.Context, space string, f func(recall.IndexedChunk, []float32) error) error {
+	if b.fn != nil {
+		b.fn()
+		b.fn = nil
+	}
+	return b.DB.ScanVectors(ctx, space, f)
+}
+
+// TestLoadWithWritesBetweenScans: chunks another process adds (and then
+// deletes) while LoadIndex is between its scans, with a text the index
+// has through another chunk, end in step after one look.
+func TestLoadWithWritesBetweenScans(t *testing.T) {
+	ctx := context.Background()
+	for _, thenDelete := range []bool{false, true} {
+		_, st, other := pair(t)
+		base := mkdoc("a.md", "alpha river stone")
+		ok(t)(st.Write(ctx, []recall.Document{base}, vecsOf(base)))
+		b := &betweenScans{DB: st, fn: func() {
+			d := mkdoc("b.md", "alpha river stone")
+			ok(t)(other.Write(ctx, []recall.Document{d}, nil))
+		}}
+		eng := New(b, Options{Embedder: embedtest.New(16), MemoryLexical: true})
+		if err := eng.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if thenDelete {
+			if _, _, err := other.Delete(ctx, "b.md"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inStep(t, eng, st)
+	}
+}
