@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -61,13 +60,9 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	}
 	if len(vaults) > 0 {
 		opt.Vaults, opt.SweepEvery = vaults, *sweepEvery
-		dbp, err := m.dbPath()
+		logf, err := m.openSweepLog("")
 		if err != nil {
 			return err
-		}
-		logf, err := os.OpenFile(filepath.Join(filepath.Dir(dbp), "sweep.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return fmt.Errorf("open sweep log: %w", err)
 		}
 		m.closers = append(m.closers, logf.Close)
 		opt.SweepLog = logf

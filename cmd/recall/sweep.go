@@ -55,14 +55,9 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		return err
 	}
 
-	lp := *logPath
-	if lp == "" {
-		dbp, _ := m.dbPath()
-		lp = filepath.Join(filepath.Dir(dbp), "sweep.log")
-	}
-	logf, err := os.OpenFile(lp, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	logf, err := m.openSweepLog(*logPath)
 	if err != nil {
-		return fmt.Errorf("open sweep log: %w", err)
+		return err
 	}
 	defer logf.Close()
 	var logMu sync.Mutex
@@ -88,7 +83,6 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	if opts.Progress != nil {
 		fmt.Fprint(m.Stderr, "\r\033[K")
 	}
-	outcome := res.Outcome(err)
 	abs, _ := filepath.Abs(vault)
 	if !*dry && (err == nil || res.Interrupted) {
 		rec := res.Record(abs, started, time.Now().UTC(), err)
@@ -97,9 +91,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		}
 	}
 	logMu.Lock()
-	fmt.Fprintf(logf, "%s\tsummary\tvault=%s outcome=%s seen=%d changed=%d skipped=%d failed=%d removed=%d chunks=%d vectors_missing=%d seconds=%.2f\n",
-		time.Now().UTC().Format(time.RFC3339), abs, outcome, res.FilesSeen, res.FilesChanged, res.FilesSkipped,
-		res.FilesFailed, res.FilesRemoved, res.ChunksWritten, res.VectorsMissing, res.Seconds)
+	res.LogSummary(logf, time.Now(), abs, err)
 	logMu.Unlock()
 	if *asJSON && (err == nil || res.Interrupted) {
 		// An interrupted sweep still ends stdout with its summary: what it
@@ -145,13 +137,30 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.Stdout, "%d chunk texts have no vector yet (embedder failed): run `recall repair`\n", res.VectorsMissing)
 		}
 		if res.FilesFailed > 0 {
-			fmt.Fprintf(m.Stdout, "failures are listed in %s\n", lp)
+			fmt.Fprintf(m.Stdout, "failures are listed in %s\n", logf.Name())
 		}
 	}
 	if res.FilesFailed > 0 {
 		return exitError(exitFailure)
 	}
 	return nil
+}
+
+// openSweepLog opens the failure log a sweep appends to: path, or
+// sweep.log next to the database.
+func (m *Main) openSweepLog(path string) (*os.File, error) {
+	if path == "" {
+		dbp, err := m.dbPath()
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(filepath.Dir(dbp), "sweep.log")
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open sweep log: %w", err)
+	}
+	return f, nil
 }
 
 type lockedWriter struct {

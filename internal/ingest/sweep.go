@@ -113,6 +113,14 @@ func (r Result) Record(vault string, started, finished time.Time, err error) rec
 		Bytes: r.Bytes, VectorsMissing: r.VectorsMissing, Outcome: r.Outcome(err)}
 }
 
+// LogSummary writes the summary line that sweep.log ends each sweep of
+// vault with, dated now, for a sweep that returned err.
+func (r Result) LogSummary(w io.Writer, now time.Time, vault string, err error) {
+	fmt.Fprintf(w, "%s\tsummary\tvault=%s outcome=%s seen=%d changed=%d skipped=%d failed=%d removed=%d chunks=%d vectors_missing=%d seconds=%.2f\n",
+		now.UTC().Format(time.RFC3339), vault, r.Outcome(err), r.FilesSeen, r.FilesChanged, r.FilesSkipped,
+		r.FilesFailed, r.FilesRemoved, r.ChunksWritten, r.VectorsMissing, r.Seconds)
+}
+
 // file is one vault file the walk found.
 type file struct {
 	rel   string // source id of the file (vault-relative, cleaned)

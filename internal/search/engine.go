@@ -329,18 +329,12 @@ func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recal
 // failed before its commit.
 func (e *Engine) lockAtCommit(ctx context.Context) (context.Context, func()) {
 	var locked atomic.Bool
-	ctx = recall.WithCommitHook(ctx, func() {
-		if !locked.Load() {
+	hold := func() {
+		if !locked.Swap(true) {
 			e.mu.Lock()
-			locked.Store(true)
-		}
-	})
-	return ctx, func() {
-		if !locked.Load() {
-			e.mu.Lock()
-			locked.Store(true)
 		}
 	}
+	return recall.WithCommitHook(ctx, hold), hold
 }
 
 // termsOf returns the full-text terms of the documents' chunk texts by

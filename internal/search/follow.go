@@ -91,11 +91,6 @@ func (e *Engine) Follow(ctx context.Context) (Followed, error) {
 	return f, nil
 }
 
-// memoryIDs returns the ids of the chunks the indexes hold, ascending:
-// those of the full-text index, since the vector index holds a subset of
-// them (TestFollowStress checks it). Called with e.mu held.
-func (e *Engine) memoryIDs() []int64 { return e.lx.IDs() }
-
 // minus returns the ids of a that are not in b; both ascending.
 func minus(a, b []int64) []int64 {
 	var out []int64
@@ -149,7 +144,9 @@ func (e *Engine) followChunks(ctx context.Context, f *Followed) error {
 			wrote[c.ID] = true
 		}
 	}
-	memIDs := e.memoryIDs()
+	// The full-text index's ids stand for both indexes: the vector index
+	// holds a subset of them (TestFollowStress checks it).
+	memIDs := e.lx.IDs()
 	removed := slices.DeleteFunc(minus(memIDs, ids), func(id int64) bool { return wrote[id] })
 	lack := minus(ids, memIDs)
 	if len(removed) > 0 {
@@ -281,9 +278,12 @@ func (e *Engine) followVectors(ctx context.Context, f *Followed) error {
 		pending := e.stopRecording()
 		if err == nil {
 			holders = slices.DeleteFunc(holders, func(c recall.IndexedChunk) bool { return !e.lx.Has(c.ID) })
-			before := e.vx.texts()
 			err = e.indexChunks(holders, vecs)
-			f.Vectors += e.vx.texts() - before
+			for _, h := range batch { // texts the index lacked
+				if e.vx.has(h) {
+					f.Vectors++
+				}
+			}
 			e.gen++
 		}
 		if err == nil {

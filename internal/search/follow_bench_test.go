@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -32,16 +31,7 @@ func BenchmarkFollow(b *testing.B) {
 		n = v
 	}
 	const dim = 384
-	path := filepath.Join(b.TempDir(), "follow.db")
-	open := func() *sqlite.DB {
-		st, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { st.Close() })
-		return st
-	}
-	st, other := open(), open()
+	st, other := openTwice(b, sqlite.Options{})
 	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: "test", Model: "bench", Dim: dim, Normalized: true}); err != nil {
 		b.Fatal(err)
 	}
@@ -144,16 +134,7 @@ func BenchmarkFollow(b *testing.B) {
 //	go test -run '^$' -bench OtherProcessWrite -benchtime 50x ./internal/search/
 func BenchmarkOtherProcessWrite(b *testing.B) {
 	ctx := context.Background()
-	path := filepath.Join(b.TempDir(), "w.db")
-	open := func() *sqlite.DB {
-		st, err := sqlite.Open(ctx, path, sqlite.Options{BusyTimeout: 30 * time.Second})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { st.Close() })
-		return st
-	}
-	st, other := open(), open()
+	st, other := openTwice(b, sqlite.Options{BusyTimeout: 30 * time.Second})
 	eng := search.New(st, search.Options{MemoryLexical: true})
 	if err := eng.LoadIndex(ctx); err != nil {
 		b.Fatal(err)

@@ -20,16 +20,7 @@ import (
 func twoProcesses(t *testing.T, dim int) (server *search.Engine, other *sqlite.DB, emb *embedtest.Embedder) {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "shared.db")
-	open := func() *sqlite.DB {
-		st, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	st, other := open(), open()
+	st, other := openTwice(t, sqlite.Options{})
 	emb = embedtest.New(dim)
 	info := emb.Info()
 	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: dim, Normalized: true}); err != nil {
@@ -40,6 +31,22 @@ func twoProcesses(t *testing.T, dim int) (server *search.Engine, other *sqlite.D
 		t.Fatal(err)
 	}
 	return server, other, emb
+}
+
+// openTwice opens one new database file twice with opts, as two
+// processes would; both close when the test ends.
+func openTwice(tb testing.TB, opts sqlite.Options) (*sqlite.DB, *sqlite.DB) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "shared.db")
+	open := func() *sqlite.DB {
+		st, err := sqlite.Open(context.Background(), path, opts)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { st.Close() })
+		return st
+	}
+	return open(), open()
 }
 
 func sourcesFound(t *testing.T, eng *search.Engine, q string, mode string) []string {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
@@ -299,9 +298,7 @@ func (b *background) sweep(ctx context.Context, vault string) {
 		}
 	}
 	if failures != nil {
-		fmt.Fprintf(failures, "%s\tsummary\tvault=%s outcome=%s seen=%d changed=%d skipped=%d failed=%d gone=%d chunks=%d seconds=%.2f\n",
-			b.now().UTC().Format(time.RFC3339), abs, outcome, res.FilesSeen, res.FilesChanged, res.FilesSkipped,
-			res.FilesFailed, res.FilesRemoved, res.ChunksWritten, res.Seconds)
+		res.LogSummary(failures, b.now(), abs, err)
 	}
 	if err != nil && !res.Interrupted {
 		b.log.Warn("sweep", "vault", abs, "err", recall.ErrorMessage(err))

@@ -108,20 +108,7 @@ func (w *watcher) close() error {
 
 // ChunkIDs returns the id of every chunk, ascending.
 func (db *DB) ChunkIDs(ctx context.Context) ([]int64, error) {
-	rows, err := db.ro.QueryContext(ctx, `SELECT id FROM chunks ORDER BY id`)
-	if err != nil {
-		return nil, db.fail(ctx, err, "list chunks")
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, db.fail(ctx, err, "list chunks")
-		}
-		ids = append(ids, id)
-	}
-	return ids, db.fail(ctx, rows.Err(), "list chunks")
+	return column[int64](ctx, db, "list chunks", `SELECT id FROM chunks ORDER BY id`)
 }
 
 // VectorHashes returns the hashes of the texts with a vector in space.
@@ -129,18 +116,23 @@ func (db *DB) VectorHashes(ctx context.Context, space string) ([]string, error) 
 	if err := db.spaceExists(ctx, space); err != nil {
 		return nil, err
 	}
-	rows, err := db.ro.QueryContext(ctx, `SELECT hash FROM vectors WHERE space = ?`, space)
+	return column[string](ctx, db, "list vectors", `SELECT hash FROM vectors WHERE space = ?`, space)
+}
+
+// column returns the one column of a query's rows, read from the pool.
+func column[T any](ctx context.Context, db *DB, what, query string, args ...any) ([]T, error) {
+	rows, err := db.ro.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, db.fail(ctx, err, "list vectors")
+		return nil, db.fail(ctx, err, what)
 	}
 	defer rows.Close()
-	var hashes []string
+	var out []T
 	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
-			return nil, db.fail(ctx, err, "list vectors")
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, db.fail(ctx, err, what)
 		}
-		hashes = append(hashes, h)
+		out = append(out, v)
 	}
-	return hashes, db.fail(ctx, rows.Err(), "list vectors")
+	return out, db.fail(ctx, rows.Err(), what)
 }

@@ -60,20 +60,7 @@ func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map
 
 // Vaults returns the vaults the sources of a kind came from, sorted.
 func (db *DB) Vaults(ctx context.Context, kind recall.Kind) ([]string, error) {
-	rows, err := db.ro.QueryContext(ctx, `SELECT DISTINCT vault FROM sources WHERE kind = ? ORDER BY vault`, kind)
-	if err != nil {
-		return nil, db.fail(ctx, err, "read vaults")
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, db.fail(ctx, err, "read vaults")
-		}
-		out = append(out, v)
-	}
-	return out, db.fail(ctx, rows.Err(), "read vaults")
+	return column[string](ctx, db, "read vaults", `SELECT DISTINCT vault FROM sources WHERE kind = ? ORDER BY vault`, kind)
 }
 
 // Listing page sizes.
