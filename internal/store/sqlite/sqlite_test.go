@@ -340,6 +340,37 @@ func TestDatabaseFilesArePrivate(t *testing.T) {
 	}
 }
 
+// Every write is synced to disk before it is acknowledged: the write
+// connection runs synchronous=FULL (NORMAL would leave the last commits in
+// the operating system's cache, lost with the power), also after
+// database/sql reopens it.
+func TestWritesAreSynced(t *testing.T) {
+	db := openTest(t, Options{})
+	defer db.Close()
+	check := func() {
+		t.Helper()
+		var mode int
+		if err := db.rw.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if mode != 2 {
+			t.Errorf("write connection synchronous = %d, want 2 (FULL)", mode)
+		}
+	}
+	check()
+	// A new connection (database/sql opens one after a bad one) is set up
+	// from the connection string alike.
+	db.rw.SetMaxIdleConns(0)
+	check()
+	db.rw.SetMaxIdleConns(1)
+	doc := recall.Document{Source: recall.Source{ID: "a.md", Kind: recall.KindArchive, ChunkCount: 1},
+		Chunks: []recall.Chunk{{Index: 0, Text: "kept", Hash: recall.TextHash("kept")}}}
+	if _, err := db.Write(ctx, []recall.Document{doc}, nil); err != nil {
+		t.Fatal(err)
+	}
+	check()
+}
+
 // A full disk (here: the page limit SQLite reports the same way) fails a
 // write with a clear error that stores nothing of it; reads go on, and
 // writes work again once there is room.
