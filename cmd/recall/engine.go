@@ -59,7 +59,19 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 	if m.serving {
 		budget = 2 * time.Second
 	}
-	eng := search.New(st, search.Options{Embedder: query, Fusion: fusion, EmbedBudget: budget, MemoryLexical: m.serving})
+	opt := search.Options{Embedder: query, Fusion: fusion, EmbedBudget: budget, MemoryLexical: m.serving}
+	if m.serving && emb != nil {
+		// A server moves to a read space another process switches to
+		// (`recall space use`) with that space's model.
+		opt.SpaceEmbedder = func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error) {
+			q, err := m.spaceEmbedder(ctx, st, sp, emb)
+			if err != nil {
+				return nil, err
+			}
+			return embed.WithQueryCache(q, 256, 10*time.Minute), nil
+		}
+	}
+	eng := search.New(st, opt)
 	if loadIndex {
 		if err := eng.LoadIndex(ctx); err != nil {
 			return nil, nil, "", err

@@ -290,3 +290,66 @@ func TestLegacyDirectoryModelSpace(t *testing.T) {
 		t.Fatalf("%d spaces after sweeping with another model called model, want 2", n)
 	}
 }
+
+// TestServeFollowsSpaceSwitch: `recall space use` run beside a server moves
+// the server's searches to the new space and its model within seconds,
+// without a restart.
+func TestServeFollowsSpaceSwitch(t *testing.T) {
+	var down atomic.Bool
+	srv := fakeOllama(t, &down)
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"] = "ollama"
+	env["RECALL_MODEL"] = "model-a"
+	env["RECALL_OLLAMA_URL"] = srv.URL
+	env["RECALL_TOKEN"] = serveToken
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	url, stderr, stop := startServe(t, env)
+	defer stop()
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "vector index loaded") }, "the index to load")
+	readSpace := func() string {
+		code, body := get(t, url+"/api/stats", serveToken)
+		var st struct {
+			Index struct {
+				Space string `json:"space"`
+			} `json:"index"`
+		}
+		if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+			t.Fatalf("stats: %d %s", code, body)
+		}
+		return st.Index.Space
+	}
+	before := readSpace()
+
+	if _, errs, code := run(t, env, "--embedder", "ollama", "--model", "model-b", "space", "create", "b"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := run(t, env, "repair", "--space", "b"); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := run(t, env, "space", "use", "b"); code != 0 {
+		t.Fatal(errs)
+	}
+	waitFor(t, func() bool { return readSpace() == "b" }, "the server to read space b")
+	if !strings.Contains(stderr.String(), "read_space=b") {
+		t.Errorf("the server did not log the switch: %s", stderr.String())
+	}
+	// Queries are embedded with model-b (24 dimensions) for b's index: a
+	// query vector of model-a would fail every semantic search.
+	body, _ := json.Marshal(map[string]string{"query": "revive a sourdough starter", "mode": "semantic"})
+	req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+serveToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r recall.SearchResponse
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("semantic search after the switch: %d %v", resp.StatusCode, err)
+	}
+	if r.Mode != recall.ModeSemantic || len(r.Results) == 0 {
+		t.Errorf("semantic search after the switch from %s: mode %s, %d results, note %q", before, r.Mode, len(r.Results), r.Note)
+	}
+}

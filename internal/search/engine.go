@@ -43,6 +43,12 @@ var Fusions = []string{FusionRRF, FusionWeighted, FusionConvex}
 type Options struct {
 	// Embedder embeds queries for the read space; nil means lexical only.
 	Embedder recall.Embedder
+	// SpaceEmbedder, when set, returns the query embedder of a space that
+	// another process made the read space (`recall space use`): Follow
+	// then loads that space's vectors beside the live indexes and swaps
+	// them in with the embedder, so a server switches models without a
+	// restart. When it fails, or is nil, the engine keeps the space it has.
+	SpaceEmbedder func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error)
 	// Fusion is one of Fusions ("" means DefaultFusion).
 	Fusion string
 	// Budget bounds one search (0 means 5 seconds).
@@ -72,7 +78,8 @@ type Engine struct {
 	// second recall mcp; the store polls for it) gets in. A channel of
 	// one, so that a writer waiting its turn still heeds its context.
 	wmu    chan struct{}
-	space  string // read space name ("" when there is none)
+	space  string          // read space name ("" when there is none)
+	emb    recall.Embedder // embeds queries for space (nil: lexical only)
 	vx     *unitIndex
 	lx     *lexindex.Index // nil unless Options.MemoryLexical and loaded
 	loaded bool
@@ -88,6 +95,9 @@ type Engine struct {
 	loadMu  sync.Mutex
 	seen    recall.Census
 	seenSet bool
+	// refused is a read space whose query embedder could not be made; it
+	// is not tried again until the read space changes (under loadMu).
+	refused string
 }
 
 // New returns an engine over st. Call LoadIndex before semantic search.
@@ -101,7 +111,7 @@ func New(st recall.Store, opt Options) *Engine {
 	if opt.EmbedBudget <= 0 {
 		opt.EmbedBudget = 2 * time.Second
 	}
-	return &Engine{store: st, opt: opt, wmu: make(chan struct{}, 1)}
+	return &Engine{store: st, opt: opt, emb: opt.Embedder, wmu: make(chan struct{}, 1)}
 }
 
 // writeTurn waits for this engine's writers before it, or for ctx; the
@@ -129,7 +139,23 @@ func (e *Engine) Store() recall.Store { return e.store }
 func (e *Engine) LoadIndex(ctx context.Context) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	e.seen, e.seenSet = recall.Census{}, false
+	return e.load(ctx, nil)
+}
+
+// spaceSwitch is a load that moves searches to another read space: its
+// name and query embedder.
+type spaceSwitch struct {
+	space string
+	emb   recall.Embedder
+}
+
+// errSpaceMoved stops a switch whose space is no longer the read space.
+var errSpaceMoved = errors.New("the read space changed again")
+
+// load is LoadIndex, called with e.loadMu held. With sw it switches to
+// sw.space, which must still be the read space, and its query embedder
+// (the indexes in use are kept if it fails).
+func (e *Engine) load(ctx context.Context, sw *spaceSwitch) error {
 	spaces, err := e.store.Spaces(ctx)
 	if err != nil {
 		return err
@@ -140,6 +166,10 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 			read = &spaces[i]
 		}
 	}
+	if sw != nil && (read == nil || read.Name != sw.space) {
+		return errSpaceMoved
+	}
+	e.seen, e.seenSet = recall.Census{}, false
 	var (
 		space string
 		vx    *unitIndex
@@ -188,10 +218,10 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	oldVx, oldLx := e.vx, e.lx
+	oldSpace, oldVx, oldLx := e.space, e.vx, e.lx
 	e.space, e.vx, e.lx = space, vx, lx
 	if err := e.replay(ctx, pending); err != nil {
-		e.vx, e.lx = oldVx, oldLx
+		e.space, e.vx, e.lx = oldSpace, oldVx, oldLx
 		return fmt.Errorf("load indexes: %w", err)
 	}
 	if lx != nil && vx != nil {
@@ -206,9 +236,13 @@ func (e *Engine) LoadIndex(ctx context.Context) error {
 			}
 		}
 		if err := vx.apply(recall.WriteResult{Removed: extra}, nil); err != nil {
-			e.vx, e.lx = oldVx, oldLx
+			e.space, e.vx, e.lx = oldSpace, oldVx, oldLx
 			return fmt.Errorf("load indexes: %w", err)
 		}
+	}
+	if sw != nil {
+		e.emb = sw.emb
+		e.gen++ // a search that embedded its query with the old model sees it
 	}
 	e.loaded = true
 	e.seen, e.seenSet = census, e.opt.MemoryLexical
@@ -649,7 +683,16 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	want := max(30, req.Limit*req.PerSource*4)
 	depth := max(40, req.Limit*req.PerSource*2)
 	q := &queryVec{}
-	resp, more, err := e.search(ctx, req, want, depth, q)
+	pass := func(want, depth int) (recall.SearchResponse, bool, error) {
+		resp, more, err := e.search(ctx, req, want, depth, q)
+		if errors.Is(err, errSwitched) {
+			// The read space switched while the query was embedded: once
+			// more, with the new space's model.
+			resp, more, err = e.search(ctx, req, want, depth, q)
+		}
+		return resp, more, err
+	}
+	resp, more, err := pass(want, depth)
 	// When one long conversation holds every candidate, the per-source cap
 	// leaves the page short although other sources match further down:
 	// read deeper and fill the page with what ranks next, below the
@@ -657,7 +700,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	// it; deeper lists would rescale hybrid scores).
 	for f := 4; err == nil && more && len(resp.Results) < req.Limit && depth*f <= maxDepth; f *= 4 {
 		var deeper recall.SearchResponse
-		deeper, more, err = e.search(ctx, req, want*f, depth*f, q)
+		deeper, more, err = pass(want*f, depth*f)
 		if err == nil {
 			resp.Results = backfill(resp.Results, deeper.Results, req)
 		}
@@ -700,10 +743,16 @@ func backfill(hits, deeper []recall.Hit, req recall.SearchRequest) []recall.Hit 
 
 // queryVec is a search's query vector, embedded once for all its passes.
 type queryVec struct {
-	done bool
-	vec  []float32
-	err  error
+	done    bool
+	emb     recall.Embedder // the embedder vec is of
+	vec     []float32
+	err     error
+	retried bool // a pass ran again after a switch of the read space
 }
+
+// errSwitched makes Search run a pass again: the read space switched
+// while its query was embedded.
+var errSwitched = errors.New("the read space switched during the search")
 
 // search is one pass of Search over the first want (single retriever) or
 // depth (hybrid) candidates of each retriever. more reports whether a
@@ -718,12 +767,19 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		err error
 	}
 	var embedDone chan embedOut
-	if req.Mode != recall.ModeLexical && e.opt.Embedder != nil && !q.done {
+	e.mu.RLock()
+	emb := e.emb
+	e.mu.RUnlock()
+	if q.done && q.emb != emb {
+		*q = queryVec{retried: q.retried} // the read space switched since the query was embedded
+	}
+	if req.Mode != recall.ModeLexical && emb != nil && !q.done {
+		q.emb = emb
 		embedDone = make(chan embedOut, 1)
 		go func() {
 			ectx, cancel := context.WithTimeout(ctx, e.opt.EmbedBudget)
 			defer cancel()
-			vecs, err := e.opt.Embedder.Embed(ectx, recall.InputQuery, []string{req.Query})
+			vecs, err := emb.Embed(ectx, recall.InputQuery, []string{req.Query})
 			if err == nil && len(vecs) != 1 {
 				err = fmt.Errorf("embedder returned %d vectors for one query", len(vecs))
 			}
@@ -784,12 +840,26 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 
 	resp = recall.SearchResponse{Query: req.Query, Mode: req.Mode}
 	vecReady := e.vecReady()
+	switched := qvec != nil && e.emb != emb
+	if switched {
+		// The read space switched while the query was embedded: its vector
+		// is of the other model. Search runs the pass again, once.
+		if !q.retried {
+			*q = queryVec{retried: true}
+			return resp, false, errSwitched
+		}
+		qvec, embedErr = nil, recall.Errorf(recall.EUNAVAILABLE, "the read space switched during the search")
+		*q = queryVec{retried: true}
+	}
 	switch {
 	case resp.Mode == "" || resp.Mode == recall.ModeHybrid:
 		resp.Mode = recall.ModeHybrid
 		if !vecReady {
 			resp.Mode = recall.ModeLexical
 			resp.Note = e.noVectorsReason() + "; searched full text only"
+		} else if switched {
+			resp.Mode = recall.ModeLexical
+			resp.Note = "the read space switched during the search; searched full text only"
 		} else if qvec == nil {
 			resp.Mode = recall.ModeLexical
 			resp.Note = "the query could not be embedded; searched full text only"
@@ -865,7 +935,7 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 
 // vecReady reports whether vector search can run (under e.mu).
 func (e *Engine) vecReady() bool {
-	return e.opt.Embedder != nil && e.vx != nil && e.vx.len() > 0
+	return e.emb != nil && e.vx != nil && e.vx.len() > 0
 }
 
 // lexical returns the full-text candidates of a search: from the in-memory
@@ -880,7 +950,7 @@ func (e *Engine) lexical(ctx context.Context, lx *lexindex.Index, req recall.Sea
 
 func (e *Engine) noVectorsReason() string {
 	switch {
-	case e.opt.Embedder == nil:
+	case e.emb == nil:
 		return "no embedding model is available"
 	case !e.loaded:
 		return "the vector index is still loading"

@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"runtime"
@@ -17,10 +18,15 @@ type Followed struct {
 	Added   int // chunks another process wrote
 	Removed int // chunks another process deleted
 	Vectors int // texts whose vectors came from another process
+	// Switched is the space searches read from now, when another process
+	// made it the read space and Follow moved to it (Options.SpaceEmbedder).
+	Switched string
 	// ReadSpace is set when another process made a different space the
-	// one searches read from: the engine keeps the space it loaded (its
-	// query embedder belongs to it) until the process restarts.
+	// read space and the engine stays on the one it has: without
+	// Options.SpaceEmbedder, or because it failed (SwitchErr), until the
+	// read space changes again or the process restarts.
 	ReadSpace string
+	SwitchErr error
 }
 
 // Changed reports whether Follow changed the indexes.
@@ -60,8 +66,28 @@ func (e *Engine) Follow(ctx context.Context) (Followed, error) {
 	if err != nil {
 		return f, err
 	}
+	if c.ReadSpace != e.refused {
+		e.refused = ""
+	}
 	if c.ReadSpace != space {
-		f.ReadSpace = c.ReadSpace
+		switch {
+		case c.ReadSpace != "" && e.opt.SpaceEmbedder != nil && e.refused == "":
+			err := e.switchSpace(ctx, c.ReadSpace)
+			switch {
+			case err == nil:
+				f.Switched = c.ReadSpace
+				return f, nil
+			case errors.Is(err, errSpaceMoved) || ctx.Err() != nil:
+				return f, nil // the next look sees where it went
+			case errors.Is(err, errNoEmbedder):
+				e.refused = c.ReadSpace
+				f.ReadSpace, f.SwitchErr = c.ReadSpace, err
+			default:
+				return f, fmt.Errorf("switch to read space %s: %w", c.ReadSpace, err)
+			}
+		default:
+			f.ReadSpace = c.ReadSpace
+		}
 	}
 	if c == e.seen {
 		return f, nil
@@ -89,6 +115,32 @@ func (e *Engine) Follow(ctx context.Context) (Followed, error) {
 	}
 	e.seen, e.seenSet = c, true
 	return f, nil
+}
+
+// errNoEmbedder marks a read space whose query embedder cannot be made.
+var errNoEmbedder = errors.New("no query embedder")
+
+// switchSpace moves searches to read space name: it makes the space's
+// query embedder and loads the indexes anew beside the live ones (searches
+// and writes go on meanwhile, as at start-up), then swaps both in at once.
+// Called with e.loadMu held.
+func (e *Engine) switchSpace(ctx context.Context, name string) error {
+	spaces, err := e.store.Spaces(ctx)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(spaces, func(sp recall.VectorSpace) bool { return sp.Name == name && sp.Read })
+	if i < 0 {
+		return errSpaceMoved
+	}
+	emb, err := e.opt.SpaceEmbedder(ctx, spaces[i])
+	if err == nil && emb == nil {
+		err = errors.New("the space's model is not available")
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNoEmbedder, err)
+	}
+	return e.load(ctx, &spaceSwitch{space: name, emb: emb})
 }
 
 // minus returns the ids of a that are not in b; both ascending.

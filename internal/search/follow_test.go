@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
 	"github.com/recall-mcp/recall/internal/search"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
@@ -232,5 +235,195 @@ func TestFollowWhileBothWrite(t *testing.T) {
 	assertInStep(t, server)
 	if f := follow(t, server); f.Changed() {
 		t.Errorf("Follow once in step changed the indexes: %+v", f)
+	}
+}
+
+// switchingServer is twoProcesses with Options.SpaceEmbedder: it makes an
+// embedtest embedder of the space's dimension, fails for spaces named in
+// refuse, and counts its calls.
+func switchingServer(t *testing.T, refuse ...string) (server *search.Engine, other *sqlite.DB, calls *atomic.Int32) {
+	t.Helper()
+	ctx := context.Background()
+	st, other := openTwice(t, sqlite.Options{})
+	emb := embedtest.New(16)
+	info := emb.Info()
+	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true}); err != nil {
+		t.Fatal(err)
+	}
+	calls = new(atomic.Int32)
+	server = search.New(st, search.Options{Embedder: emb, MemoryLexical: true,
+		SpaceEmbedder: func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error) {
+			calls.Add(1)
+			if slices.Contains(refuse, sp.Name) {
+				return nil, recall.Errorf(recall.EUNAVAILABLE, "model %s is not installed", sp.Model)
+			}
+			return embedtest.New(sp.Dim), nil
+		}})
+	if err := server.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return server, other, calls
+}
+
+// fillSpace creates space name of dimension dim in st (unless it exists)
+// and stores embedtest vectors in it for the given documents' texts.
+func fillSpace(t *testing.T, st *sqlite.DB, name string, dim int, docs ...recall.Document) {
+	t.Helper()
+	ctx := context.Background()
+	e := embedtest.New(dim)
+	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: name, Provider: "embedtest", Model: fmt.Sprintf("word-hash-%d", dim), Dim: dim, Normalized: true}); err != nil && recall.ErrorCode(err) != recall.ECONFLICT {
+		t.Fatal(err)
+	}
+	var vecs []recall.Vector
+	for _, d := range docs {
+		v, err := embed.EmbedChunks(ctx, e, dim, []embed.ChunkText{{Text: d.Chunks[0].Text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vecs = append(vecs, recall.Vector{Space: name, Hash: d.Chunks[0].Hash, Vec: v[0]})
+	}
+	if err := st.PutVectors(ctx, vecs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFollowSwitchesReadSpace: when another process makes a different
+// space the read space (`recall space use`), Follow moves searches to it
+// with that space's query model, without a restart; a space whose model
+// cannot be made leaves searches where they were, is not tried again on
+// every look, and is tried again once the read space changes anew.
+func TestFollowSwitchesReadSpace(t *testing.T) {
+	ctx := context.Background()
+	server, other, calls := switchingServer(t, "v")
+	emb16 := embedtest.New(16)
+	a := doc("a.md", "a wombat crossed the river at dawn")
+	b := doc("b.md", "the quokka smiled at the camera")
+	writeDocs(t, server, emb16, a, b)
+
+	// Space u (24 dimensions) holds a vector for a alone.
+	fillSpace(t, other, "u", 24, a)
+	if f := follow(t, server); f.Switched != "" || calls.Load() != 0 {
+		t.Fatalf("Follow switched before the read space changed: %+v", f)
+	}
+	if err := other.UseSpace(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	f := follow(t, server)
+	if f.Switched != "u" || f.ReadSpace != "" || f.SwitchErr != nil {
+		t.Fatalf("Follow after the read space became u = %+v; want Switched u", f)
+	}
+	if name, n := server.ReadSpace(); name != "u" || n != 1 {
+		t.Errorf("ReadSpace = %s, %d; want u, 1", name, n)
+	}
+	for _, mode := range []string{recall.ModeSemantic, recall.ModeHybrid} {
+		r, err := server.Search(ctx, recall.SearchRequest{Query: "wombat river dawn", Mode: mode, Limit: 5, PerSource: 1})
+		if err != nil {
+			t.Fatalf("%s search after the switch: %v", mode, err)
+		}
+		if r.Mode != mode || len(r.Results) == 0 || r.Results[0].Source != "a.md" {
+			t.Errorf("%s search after the switch: mode %s, results %+v", mode, r.Mode, r.Results)
+		}
+	}
+	if got := sourcesFound(t, server, "quokka", recall.ModeSemantic); slices.Contains(got, "b.md") {
+		t.Errorf("semantic search finds b.md, which has no vector in u: %v", got)
+	}
+	// The new space's writes are followed as before.
+	fillSpace(t, other, "u", 24, b)
+	if f := follow(t, server); f.Vectors != 1 {
+		t.Errorf("Follow after a repair in u = %+v; want 1 vector", f)
+	}
+	assertInStep(t, server)
+
+	// A space this process cannot embed queries for.
+	fillSpace(t, other, "v", 8, a, b)
+	if err := other.UseSpace(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	before := calls.Load()
+	f = follow(t, server)
+	if f.Switched != "" || f.ReadSpace != "v" || f.SwitchErr == nil || !strings.Contains(f.SwitchErr.Error(), "not installed") {
+		t.Fatalf("Follow to a space without a model = %+v; want ReadSpace v and the error", f)
+	}
+	if name, _ := server.ReadSpace(); name != "u" {
+		t.Errorf("after a refused switch searches read %s; want u", name)
+	}
+	if got := sourcesFound(t, server, "quokka smiled camera", recall.ModeSemantic); !slices.Contains(got, "b.md") {
+		t.Errorf("semantic search after a refused switch: %v", got)
+	}
+	follow(t, server)
+	follow(t, server)
+	if n := calls.Load() - before; n != 1 {
+		t.Errorf("the refused space's model was asked for %d times over three looks; want 1", n)
+	}
+	// Back to u and then to v again: v is tried again.
+	if err := other.UseSpace(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if f := follow(t, server); f.Switched != "" || f.ReadSpace != "" {
+		t.Errorf("Follow back on the loaded space = %+v", f)
+	}
+	if err := other.UseSpace(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, server)
+	if n := calls.Load() - before; n != 2 {
+		t.Errorf("after the read space left v and came back the model was asked for %d times in all; want 2", n)
+	}
+}
+
+// TestSearchesDuringSwitches: searches of every mode keep answering, with
+// no error and never with a query vector of the other space's model (the
+// spaces differ in dimension), while the read space switches back and
+// forth under them.
+func TestSearchesDuringSwitches(t *testing.T) {
+	ctx := context.Background()
+	server, other, _ := switchingServer(t)
+	var docs []recall.Document
+	for i := range 40 {
+		docs = append(docs, doc(fmt.Sprintf("d%02d.md", i), fmt.Sprintf("note %d about the wombat and the river number %d", i, i%7)))
+	}
+	writeDocs(t, server, embedtest.New(16), docs...)
+	fillSpace(t, other, "u", 24, docs...)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for _, mode := range []string{recall.ModeSemantic, recall.ModeHybrid} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, err := server.Search(ctx, recall.SearchRequest{Query: "wombat river 3", Mode: mode, Limit: 5, PerSource: 1})
+				if err == nil && len(r.Results) == 0 {
+					err = fmt.Errorf("%s search found nothing", mode)
+				}
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := range 20 {
+		space := []string{"u", "t"}[i%2]
+		if err := other.UseSpace(ctx, space); err != nil {
+			t.Fatal(err)
+		}
+		if f := follow(t, server); f.Switched != space {
+			t.Errorf("switch %d: Follow = %+v; want Switched %s", i, f, space)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

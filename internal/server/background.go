@@ -191,6 +191,9 @@ func (b *background) follow(ctx context.Context) {
 		start := time.Now()
 		f, err := b.eng.Follow(ctx)
 		wait = max(every, 20*time.Since(start))
+		if f.Switched != "" {
+			wait = every // a load, once: not the cost of a look
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -203,12 +206,21 @@ func (b *background) follow(ctx context.Context) {
 				b.nudge()
 			}
 		}
+		if f.Switched != "" {
+			_, n := b.eng.ReadSpace()
+			b.log.Info("searches read another space, made the read space by another process", "read_space", f.Switched, "chunks", n)
+		}
 		if f.ReadSpace != warned {
 			warned = f.ReadSpace
 			if warned != "" {
 				space, _ := b.eng.ReadSpace()
-				b.log.Warn("another process made a different space the read space; searches keep reading the one loaded until the server restarts",
-					"read_space", warned, "loaded", space)
+				msg := "another process made a different space the read space; searches keep reading the one loaded until the server restarts"
+				args := []any{"read_space", warned, "loaded", space}
+				if f.SwitchErr != nil {
+					msg = "another process made a different space the read space, whose model cannot be used here; searches keep reading the one loaded"
+					args = append(args, "err", recall.ErrorMessage(f.SwitchErr))
+				}
+				b.log.Warn(msg, args...)
 			}
 		}
 	}
