@@ -1191,24 +1191,13 @@ func (e *Engine) resolve(ctx context.Context, name string, kind recall.Kind, sco
 // the whole query.
 func exactPhrases(q string) (quoted bool, phrases []string) {
 	var out []string
-	for {
-		i := strings.IndexByte(q, '"')
-		if i < 0 {
-			break
-		}
-		j := strings.IndexByte(q[i+1:], '"')
-		if j < 0 {
-			break
-		}
-		if p := strings.TrimSpace(q[i+1 : i+1+j]); p != "" {
-			out = append(out, textindex.Fold(p))
-		}
-		q = q[i+1+j+1:]
+	for _, p := range textindex.QuotedPhrases(q) {
+		out = append(out, textindex.Fold(p))
 	}
 	if len(out) > 0 {
 		return true, out
 	}
-	if p := strings.TrimSpace(strings.Trim(q, `"`)); p != "" {
+	if p := strings.TrimSpace(strings.TrimFunc(q, textindex.IsQuote)); p != "" {
 		out = append(out, textindex.Fold(p))
 	}
 	return false, out

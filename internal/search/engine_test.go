@@ -363,14 +363,18 @@ func TestQuotedPhraseIsRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mode := range []string{recall.ModeHybrid, recall.ModeSemantic, recall.ModeLexical} {
-		r, err := eng.Search(ctx, recall.SearchRequest{Query: `"train north to Porto"`, Mode: mode})
-		if err != nil {
-			t.Fatal(err)
+		// Typographic quotes, as smart-quote keyboards and Chinese input
+		// methods type them, and Japanese brackets quote alike.
+		for _, q := range []string{`"train north to Porto"`, `“train north to Porto”`, `「train north to Porto」`} {
+			r, err := eng.Search(ctx, recall.SearchRequest{Query: q, Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Results) != 1 || r.Results[0].Source != "a.md" || r.Note != "" || !slices.Contains(r.Results[0].Match, "exact") {
+				t.Errorf("%s %s: %+v", mode, q, r)
+			}
 		}
-		if len(r.Results) != 1 || r.Results[0].Source != "a.md" || r.Note != "" {
-			t.Errorf("%s: %+v", mode, r)
-		}
-		r, err = eng.Search(ctx, recall.SearchRequest{Query: `"train south to Faro"`, Mode: mode})
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: `"train south to Faro"`, Mode: mode})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,7 +85,7 @@ func (u Unit) equal(v Unit) bool {
 	return u.Prefix == v.Prefix && slices.Equal(u.Tokens, v.Tokens)
 }
 
-// splitQuotes splits s at double quotes into outside, inside, outside, ...
+// splitQuotes splits s at quotes (IsQuote) into outside, inside, outside, ...
 // parts. A quote without a partner is dropped, so what follows it is read as
 // ordinary words.
 func splitQuotes(s string) []string {
@@ -93,14 +93,14 @@ func splitQuotes(s string) []string {
 	var cur strings.Builder
 	quotes := 0
 	for _, r := range s {
-		if isQuote(r) {
+		if IsQuote(r) {
 			quotes++
 		}
 	}
 	paired := quotes - quotes%2
 	seen := 0
 	for _, r := range s {
-		if isQuote(r) {
+		if IsQuote(r) {
 			seen++
 			if seen <= paired {
 				parts = append(parts, cur.String())
@@ -114,8 +114,29 @@ func splitQuotes(s string) []string {
 	return append(parts, cur.String())
 }
 
-func isQuote(r rune) bool {
-	return r == '"' || r == '\u201C' || r == '\u201D' || r == '\u201E'
+// IsQuote reports whether r opens or closes a quoted phrase in a query:
+// the ASCII double quote, the typographic ones smart-quote keyboards and
+// Chinese input methods type (“ ” „), and the Japanese corner brackets
+// (「」『』).
+func IsQuote(r rune) bool {
+	switch r {
+	case '"', '\u201C', '\u201D', '\u201E', '「', '」', '『', '』':
+		return true
+	}
+	return false
+}
+
+// QuotedPhrases returns the quoted phrases of a query, as ParseQuery reads
+// them (a quote without a partner is dropped), trimmed, empty ones left out.
+func QuotedPhrases(s string) []string {
+	var out []string
+	parts := splitQuotes(s)
+	for i := 1; i < len(parts); i += 2 {
+		if p := strings.TrimSpace(parts[i]); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // unitOf tokenizes one word or phrase. Each CJK run gives its bigrams; a run

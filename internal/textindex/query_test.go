@@ -35,6 +35,8 @@ func TestParseQuery(t *testing.T) {
 		{`the "mint`, "[mint]"}, // unpaired quote is ignored
 		{`"a" "b" "c`, "+[a] +[b] [c]"},
 		{"\u201Cmint tea\u201D", "+[mint tea]"},
+		{"「薄荷茶」の作り方", "+[薄荷 荷茶] [の作 作り り方]"},
+		{"『mint tea』 recipe", "+[mint tea] [recipe]"},
 		{"e-mail", "[e mail]"},
 		{"Tea tea TEA", "[tea]"},
 		{"I'm won't don't", "[i m] [won t] [don t]"},
