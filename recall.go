@@ -387,15 +387,19 @@ type SearchRequest struct {
 
 // Hit is one search result.
 type Hit struct {
-	Source     string   `json:"source"`
-	ChunkIndex int      `json:"chunk_index"`
-	Kind       Kind     `json:"kind"`
-	Title      string   `json:"title,omitempty"`
-	Date       string   `json:"date,omitempty"`
-	Score      float64  `json:"score"`
-	Match      []string `json:"match,omitempty"` // how it matched: "exact", "semantic", "text"
-	Text       string   `json:"text"`
-	AlsoIn     []string `json:"also_in,omitempty"` // other sources holding the identical passage
+	Source     string `json:"source"`
+	ChunkIndex int    `json:"chunk_index"`
+	Kind       Kind   `json:"kind"`
+	// Owner is a memory's or diary day's owner ("" for unowned ones and
+	// archive files): a caller that may see several owners' memories
+	// passes it back to read around the hit (get_context).
+	Owner  string   `json:"owner,omitempty"`
+	Title  string   `json:"title,omitempty"`
+	Date   string   `json:"date,omitempty"`
+	Score  float64  `json:"score"`
+	Match  []string `json:"match,omitempty"` // how it matched: "exact", "semantic", "text"
+	Text   string   `json:"text"`
+	AlsoIn []string `json:"also_in,omitempty"` // other sources holding the identical passage
 }
 
 // SearchResponse is what a search returns.

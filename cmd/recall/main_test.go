@@ -286,6 +286,32 @@ func TestMemoryDeleteNeedsConfirmFlag(t *testing.T) {
 	}
 }
 
+// A search result names its memory's owner, and `recall context --owner`
+// reads around that memory, not an unowned one of the same key.
+func TestContextOfOwnedMemory(t *testing.T) {
+	env := testEnv(t)
+	for _, a := range [][]string{
+		{"memory", "save", "--owner", "ann", "person_ann", "Ann grows cilantro on the balcony."},
+		{"memory", "save", "person_ann", "Ann runs marathons."},
+	} {
+		if _, errs, code := run(t, env, a...); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	out, errs, code := run(t, env, "search", "--mode", "lexical", "cilantro balcony")
+	if code != 0 || !strings.Contains(out, "person_ann #0  owner ann") {
+		t.Fatalf("search: %d %s %s", code, out, errs)
+	}
+	out, errs, code = run(t, env, "context", "--kind", "memory", "--owner", "ann", "person_ann", "0")
+	if code != 0 || !strings.Contains(out, "cilantro") {
+		t.Errorf("context --owner ann: %d %s %s", code, out, errs)
+	}
+	out, errs, code = run(t, env, "context", "--kind", "memory", "person_ann", "0")
+	if code != 0 || !strings.Contains(out, "marathons") {
+		t.Errorf("context of the unowned memory: %d %s %s", code, out, errs)
+	}
+}
+
 // An interrupted sweep still ends stdout with its JSON summary: the
 // embedder here cancels the sweep while it embeds the first file.
 func TestInterruptedSweepPrintsSummary(t *testing.T) {

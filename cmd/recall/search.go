@@ -152,6 +152,9 @@ func printResults(w io.Writer, resp recall.SearchResponse) {
 	}
 	for i, h := range resp.Results {
 		fmt.Fprintf(w, "%d. %s #%d", i+1, h.Source, h.ChunkIndex)
+		if h.Owner != "" {
+			fmt.Fprintf(w, "  owner %s", h.Owner)
+		}
 		if h.Date != "" {
 			fmt.Fprintf(w, "  %s", h.Date)
 		}
@@ -179,6 +182,7 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("context", flag.ContinueOnError)
 	radius := fs.Int("radius", 1, "chunks to show on each side (at most 3)")
 	kind := fs.String("kind", "", "the source's kind (archive, memory or diary), when a memory and a file share a name")
+	owner := fs.String("owner", "", "the owner of the memory or diary day (a search result's owner)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := m.parse(fs, args, "context [flags] SOURCE CHUNK_INDEX")
 	if err != nil {
@@ -204,7 +208,11 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	default:
 		return usagef("--kind must be archive, memory or diary")
 	}
-	chunks, got, err := eng.Context(ctx, pos[0], recall.Kind(*kind), idx, *radius, recall.Filter{})
+	scope := recall.Filter{}
+	if *owner != "" {
+		scope.OwnerScoped, scope.Owner = true, *owner
+	}
+	chunks, got, err := eng.Context(ctx, pos[0], recall.Kind(*kind), idx, *radius, scope)
 	if err != nil {
 		return err
 	}

@@ -1104,7 +1104,7 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		hashes = append(hashes, s.sc.Hash)
 		hits = append(hits, recall.Hit{
 			Source: recall.PublicID(s.sc.Source.ID), ChunkIndex: s.sc.Index, Kind: s.sc.Source.Kind,
-			Title: s.sc.Source.Title, Date: s.sc.Source.Date, Score: round(s.c.score),
+			Owner: s.sc.Source.Owner, Title: s.sc.Source.Title, Date: s.sc.Source.Date, Score: round(s.c.score),
 			Match: s.match, Text: s.sc.Text,
 		})
 	}

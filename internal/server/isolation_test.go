@@ -123,3 +123,51 @@ func TestArchiveNeverShadowsMemories(t *testing.T) {
 		t.Errorf("unknown kind: %d %s", resp.StatusCode, raw)
 	}
 }
+
+// A token without an owner searches every owner's memories: each memory
+// result names its owner, and get_context given that owner reads around
+// the memory that was hit, not an unowned memory (or nothing) of the same
+// key. A bound token naming another owner is refused as in search.
+func TestContextOfAnotherOwnersHit(t *testing.T) {
+	f := newFixture(t, nil)
+	f.save("alice", "notes", "alice private pineapple orchard plan")
+	f.save("", "notes", "unowned notes about carrots")
+	f.save("bob", "bobkey", "bob grows pineapple orchard saplings")
+
+	plain := f.connect(plainTok)
+	out, _ := mustCall[recall.SearchResponse](t, plain, "search_archive", map[string]any{"query": "pineapple orchard", "kind": "memory", "limit": 10})
+	owners := map[string]string{}
+	var hits []recall.Hit
+	for _, h := range out.Results {
+		if strings.Contains(h.Text, "pineapple") {
+			owners[h.Source] = h.Owner
+			hits = append(hits, h)
+		}
+	}
+	if owners["notes"] != "alice" || owners["bobkey"] != "bob" {
+		t.Fatalf("memory results do not name their owners: %+v", out.Results)
+	}
+	for _, h := range hits {
+		args := map[string]any{"source": h.Source, "chunk_index": h.ChunkIndex, "kind": string(h.Kind), "owner": h.Owner}
+		ctx, res := mustCall[ContextOutput](t, plain, "get_context", args)
+		if len(ctx.Chunks) == 0 || !strings.Contains(ctx.Chunks[0].Text, "pineapple") {
+			t.Errorf("get_context of %s (owner %s): %s", h.Source, h.Owner, resultText(res))
+		}
+		body, _ := json.Marshal(args)
+		if resp, raw := f.do("POST", "/api/context", plainTok, string(body)); resp.StatusCode != 200 || !strings.Contains(raw, "pineapple") {
+			t.Errorf("REST context of %s (owner %s): %d %s", h.Source, h.Owner, resp.StatusCode, raw)
+		}
+	}
+	// Without an owner, the key names the unowned memory.
+	ctx, res := mustCall[ContextOutput](t, plain, "get_context", map[string]any{"source": "notes", "chunk_index": 0, "kind": "memory"})
+	if len(ctx.Chunks) == 0 || !strings.Contains(ctx.Chunks[0].Text, "carrots") {
+		t.Errorf("get_context of the unowned notes: %s", resultText(res))
+	}
+	alice := f.connect(aliceTok)
+	if res := call(t, alice, "get_context", map[string]any{"source": "bobkey", "chunk_index": 0, "owner": "bob"}); !res.IsError || !strings.Contains(resultText(res), "its own owner") {
+		t.Errorf("alice naming bob's owner in get_context: %s", resultText(res))
+	}
+	if res := call(t, plain, "get_context", map[string]any{"source": "notes", "chunk_index": 0, "owner": "no such/owner"}); !res.IsError {
+		t.Errorf("an invalid owner was accepted: %s", resultText(res))
+	}
+}

@@ -39,21 +39,31 @@ type SearchInput struct {
 
 var ownerRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,64}$`)
 
+// ownerFilter narrows f to the memories and diary the caller may read: its
+// own when its token is bound to an owner, else those of the owner it
+// names (requested), else every owner's.
+func (c caller) ownerFilter(f recall.Filter, requested string) (recall.Filter, error) {
+	if requested != "" {
+		if !ownerRE.MatchString(requested) {
+			return f, recall.Errorf(recall.EINVALID, "owner must be at most 64 letters, digits, '_', '.' or '-'")
+		}
+		if c.id.bound && requested != c.id.owner {
+			return f, recall.Errorf(recall.EFORBIDDEN, "this token may only use its own owner")
+		}
+		f.OwnerScoped, f.Owner = true, requested
+	}
+	return c.scope().Filter(f), nil
+}
+
 func (s *Server) search(ctx context.Context, c caller, in SearchInput) (recall.SearchResponse, error) {
 	f := recall.Filter{SourcePrefix: in.SourcePrefix, Category: in.Category, Since: in.Since, Until: in.Until}
 	if in.Kind != "" {
 		f.Kinds = []recall.Kind{recall.Kind(in.Kind)}
 	}
-	if in.Owner != "" {
-		if !ownerRE.MatchString(in.Owner) {
-			return recall.SearchResponse{}, recall.Errorf(recall.EINVALID, "owner must be at most 64 letters, digits, '_', '.' or '-'")
-		}
-		if c.id.bound && in.Owner != c.id.owner {
-			return recall.SearchResponse{}, recall.Errorf(recall.EFORBIDDEN, "this token may only use its own owner")
-		}
-		f.OwnerScoped, f.Owner = true, in.Owner
+	f, err := c.ownerFilter(f, in.Owner)
+	if err != nil {
+		return recall.SearchResponse{}, err
 	}
-	f = c.scope().Filter(f)
 	resp, err := s.eng.Search(ctx, recall.SearchRequest{Query: in.Query, Mode: in.Mode, Limit: in.Limit, Filter: f})
 	if err != nil {
 		return resp, err
@@ -67,6 +77,7 @@ type ContextInput struct {
 	ChunkIndex int    `json:"chunk_index" jsonschema:"the chunk_index of that result"`
 	Radius     *int   `json:"radius,omitempty" jsonschema:"how many chunks to show on each side, 0 to 3 (default 1)"`
 	Kind       string `json:"kind,omitempty" jsonschema:"the kind of that result (archive, memory or diary): it tells an archive file from a memory of the same name"`
+	Owner      string `json:"owner,omitempty" jsonschema:"the owner of that result, when it names one (a token bound to an owner always uses its own)"`
 }
 
 // ContextOutput is get_context's answer.
@@ -97,7 +108,11 @@ func (s *Server) context(ctx context.Context, c caller, in ContextInput) (Contex
 	default:
 		return ContextOutput{}, recall.Errorf(recall.EINVALID, "kind must be archive, memory or diary")
 	}
-	chunks, kind, err := s.eng.Context(ctx, in.Source, recall.Kind(in.Kind), in.ChunkIndex, radius, c.scope().Filter(recall.Filter{}))
+	scope, err := c.ownerFilter(recall.Filter{}, in.Owner)
+	if err != nil {
+		return ContextOutput{}, err
+	}
+	chunks, kind, err := s.eng.Context(ctx, in.Source, recall.Kind(in.Kind), in.ChunkIndex, radius, scope)
 	if err != nil {
 		return ContextOutput{}, err
 	}
