@@ -75,6 +75,8 @@ func TestSplitCuts(t *testing.T) {
 			[]string{strings.Repeat("e\u0301", 50), strings.Repeat("e\u0301", 30)}},
 		{"flags kept whole", []string{strings.Repeat("🇯🇵", 60)}, []string{strings.Repeat("🇯🇵", 50), strings.Repeat("🇯🇵", 10)}},
 		{"ideographs", []string{han}, []string{string([]rune(han)[:100]), string([]rune(han)[100:200]), string([]rune(han)[200:])}},
+		{"speaker label before ideographs", []string{"**User:** " + han}, []string{
+			"**User:** " + string([]rune(han)[:90]), string([]rune(han)[90:190]), string([]rune(han)[190:])}},
 		{"hangul without spaces", []string{hangul}, []string{string([]rune(hangul)[:100]), string([]rune(hangul)[100:])}},
 		{"no messages", nil, nil},
 		{"blank messages", []string{"", " \n\t", "\u3000"}, nil},

@@ -52,10 +52,31 @@ func (s *splitter) cut(p pos, limit int, end pos) (int, level) {
 	if e := best[levelWord]; e > p.b {
 		return e, levelWord
 	}
+	// No space in the second half. In a script written without spaces a
+	// cut between two of its characters there beats a word end early on:
+	// after "**User:** " and a long run of Chinese, that word end would
+	// leave a chunk of the speaker's name alone.
+	c, l := s.charCut(p, lim, end)
+	if l == levelSymbol && c >= half && unspacedBefore(t, c) {
+		return c, l
+	}
 	if e := lastWordEnd(t, p.b, from); e > p.b {
 		return e, levelWord
 	}
-	return s.charCut(p, lim, end)
+	return c, l
+}
+
+// unspacedBefore reports whether the character before byte offset b of t
+// (past any marks) is of a script written without spaces.
+func unspacedBefore(t string, b int) bool {
+	for b > 0 {
+		r, n := utf8.DecodeLastRuneInString(t[:b])
+		if !unicode.Is(unicode.M, r) {
+			return unicode.In(r, unspaced...)
+		}
+		b -= n
+	}
+	return false
 }
 
 // scanCuts returns, for each level from word to paragraph, the last place
