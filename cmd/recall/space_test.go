@@ -54,13 +54,20 @@ func fakeOllama(t *testing.T, down *atomic.Bool) *httptest.Server {
 	return srv
 }
 
-func TestSwitchModelsWithoutDowntime(t *testing.T) {
+// ollamaEnv is a test environment whose embedder is model-a of a fake
+// Ollama server.
+func ollamaEnv(t *testing.T) map[string]string {
 	var down atomic.Bool
 	srv := fakeOllama(t, &down)
 	env := testEnv(t)
 	env["RECALL_EMBEDDER"] = "ollama"
 	env["RECALL_MODEL"] = "model-a"
 	env["RECALL_OLLAMA_URL"] = srv.URL
+	return env
+}
+
+func TestSwitchModelsWithoutDowntime(t *testing.T) {
+	env := ollamaEnv(t)
 
 	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
 		t.Fatal(errs)
@@ -295,12 +302,7 @@ func TestLegacyDirectoryModelSpace(t *testing.T) {
 // the server's searches to the new space and its model within seconds,
 // without a restart.
 func TestServeFollowsSpaceSwitch(t *testing.T) {
-	var down atomic.Bool
-	srv := fakeOllama(t, &down)
-	env := testEnv(t)
-	env["RECALL_EMBEDDER"] = "ollama"
-	env["RECALL_MODEL"] = "model-a"
-	env["RECALL_OLLAMA_URL"] = srv.URL
+	env := ollamaEnv(t)
 	env["RECALL_TOKEN"] = serveToken
 	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
 		t.Fatal(errs)
