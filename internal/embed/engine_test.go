@@ -207,6 +207,55 @@ func TestKeyInBaseURLIsRedacted(t *testing.T) {
 	wantCode(t, err, recall.EUNAVAILABLE)
 }
 
+// leakedKeyPart returns the longest piece (12 characters or more) of key
+// that s holds, or "".
+func leakedKeyPart(s, key string) string {
+	for n := len(key); n >= 12; n-- {
+		for i := 0; i+n <= len(key); i++ {
+			if strings.Contains(s, key[i:i+n]) {
+				return key[i : i+n]
+			}
+		}
+	}
+	return ""
+}
+
+// No piece of the API key reaches an error, however a failing or malformed
+// response places it: after a run of whitespace the excerpt collapses (a
+// cut there once kept most of the key), past the part of a body an excerpt
+// reads, or where a vector should be (the decoder once quoted 24
+// characters of the value).
+func TestKeyNeverInErrors(t *testing.T) {
+	const key = "sk-proj-Abc123Def456Ghi789Jkl012Mno345Pqr678Stu901Vwx"
+	for name, tc := range map[string]struct {
+		status int
+		body   string
+	}{
+		"after whitespace": {500, "proxy error" + strings.Repeat(" ", 769) + "Authorization: Bearer " + key},
+		"across the scan":  {500, "x" + strings.Repeat(" ", excerptScan-21) + key + " tail"},
+		"as a vector":      {200, `{"data":[{"index":0,"embedding":"` + key + `"}]}`},
+		"as a component":   {200, `{"data":[{"index":0,"embedding":["` + key + `"]}]}`},
+		"in a message":     {400, `{"error":{"message":"bad key ` + key + `"}}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+				writeRaw(w, tc.status, tc.body)
+			})
+			o, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Model: "m", APIKey: key, Limits: fast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = o.Embed(context.Background(), recall.InputDocument, []string{"a"})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if p := leakedKeyPart(err.Error(), key); p != "" {
+				t.Errorf("the error holds %d characters of the key: %v", len(p), err)
+			}
+		})
+	}
+}
+
 func TestConcurrencyLimit(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
 		time.Sleep(15 * time.Millisecond)

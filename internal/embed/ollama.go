@@ -66,7 +66,7 @@ func NewOllama(cfg OllamaConfig) (*Ollama, error) {
 		limits:   cfg.Limits,
 		defaults: ollamaDefaults,
 		prefixes: prefixes,
-		wire:     ollamaWire{model: cfg.Model},
+		wire:     ollamaWire{model: cfg.Model, dim: cfg.Dim},
 	})
 	if err != nil {
 		return nil, err
@@ -74,7 +74,10 @@ func NewOllama(cfg OllamaConfig) (*Ollama, error) {
 	return o, nil
 }
 
-type ollamaWire struct{ model string }
+type ollamaWire struct {
+	model string
+	dim   int // requested vector size (RECALL_DIMENSIONS); 0: the model's own
+}
 
 type ollamaRequest struct {
 	Model string   `json:"model"`
@@ -82,10 +85,14 @@ type ollamaRequest struct {
 	// Truncate lets Ollama cut input to the model's window rather than fail
 	// the batch; MaxInputChars only approximates the window in characters.
 	Truncate bool `json:"truncate"`
+	// Dimensions asks a Matryoshka model (qwen3-embedding,
+	// nomic-embed-text) for shorter vectors, truncated and normalised by
+	// Ollama; other models ignore it, and the size check then says so.
+	Dimensions int `json:"dimensions,omitempty"`
 }
 
 func (w ollamaWire) body(_ recall.InputKind, texts []string) any {
-	return ollamaRequest{Model: w.model, Input: texts, Truncate: true}
+	return ollamaRequest{Model: w.model, Input: texts, Truncate: true, Dimensions: w.dim}
 }
 
 func (ollamaWire) decode(body []byte, _ int) ([][]float32, error) {

@@ -132,3 +132,31 @@ func TestOllamaMalformed(t *testing.T) {
 		})
 	}
 }
+
+// A configured vector size is asked of Ollama (Matryoshka models honour
+// it), not only checked against what comes back.
+func TestOllamaSendsDimensions(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		dim := 1024
+		if d, ok := req.fields(t)["dimensions"].(float64); ok {
+			dim = int(d)
+		}
+		ollamaOK(w, req.inputs(t), dim)
+	})
+	for _, want := range []int{256, 0} {
+		o, err := NewOllama(OllamaConfig{BaseURL: srv.URL, Model: "qwen3-embedding", Dim: want, Limits: fast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := o.Embed(context.Background(), recall.InputDocument, []string{"a"})
+		if err != nil {
+			t.Fatalf("dimensions %d: %v", want, err)
+		}
+		if want == 0 {
+			want = 1024 // none sent: the model's own
+		}
+		if len(got[0]) != want {
+			t.Errorf("got %d dimensions, want %d", len(got[0]), want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,12 +126,25 @@ func (e *engine) providerMessage(body []byte) string {
 }
 
 // excerpt returns up to max characters from the start of b, valid UTF-8,
-// whitespace collapsed, secret removed. The secret is removed before cutting
-// so a cut cannot leave half of it behind.
+// whitespace collapsed, secret removed. The secret is removed from the whole
+// of b before anything is cut or collapsed: collapsing a run of spaces can
+// pull text from far into the body into the excerpt, so no cut made before
+// redaction is safe from leaving part of the secret behind. (b is a
+// response body read with a size limit.)
 func (e *engine) excerpt(b []byte, max int) string {
-	limit := 4*max + len(e.secret)
-	if len(b) > limit {
-		b = b[:limit]
+	// Whitespace runs collapse to one space, so text far into the body can
+	// reach the excerpt; 64 KiB is plenty and bounds the work on a large
+	// error page. A secret the cut splits is dropped with what follows.
+	if len(b) > excerptScan {
+		b = b[:excerptScan]
+		if e.secret != "" {
+			for n := min(len(e.secret)-1, len(b)); n > 0; n-- {
+				if bytes.HasSuffix(b, []byte(e.secret[:n])) {
+					b = b[:len(b)-n]
+					break
+				}
+			}
+		}
 	}
 	s := e.redact(strings.ToValidUTF8(string(b), "\uFFFD"))
 	s = strings.Join(strings.Fields(s), " ")
@@ -139,6 +153,9 @@ func (e *engine) excerpt(b []byte, max int) string {
 	}
 	return s
 }
+
+// excerptScan bounds how much of a body an excerpt reads.
+const excerptScan = 64 << 10
 
 func (e *engine) redact(s string) string {
 	if e.secret == "" {

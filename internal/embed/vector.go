@@ -21,7 +21,7 @@ func (v *vector) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
-		return fmt.Errorf("embedding %.24s is not an array", b)
+		return fmt.Errorf("an embedding is %s, not an array", jsonKind(b))
 	}
 	body := bytes.TrimSpace(b[1 : len(b)-1])
 	out := make([]float32, 0, bytes.Count(body, []byte{','})+1)
@@ -41,12 +41,32 @@ func (v *vector) UnmarshalJSON(b []byte) error {
 			if errors.As(err, &num) && num.Err == strconv.ErrRange {
 				return fmt.Errorf("vector component %.24s is out of float32 range", tok)
 			}
-			return fmt.Errorf("vector component %.24s is not a finite number", tok)
+			return fmt.Errorf("a vector component is %s, not a finite number", jsonKind(tok))
 		}
 		out = append(out, float32(f))
 	}
 	*v = out
 	return nil
+}
+
+// jsonKind names the kind of a JSON value for an error message, without
+// quoting it: a malformed response may echo a request's credentials.
+func jsonKind(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "empty"
+	case b[0] == '"':
+		return "a string"
+	case b[0] == '{':
+		return "an object"
+	case b[0] == '[':
+		return "an array"
+	case string(b) == "true" || string(b) == "false":
+		return "a boolean"
+	case string(b) == "null":
+		return "null"
+	}
+	return "a number"
 }
 
 func floats(vs []vector) [][]float32 {
