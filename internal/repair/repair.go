@@ -115,11 +115,13 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 
 // embedPart embeds the texts of part. When the embedder fails on the whole
 // batch it tells an outage from texts it cannot take (a model that makes
-// NaN of one input, a provider that refuses one as too long) by trying the
-// first texts alone: if neither of the first two embeds, it is an outage
-// and the run stops, to resume there; else the batch is split until every
-// text that can be embedded is, and the texts that fail alone are counted
-// as refused and passed, so that one text never holds up all after it.
+// NaN of one input, a provider that refuses one as too long) by trying a
+// few texts alone — the first two, the middle one and the last, so that
+// refused texts side by side at the start do not pass for an outage: if
+// none embeds, it is an outage and the run stops, to resume there; else the
+// batch is split until every text that can be embedded is, and the texts
+// that fail alone are counted as refused and passed, so that no text holds
+// up all after it.
 func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText) ([]recall.Vector, int, error) {
 	one := func(ts []recall.PendingText) ([]recall.Vector, error) {
 		texts := make([]embed.ChunkText, len(ts))
@@ -141,21 +143,30 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 		return out, 0, err
 	}
 	refused := 0
-	probe := 0 // the leading texts tried alone
-	for ; probe < min(2, len(part)); probe++ {
-		v, perr := one(part[probe : probe+1])
+	tried := map[int]bool{}
+	for _, i := range []int{0, 1, len(part) / 2, len(part) - 1} {
+		if tried[i] {
+			continue
+		}
+		tried[i] = true
+		v, perr := one(part[i : i+1])
 		if ctx.Err() != nil {
 			return nil, 0, ctx.Err()
 		}
 		if perr == nil {
 			out = v
-			probe++
 			break
 		}
 		refused++
 	}
 	if out == nil {
-		return nil, 0, err // neither of the first two embeds alone: an outage
+		return nil, 0, err // none of the probes embeds alone: an outage
+	}
+	rest := make([]recall.PendingText, 0, len(part))
+	for i, t := range part {
+		if !tried[i] {
+			rest = append(rest, t)
+		}
 	}
 	var split func(ts []recall.PendingText) error
 	split = func(ts []recall.PendingText) error {
@@ -179,7 +190,7 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 		}
 		return split(ts[h:])
 	}
-	if err := split(part[probe:]); err != nil {
+	if err := split(rest); err != nil {
 		return nil, 0, err
 	}
 	return out, refused, nil

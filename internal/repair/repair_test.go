@@ -43,48 +43,78 @@ func fakeOllama(t *testing.T, down *atomic.Bool, calls *atomic.Int32) *httptest.
 	return srv
 }
 
-// A text the embedder always fails on does not hold up the texts after it;
-// an embedder that fails on everything stops the run where it was.
-func TestRepairPassesRefusedTexts(t *testing.T) {
-	var down atomic.Bool
-	var calls atomic.Int32
-	srv := fakeOllama(t, &down, &calls)
-	emb, err := embed.NewOllama(embed.OllamaConfig{BaseURL: srv.URL, Model: "m", Dim: 4,
-		Limits: embed.Limits{MaxAttempts: 1, BaseDelay: time.Millisecond}})
-	if err != nil {
+// refusals is a store with space "s" holding one source of texts, its
+// engine, and an Ollama stand-in embedder that refuses texts holding
+// "POISON", or everything while down is set; calls counts its requests.
+type refusals struct {
+	st    *sqlite.DB
+	eng   *search.Engine
+	emb   recall.Embedder
+	down  *atomic.Bool
+	calls *atomic.Int32
+}
+
+func newRefusals(t *testing.T, texts []string) refusals {
+	t.Helper()
+	r := refusals{down: new(atomic.Bool), calls: new(atomic.Int32)}
+	srv := fakeOllama(t, r.down, r.calls)
+	var err error
+	if r.emb, err = embed.NewOllama(embed.OllamaConfig{BaseURL: srv.URL, Model: "m", Dim: 4,
+		Limits: embed.Limits{MaxAttempts: 1, BaseDelay: time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{})
-	if err != nil {
+	if r.st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "ollama", Model: "m", Dim: 4, Normalized: true}); err != nil {
+	t.Cleanup(func() { r.st.Close() })
+	if _, err := r.st.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "ollama", Model: "m", Dim: 4, Normalized: true}); err != nil {
 		t.Fatal(err)
 	}
-	eng := search.New(st, search.Options{})
-	texts := []string{"alpha one", "POISON two", "beta three", "POISON four"}
-	for i := range 40 {
-		texts = append(texts, fmt.Sprintf("later text %d", i))
-	}
+	r.eng = search.New(r.st, search.Options{})
 	doc := recall.Document{Source: recall.Source{ID: "src", Kind: recall.KindArchive, Title: "t",
 		ContentHash: recall.TextHash(strings.Join(texts, "\n")), ChunkCount: len(texts), IndexState: recall.IndexOK}}
 	for i, s := range texts {
 		doc.Chunks = append(doc.Chunks, recall.Chunk{Index: i, Text: s, Header: "t", Hash: recall.TextHash(s)})
 	}
-	if _, err := eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
+	if _, err := r.eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
 
-	down.Store(true)
-	p, err := repair.Run(ctx, st, eng, "s", emb, repair.Options{})
-	if err == nil || p.Embedded != 0 || p.Cursor != 0 || calls.Load() > 3 {
-		t.Fatalf("embedder down: %+v, %v after %d calls; want an error at once, where it started", p, err, calls.Load())
+// Refused texts side by side at the start of a batch do not pass for an
+// outage: the texts after them are embedded, on the first run.
+func TestRepairPassesAdjacentRefusedTexts(t *testing.T) {
+	texts := []string{"POISON one", "POISON two", "POISON three"}
+	for i := range 40 {
+		texts = append(texts, fmt.Sprintf("later text %d", i))
+	}
+	r := newRefusals(t, texts)
+	p, err := repair.Run(context.Background(), r.st, r.eng, "s", r.emb, repair.Options{})
+	if err != nil || !p.Done || p.Embedded != 40 || p.Refused != 3 {
+		t.Fatalf("three refused texts first: %+v, %v; want the other 40 embedded and the run done", p, err)
+	}
+}
+
+// A text the embedder always fails on does not hold up the texts after it;
+// an embedder that fails on everything stops the run where it was.
+func TestRepairPassesRefusedTexts(t *testing.T) {
+	texts := []string{"alpha one", "POISON two", "beta three", "POISON four"}
+	for i := range 40 {
+		texts = append(texts, fmt.Sprintf("later text %d", i))
+	}
+	r := newRefusals(t, texts)
+	ctx := context.Background()
+
+	r.down.Store(true)
+	p, err := repair.Run(ctx, r.st, r.eng, "s", r.emb, repair.Options{})
+	if err == nil || p.Embedded != 0 || p.Cursor != 0 || r.calls.Load() > 5 { // the batch, then four texts alone
+		t.Fatalf("embedder down: %+v, %v after %d calls; want an error at once, where it started", p, err, r.calls.Load())
 	}
 
-	down.Store(false)
-	p, err = repair.Run(ctx, st, eng, "s", emb, repair.Options{})
+	r.down.Store(false)
+	p, err = repair.Run(ctx, r.st, r.eng, "s", r.emb, repair.Options{})
 	if err != nil || !p.Done || p.Embedded != len(texts)-2 || p.Missing != 2 || p.Refused == 0 {
 		t.Fatalf("two texts refused: %+v, %v; want the other %d embedded and the run done", p, err, len(texts)-2)
 	}
