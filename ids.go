@@ -42,6 +42,18 @@ func PublicID(id string) string {
 	return id
 }
 
+// IDKind is the kind of source an internal id names: a memory or diary
+// day by its namespace, else an archive file.
+func IDKind(id string) Kind {
+	switch {
+	case strings.HasPrefix(id, memoryIDPrefix):
+		return KindMemory
+	case strings.HasPrefix(id, diaryIDPrefix):
+		return KindDiary
+	}
+	return KindArchive
+}
+
 // reservedID reports whether an archive path would fall in a memory namespace.
 func reservedID(p string) bool {
 	return strings.HasPrefix(p, memoryIDPrefix) || strings.HasPrefix(p, diaryIDPrefix)

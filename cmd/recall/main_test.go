@@ -536,6 +536,10 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	for name, bad := range map[string]string{
 		"repeated source":  string(data) + lines[0],
 		"broken last line": string(data) + `{"source": {"id": "x.md"`,
+		// Kind and id disagree: it would clash with the archive file of
+		// that name only when written, after the records before it.
+		"memory named like a file":     string(data) + `{"source":{"id":"a.md","kind":"memory"},"chunks":[{"index":0,"text":"x"}]}` + "\n",
+		"file in the memory namespace": string(data) + `{"source":"memory::notes","kind":"archive","chunks":[{"index":0,"text":"x"}]}` + "\n",
 	} {
 		path := filepath.Join(t.TempDir(), "bad.jsonl")
 		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
@@ -555,5 +559,26 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	}
 	if out, _, _ := run(t, env, "stats", "--json"); strings.Contains(out, `"sources":{}`) {
 		t.Errorf("a good import stored nothing: %s", out)
+	}
+
+	// A memory record named like a file the database holds would clash
+	// with it only when written: after the records before it were, in
+	// batches of their own.
+	var b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&b, `{"source":"gen/%03d.md","kind":"archive","chunks":[{"index":0,"text":"note %d"}]}`+"\n", i, i)
+	}
+	b.WriteString(`{"source":"2025/09/sourdough.md","kind":"memory","chunks":[{"index":0,"text":"x"}]}` + "\n")
+	path := filepath.Join(t.TempDir(), "clash.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, _, _ := run(t, env, "stats", "--json")
+	_, errs, code := run(t, env, "import", path)
+	if code == 0 || !strings.Contains(errs, "kind memory, but its id names a source of kind archive") {
+		t.Errorf("memory named like a file: exit %d: %s", code, errs)
+	}
+	if after, _, _ := run(t, env, "stats", "--json"); after != before {
+		t.Errorf("a refused import changed the database:\n%s\n%s", before, after)
 	}
 }

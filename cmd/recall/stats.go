@@ -172,6 +172,12 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 		if err := store.ValidateDocument(&d); err != nil {
 			return fmt.Errorf("import: record %d (%s): %w; nothing was imported", line, d.Source.ID, err)
 		}
+		// Memories and diary days live in namespaces of their own, archive
+		// files outside them (as recall writes them): a record whose kind
+		// and id disagree would clash with the database only while written.
+		if k := recall.IDKind(d.Source.ID); k != d.Source.Kind {
+			return recall.Errorf(recall.EINVALID, "import: record %d (%s) is of kind %s, but its id names a source of kind %s; nothing was imported", line, d.Source.ID, d.Source.Kind, k)
+		}
 		if prev, dup := seen[d.Source.ID]; dup {
 			return recall.Errorf(recall.EINVALID, "import: records %d and %d are both source %q; nothing was imported", prev, line, d.Source.ID)
 		}
