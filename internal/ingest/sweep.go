@@ -176,7 +176,11 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	for _, f := range files {
 		present[f.rel] = true
 	}
-	byFile, gone := group(manifest, present)
+	unread := make(map[string]bool, len(walkFailures))
+	for _, f := range walkFailures {
+		unread[f.id] = true
+	}
+	byFile, gone := group(manifest, present, unread)
 
 	foreign, err := foreignFiles(ctx, st, abs)
 	if err != nil {
@@ -268,10 +272,16 @@ func foreignFiles(ctx context.Context, st recall.Store, vault string) (map[strin
 	return out, nil
 }
 
+// walkFailure is a file or folder the walk could not list or read.
 type walkFailure struct {
-	rel string
+	rel string // the path as found, for the failure log
+	id  string // its source id, or "" when the path makes none
 	err error
 }
+
+// walkDir is filepath.WalkDir; tests replace it to make a folder fail to
+// be read, which running as root (as CI does) cannot do with permissions.
+var walkDir = filepath.WalkDir
 
 // walk lists the supported files under root with one lstat each. Hidden
 // files and folders (.git, .obsidian) are skipped; symbolic links are not
@@ -279,7 +289,7 @@ type walkFailure struct {
 func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
 	var files []file
 	var failed []walkFailure
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := walkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
@@ -291,7 +301,8 @@ func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
 			if path == root {
 				return err
 			}
-			failed = append(failed, walkFailure{filepath.ToSlash(rel), err})
+			id, _ := recall.CleanSourceID(rel)
+			failed = append(failed, walkFailure{filepath.ToSlash(rel), id, err})
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -309,12 +320,12 @@ func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
 		}
 		id, ierr := recall.CleanSourceID(rel)
 		if ierr != nil {
-			failed = append(failed, walkFailure{filepath.ToSlash(rel), ierr})
+			failed = append(failed, walkFailure{filepath.ToSlash(rel), "", ierr})
 			return nil
 		}
 		info, ierr := d.Info()
 		if ierr != nil {
-			failed = append(failed, walkFailure{id, ierr})
+			failed = append(failed, walkFailure{id, id, ierr})
 			return nil
 		}
 		files = append(files, file{rel: id, path: path, size: info.Size(), mtime: info.ModTime().UnixNano()})
@@ -329,8 +340,12 @@ func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
 // group assigns every stored source to the vault file it came from: a file
 // that is one conversation has the file's id; a conversation inside an
 // export has the id "<export>/<conversation id>". Sources whose file is gone
-// are returned in gone.
-func group(m map[string]recall.SourceState, present map[string]bool) (byFile map[string][]string, gone []string) {
+// are returned in gone. A source at or under a path in unread (a folder
+// that could not be listed, a file that could not be stat'ed) is neither:
+// the walk could not tell whether its file is still there, and taking it
+// for gone would let --prune delete a whole folder's sources because of a
+// permission or a flaky disk.
+func group(m map[string]recall.SourceState, present, unread map[string]bool) (byFile map[string][]string, gone []string) {
 	byFile = make(map[string][]string)
 	for id := range m {
 		switch {
@@ -338,12 +353,25 @@ func group(m map[string]recall.SourceState, present map[string]bool) (byFile map
 			byFile[id] = append(byFile[id], id)
 		case present[parent(id)]:
 			byFile[parent(id)] = append(byFile[parent(id)], id)
-		default:
+		case !underAny(id, unread):
 			gone = append(gone, id)
 		}
 	}
 	sort.Strings(gone)
 	return byFile, gone
+}
+
+// underAny reports whether id is one of paths or lies under one of them.
+func underAny(id string, paths map[string]bool) bool {
+	if len(paths) == 0 {
+		return false
+	}
+	for p := id; p != ""; p = parent(p) {
+		if paths[p] {
+			return true
+		}
+	}
+	return false
 }
 
 func parent(id string) string {

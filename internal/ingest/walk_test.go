@@ -1,0 +1,86 @@
+package ingest
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// failReading makes the sweeps of the rest of the test fail to read the
+// folder rel of root, as they would if it were unreadable: running as root,
+// as CI does, permissions cannot make it so.
+func failReading(t *testing.T, root, rel string) {
+	t.Helper()
+	dir := filepath.Join(root, filepath.FromSlash(rel))
+	t.Cleanup(func() { walkDir = filepath.WalkDir })
+	walkDir = func(r string, fn fs.WalkDirFunc) error {
+		return filepath.WalkDir(r, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || path != dir {
+				return fn(path, d, err)
+			}
+			// filepath.WalkDir calls fn on entering a folder, then again
+			// with the error when the folder cannot be listed.
+			if err := fn(path, d, nil); err != nil {
+				return err
+			}
+			return fn(path, d, &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission})
+		})
+	}
+}
+
+// A folder the sweep cannot read is a failure, never a folder whose files
+// are all gone: --prune must keep their sources, and still remove what is
+// really gone.
+func TestSweepUnreadableFolderIsNotPruned(t *testing.T) {
+	st := openStore(t)
+	root := t.TempDir()
+	write(t, root, "keep.md", convA)
+	write(t, root, "deleted.md", convB)
+	write(t, root, "locked/a.md", convA+"\nlocked a")
+	write(t, root, "locked/deep/b.txt", convB+"\nlocked b")
+	write(t, root, "locked/claude.json", export)
+	sweep(t, st, root, Options{})
+	before := sourceIDs(t, st, root)
+
+	os.Remove(filepath.Join(root, "deleted.md"))
+	failReading(t, root, "locked")
+	res, log := sweep(t, st, root, Options{Prune: true})
+	if res.FilesFailed != 1 || !strings.Contains(log, "locked") || !strings.Contains(log, "permission denied") {
+		t.Errorf("the unreadable folder is not reported: %+v %q", res, log)
+	}
+	if res.FilesRemoved != 1 || res.Removed[0] != "deleted.md" {
+		t.Errorf("removed %v, want only deleted.md", res.Removed)
+	}
+	var want []string
+	for _, id := range before {
+		if id != "deleted.md" {
+			want = append(want, id)
+		}
+	}
+	if got := sourceIDs(t, st, root); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("sources after pruning with an unreadable folder: %v, want %v", got, want)
+	}
+}
+
+// The same with real permissions, where the test can drop them.
+func TestSweepPermissionDeniedFolderIsNotPruned(t *testing.T) {
+	if runtime.GOOS == "windows" || os.Geteuid() == 0 {
+		t.Skip("permissions do not stop this user reading a folder (TestSweepUnreadableFolderIsNotPruned covers it)")
+	}
+	st := openStore(t)
+	root := t.TempDir()
+	write(t, root, "locked/a.md", convA)
+	sweep(t, st, root, Options{})
+	locked := filepath.Join(root, "locked")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	res, _ := sweep(t, st, root, Options{Prune: true})
+	if res.FilesFailed != 1 || res.FilesRemoved != 0 || len(sourceIDs(t, st, root)) != 1 {
+		t.Errorf("unreadable folder: %+v, sources %v", res, sourceIDs(t, st, root))
+	}
+}
