@@ -334,7 +334,43 @@ func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("walk %s: %w", root, err)
 	}
-	return files, failed, nil
+	files, collided := collisions(root, files)
+	return files, append(failed, collided...), nil
+}
+
+// collisions takes out of files those that share a source id with another
+// file: a file literally named `a\b.md` beside a/b.md, or café.md in both
+// its NFC and NFD spellings, which most file systems keep apart. Sweeping
+// them would write one source twice in a transaction (refused, failing the
+// whole sweep) and choosing one would index whichever the walk met first,
+// so every one of them is a failure naming the others, until all but one
+// are renamed; the source keeps what an earlier sweep stored meanwhile.
+func collisions(root string, files []file) ([]file, []walkFailure) {
+	byID := make(map[string][]string, len(files))
+	for _, f := range files {
+		byID[f.rel] = append(byID[f.rel], found(root, f.path))
+	}
+	var failed []walkFailure
+	kept := files[:0]
+	for _, f := range files {
+		names := byID[f.rel]
+		if len(names) == 1 {
+			kept = append(kept, f)
+			continue
+		}
+		failed = append(failed, walkFailure{found(root, f.path), f.rel, recall.Errorf(recall.ECONFLICT,
+			"the files %+q are all the source id %q (their names differ only in slashes or Unicode normalisation): rename all but one", names, f.rel)})
+	}
+	return kept, failed
+}
+
+// found is path as the walk found it under root, with forward slashes.
+func found(root, path string) string {
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		return path
+	}
+	return filepath.ToSlash(rel)
 }
 
 // group assigns every stored source to the vault file it came from: a file

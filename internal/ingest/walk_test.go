@@ -84,3 +84,60 @@ func TestSweepPermissionDeniedFolderIsNotPruned(t *testing.T) {
 		t.Errorf("unreadable folder: %+v, sources %v", res, sourceIDs(t, st, root))
 	}
 }
+
+// Files whose names make one source id are each a failure; the rest of the
+// vault is swept, and a source they share keeps what it had.
+func TestSweepFilesWithOneSourceID(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip(`a file name cannot hold \ on Windows`)
+	}
+	colliding := func(t *testing.T, root string) {
+		write(t, root, `a\b.md`, convB+"\nbackslash")
+		write(t, root, "cafe\u0301.md", convB+"\nnfd")
+	}
+	check := func(t *testing.T, res Result, log string, changed int) {
+		t.Helper()
+		if res.FilesFailed != 4 || res.FilesChanged != changed || res.FilesRemoved != 0 {
+			t.Errorf("%+v", res)
+		}
+		for _, name := range []string{`"a\\b.md"`, `"a/b.md"`, `"caf\u00e9.md"`, `"cafe\u0301.md"`} {
+			if !strings.Contains(log, name) {
+				t.Errorf("the failure log does not name %s: %s", name, log)
+			}
+		}
+	}
+
+	t.Run("new", func(t *testing.T) {
+		st := openStore(t)
+		root := t.TempDir()
+		write(t, root, "a/b.md", convA)
+		write(t, root, "café.md", convA+"\nnfc")
+		colliding(t, root)
+		write(t, root, "other.md", convB)
+		res, log := sweep(t, st, root, Options{})
+		check(t, res, log, 1)
+		if got := sourceIDs(t, st, root); strings.Join(got, ",") != "other.md" {
+			t.Errorf("sources %v, want other.md alone", got)
+		}
+	})
+
+	t.Run("stored", func(t *testing.T) {
+		st := openStore(t)
+		root := t.TempDir()
+		write(t, root, "a/b.md", convA)
+		write(t, root, "café.md", convA+"\nnfc")
+		sweep(t, st, root, Options{})
+		colliding(t, root)
+		for range 2 {
+			res, log := sweep(t, st, root, Options{Prune: true})
+			check(t, res, log, 0)
+		}
+		want := []string{"a/b.md", "café.md"}
+		if got := sourceIDs(t, st, root); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("sources %v, want %v", got, want)
+		}
+		if got := content(t, st); strings.Contains(got, "backslash") || strings.Contains(got, "nfd") {
+			t.Errorf("a colliding file was written over the source:\n%s", got)
+		}
+	})
+}
