@@ -23,7 +23,7 @@ func CleanSourceID(p string) (string, error) {
 	if p == "" {
 		return "", Errorf(EINVALID, "source id is empty")
 	}
-	if strings.HasPrefix(p, "/") || (len(p) >= 2 && p[1] == ':') {
+	if strings.HasPrefix(p, "/") || hasDrive(p) {
 		return "", Errorf(EINVALID, "source id %q is absolute; it must be relative to the vault", p)
 	}
 	if strings.ContainsRune(p, 0) {
@@ -45,4 +45,17 @@ func CleanSourceID(p string) (string, error) {
 		return "", Errorf(EINVALID, "source id is longer than %d bytes", MaxSourceIDLen)
 	}
 	return p, nil
+}
+
+// hasDrive reports whether p (with forward slashes) starts with a Windows
+// drive: a letter and a colon, then a slash or nothing ("C:/x", "C:"). A
+// colon elsewhere is an ordinary character of a file name on other systems
+// ("1:1 with Bob.md", "Q:A session.md"). "C:x", a drive's current folder on
+// Windows, cannot be a file name there, and joined under a vault it stays
+// inside it.
+func hasDrive(p string) bool {
+	if len(p) < 2 || p[1] != ':' || !('a' <= p[0] && p[0] <= 'z' || 'A' <= p[0] && p[0] <= 'Z') {
+		return false
+	}
+	return len(p) == 2 || p[2] == '/'
 }

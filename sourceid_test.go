@@ -9,6 +9,9 @@ func TestCleanSourceID(t *testing.T) {
 		{"./x//y.md", "x/y.md"},
 		{"cafe\u0301.md", "caf\u00e9.md"}, // NFD to NFC
 		{"chatgpt/conversations.json/abc-123", "chatgpt/conversations.json/abc-123"},
+		{"1:1 with Bob.md", "1:1 with Bob.md"}, // a colon is no drive unless a slash follows
+		{"Q:A session.md", "Q:A session.md"},
+		{"notes/C:/x.md", "notes/C:/x.md"},
 	}
 	for _, c := range ok {
 		got, err := CleanSourceID(c.in)
@@ -16,7 +19,7 @@ func TestCleanSourceID(t *testing.T) {
 			t.Errorf("CleanSourceID(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
-	for _, in := range []string{"", ".", "/etc/passwd", "../x.md", "a/../../x", `C:\x.md`, "a\x00b", "\xff", "memory:x:y", "diary::2025-01-01", "./memory:x:y", "a/../diary::2025-01-01"} {
+	for _, in := range []string{"", ".", "/etc/passwd", "../x.md", "a/../../x", `C:\x.md`, "C:/x.md", "c:", `z:\`, "a\x00b", "\xff", "memory:x:y", "diary::2025-01-01", "./memory:x:y", "a/../diary::2025-01-01"} {
 		if _, err := CleanSourceID(in); ErrorCode(err) != EINVALID {
 			t.Errorf("CleanSourceID(%q) err = %v; want EINVALID", in, err)
 		}

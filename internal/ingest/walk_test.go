@@ -141,3 +141,23 @@ func TestSweepFilesWithOneSourceID(t *testing.T) {
 		}
 	})
 }
+
+// A colon in a file name is no drive letter: such files are swept like
+// any other.
+func TestSweepColonInFileName(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a file name cannot hold : on Windows")
+	}
+	st := openStore(t)
+	root := t.TempDir()
+	write(t, root, "1:1 with Bob.md", convA)
+	write(t, root, "Q:A session.md", convB)
+	write(t, root, "t/C:.md", convB+"\nc")
+	if res, log := sweep(t, st, root, Options{}); res.FilesChanged != 3 || res.FilesFailed != 0 {
+		t.Fatalf("%+v %s", res, log)
+	}
+	want := []string{"1:1 with Bob.md", "Q:A session.md", "t/C:.md"}
+	if got := sourceIDs(t, st, root); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("sources %v, want %v", got, want)
+	}
+}
