@@ -24,7 +24,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	prune := fs.Bool("prune", false, "delete sources whose files are gone from the vault")
 	dry := fs.Bool("dry-run", false, "report what would change; write nothing")
 	size := fs.Int("chunk-size", 2000, "chunk size limit in characters")
-	overlap := fs.Int("overlap", 200, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size)")
+	overlap := fs.Int("overlap", 0, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size, 200 for the default size)")
 	logPath := fs.String("log", "", "failure log `file` (default: sweep.log next to the database)")
 	asJSON := fs.Bool("json", false, "print one JSON summary object as the last line of stdout")
 	// Listed for -h only: a sweep given --remote is a remote one (wantsRemote).
