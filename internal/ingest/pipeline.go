@@ -281,7 +281,7 @@ func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, err
 	}
 	date := c.Date
 	if date == "" {
-		date = DateFromPath(f.rel)
+		date = dateFromPath(f.rel, p.now())
 	}
 	chunks := chunk.Split(c.Messages, p.opt.Chunk)
 	if len(chunks) == 0 {
@@ -316,7 +316,13 @@ var pathDate = regexp.MustCompile(`(?:^|/)((?:19|20)\d\d)(?:[/_-](0[1-9]|1[0-2])
 
 // DateFromPath reads a date from a vault path such as "2025/07/title.md" or
 // "2025-07-14 chat.md": "2025-07", "2025-07-14", or "" when there is none.
-func DateFromPath(rel string) string {
+// A date that has not begun yet is none: a conversation cannot have taken
+// place then, and the number is something else ("2048-game.md").
+func DateFromPath(rel string) string { return dateFromPath(rel, time.Now()) }
+
+// dateFromPath is DateFromPath on the day of now. A day's slack lets a file
+// named in a time zone already on the next day keep its date.
+func dateFromPath(rel string, now time.Time) string {
 	m := pathDate.FindStringSubmatch(rel)
 	if m == nil {
 		return ""
@@ -328,7 +334,7 @@ func DateFromPath(rel string) string {
 			d += "-" + m[3]
 		}
 	}
-	if _, _, ok := recall.DateRange(d); !ok {
+	if lo, _, ok := recall.DateRange(d); !ok || lo > now.AddDate(0, 0, 1).Format(time.DateOnly) {
 		return ""
 	}
 	return d

@@ -229,11 +229,23 @@ func TestDateFromPath(t *testing.T) {
 		"2025/13/x.md":             "2025",
 		"random/file.md":           "",
 		"v20250714/x.md":           "",
+		"2048-game.md":             "", // not a date before 2048
+		"2027-05 plan.md":          "",
+		"2026-11-30 chat.md":       "2026-11-30",
+		"2026-12-01 chat.md":       "2026-12-01", // already that day somewhere
+		"2026-12-02 chat.md":       "",
+		"2026/12/x.md":             "2026-12",
+		"2026/x.md":                "2026",
+		"2027/x.md":                "",
 	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for in, want := range cases {
-		if got := DateFromPath(in); got != want {
-			t.Errorf("DateFromPath(%q) = %q, want %q", in, got, want)
+		if got := dateFromPath(in, now); got != want {
+			t.Errorf("dateFromPath(%q, %s) = %q, want %q", in, now.Format(time.DateOnly), got, want)
 		}
+	}
+	if got := DateFromPath("2048-game.md"); got != "" && time.Now().Year() < 2048 {
+		t.Errorf("DateFromPath(2048-game.md) = %q", got)
 	}
 }
 
