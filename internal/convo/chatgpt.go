@@ -14,8 +14,8 @@ type gptConversation struct {
 	ID             string             `json:"id"`
 	ConversationID string             `json:"conversation_id"`
 	Title          string             `json:"title"`
-	CreateTime     float64            `json:"create_time"`
-	UpdateTime     float64            `json:"update_time"`
+	CreateTime     stamp              `json:"create_time"`
+	UpdateTime     stamp              `json:"update_time"`
 	Mapping        map[string]gptNode `json:"mapping"`
 	CurrentNode    string             `json:"current_node"`
 }
@@ -30,7 +30,7 @@ type gptMessage struct {
 	Author struct {
 		Role string `json:"role"`
 	} `json:"author"`
-	CreateTime float64 `json:"create_time"`
+	CreateTime stamp `json:"create_time"`
 	Content    struct {
 		ContentType string            `json:"content_type"`
 		Parts       []json.RawMessage `json:"parts"`
@@ -68,11 +68,11 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 		if err := ids.check(name, i, id); err != nil {
 			return err
 		}
-		c := Conversation{ID: id, Title: strings.TrimSpace(g.Title), Created: unixTime(g.CreateTime), Updated: unixTime(g.UpdateTime)}
+		c := Conversation{ID: id, Title: strings.TrimSpace(g.Title), Created: time.Time(g.CreateTime), Updated: time.Time(g.UpdateTime)}
 		var firstMessage, lastMessage time.Time
 		for _, nodeID := range g.branch() {
 			m := g.Mapping[nodeID].Message
-			if at := unixTime(m.CreateTime); !at.IsZero() {
+			if at := time.Time(m.CreateTime); !at.IsZero() {
 				if firstMessage.IsZero() {
 					firstMessage = at
 				}

@@ -4,16 +4,17 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"time"
 )
 
 // The parts of a Claude.ai export (conversations.json) that make up the
 // conversation.
 type claudeConversation struct {
-	UUID         string          `json:"uuid"`
-	Name         string          `json:"name"`
-	CreatedAt    string          `json:"created_at"`
-	UpdatedAt    string          `json:"updated_at"`
-	ChatMessages []claudeMessage `json:"chat_messages"`
+	UUID         string           `json:"uuid"`
+	Name         string           `json:"name"`
+	CreatedAt    stamp            `json:"created_at"`
+	UpdatedAt    stamp            `json:"updated_at"`
+	ChatMessages *[]claudeMessage `json:"chat_messages"`
 }
 
 type claudeMessage struct {
@@ -36,19 +37,24 @@ type claudeFile struct {
 func parseClaude(name string, r io.Reader, src *sourceReader, fn func(Conversation) error) error {
 	ids := exportIDs{}
 	return walkArray(name, r, src, func(i int, dec *json.Decoder) error {
-		var e claudeConversation
+		// chat_messages decodes through a pointer set beforehand, which
+		// tells the three cases apart: absent (the pointer is kept and its
+		// slice stays nil), null (the pointer is set to nil: a
+		// conversation with no messages) and an array.
+		var msgs []claudeMessage
+		e := claudeConversation{ChatMessages: &msgs}
 		if err := decodeElement(name, src, i, dec, &e); err != nil {
 			return err
 		}
-		if e.ChatMessages == nil {
+		if e.ChatMessages != nil && msgs == nil {
 			return invalidf(name, "element [%d] has no \"chat_messages\": not a Claude conversation", i)
 		}
 		if err := ids.check(name, i, e.UUID); err != nil {
 			return err
 		}
-		c := Conversation{ID: e.UUID, Title: strings.TrimSpace(e.Name), Created: isoTime(e.CreatedAt), Updated: isoTime(e.UpdatedAt)}
+		c := Conversation{ID: e.UUID, Title: strings.TrimSpace(e.Name), Created: time.Time(e.CreatedAt), Updated: time.Time(e.UpdatedAt)}
 		c.Date = dateOf(c.Created)
-		for _, m := range e.ChatMessages {
+		for _, m := range msgs {
 			if b := renderTurn(speakerLabel(m.Sender), m.text()); b != "" {
 				c.Messages = append(c.Messages, b)
 			}

@@ -389,3 +389,48 @@ func TestChatGPTMissingCurrentNodeWithOrphan(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// A timestamp of an unexpected type or form is unknown, never an error
+// that rejects the whole export; chat_messages null is a conversation with
+// no messages.
+func TestExportTimestampsAreLenient(t *testing.T) {
+	gpt := func(created, message string) string {
+		return `[{"id":"c1","title":"t","create_time":` + created + `,"mapping":{` +
+			`"r":{"parent":null,"children":["u"],"message":null},` +
+			`"u":{"parent":"r","children":[],"message":{"author":{"role":"user"},"create_time":` + message + `,"content":{"content_type":"text","parts":["hello"]}}}},` +
+			`"current_node":"u"}]`
+	}
+	claude := func(created string) string {
+		return `[{"uuid":"c1","name":"t","created_at":` + created + `,"updated_at":{"a":[1]},"chat_messages":[{"sender":"human","text":"hello"}]}]`
+	}
+	may1 := time.Date(2024, 5, 1, 8, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name, content string
+		created       time.Time
+	}{
+		{"chatgpt text time", gpt(`"2024-05-01T08:00:00Z"`, `null`), may1},
+		{"chatgpt milliseconds", gpt(`1714550400000`, `null`), may1},
+		{"chatgpt object time", gpt(`{"t":1}`, `1714550400`), may1}, // the first message's time stands in
+		{"chatgpt bad message time", gpt(`null`, `"soon"`), time.Time{}},
+		{"claude seconds", claude(`1714550400`), may1},
+		{"claude bad text", claude(`"the first of May"`), time.Time{}},
+		{"claude boolean", claude(`true`), time.Time{}},
+		{"claude array", claude(`[2024]`), time.Time{}},
+	}
+	for _, tt := range tests {
+		convs, err := parseString(t, "conversations.json", tt.content)
+		if err != nil || len(convs) != 1 {
+			t.Errorf("%s: %d conversations, %v", tt.name, len(convs), err)
+			continue
+		}
+		if c := convs[0]; !c.Created.Equal(tt.created) || c.Date != dateOf(tt.created) || !c.Updated.IsZero() && !c.Updated.Equal(tt.created) {
+			t.Errorf("%s: Created %v, Updated %v, Date %q; want %v", tt.name, c.Created, c.Updated, c.Date, tt.created)
+		}
+	}
+
+	convs, err := parseString(t, "conversations.json", `[{"uuid":"c1","name":"empty","chat_messages":null},`+
+		`{"uuid":"c2","name":"t","chat_messages":[{"sender":"human","text":"hello"}]}]`)
+	if err != nil || len(convs) != 1 || convs[0].ID != "c2" {
+		t.Errorf("chat_messages null: %v, %v", convs, err)
+	}
+}

@@ -181,6 +181,19 @@ func isoTime(s string) time.Time {
 	return t.UTC()
 }
 
+// stamp is a timestamp field of an export, read leniently: seconds (or
+// milliseconds) since the epoch or RFC 3339 text, whichever the export
+// wrote (ChatGPT documents seconds and Claude text, and both have been seen
+// the other way round). A timestamp never changes which messages a
+// conversation has, so one that cannot be read, or is of another JSON type,
+// is unknown (zero) rather than an error that would reject the whole export.
+type stamp time.Time
+
+func (s *stamp) UnmarshalJSON(b []byte) error {
+	*s = stamp(rawTime(b))
+	return nil
+}
+
 // dateOf is the UTC calendar day of t, or "" for the zero time.
 func dateOf(t time.Time) string {
 	if t.IsZero() {

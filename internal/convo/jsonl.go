@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -245,14 +246,25 @@ func contentText(raw json.RawMessage, field string) (string, error) {
 }
 
 // rawTime reads a timestamp written as RFC 3339 text or as seconds (or
-// milliseconds) since the epoch; anything else is unknown.
+// milliseconds) since the epoch; anything else is unknown. It looks at the
+// first byte before decoding: exports hold one per message, and a failed
+// decode costs an error value each.
 func rawTime(raw json.RawMessage) time.Time {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return isoTime(s)
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return time.Time{}
 	}
-	var f float64
-	if json.Unmarshal(raw, &f) == nil {
+	switch c := raw[0]; {
+	case c == '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return isoTime(s)
+		}
+	case c == '-' || '0' <= c && c <= '9':
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return time.Time{}
+		}
 		if f > 1e11 {
 			f /= 1000 // milliseconds
 		}
