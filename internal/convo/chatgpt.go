@@ -187,15 +187,7 @@ func (m *gptMessage) visible() bool {
 // model ran is fenced, as the conversation showed it.
 func (m *gptMessage) text() string {
 	if m.Content.ContentType == "code" && strings.TrimSpace(m.Content.Text) != "" {
-		lang := m.Content.Language
-		if lang == "unknown" || strings.ContainsAny(lang, "`\n") {
-			lang = ""
-		}
-		fence := "```"
-		for strings.Contains(m.Content.Text, fence) {
-			fence += "`"
-		}
-		return fence + lang + "\n" + trimBlankLines(m.Content.Text) + "\n" + fence
+		return codeBlock(m.Content.Language, m.Content.Text)
 	}
 	var parts []string
 	for _, raw := range m.Content.Parts {

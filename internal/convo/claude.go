@@ -26,13 +26,31 @@ type claudeMessage struct {
 }
 
 type claudeBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	Name  string          `json:"name"`  // the tool of a tool_use block
+	Input json.RawMessage `json:"input"` // its input, read only for an artifact
 }
 
 type claudeFile struct {
 	FileName string `json:"file_name"`
+	// ExtractedContent is the text of an attached or pasted file (a paste
+	// has no name), which the conversation showed the model.
+	ExtractedContent string `json:"extracted_content"`
 }
+
+// claudeArtifact is the input of an "artifacts" tool_use block: a document
+// or program the model wrote beside its answer. An update gives only the
+// text it replaces and leaves Content empty.
+type claudeArtifact struct {
+	Title    string `json:"title"`
+	Language string `json:"language"`
+	Content  string `json:"content"`
+}
+
+// claudeUnsupported is what the export's text field holds in place of an
+// artifact, fenced: it says nothing of the conversation.
+const claudeUnsupported = "This block is not supported on your current device yet."
 
 func parseClaude(name string, r io.Reader, src *sourceReader, fn func(Conversation) error) error {
 	ids := exportIDs{}
@@ -66,29 +84,71 @@ func parseClaude(name string, r io.Reader, src *sourceReader, fn func(Conversati
 	})
 }
 
-// text is the message as shown: its text blocks when it has content blocks
-// (tool calls, tool results and thinking are left out), else its text field,
-// followed by the names of attached files so that a search for the file
-// finds the conversation.
+// text is the message as shown: its text blocks and artifacts when it has
+// content blocks (other tool calls, tool results and thinking are left
+// out), else its text field without the placeholders that stand in for
+// artifacts there, followed by each attached file's name and extracted
+// text, so that a search for the file or what it said finds the
+// conversation.
 func (m *claudeMessage) text() string {
 	var parts []string
 	for _, b := range m.Content {
-		if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+		switch {
+		case b.Type == "text" && strings.TrimSpace(b.Text) != "":
 			parts = append(parts, b.Text)
+		case b.Type == "tool_use" && b.Name == "artifacts":
+			if a := artifactText(b.Input); a != "" {
+				parts = append(parts, a)
+			}
 		}
 	}
 	text := strings.Join(parts, "\n\n")
 	if len(parts) == 0 {
-		text = m.Text
+		text = withoutPlaceholders(m.Text)
 	}
-	seen := map[string]bool{}
+	named, seen := map[string]bool{}, map[claudeFile]bool{}
 	for _, files := range [][]claudeFile{m.Attachments, m.Files} {
 		for _, f := range files {
-			if f.FileName != "" && !seen[f.FileName] {
-				seen[f.FileName] = true
+			if seen[f] {
+				continue
+			}
+			seen[f] = true
+			if f.FileName != "" && !named[f.FileName] {
+				named[f.FileName] = true
 				text += "\n[file: " + f.FileName + "]"
+			}
+			if c := trimBlankLines(normalizeNewlines(f.ExtractedContent)); c != "" {
+				text += "\n" + c
 			}
 		}
 	}
 	return text
+}
+
+// artifactText renders an artifact as its title and its content fenced, or
+// "" when it has no content (an update, or input of another shape: an
+// artifact never fails the export).
+func artifactText(input json.RawMessage) string {
+	var a claudeArtifact
+	if json.Unmarshal(input, &a) != nil || strings.TrimSpace(a.Content) == "" {
+		return ""
+	}
+	out := codeBlock(a.Language, a.Content)
+	if t := strings.TrimSpace(a.Title); t != "" && !strings.Contains(t, "\n") {
+		out = "[artifact: " + t + "]\n" + out
+	}
+	return out
+}
+
+// withoutPlaceholders drops the artifact placeholders from a text field,
+// fenced as the export writes them or bare.
+func withoutPlaceholders(s string) string {
+	if !strings.Contains(s, claudeUnsupported) {
+		return s
+	}
+	fenced := "```\n" + claudeUnsupported + "\n```"
+	s = strings.ReplaceAll(normalizeNewlines(s), "\n\n"+fenced+"\n\n", "\n\n")
+	s = strings.ReplaceAll(s, fenced, "")
+	s = strings.ReplaceAll(s, claudeUnsupported, "")
+	return trimBlankLines(s)
 }

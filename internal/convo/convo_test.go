@@ -160,6 +160,33 @@ func TestClaudeExport(t *testing.T) {
 	}
 }
 
+// What a Claude conversation showed beyond its text blocks is kept: the
+// text of attached and pasted files and the artifacts the model wrote; the
+// placeholder the export writes for an artifact is not.
+func TestClaudeAttachmentsAndArtifacts(t *testing.T) {
+	convs := mustParseFile(t, "testdata/claude-artifacts.json")
+	if len(convs) != 1 {
+		t.Fatalf("got %d conversations, want 1", len(convs))
+	}
+	all := strings.Join(convs[0].Messages, "\n")
+	for _, want := range []string{
+		"Zebrafish sales rose 12% in Q2.\nReturns fell to 3%.", // a paste has no name
+		"[file: q2.csv]\nregion,total\nnorth,40",
+		"[artifact: Column totals]\n````python\nimport csv\n",
+		"**Assistant:** Done.\n\nThe update divides by 100.",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("messages lack %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "not supported on your current device") || strings.Count(all, "[file: q2.csv]") != 1 {
+		t.Errorf("messages:\n%s", all)
+	}
+	if len(convs[0].Messages) != 3 {
+		t.Errorf("got %d messages, want 3 (the one with only a placeholder is dropped)", len(convs[0].Messages))
+	}
+}
+
 func TestChatLogs(t *testing.T) {
 	convs := mustParseFile(t, "testdata/chat-log.jsonl")
 	if len(convs) != 1 {

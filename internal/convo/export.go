@@ -258,6 +258,21 @@ func renderTurn(speaker, text string) string {
 	return "**" + speaker + ":**" + sep + text
 }
 
+// codeBlock renders code as a fenced block in lang (none when the export says
+// "unknown" or gives something that would break the fence line), with a
+// fence longer than any run of backticks in the code, so that the code
+// cannot close it early.
+func codeBlock(lang, code string) string {
+	if lang == "unknown" || strings.ContainsAny(lang, "`\n") {
+		lang = ""
+	}
+	f := "```"
+	for strings.Contains(code, f) {
+		f += "`"
+	}
+	return f + lang + "\n" + trimBlankLines(code) + "\n" + f
+}
+
 func orderedItem(s string) bool {
 	i := 0
 	for i < len(s) && i < 9 && s[i] >= '0' && s[i] <= '9' {
