@@ -182,7 +182,9 @@ func binaryAt(head []byte) (int, bool) {
 // at least one message, in file order. name is used for the format and in
 // errors. Exports and JSON arrays are streamed one element at a time; a text
 // or JSON-lines file is one conversation and is held whole, so callers bound
-// its size.
+// its size. A file named as one of the other files of a data export
+// (user.json, projects.json ...) whose content is in no format Parse reads
+// holds no conversations, and is no error.
 //
 // Malformed input gives an error with code recall.EINVALID naming the file and,
 // where known, the line, the array element and the byte offset. Conversations
@@ -209,6 +211,9 @@ func Parse(name string, r io.Reader, fn func(Conversation) error) error {
 	}
 	format, err := Detect(name, head)
 	if err != nil {
+		if recall.ErrorCode(err) == recall.EINVALID && exportCompanion(name) {
+			return nil
+		}
 		return err
 	}
 	switch format {
@@ -223,6 +228,26 @@ func Parse(name string, r io.Reader, fn func(Conversation) error) error {
 	default:
 		return parseClaude(name, br, src, fn)
 	}
+}
+
+// exportCompanions are the files that come beside conversations.json in an
+// unzipped ChatGPT or Claude data export and hold no conversation: the
+// account, feedback on answers, shared links, model comparisons, projects.
+// Were they errors, a vault holding an export as it came would fail every
+// sweep on them.
+var exportCompanions = map[string]bool{
+	// ChatGPT
+	"user.json":                 true,
+	"message_feedback.json":     true,
+	"shared_conversations.json": true,
+	"model_comparisons.json":    true,
+	// Claude
+	"users.json":    true,
+	"projects.json": true,
+}
+
+func exportCompanion(name string) bool {
+	return exportCompanions[strings.ToLower(path.Base(strings.ReplaceAll(name, `\`, "/")))]
 }
 
 // sourceReader remembers the error of the underlying reader, so that a failing

@@ -461,3 +461,37 @@ func TestExportTimestampsAreLenient(t *testing.T) {
 		t.Errorf("chat_messages null: %v, %v", convs, err)
 	}
 }
+
+// The other files of an export hold no conversations and are no error,
+// while the same content named as anything else still is one.
+func TestExportCompanions(t *testing.T) {
+	companions := map[string]string{
+		"user.json":                        `{"id":"user-1","email":"a@example.com","chatgpt_plus_user":true}`,
+		"export/message_feedback.json":     `[{"id":"f","conversation_id":"c","user_id":"u","rating":"thumbsUp","content":"{}"}]`,
+		"export/shared_conversations.json": `[{"id":"s","conversation_id":"c","title":"t","is_anonymous":true}]`,
+		"model_comparisons.json":           `[{"id":"m","conversation_id":"c","input":{"messages":[{"author":{"role":"user"}}]}}]`,
+		`claude\users.json`:                `[{"uuid":"u","full_name":"Ann","email_address":"a@example.com"}]`,
+		"Claude/Projects.json":             `[{"uuid":"p","name":"proj","docs":[{"uuid":"d","filename":"x.md","content":"zebra notes"}]}]`,
+		"not-user.json":                    `{}`, // another name: an error
+	}
+	for name, content := range companions {
+		convs, err := parseString(t, name, content)
+		if name == "not-user.json" {
+			if err == nil {
+				t.Errorf("%q: no error", name)
+			}
+			continue
+		}
+		if err != nil || len(convs) != 0 {
+			t.Errorf("%s: %d conversations, %v; want none and no error", name, len(convs), err)
+		}
+		if _, err := parseString(t, "conversations.json", content); recall.ErrorCode(err) != recall.EINVALID {
+			t.Errorf("%s as conversations.json: %v, want EINVALID", name, err)
+		}
+	}
+	// A companion's name does not hide conversations.
+	convs, err := parseString(t, "users.json", `[{"role":"user","content":"hi"}]`)
+	if err != nil || len(convs) != 1 {
+		t.Errorf("messages named users.json: %d conversations, %v", len(convs), err)
+	}
+}

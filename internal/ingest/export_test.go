@@ -297,3 +297,28 @@ func TestSweepExportDropsConversation(t *testing.T) {
 		t.Fatalf("sources after the conversation left the export: %v", ids)
 	}
 }
+
+// The other files of an unzipped export are no failures: they hold no
+// conversations, as an empty note does. A broken conversations.json still
+// fails.
+func TestSweepExportCompanions(t *testing.T) {
+	st := openStore(t)
+	vault := t.TempDir()
+	write(t, vault, "claude/conversations.json", export)
+	write(t, vault, "claude/users.json", `[{"uuid":"u","full_name":"Ann","email_address":"a@example.com"}]`)
+	write(t, vault, "claude/projects.json", `[{"uuid":"p","name":"proj","docs":[]}]`)
+	write(t, vault, "chatgpt/conversations.json", `[{"id":"c1","title":"t","mapping":{`)
+	write(t, vault, "chatgpt/user.json", `{"id":"user-1","email":"a@example.com"}`)
+	write(t, vault, "chatgpt/message_feedback.json", `[{"id":"f","conversation_id":"c1","rating":"thumbsUp"}]`)
+	write(t, vault, "chatgpt/shared_conversations.json", `[{"id":"s","conversation_id":"c1","title":"t"}]`)
+	for i, changed := range []int{1, 0} {
+		res, log := sweep(t, st, vault, Options{})
+		if res.FilesChanged != changed || res.FilesSkipped != 6-changed || res.FilesFailed != 1 ||
+			!strings.Contains(log, "chatgpt/conversations.json") || strings.Count(log, "\n") != 1 {
+			t.Errorf("sweep %d: %+v\n%s", i+1, res, log)
+		}
+	}
+	if ids := sourceIDs(t, st, vault); len(ids) != 2 {
+		t.Errorf("sources %v", ids)
+	}
+}
