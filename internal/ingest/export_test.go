@@ -215,8 +215,8 @@ func TestSweepInterruptedExportResumes(t *testing.T) {
 			if !tc.full && (kept == 0 || kept == len(final)) {
 				t.Fatalf("the interrupted sweep stored %d of the export's %d conversations, want some", kept, len(final))
 			}
-			if res, _ := sweep(t, st, root, Options{DryRun: true}); res.FilesChanged != 1 {
-				t.Fatalf("the partly written export looks unchanged: %+v", res)
+			if res, _ := sweep(t, st, root, Options{DryRun: true}); res.Bytes == 0 {
+				t.Fatalf("the partly written export looks unchanged (a sweep would not read it): %+v", res)
 			}
 
 			embedded := emb.Texts()

@@ -144,7 +144,7 @@ func (p *pipeline) run(ctx context.Context, todo []file) error {
 	go func() {
 		defer close(embedded)
 		for pr := range parsedc {
-			if pr.err == nil {
+			if pr.err == nil && !p.opt.DryRun {
 				p.embed(ctx, pr)
 			}
 			select {
@@ -224,9 +224,11 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 			// The full-text index's terms of the new text, made here on a
 			// parse worker rather than in the single writer. (An unchanged
 			// conversation of an export keeps its rows: the writer never
-			// needs them.)
+			// needs them; nor does a dry run.)
 			for i := range doc.Chunks {
-				doc.Chunks[i].IndexText = textindex.IndexText(doc.Chunks[i].Text)
+				if !p.opt.DryRun {
+					doc.Chunks[i].IndexText = textindex.IndexText(doc.Chunks[i].Text)
+				}
 			}
 		}
 		pr.docs = append(pr.docs, *doc)
@@ -647,20 +649,13 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 }
 
 // commit writes one batch in one transaction and counts the files it
-// completes.
+// completes; a dry run only counts them.
 func (p *pipeline) commit(ctx context.Context, b *batch) error {
-	p.revive(ctx, b)
-	if len(b.docs) > 0 || len(b.vecs) > 0 {
-		if _, err := p.w.Write(ctx, b.docs, b.vecs); err != nil {
-			return fmt.Errorf("write: %w", err)
+	if !p.opt.DryRun {
+		if err := p.store(ctx, b); err != nil {
+			return err
 		}
 	}
-	if len(b.stale) > 0 {
-		if _, _, err := p.w.Delete(ctx, b.stale...); err != nil {
-			return fmt.Errorf("delete stale conversations: %w", err)
-		}
-	}
-	p.forget(b.vecs)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.res.ConversationsRemoved += len(b.stale)
@@ -678,6 +673,24 @@ func (p *pipeline) commit(ctx context.Context, b *batch) error {
 		p.res.Bytes += t.size
 		p.res.VectorsMissing += t.missing
 	}
+	return nil
+}
+
+// store writes batch b in one transaction and removes the conversations
+// its exports no longer hold.
+func (p *pipeline) store(ctx context.Context, b *batch) error {
+	p.revive(ctx, b)
+	if len(b.docs) > 0 || len(b.vecs) > 0 {
+		if _, err := p.w.Write(ctx, b.docs, b.vecs); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+	}
+	if len(b.stale) > 0 {
+		if _, _, err := p.w.Delete(ctx, b.stale...); err != nil {
+			return fmt.Errorf("delete stale conversations: %w", err)
+		}
+	}
+	p.forget(b.vecs)
 	return nil
 }
 

@@ -32,9 +32,13 @@ type Writer interface {
 
 // Options configure one sweep.
 type Options struct {
-	Full   bool // re-ingest every file, even unchanged ones
-	Prune  bool // delete sources whose files are gone
-	DryRun bool // report what would change; write nothing
+	Full  bool // re-ingest every file, even unchanged ones
+	Prune bool // delete sources whose files are gone
+	// DryRun reports what the sweep would do and writes nothing: files that
+	// look changed are still read and parsed, so that a file touched but
+	// unchanged, empty or malformed counts as it would, but nothing is
+	// indexed, embedded, written or pruned.
+	DryRun bool
 	Chunk  chunk.Options
 
 	// Embedder and Space: when both are set, new chunk texts are embedded
@@ -208,17 +212,11 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	res.Removed = dedupe(res.Removed)
 	res.FilesRemoved = len(res.Removed)
 
-	if opt.DryRun {
-		res.FilesChanged = len(todo)
-		res.Seconds = now().Sub(start).Seconds()
-		return res, nil
-	}
-
 	p := &pipeline{opt: opt, st: st, w: w, vault: abs, byFile: byFile, manifest: manifest,
 		res: &res, start: start, now: now, total: len(todo), bytesTotal: bytesTotal}
 	err = p.run(ctx, todo)
 
-	if err == nil && opt.Prune && len(gone) > 0 {
+	if err == nil && opt.Prune && !opt.DryRun && len(gone) > 0 {
 		if _, _, derr := w.Delete(ctx, gone...); derr != nil {
 			err = fmt.Errorf("prune: %w", derr)
 		}

@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -165,6 +166,51 @@ func TestSweepDryRunWritesNothing(t *testing.T) {
 	if res.FilesChanged != 1 || len(sourceIDs(t, st, root)) != 0 {
 		t.Fatalf("dry run: %+v, sources %v", res, sourceIDs(t, st, root))
 	}
+}
+
+// A dry run reports what the sweep after it does, without writing: a file
+// touched with the same content is unchanged, a malformed one failed, an
+// empty one has nothing to ingest.
+func TestSweepDryRunPredictsSweep(t *testing.T) {
+	st := openStore(t)
+	root := t.TempDir()
+	write(t, root, "touched.md", convA)
+	write(t, root, "edited.md", convA+"\nfirst")
+	write(t, root, "gone.md", convB)
+	write(t, root, "exports/claude.json", export)
+	sweep(t, st, root, Options{})
+
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(root, "touched.md"), old, old)
+	write(t, root, "edited.md", convA+"\nsecond")
+	os.Remove(filepath.Join(root, "gone.md"))
+	write(t, root, "exports/claude.json", strings.Replace(export, "Lima.", "Lima, on the coast.", 1))
+	write(t, root, "new.md", convB)
+	write(t, root, "empty.md", "")
+	write(t, root, "bad.json", `[{"uuid": "x", "chat_messages": [`)
+	before := content(t, st)
+
+	dry, dryLog := sweep(t, st, root, Options{DryRun: true, Prune: true})
+	if got := content(t, st); got != before {
+		t.Fatalf("the dry run changed the store:\n%s\nwas\n%s", got, before)
+	}
+	real, log := sweep(t, st, root, Options{Prune: true})
+	dry.Seconds, real.Seconds = 0, 0
+	if fmt.Sprint(dry) != fmt.Sprint(real) || undated(dryLog) != undated(log) {
+		t.Errorf("dry run %+v %q\nsweep   %+v %q", dry, dryLog, real, log)
+	}
+	if real.FilesChanged != 3 || real.FilesSkipped != 2 || real.FilesFailed != 1 || real.FilesRemoved != 1 {
+		t.Errorf("sweep: %+v", real)
+	}
+}
+
+// undated is a failure log without the time that starts each line.
+func undated(log string) string {
+	lines := strings.Split(log, "\n")
+	for i, l := range lines {
+		_, lines[i], _ = strings.Cut(l, "\t")
+	}
+	return strings.Join(lines, "\n")
 }
 
 func TestSweepEmbedsAndSurvivesEmbedderFailure(t *testing.T) {
