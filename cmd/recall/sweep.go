@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/ingest"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
 func (m *Main) cmdSweep(ctx context.Context, args []string) error {
@@ -22,7 +26,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	full := fs.Bool("full", false, "re-ingest every file, even unchanged ones")
 	prune := fs.Bool("prune", false, "delete sources whose files are gone from the vault")
-	dry := fs.Bool("dry-run", false, "report what would change; write nothing")
+	dry := fs.Bool("dry-run", false, "report what a sweep would do, reading the files that look changed; write nothing, not even to sweep.log")
 	size := fs.Int("chunk-size", 2000, "chunk size limit in characters")
 	overlap := fs.Int("overlap", 0, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size, 200 for the default size)")
 	logPath := fs.String("log", "", "failure log `file` (default: sweep.log next to the database)")
@@ -42,26 +46,48 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		return usagef("%s", recall.ErrorMessage(err))
 	}
 
-	st, err := m.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	eng, emb, space, err := m.engine(ctx, st, false)
-	if err != nil {
-		return err
-	}
-	opts.Embedder, opts.Space = emb, space
-	if opts.Dim, err = spaceDim(ctx, st, space); err != nil {
-		return err
+	var (
+		st *sqlite.DB
+		w  ingest.Writer
+	)
+	if *dry {
+		// A dry run neither embeds nor writes: no engine, no model.
+		if st, err = m.dryRunStore(ctx); err != nil {
+			return err
+		}
+		w = st
+	} else {
+		if st, err = m.openStore(ctx); err != nil {
+			return err
+		}
+		eng, emb, space, err := m.engine(ctx, st, false)
+		if err != nil {
+			return err
+		}
+		w = eng
+		opts.Embedder, opts.Space = emb, space
+		if opts.Dim, err = spaceDim(ctx, st, space); err != nil {
+			return err
+		}
 	}
 
-	logf, err := m.openSweepLog(*logPath)
-	if err != nil {
-		return err
+	// A dry run lists its failures on stderr once it is done, unless given
+	// a --log: sweep.log records sweeps that ran.
+	var logw io.Writer
+	var logName string
+	var dryFailures bytes.Buffer
+	if *dry && *logPath == "" {
+		logw, logName = &dryFailures, "the lines above (stderr)"
+	} else {
+		logf, err := m.openSweepLog(*logPath)
+		if err != nil {
+			return err
+		}
+		defer logf.Close()
+		logw, logName = logf, logf.Name()
 	}
-	defer logf.Close()
 	var logMu sync.Mutex
-	opts.Failures = lockedWriter{&logMu, logf}
+	opts.Failures = lockedWriter{&logMu, logw}
 
 	if m.IsTerminal() && !*asJSON {
 		var last time.Time
@@ -75,7 +101,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	}
 
 	started := time.Now().UTC()
-	res, err := ingest.Sweep(ctx, st, eng, vault, opts)
+	res, err := ingest.Sweep(ctx, st, w, vault, opts)
 	if *prune && !*dry && res.FilesRemoved > 0 {
 		pruned := res.FilesRemoved
 		m.audit("cli sweep prune", started, &pruned, &err)
@@ -90,9 +116,13 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			err = rerr
 		}
 	}
-	logMu.Lock()
-	res.LogSummary(logf, time.Now(), abs, err)
-	logMu.Unlock()
+	if *dry {
+		m.Stderr.Write(dryFailures.Bytes())
+	} else {
+		logMu.Lock()
+		res.LogSummary(logw, time.Now(), abs, err)
+		logMu.Unlock()
+	}
 	if *asJSON && (err == nil || res.Interrupted) {
 		// An interrupted sweep still ends stdout with its summary: what it
 		// committed stays, and a script reading the last line sees that.
@@ -137,7 +167,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.Stdout, "%d chunk texts have no vector yet (embedder failed): run `recall repair`\n", res.VectorsMissing)
 		}
 		if res.FilesFailed > 0 {
-			fmt.Fprintf(m.Stdout, "failures are listed in %s\n", logf.Name())
+			fmt.Fprintf(m.Stdout, "failures are listed in %s\n", logName)
 		}
 	}
 	if res.FilesFailed > 0 {
@@ -163,9 +193,44 @@ func (m *Main) openSweepLog(path string) (*os.File, error) {
 	return f, nil
 }
 
+// dryRunStore opens the database for a dry run, which leaves no trace:
+// read-only, or, when there is none yet, an empty one in a temporary folder
+// removed at exit, against which every file is new, as it would be.
+func (m *Main) dryRunStore(ctx context.Context) (*sqlite.DB, error) {
+	path, err := m.dbPath()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err == nil {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		m.closers = append(m.closers, db.Close)
+		return db, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "recall-dry-run-")
+	if err != nil {
+		return nil, err
+	}
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "recall.db"), sqlite.Options{})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	m.closers = append(m.closers, func() error {
+		err := db.Close()
+		os.RemoveAll(dir)
+		return err
+	})
+	return db, nil
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
-	w  *os.File
+	w  io.Writer
 }
 
 func (l lockedWriter) Write(p []byte) (int, error) {

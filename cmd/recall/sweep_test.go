@@ -3,7 +3,9 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The overlap follows the chunk size unless given: a smaller --chunk-size
@@ -33,5 +35,37 @@ func TestSweepChunkOverlapDefault(t *testing.T) {
 	}
 	if dumps[0] != dumps[1] {
 		t.Errorf("the default sweep's chunks differ from --overlap 200's")
+	}
+}
+
+// A dry run says what the sweep would do and leaves no trace: no database
+// where there was none, nothing in sweep.log; a file touched with the same
+// content is unchanged, a broken one failed (listed on stderr).
+func TestSweepDryRun(t *testing.T) {
+	env := testEnv(t)
+	data := filepath.Dir(env["RECALL_DB"])
+	vault := t.TempDir()
+	os.WriteFile(filepath.Join(vault, "ok.md"), []byte("**User:** hi\n\n**Assistant:** hello"), 0o644)
+	os.WriteFile(filepath.Join(vault, "bad.json"), []byte("{garbage"), 0o644)
+
+	out, errs, code := run(t, env, "sweep", "--dry-run", vault)
+	if code != exitFailure || !strings.HasPrefix(out, "would ingest 1 of 2 files (0 unchanged, 1 failed)") ||
+		!strings.Contains(errs, "bad.json") {
+		t.Errorf("dry run of a new database: exit %d\n%s%s", code, out, errs)
+	}
+	if entries, _ := os.ReadDir(data); len(entries) != 0 {
+		t.Errorf("the dry run left %v in the data directory", entries)
+	}
+
+	run(t, env, "sweep", vault)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(vault, "ok.md"), old, old)
+	out, errs, _ = run(t, env, "sweep", "--dry-run", vault)
+	if !strings.HasPrefix(out, "would ingest 0 of 2 files (1 unchanged, 1 failed)") {
+		t.Errorf("dry run of a touched file: %s%s", out, errs)
+	}
+	log, err := os.ReadFile(filepath.Join(data, "sweep.log"))
+	if err != nil || strings.Count(string(log), "\tsummary\t") != 1 {
+		t.Errorf("sweep.log after a sweep and two dry runs (%v):\n%s", err, log)
 	}
 }
