@@ -39,7 +39,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	url := fs.String("remote", "", "send the vault to the recall server at `URL` (token from RECALL_TOKEN)")
 	full := fs.Bool("full", false, "send every file, even those the server already confirmed")
 	size := fs.Int("chunk-size", 2000, "chunk size limit in characters")
-	overlap := fs.Int("overlap", 200, "characters of the previous chunk carried into the next")
+	overlap := fs.Int("overlap", 0, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size, 200 for the default size)")
 	manifest := fs.String("manifest", "", "manifest `file` of confirmed files (default: under the data directory, one per server and vault)")
 	logPath := fs.String("log", "", "failure log `file` (default: sweep.log next to the database)")
 	asJSON := fs.Bool("json", false, "print one JSON summary object as the last line of stdout")
@@ -53,8 +53,15 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	if !strings.HasPrefix(*url, "http://") && !strings.HasPrefix(*url, "https://") {
 		return usagef("--remote must be an http:// or https:// URL")
 	}
+	// The manifest records the options files were sent with: the default
+	// is written out as the tenth of the size it stands for, as it was
+	// recorded when the flag defaulted to 200.
+	ov := *overlap
+	if ov == 0 {
+		ov = *size / 10
+	}
 	opt := remote.Options{URL: *url, Token: m.setting("", "token", ""), Full: *full,
-		Chunk: chunk.Options{Size: *size, Overlap: *overlap}, Manifest: *manifest}
+		Chunk: chunk.Options{Size: *size, Overlap: ov}, Manifest: *manifest}
 	if err := opt.Chunk.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))
 	}

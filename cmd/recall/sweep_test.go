@@ -16,6 +16,11 @@ func TestSweepChunkOverlapDefault(t *testing.T) {
 	if out, errs, code := run(t, env, "sweep", "--chunk-size", "300", sampleVault); code != 0 {
 		t.Fatalf("--chunk-size 300: exit %d %s %s", code, out, errs)
 	}
+	// Also when sending to a server (none listens here: the options are
+	// checked before any request).
+	if _, errs, code := run(t, env, "sweep", "--remote", "http://127.0.0.1:1", "--chunk-size", "300", sampleVault); code == 2 || strings.Contains(errs, "overlap") {
+		t.Fatalf("--remote --chunk-size 300: exit %d %s", code, errs)
+	}
 
 	dumps := make([]string, 2)
 	for i, args := range [][]string{{"sweep", sampleVault}, {"sweep", "--overlap", "200", sampleVault}} {
