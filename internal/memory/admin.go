@@ -73,13 +73,16 @@ func (s *Service) IndexStatus(ctx context.Context) (Status, error) {
 // Reindex rebuilds one memory's (or diary day's, as "diary/DATE") chunks
 // and vectors from its stored value (admin).
 func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, error) {
-	id := recall.MemoryID(owner, key)
-	if date, ok := cutDiary(key); ok {
-		id = recall.DiaryID(owner, date)
+	var src recall.Source
+	var err error
+	date, isDay := cutDiary(key)
+	if isDay {
+		src, err = s.st.Source(ctx, recall.DiaryID(owner, date))
 	}
-	src, err := s.st.Source(ctx, id)
-	if recall.IsNotFound(err) {
-		return SaveResult{}, notFound("no memory with key " + quote(key))
+	if !isDay || recall.IsNotFound(err) {
+		// A memory; or one saved as "diary/DATE" before such keys were
+		// refused, reached when there is no such day.
+		src, err = s.memory(ctx, owner, key)
 	}
 	if err != nil {
 		return SaveResult{}, err
@@ -105,9 +108,8 @@ func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, e
 }
 
 func cutDiary(key string) (string, bool) {
-	const p = "diary/"
-	if len(key) == len(p)+10 && key[:len(p)] == p {
-		return key[len(p):], true
+	if len(key) == len(diaryName)+10 && key[:len(diaryName)] == diaryName {
+		return key[len(diaryName):], true
 	}
 	return "", false
 }

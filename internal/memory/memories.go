@@ -42,11 +42,14 @@ type Memory struct {
 }
 
 // Save stores a memory's value verbatim, replacing any value under the same
-// key atomically. Identical content is not re-embedded (index "skipped").
+// key (in its NFC form: newKey) atomically. Identical content is not
+// re-embedded (index "skipped").
 func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResult, error) {
-	if err := ValidateKey(req.Key); err != nil {
+	key, err := newKey(req.Key)
+	if err != nil {
 		return SaveResult{}, err
 	}
+	req.Key = key
 	if err := validateValue(req.Value); err != nil {
 		return SaveResult{}, err
 	}
@@ -125,14 +128,23 @@ func (s *Service) Read(ctx context.Context, key, owner string, sc Scope) (Memory
 	if err != nil {
 		return Memory{}, err
 	}
-	src, err := s.st.Source(ctx, recall.MemoryID(o, key))
-	if recall.IsNotFound(err) {
-		return Memory{}, notFound("no memory with key " + quote(key))
-	}
+	src, err := s.memory(ctx, o, key)
 	if err != nil {
 		return Memory{}, err
 	}
 	return memoryOf(src), nil
+}
+
+// memory reads the memory a caller names, by the forms of its key
+// (keyForms).
+func (s *Service) memory(ctx context.Context, owner, key string) (recall.Source, error) {
+	for _, k := range keyForms(key) {
+		src, err := s.st.Source(ctx, recall.MemoryID(owner, k))
+		if !recall.IsNotFound(err) {
+			return src, err
+		}
+	}
+	return recall.Source{}, notFound("no memory with key " + quote(key))
 }
 
 func memoryOf(src recall.Source) Memory {
@@ -154,14 +166,15 @@ func (s *Service) Delete(ctx context.Context, key, owner string, confirm bool, s
 	if !confirm {
 		return recall.Errorf(recall.EINVALID, "deleting %s cannot be undone: call again with confirm set to true", quote(key))
 	}
-	n, _, err := s.w.Delete(ctx, recall.MemoryID(o, key))
-	if err != nil {
-		return err
+	// One form at a time: a key saved before keys were normalised and its
+	// NFC form are two memories, and one delete removes one.
+	for _, k := range keyForms(key) {
+		n, _, err := s.w.Delete(ctx, recall.MemoryID(o, k))
+		if err != nil || n > 0 {
+			return err
+		}
 	}
-	if n == 0 {
-		return notFound("no memory with key " + quote(key))
-	}
-	return nil
+	return notFound("no memory with key " + quote(key))
 }
 
 // FindRequest is find_memories' input.
@@ -202,6 +215,7 @@ func (s *Service) Find(ctx context.Context, req FindRequest, sc Scope) (Page, er
 		if err := ValidateKey(req.Prefix); err != nil {
 			return Page{}, recall.Errorf(recall.EINVALID, "prefix: %s", recall.ErrorMessage(err))
 		}
+		req.Prefix = keyForms(req.Prefix)[0]
 	}
 	switch {
 	case req.Limit == 0:

@@ -15,6 +15,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/embed"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Limits.
@@ -134,9 +135,10 @@ func validOwner(o string) error {
 	return nil
 }
 
-// ValidateKey checks a memory key: 1-200 characters of letters of any
-// script, digits and _-.:/ with no leading or trailing separator run that
-// would make two keys look alike.
+// ValidateKey checks a key a caller names (to read, delete, find or
+// reindex): 1-200 characters of letters of any script, digits and _-.:/
+// with no leading / and no "..". Keys saved before the stricter rules of
+// newKey still pass, so they stay readable and deletable.
 func ValidateKey(key string) error {
 	if key == "" {
 		return recall.Errorf(recall.EINVALID, "key is empty")
@@ -157,6 +159,49 @@ func ValidateKey(key string) error {
 		return recall.Errorf(recall.EINVALID, "key may not start with / or contain ..")
 	}
 	return nil
+}
+
+// diaryName is how clients see a diary day ("diary/2025-07-01"): in search
+// results, listings and reindex_memory. A memory key may not start with it,
+// or a memory and a day would answer to one name.
+const diaryName = "diary/"
+
+// newKey is the key a memory is saved under: ValidateKey's rules on the
+// key's NFC form, so "café" typed precomposed or with a combining accent
+// is one key, and no two keys that look alike. It refuses the diary's
+// names, a leading combining mark (it draws on whatever precedes the key)
+// and characters Unicode says to render invisibly where they pass as
+// letters or marks: variation selectors, U+034F and the Hangul fillers
+// (the other default-ignorable characters are format characters, which
+// ValidateKey refuses already).
+func newKey(key string) (string, error) {
+	key = keyForms(key)[0]
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(key, diaryName) {
+		return "", recall.Errorf(recall.EINVALID, "key may not start with %s: that names a diary day", diaryName)
+	}
+	if first, _ := utf8.DecodeRuneInString(key); unicode.Is(unicode.M, first) {
+		return "", recall.Errorf(recall.EINVALID, "key may not start with the combining mark %q", first)
+	}
+	for _, r := range key {
+		if unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Variation_Selector, r) {
+			return "", recall.Errorf(recall.EINVALID, "key contains the invisible character %U", r)
+		}
+	}
+	return key, nil
+}
+
+// keyForms returns the forms a key a caller names is looked up under, in
+// order: its NFC form, which saves use, then the key exactly as given when
+// that differs, which reaches a memory saved before keys were normalised.
+func keyForms(key string) []string {
+	nfc := norm.NFC.String(key)
+	if nfc == key || !utf8.ValidString(key) {
+		return []string{key}
+	}
+	return []string{nfc, key}
 }
 
 func validateValue(v string) error {

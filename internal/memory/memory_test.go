@@ -123,13 +123,24 @@ func TestLimits(t *testing.T) {
 		{Key: "ok", Value: strings.Repeat("v", 100_001)},
 		{Key: "ok", Value: "x", Date: "2025-13-01"},
 		{Key: "ok", Value: "x", Owner: "bad owner"},
+		{Key: "diary/2025-07-01", Value: "x"}, // a diary day's name
+		{Key: "diary/notes", Value: "x"},
+		{Key: "\u0301notes", Value: "x"}, // leading combining mark
+		{Key: "notes\u034f", Value: "x"}, // combining grapheme joiner: invisible
+		{Key: "notes\ufe0f", Value: "x"}, // variation selector
+		{Key: "notes\U000E0100", Value: "x"},
+		{Key: "notes\u3164", Value: "x"}, // Hangul filler, a "letter"
+		{Key: "\u115fnotes", Value: "x"},
+		{Key: "no\u1160tes", Value: "x"},
+		{Key: "notes\uffa0", Value: "x"},
+		{Key: "notes\u200b", Value: "x"}, // zero width space
 	}
 	for _, r := range bad {
 		if _, err := f.svc.Save(ctx, r, Scope{}); err == nil || recall.ErrorCode(err) == recall.EINTERNAL {
 			t.Errorf("Save(%q, %d chars) = %v; want a clear error", r.Key, len(r.Value), err)
 		}
 	}
-	good := []string{strings.Repeat("k", 200), "日本語のキー", "a:b/c-d_e.f", "Ünïcödé"}
+	good := []string{strings.Repeat("k", 200), "日本語のキー", "a:b/c-d_e.f", "Ünïcödé", "diary", "diary_2025", "my/diary/2025-07-01", "한국어", "नमस्ते"}
 	for _, k := range good {
 		if _, err := f.svc.Save(ctx, SaveRequest{Key: k, Value: "v"}, Scope{}); err != nil {
 			t.Errorf("Save(%q): %v", k, err)
@@ -143,6 +154,81 @@ func TestLimits(t *testing.T) {
 	}
 	if _, err := f.svc.Find(ctx, FindRequest{Prefix: "a", Limit: 21}, Scope{}); recall.ErrorCode(err) != recall.EINVALID {
 		t.Errorf("find limit 21: %v", err)
+	}
+}
+
+// A key is one key however its accents are encoded: saves use its NFC
+// form, and reads, finds and deletes find it typed either way.
+func TestKeysAreNormalised(t *testing.T) {
+	f := newFixture(t, false)
+	nfc, nfd := "caf\u00e9", "cafe\u0301"
+	res, err := f.svc.Save(ctx, SaveRequest{Key: nfd, Value: "first"}, Scope{})
+	if err != nil || res.Key != nfc {
+		t.Fatalf("save: %+v %v", res, err)
+	}
+	if m, err := f.svc.Read(ctx, nfc, "", Scope{}); err != nil || m.Value != "first" || m.Key != nfc {
+		t.Fatalf("read %q: %+v %v", nfc, m, err)
+	}
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: nfc, Value: "second"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := f.svc.Read(ctx, nfd, "", Scope{}); err != nil || m.Value != "second" {
+		t.Fatalf("read %q: %+v %v", nfd, m, err)
+	}
+	if p, _ := f.svc.Find(ctx, FindRequest{Prefix: nfd}, Scope{}); len(p.Items) != 1 || p.Items[0].Key != nfc {
+		t.Fatalf("find %q: %+v", nfd, p.Items)
+	}
+	if err := f.svc.Delete(ctx, nfd, "", true, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Read(ctx, nfc, "", Scope{}); !recall.IsNotFound(err) {
+		t.Fatalf("read after delete: %v", err)
+	}
+}
+
+// saveLegacy stores a memory under a key exactly as given, as a recall that
+// did not normalise keys or refuse diary names saved it.
+func saveLegacy(t *testing.T, f *fixture, key, value string) {
+	t.Helper()
+	doc := recall.Document{
+		Source: recall.Source{ID: recall.MemoryID("", key), Kind: recall.KindMemory, Title: key, Date: "2025-07-14",
+			ContentHash: recall.TextHash(value), Size: int64(len(value)), ChunkCount: 1, Body: value, IndexState: recall.IndexPending},
+		Chunks: f.svc.chunks(key, []string{value}),
+	}
+	if _, err := f.eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Keys saved before the stricter rules stay readable, reindexable and
+// deletable by the exact key: a decomposed one, one with an invisible
+// character, and one named like a diary day, which reindex_memory reaches
+// when there is no such day.
+func TestLegacyKeysStayReachable(t *testing.T) {
+	f := newFixture(t, true)
+	for _, key := range []string{"cafe\u0301", "notes\u034f", "diary/2025-07-01"} {
+		saveLegacy(t, f, key, "legacy value of "+key)
+		if m, err := f.svc.Read(ctx, key, "", Scope{}); err != nil || m.Value != "legacy value of "+key {
+			t.Errorf("read legacy %q: %+v %v", key, m, err)
+		}
+		if r, err := f.svc.Reindex(ctx, key, ""); err != nil || r.Index != recall.IndexOK {
+			t.Errorf("reindex legacy %q: %+v %v", key, r, err)
+		}
+	}
+	if _, err := f.svc.WriteDiary(ctx, "a real diary entry", "2025-07-01", "", false, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	day, _ := f.st.Source(ctx, recall.DiaryID("", "2025-07-01"))
+	if r, err := f.svc.Reindex(ctx, "diary/2025-07-01", ""); err != nil || r.ContentHash != day.ContentHash {
+		t.Errorf("reindex of diary/2025-07-01 with a day of that date must rebuild the day: %+v %v", r, err)
+	}
+	for _, key := range []string{"cafe\u0301", "notes\u034f", "diary/2025-07-01"} {
+		if err := f.svc.Delete(ctx, key, "", true, Scope{}); err != nil {
+			t.Errorf("delete legacy %q: %v", key, err)
+		}
+	}
+	if _, err := f.svc.ReadDiary(ctx, "2025-07-01", "", Scope{}); err != nil {
+		t.Errorf("deleting the legacy memory touched the diary day: %v", err)
 	}
 }
 
