@@ -105,38 +105,13 @@ func (s *Service) WriteDiary(ctx context.Context, text, date, owner string, repl
 	// Vectors are made after the commit (embedding inside the transaction
 	// would hold the write lock for the embedder's whole round trip); the
 	// entry is searchable by text at once, and repair completes a failure.
-	vecs, state := s.embedWithin(ctx, doc.Chunks)
-	if len(vecs) == 0 && state == recall.IndexOK && doc.Source.IndexState == recall.IndexPending {
-		// Every text of the day has a vector already (the same entry on
-		// another day, or a day replaced by the same text): putting them
-		// again is what marks the day indexed.
-		vecs = s.storedVectors(ctx, doc.Chunks)
-	}
-	if len(vecs) > 0 {
-		if err := s.w.PutVectors(ctx, vecs); err == nil {
-			res.Index = state
-		}
-	} else if state == recall.IndexOK {
+	// Putting the vectors the day's texts already have as well is what
+	// marks the day indexed when none is new (the same entry on another
+	// day, or a day replaced by the same text).
+	if vecs, state := s.embedWithin(ctx, doc.Chunks); state == recall.IndexOK && s.w.PutVectors(ctx, vecs) == nil {
 		res.Index = state
 	}
 	return res, nil
-}
-
-// storedVectors returns the vectors the space holds for the chunks' texts.
-func (s *Service) storedVectors(ctx context.Context, chunks []recall.Chunk) []recall.Vector {
-	hashes := make([]string, len(chunks))
-	for i, c := range chunks {
-		hashes[i] = c.Hash
-	}
-	have, err := s.st.VectorsByHash(ctx, s.opt.Space, hashes)
-	if err != nil {
-		return nil
-	}
-	var out []recall.Vector
-	for h, v := range have {
-		out = append(out, recall.Vector{Space: s.opt.Space, Hash: h, Vec: v})
-	}
-	return out
 }
 
 // initialState is the index state a freshly written day starts in.

@@ -257,8 +257,11 @@ func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]rec
 	return s.embed(ctx, chunks)
 }
 
-// embed makes vectors for the chunks of docs that the space lacks. It
-// returns the vectors and the index state the documents end up in.
+// embed makes vectors for the chunks' texts that the space lacks and
+// returns them with the vectors the space holds for the others, and the
+// index state the documents end up in. The write that records "ok" must
+// carry every vector that state claims: another memory holding the same
+// text may be deleted before that write commits, and its vector with it.
 func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string) {
 	if s.opt.Embedder == nil || s.opt.Space == "" {
 		return nil, recall.IndexSkipped
@@ -275,24 +278,26 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	if err != nil {
 		return nil, recall.IndexPending
 	}
+	out := make([]recall.Vector, 0, len(hashes))
 	var need []string
 	var texts []embed.ChunkText
 	for _, h := range hashes {
-		if _, ok := have[h]; !ok {
-			need = append(need, h)
-			texts = append(texts, embed.ChunkText{Header: byHash[h].Header, Text: byHash[h].Text})
+		if v, ok := have[h]; ok {
+			out = append(out, recall.Vector{Space: s.opt.Space, Hash: h, Vec: v})
+			continue
 		}
+		need = append(need, h)
+		texts = append(texts, embed.ChunkText{Header: byHash[h].Header, Text: byHash[h].Text})
 	}
 	if len(need) == 0 {
-		return nil, recall.IndexOK
+		return out, recall.IndexOK
 	}
 	vecs, err := embed.EmbedChunks(ctx, s.opt.Embedder, s.opt.Dim, texts)
 	if err != nil {
 		return nil, recall.IndexPending
 	}
-	out := make([]recall.Vector, len(need))
 	for i, h := range need {
-		out[i] = recall.Vector{Space: s.opt.Space, Hash: h, Vec: vecs[i]}
+		out = append(out, recall.Vector{Space: s.opt.Space, Hash: h, Vec: vecs[i]})
 	}
 	return out, recall.IndexOK
 }

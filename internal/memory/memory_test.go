@@ -560,3 +560,45 @@ func TestRecentDiaryLeavesOutFutureDays(t *testing.T) {
 		}
 	}
 }
+
+// deletingWriter deletes a memory right before the first write it passes
+// on, as another client's delete_memory landing mid-save.
+type deletingWriter struct {
+	Writer
+	svc  *Service
+	key  string
+	once sync.Once
+}
+
+func (w *deletingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	var err error
+	w.once.Do(func() { err = w.svc.Delete(ctx, w.key, "", true, Scope{}) })
+	if err != nil {
+		return recall.WriteResult{}, err
+	}
+	return w.Writer.Write(ctx, docs, vecs)
+}
+
+// A save whose text another memory has embedded already is "ok" only with
+// that vector: deleting the other memory while the save is under way
+// removes the vector it shared, and the save must put it back.
+func TestSaveKeepsASharedVectorDeletedMeanwhile(t *testing.T) {
+	f := newFixture(t, true)
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "a", Value: "shared text"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := New(f.st, &deletingWriter{Writer: f.eng, svc: f.svc, key: "a"}, f.svc.opt)
+	res, err := svc.Save(ctx, SaveRequest{Key: "b", Value: "shared text"}, Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := f.svc.Read(ctx, "b", "", Scope{})
+	stats, _ := f.st.Stats(ctx)
+	if res.Index != m.Index || (m.Index == recall.IndexOK && stats.Spaces[0].Missing > 0) {
+		t.Fatalf("save answered %q, stored %q, with %d texts missing a vector", res.Index, m.Index, stats.Spaces[0].Missing)
+	}
+	r, err := f.eng.Search(ctx, recall.SearchRequest{Query: "shared text", Mode: recall.ModeSemantic})
+	if err != nil || len(r.Results) != 1 {
+		t.Fatalf("semantic search for the saved memory: %+v %v", r, err)
+	}
+}
