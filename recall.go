@@ -30,7 +30,7 @@ func (k Kind) Valid() bool {
 const (
 	IndexOK      = "ok"      // every chunk has a vector in every written space
 	IndexPending = "pending" // stored and searchable by text; vectors still to be made
-	IndexSkipped = "skipped" // content identical to what was stored: nothing re-embedded
+	IndexSkipped = "skipped" // stored without an embedder while no vector space existed (a save's answer: content unchanged, nothing re-embedded)
 )
 
 // Source is one indexed unit: an archive conversation, a memory or a diary day.

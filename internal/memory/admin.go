@@ -104,7 +104,7 @@ func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, e
 	if _, err := s.w.Write(ctx, []recall.Document{{Source: src, Chunks: chunks}}, vecs); err != nil {
 		return SaveResult{}, err
 	}
-	return SaveResult{Key: key, Stored: "ok", Index: state, Chunks: len(chunks), Model: s.modelName(), ContentHash: src.ContentHash}, nil
+	return SaveResult{Key: key, Stored: "ok", Index: s.settled(ctx, src.ID, state), Chunks: len(chunks), Model: s.modelName(), ContentHash: src.ContentHash}, nil
 }
 
 func cutDiary(key string) (string, bool) {

@@ -111,12 +111,13 @@ func (s *Service) WriteDiary(ctx context.Context, text, date, owner string, repl
 	if vecs, state := s.embedWithin(ctx, doc.Chunks); state == recall.IndexOK && s.w.PutVectors(ctx, vecs) == nil {
 		res.Index = state
 	}
+	res.Index = s.settled(ctx, id, res.Index)
 	return res, nil
 }
 
 // initialState is the index state a freshly written day starts in.
 func (s *Service) initialState() string {
-	if s.opt.Embedder == nil || s.opt.Space == "" {
+	if !s.canEmbed() {
 		return recall.IndexSkipped
 	}
 	return recall.IndexPending

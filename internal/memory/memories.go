@@ -43,7 +43,7 @@ type Memory struct {
 
 // Save stores a memory's value verbatim, replacing any value under the same
 // key (in its NFC form: newKey) atomically. Identical content is not
-// re-embedded (index "skipped").
+// re-embedded (index "skipped") unless vectors it lacks can be made now.
 func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResult, error) {
 	key, err := newKey(req.Key)
 	if err != nil {
@@ -73,29 +73,31 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 	res := SaveResult{Key: req.Key, Stored: "ok", Model: s.modelName(), ContentHash: hash}
 
 	cur, err := s.st.Source(ctx, id)
-	switch {
-	case err == nil && cur.ContentHash == hash:
+	unchanged := err == nil && cur.ContentHash == hash
+	if err != nil && !recall.IsNotFound(err) {
+		return SaveResult{}, err
+	}
+	if unchanged && req.Date == "" {
+		date = cur.Date
+	}
+	// Identical content is embedded again only when vectors are missing
+	// and this process can make them: a value saved without an embedder,
+	// or while it failed, is completed by saving it again.
+	reembed := !unchanged || (cur.IndexState != recall.IndexOK && s.canEmbed())
+	if !reembed {
 		res.Index, res.Chunks = recall.IndexSkipped, cur.ChunkCount
-		if cur.Category == category && (req.Date == "" || cur.Date == req.Date) {
+		if cur.Category == category && cur.Date == date {
 			return res, nil
 		}
 		// Same value, new metadata: rewrite the row; identical chunks keep
 		// their rows and vectors, so nothing is re-embedded.
-		if req.Date == "" {
-			date = cur.Date
-		}
-	case err != nil && !recall.IsNotFound(err):
-		return SaveResult{}, err
 	}
 
 	chunks := s.chunks(req.Key, []string{req.Value})
 	var vecs []recall.Vector
-	state := recall.IndexSkipped
-	if res.Index != recall.IndexSkipped {
+	state := cur.IndexState
+	if reembed {
 		vecs, state = s.embedWithin(ctx, chunks)
-		res.Index = state
-	} else {
-		state = cur.IndexState
 	}
 	doc := recall.Document{
 		Source: recall.Source{ID: id, Kind: recall.KindMemory, Title: req.Key, Date: date, Owner: owner,
@@ -105,6 +107,9 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 	}
 	if _, err := s.w.Write(ctx, []recall.Document{doc}, vecs); err != nil {
 		return SaveResult{}, err
+	}
+	if reembed {
+		res.Index = s.settled(ctx, id, state)
 	}
 	res.Chunks = len(chunks)
 	return res, nil

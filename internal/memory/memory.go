@@ -51,7 +51,7 @@ var DefaultCategories = []CategoryRule{
 
 // Options configure a Service.
 type Options struct {
-	Embedder   recall.Embedder // nil: memories are stored and searchable by text only (index "skipped")
+	Embedder   recall.Embedder // nil: memories are stored and searchable by text only (index "skipped", or "pending" for repair where the database has a vector space)
 	Space      string          // vector space new vectors go to
 	Dim        int             // its dimension: vectors of another size are refused
 	Chunk      chunk.Options
@@ -250,6 +250,23 @@ func (s *Service) modelName() string {
 	return i.Provider + "/" + i.Model
 }
 
+// canEmbed reports whether this service makes vectors.
+func (s *Service) canEmbed() bool { return s.opt.Embedder != nil && s.opt.Space != "" }
+
+// settled is the index state a source written in state has once the store
+// settled it in the write's transaction: a text written pending may have
+// its vectors already, and one written skipped (no embedder here) is
+// pending, or ok, where the database has a vector space.
+func (s *Service) settled(ctx context.Context, id, state string) string {
+	if state == recall.IndexOK {
+		return state
+	}
+	if src, err := s.st.Source(ctx, id); err == nil {
+		return src.IndexState
+	}
+	return state
+}
+
 // embedWithin is embed within the save budget (Options.EmbedBudget).
 func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string) {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.EmbedBudget)
@@ -263,7 +280,7 @@ func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]rec
 // carry every vector that state claims: another memory holding the same
 // text may be deleted before that write commits, and its vector with it.
 func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string) {
-	if s.opt.Embedder == nil || s.opt.Space == "" {
+	if !s.canEmbed() {
 		return nil, recall.IndexSkipped
 	}
 	var hashes []string

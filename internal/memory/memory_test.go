@@ -293,6 +293,44 @@ func TestPendingThenRepaired(t *testing.T) {
 	}
 }
 
+// "skipped" lasts only while the database has no vector space: once one
+// exists, a memory saved without an embedder is pending, listed and
+// repaired, and saving it again with an embedder embeds it.
+func TestSkippedUntilASpaceExists(t *testing.T) {
+	f := newFixture(t, false)
+	for _, key := range []string{"person_ann", "person_bo"} {
+		res, err := f.svc.Save(ctx, SaveRequest{Key: key, Value: key + " runs marathons"}, Scope{})
+		if err != nil || res.Index != recall.IndexSkipped {
+			t.Fatalf("save without a space: %+v %v", res, err)
+		}
+	}
+	emb := embedtest.New(32)
+	info := emb.Info()
+	if _, err := f.st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 32, Normalized: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := f.svc.IndexStatus(ctx); st.Counts[recall.IndexPending] != 2 || len(st.Pending) != 2 {
+		t.Fatalf("once a space exists: %+v", st)
+	}
+	res, err := f.svc.Save(ctx, SaveRequest{Key: "note_x", Value: "saved without an embedder beside a space"}, Scope{})
+	if err != nil || res.Index != recall.IndexPending {
+		t.Fatalf("save without an embedder beside a space: %+v %v", res, err)
+	}
+	withModel := New(f.st, f.eng, Options{Embedder: emb, Space: "t", Dim: 32})
+	res, err = withModel.Save(ctx, SaveRequest{Key: "person_ann", Value: "person_ann runs marathons"}, Scope{})
+	if m, _ := f.svc.Read(ctx, "person_ann", "", Scope{}); err != nil || res.Index != recall.IndexOK || m.Index != recall.IndexOK {
+		t.Fatalf("unchanged value saved again with an embedder: %+v %v; stored %q", res, err, m.Index)
+	}
+	p, err := repair.Run(ctx, f.st, f.eng, "t", emb, repair.Options{})
+	if err != nil || p.Embedded != 2 {
+		t.Fatalf("repair: %+v %v", p, err)
+	}
+	st, _ := f.svc.IndexStatus(ctx)
+	if st.Counts[recall.IndexOK] != 3 || st.Counts[recall.IndexPending] != 0 || st.Counts[recall.IndexSkipped] != 0 {
+		t.Fatalf("after repair: %+v", st.Counts)
+	}
+}
+
 // A hanging embedder holds a save or diary write only for the embedding
 // budget: the text is stored, searchable by text and pending.
 func TestHangingEmbedderDoesNotHoldSaves(t *testing.T) {

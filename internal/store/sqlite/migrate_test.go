@@ -85,6 +85,51 @@ func TestMigrateFullTextToTerms(t *testing.T) {
 	}
 }
 
+// TestMigrateSettlesSkipped upgrades a database in which memories saved
+// without an embedder stayed "skipped" beside a vector space, one of them
+// after repair embedded it: the migration makes that one ok and the other
+// pending, for repair.
+func TestMigrateSettlesSkipped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "test", Model: "m", Dim: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []recall.Document
+	for _, key := range []string{"embedded", "not embedded"} {
+		docs = append(docs, recall.Document{
+			Source: recall.Source{ID: recall.MemoryID("", key), Kind: recall.KindMemory, ContentHash: recall.TextHash(key),
+				Size: int64(len(key)), ChunkCount: 1, Body: key, IndexState: recall.IndexSkipped},
+			Chunks: []recall.Chunk{{Text: key, Hash: recall.TextHash(key)}},
+		})
+	}
+	vecs := []recall.Vector{{Space: "s", Hash: recall.TextHash("embedded"), Vec: []float32{0.6, 0.8}}}
+	if _, err := db.Write(ctx, docs, vecs); err != nil {
+		t.Fatal(err)
+	}
+	// What an older recall left: both skipped, and schema 6.
+	for _, q := range []string{`UPDATE sources SET index_state = 'skipped'`, `DELETE FROM schema_migrations WHERE version = 7`} {
+		if _, err := db.rw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	db, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for key, want := range map[string]string{"embedded": recall.IndexOK, "not embedded": recall.IndexPending} {
+		if src, err := db.Source(ctx, recall.MemoryID("", key)); err != nil || src.IndexState != want {
+			t.Errorf("%s after migrating: %q %v; want %q", key, src.IndexState, err, want)
+		}
+	}
+}
+
 // TestCheckpointsInBackground: the write connection never checkpoints, yet
 // the pages of committed writes reach the database file: the checkpointer
 // copies every frame of the log soon after the writes stop.

@@ -16,7 +16,7 @@ import (
 
 // CreateSpace records a vector space, or returns the existing one when it
 // has the same parameters (ECONFLICT when they differ). The first space
-// becomes the read space.
+// becomes the read space, and the sources written "skipped" become pending.
 func (db *DB) CreateSpace(ctx context.Context, s recall.VectorSpace) (recall.VectorSpace, error) {
 	if err := store.ValidateSpace(s); err != nil {
 		return recall.VectorSpace{}, err
@@ -43,6 +43,12 @@ func (db *DB) CreateSpace(ctx context.Context, s recall.VectorSpace) (recall.Vec
 			Normalized: s.Normalized, Read: others == 0, CreatedAt: time.Now().UTC()}
 		_, err = tx.ExecContext(ctx, `INSERT INTO spaces (name, provider, model, dim, normalized, is_read, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, out.Name, out.Provider, out.Model, out.Dim, out.Normalized, out.Read, out.CreatedAt.UnixNano())
+		if err != nil || !out.Read {
+			return err
+		}
+		// "skipped" means there was no space to embed into; now there is
+		// one, and repair fills it: what was skipped is pending.
+		_, err = tx.ExecContext(ctx, `UPDATE sources SET index_state = 'pending' WHERE index_state = 'skipped'`)
 		return err
 	})
 	if err != nil {

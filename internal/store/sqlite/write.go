@@ -69,25 +69,29 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 	return res, nil
 }
 
-// settleWritten marks "ok" the documents written as pending whose every
-// chunk text already has a vector in the read space: a sweep that left its
-// texts to repair (no embedder) can meet a text that repair, or another
-// file, embedded meanwhile, and no later vector would settle the source.
+// settleWritten gives the documents written pending or skipped the state
+// the read space makes true, when there is one: "ok" when every chunk text
+// already has a vector there (a sweep that left its texts to repair can
+// meet a text that repair, or another file, embedded meanwhile, and no
+// later vector would settle the source), else "pending", since repair
+// will embed what it lacks. "skipped" (written by a process without an
+// embedder) stays only while the database has no vector space at all.
 func settleWritten(ctx context.Context, tx *sql.Tx, docs []recall.Document) error {
 	var ids []string
 	for _, d := range docs {
-		if d.Source.IndexState == recall.IndexPending {
+		if d.Source.IndexState == recall.IndexPending || d.Source.IndexState == recall.IndexSkipped {
 			ids = append(ids, d.Source.ID)
 		}
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = 'ok'
-		WHERE index_state = 'pending' AND id IN (SELECT value FROM json_each(?))
-		AND EXISTS (SELECT 1 FROM spaces WHERE is_read)
-		AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
-			AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read) AND v.hash = c.hash))`,
+	_, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = CASE
+			WHEN EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
+				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read) AND v.hash = c.hash))
+			THEN 'pending' ELSE 'ok' END
+		WHERE index_state IN ('pending', 'skipped') AND id IN (SELECT value FROM json_each(?))
+		AND EXISTS (SELECT 1 FROM spaces WHERE is_read)`,
 		jsonArray(ids))
 	if err != nil {
 		return fmt.Errorf("settle index states: %w", err)

@@ -173,3 +173,43 @@ func testPendingSettlesOnWrite(t *testing.T, s recall.Store) {
 		t.Errorf("memory updated pending with an embedded text: state %q; want ok", src.IndexState)
 	}
 }
+
+// testSkippedOnlyWithoutSpace: "skipped" (written without an embedder)
+// holds only while there is no vector space. Creating the first space
+// makes skipped sources pending, so repair's vectors settle them; a source
+// written skipped while a space exists is stored pending, or ok when its
+// texts have vectors already.
+func testSkippedOnlyWithoutSpace(t *testing.T, s recall.Store) {
+	skipped := func(id string, texts ...string) recall.Document {
+		d := doc(id, recall.KindMemory, texts...)
+		d.Source.IndexState = recall.IndexSkipped
+		return d
+	}
+	state := func(id string) string {
+		t.Helper()
+		src, err := s.Source(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src.IndexState
+	}
+	write(t, s, skipped("m/before", "written before any space"))
+	if got := state("m/before"); got != recall.IndexSkipped {
+		t.Fatalf("written skipped without a space: %q", got)
+	}
+	sp := createSpace(t, s, "s", 3)
+	if got := state("m/before"); got != recall.IndexPending {
+		t.Errorf("skipped source once a space exists: %q; want pending", got)
+	}
+	write(t, s, doc("a.md", recall.KindArchive, "embedded text"))
+	putVecs(t, s, sp, "written before any space", "embedded text")
+	if got := state("m/before"); got != recall.IndexOK {
+		t.Errorf("after its vectors were stored: %q; want ok", got)
+	}
+	write(t, s, skipped("m/known", "embedded text"), skipped("m/new", "embedded text", "no vector yet"))
+	for id, want := range map[string]string{"m/known": recall.IndexOK, "m/new": recall.IndexPending} {
+		if got := state(id); got != want {
+			t.Errorf("%s written skipped while a space exists: %q; want %q", id, got, want)
+		}
+	}
+}

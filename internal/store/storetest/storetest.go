@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"Census", testCensus},
 		{"CommitHook", testCommitHook},
 		{"PendingSettlesOnWrite", testPendingSettlesOnWrite},
+		{"SkippedOnlyWithoutSpace", testSkippedOnlyWithoutSpace},
 		{"Stats", testStats},
 		{"Canceled", testCanceled},
 	}
