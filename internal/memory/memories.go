@@ -56,8 +56,8 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 	if err := validateDate(req.Date); err != nil {
 		return SaveResult{}, err
 	}
-	if utf8.RuneCountInString(req.Category) > 64 {
-		return SaveResult{}, recall.Errorf(recall.EINVALID, "category is longer than 64 characters")
+	if utf8.RuneCountInString(req.Category) > MaxCategoryLen {
+		return SaveResult{}, recall.Errorf(recall.EINVALID, "category is longer than %d characters", MaxCategoryLen)
 	}
 	owner, err := sc.owner(req.Owner)
 	if err != nil {

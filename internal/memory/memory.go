@@ -20,12 +20,13 @@ import (
 
 // Limits.
 const (
-	MaxKeyLen     = 200     // characters
-	MaxValueLen   = 100_000 // characters
-	MaxFindLimit  = 20
-	MaxRecentDays = 30
-	MaxOwnerLen   = 64
-	previewLen    = 160
+	MaxKeyLen      = 200     // characters
+	MaxValueLen    = 100_000 // characters
+	MaxFindLimit   = 20
+	MaxRecentDays  = 30
+	MaxOwnerLen    = 64
+	MaxCategoryLen = 64 // characters
+	previewLen     = 160
 )
 
 // Writer is the write path that keeps the vector index in step with the
