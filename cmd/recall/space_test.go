@@ -355,3 +355,43 @@ func TestServeFollowsSpaceSwitch(t *testing.T) {
 		t.Errorf("semantic search after the switch from %s: mode %s, %d results, note %q", before, r.Mode, len(r.Results), r.Note)
 	}
 }
+
+// Vectors are not exported: an imported memory reads "pending" until
+// repair embeds it, then "ok" (it was restored as "ok" with no vector).
+func TestImportedMemoryIsPendingUntilRepaired(t *testing.T) {
+	env := ollamaEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "note_a", "Ann keeps bees on the roof."); code != 0 {
+		t.Fatal(errs)
+	}
+	dump := filepath.Join(t.TempDir(), "dump.jsonl")
+	if _, errs, code := run(t, env, "export", "--out", dump); code != 0 {
+		t.Fatal(errs)
+	}
+	env2 := ollamaEnv(t)
+	if _, errs, code := run(t, env2, "import", dump); code != 0 {
+		t.Fatal(errs)
+	}
+	state := func() string {
+		t.Helper()
+		out, errs, code := run(t, env2, "memory", "get", "note_a", "--json")
+		if code != 0 {
+			t.Fatal(errs)
+		}
+		var item struct {
+			Index string `json:"index"`
+		}
+		if err := json.Unmarshal([]byte(out), &item); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return item.Index
+	}
+	if s := state(); s != recall.IndexPending {
+		t.Errorf("after import: index %q, want pending", s)
+	}
+	if _, errs, code := run(t, env2, "repair"); code != 0 {
+		t.Fatal(errs)
+	}
+	if s := state(); s != recall.IndexOK {
+		t.Errorf("after repair: index %q, want ok", s)
+	}
+}

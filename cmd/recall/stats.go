@@ -211,7 +211,26 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 		batch, size = batch[:0], 0
 		return nil
 	}
+	read, err := readSpace(ctx, st)
+	if err != nil {
+		return err
+	}
 	err = readExport(f, func(_ int, d recall.Document) error {
+		// Vectors are not exported, so the state a source had says nothing
+		// of this database. With a read space it is written pending and
+		// the store settles it (ok where every text already has a vector
+		// there, else pending for repair); without one a memory or diary
+		// day is skipped, as a save without an embedder would leave it,
+		// and an archive file ok, as a sweep without one does.
+		switch {
+		case d.Source.IndexState == "":
+		case read != nil:
+			d.Source.IndexState = recall.IndexPending
+		case d.Source.Kind == recall.KindArchive:
+			d.Source.IndexState = recall.IndexOK
+		default:
+			d.Source.IndexState = recall.IndexSkipped
+		}
 		batch = append(batch, d)
 		for _, c := range d.Chunks {
 			size += len(c.Text)
