@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/lexindex"
 	"github.com/recall-mcp/recall/internal/par"
@@ -1166,6 +1168,11 @@ func (e *Engine) Context(ctx context.Context, source string, kind recall.Kind, i
 func (e *Engine) resolve(ctx context.Context, name string, kind recall.Kind, scope recall.Filter) (recall.Source, error) {
 	var candidates []string
 	if kind == "" || kind == recall.KindMemory {
+		// Keys are saved in NFC; one saved before that may be in another
+		// form, and is found as written.
+		if nfc := norm.NFC.String(name); nfc != name {
+			candidates = append(candidates, recall.MemoryID(scope.Owner, nfc))
+		}
 		candidates = append(candidates, recall.MemoryID(scope.Owner, name))
 	}
 	if date, ok := strings.CutPrefix(name, "diary/"); ok && (kind == "" || kind == recall.KindDiary) {

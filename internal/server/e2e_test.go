@@ -175,6 +175,12 @@ func TestToolValidationErrors(t *testing.T) {
 		{"find_memories", map[string]any{"prefix": "a", "limit": 50}, "maximum"},
 		{"recent_diary", map[string]any{"days": 31}, "maximum"},
 		{"read_diary", map[string]any{"date": "July"}, "not YYYY-MM-DD"},
+		// Bounds shared by every tool that takes the property.
+		{"save_memory", map[string]any{"key": "k", "value": "v", "category": strings.Repeat("c", 65)}, "maxLength"},
+		{"find_memories", map[string]any{"prefix": strings.Repeat("p", 201)}, "maxLength"},
+		{"read_memory", map[string]any{"key": "k", "owner": strings.Repeat("o", 65)}, "maxLength"},
+		{"get_context", map[string]any{"source": "a.md", "chunk_index": 0, "owner": strings.Repeat("o", 65)}, "maxLength"},
+		{"write_diary", map[string]any{"text": "t", "date": "2025-07-01T10:00"}, "maxLength"},
 	} {
 		res := call(t, cs, tc.tool, tc.args)
 		if !res.IsError || !strings.Contains(resultText(res), tc.want) {

@@ -171,3 +171,15 @@ func TestContextOfAnotherOwnersHit(t *testing.T) {
 		t.Errorf("an invalid owner was accepted: %s", resultText(res))
 	}
 }
+
+// get_context finds a memory however its key's accents are encoded, as
+// read_memory does: keys are saved in NFC.
+func TestContextOfDecomposedKey(t *testing.T) {
+	f := newFixture(t, nil)
+	f.save("", "caf\u00e9", "the café on the corner roasts its own beans")
+	cs := f.connect(plainTok)
+	out, res := mustCall[ContextOutput](t, cs, "get_context", map[string]any{"source": "cafe\u0301", "chunk_index": 0, "kind": "memory"})
+	if len(out.Chunks) != 1 || !strings.Contains(out.Chunks[0].Text, "roasts") {
+		t.Errorf("get_context of the decomposed key: %s", resultText(res))
+	}
+}

@@ -58,12 +58,32 @@ func writes(title string, destructive, idempotent bool) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{Title: title, DestructiveHint: ptr(destructive), IdempotentHint: idempotent, OpenWorldHint: ptr(false)}
 }
 
+// shared are the length bounds of properties several tools take, applied
+// to every tool that has them; the handlers check the same. Formats (an
+// owner's characters, dates) are left to the handlers, whose errors say
+// what to send instead, where a schema pattern's would quote a regular
+// expression.
+var shared = map[string]func(*jsonschema.Schema){
+	"owner":    length(0, memory.MaxOwnerLen),
+	"category": length(0, memory.MaxCategoryLen),
+	"prefix":   length(0, memory.MaxKeyLen),
+	"date":     length(0, len("YYYY-MM-DD")),
+	"since":    length(0, len("YYYY-MM-DD")),
+	"until":    length(0, len("YYYY-MM-DD")),
+}
+
 // schema derives a tool's input schema from its input struct and tightens
-// the given properties with bounds, so clients see the limits up front.
+// its properties with the shared bounds and the given ones, so clients see
+// the limits up front.
 func schema[In any](bounds map[string]func(*jsonschema.Schema)) *jsonschema.Schema {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
 		panic(fmt.Sprintf("input schema: %v", err))
+	}
+	for name, fn := range shared {
+		if p := s.Properties[name]; p != nil {
+			fn(p)
+		}
 	}
 	for name, fn := range bounds {
 		p := s.Properties[name]
