@@ -84,7 +84,14 @@ func startServe(t *testing.T, env map[string]string, args ...string) (string, *l
 
 func get(t *testing.T, url, token string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
+	return send(t, "GET", url, token, "")
+}
+
+// send makes one HTTP request, with token as its bearer unless empty, and
+// returns the status and body.
+func send(t *testing.T, method, url, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

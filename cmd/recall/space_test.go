@@ -339,20 +339,40 @@ func TestServeFollowsSpaceSwitch(t *testing.T) {
 	}
 	// Queries are embedded with model-b (24 dimensions) for b's index: a
 	// query vector of model-a would fail every semantic search.
-	body, _ := json.Marshal(map[string]string{"query": "revive a sourdough starter", "mode": "semantic"})
-	req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(string(body)))
-	req.Header.Set("Authorization", "Bearer "+serveToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	code, body := send(t, "POST", url+"/api/search", serveToken, `{"query": "revive a sourdough starter", "mode": "semantic"}`)
 	var r recall.SearchResponse
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("semantic search after the switch: %d %v", resp.StatusCode, err)
+	if err := json.Unmarshal([]byte(body), &r); err != nil || code != 200 {
+		t.Fatalf("semantic search after the switch: %d %s", code, body)
 	}
 	if r.Mode != recall.ModeSemantic || len(r.Results) == 0 {
 		t.Errorf("semantic search after the switch from %s: mode %s, %d results, note %q", before, r.Mode, len(r.Results), r.Note)
+	}
+
+	// The server's writes moved too: a memory it saves is embedded with
+	// model-b into b, and dropping the old space, as the switching recipe
+	// does next, breaks nothing.
+	save := func(key, value string) string {
+		t.Helper()
+		code, body := send(t, "PUT", url+"/api/memories/"+key, serveToken, `{"value":"`+value+`"}`)
+		if code != 200 {
+			t.Fatalf("save %s: %d %s", key, code, body)
+		}
+		return body
+	}
+	if out := save("note_axolotl", "my axolotl regrew a gill"); !strings.Contains(out, `"model":"ollama/model-b"`) || !strings.Contains(out, `"index":"ok"`) {
+		t.Errorf("a save after the switch: %s", out)
+	}
+	if _, errs, code := run(t, env, "space", "drop", before); code != 0 {
+		t.Fatalf("drop %s: %s", before, errs)
+	}
+	if out := save("note_newt", "the newt hides under the log"); !strings.Contains(out, `"index":"ok"`) {
+		t.Errorf("a save after the old space was dropped: %s", out)
+	}
+	out, _, _ := run(t, env, "space", "list", "--json")
+	var spaces []recall.SpaceStats
+	json.Unmarshal([]byte(out), &spaces)
+	if len(spaces) != 1 || spaces[0].Name != "b" || spaces[0].Missing != 0 {
+		t.Errorf("spaces after the server's saves: %s", out)
 	}
 }
 

@@ -220,7 +220,7 @@ func (s *Service) Find(ctx context.Context, req FindRequest, sc Scope) (Page, er
 		if err := ValidateKey(req.Prefix); err != nil {
 			return Page{}, recall.Errorf(recall.EINVALID, "prefix: %s", recall.ErrorMessage(err))
 		}
-		req.Prefix = keyForms(req.Prefix)[0]
+		req.Prefix = nfcKey(req.Prefix)
 	}
 	switch {
 	case req.Limit == 0:

@@ -8,6 +8,7 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -75,6 +76,34 @@ type Service struct {
 	st  recall.Store
 	w   Writer
 	opt Options
+
+	// tmu guards opt.Embedder, opt.Space and opt.Dim, which SetSpace
+	// changes when a server follows a switch of the read space.
+	tmu sync.RWMutex
+}
+
+// target is where a write's vectors go: the embedder, its space and the
+// space's dimension, read together so that no vector is labelled with
+// another model's space.
+type target struct {
+	emb   recall.Embedder
+	space string
+	dim   int
+}
+
+func (s *Service) target() target {
+	s.tmu.RLock()
+	defer s.tmu.RUnlock()
+	return target{s.opt.Embedder, s.opt.Space, s.opt.Dim}
+}
+
+// SetSpace makes later writes embed with emb into space (of dimension
+// dim): a server calls it when it follows another process's switch of the
+// read space, so that what it saves is searchable there.
+func (s *Service) SetSpace(emb recall.Embedder, space string, dim int) {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	s.opt.Embedder, s.opt.Space, s.opt.Dim = emb, space, dim
 }
 
 // New returns a Service over st, writing through w.
@@ -176,7 +205,7 @@ const diaryName = "diary/"
 // (the other default-ignorable characters are format characters, which
 // ValidateKey refuses already).
 func newKey(key string) (string, error) {
-	key = keyForms(key)[0]
+	key = nfcKey(key)
 	if err := ValidateKey(key); err != nil {
 		return "", err
 	}
@@ -195,14 +224,24 @@ func newKey(key string) (string, error) {
 }
 
 // keyForms returns the forms a key a caller names is looked up under, in
-// order: its NFC form, which saves use, then the key exactly as given when
-// that differs, which reaches a memory saved before keys were normalised.
+// order: the key exactly as given, which reaches a memory saved before keys
+// were normalised (and is the NFC form saves use, when it is one), then its
+// NFC form when that differs. Exact first: a legacy key and its NFC twin
+// saved since are two memories, and each is reached by its own name.
 func keyForms(key string) []string {
-	nfc := norm.NFC.String(key)
-	if nfc == key || !utf8.ValidString(key) {
-		return []string{key}
+	if nfc := nfcKey(key); nfc != key {
+		return []string{key, nfc}
 	}
-	return []string{nfc, key}
+	return []string{key}
+}
+
+// nfcKey is the form keys are saved in: NFC (a key that is not valid UTF-8
+// is left for validation to refuse).
+func nfcKey(key string) string {
+	if !utf8.ValidString(key) {
+		return key
+	}
+	return norm.NFC.String(key)
 }
 
 func validateValue(v string) error {
@@ -244,15 +283,19 @@ func (s *Service) Category(key, explicit string) string {
 
 // modelName is what save answers report as the model.
 func (s *Service) modelName() string {
-	if s.opt.Embedder == nil {
+	t := s.target()
+	if t.emb == nil {
 		return ""
 	}
-	i := s.opt.Embedder.Info()
+	i := t.emb.Info()
 	return i.Provider + "/" + i.Model
 }
 
+// canEmbed reports whether writes to t get vectors.
+func (t target) canEmbed() bool { return t.emb != nil && t.space != "" }
+
 // canEmbed reports whether this service makes vectors.
-func (s *Service) canEmbed() bool { return s.opt.Embedder != nil && s.opt.Space != "" }
+func (s *Service) canEmbed() bool { return s.target().canEmbed() }
 
 // settled is the index state a source written in state has once the store
 // settled it in the write's transaction: a text written pending may have
@@ -281,7 +324,8 @@ func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]rec
 // carry every vector that state claims: another memory holding the same
 // text may be deleted before that write commits, and its vector with it.
 func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string) {
-	if !s.canEmbed() {
+	t := s.target()
+	if !t.canEmbed() {
 		return nil, recall.IndexSkipped
 	}
 	var hashes []string
@@ -292,7 +336,7 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 			hashes = append(hashes, c.Hash)
 		}
 	}
-	have, err := s.st.VectorsByHash(ctx, s.opt.Space, hashes)
+	have, err := s.st.VectorsByHash(ctx, t.space, hashes)
 	if err != nil {
 		return nil, recall.IndexPending
 	}
@@ -301,7 +345,7 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	var texts []embed.ChunkText
 	for _, h := range hashes {
 		if v, ok := have[h]; ok {
-			out = append(out, recall.Vector{Space: s.opt.Space, Hash: h, Vec: v})
+			out = append(out, recall.Vector{Space: t.space, Hash: h, Vec: v})
 			continue
 		}
 		need = append(need, h)
@@ -310,12 +354,12 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	if len(need) == 0 {
 		return out, recall.IndexOK
 	}
-	vecs, err := embed.EmbedChunks(ctx, s.opt.Embedder, s.opt.Dim, texts)
+	vecs, err := embed.EmbedChunks(ctx, t.emb, t.dim, texts)
 	if err != nil {
 		return nil, recall.IndexPending
 	}
 	for i, h := range need {
-		out = append(out, recall.Vector{Space: s.opt.Space, Hash: h, Vec: vecs[i]})
+		out = append(out, recall.Vector{Space: t.space, Hash: h, Vec: vecs[i]})
 	}
 	return out, recall.IndexOK
 }

@@ -232,6 +232,35 @@ func TestLegacyKeysStayReachable(t *testing.T) {
 	}
 }
 
+// A legacy key and its NFC twin saved since are two memories, each read,
+// read around (get_context) and deleted by its own name.
+func TestLegacyKeyAndItsNFCTwin(t *testing.T) {
+	f := newFixture(t, false)
+	nfd, nfc := "cafe\u0301", "caf\u00e9"
+	saveLegacy(t, f, nfd, "legacy value")
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: nfc, Value: "new value"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{nfd: "legacy value", nfc: "new value"} {
+		if m, err := f.svc.Read(ctx, key, "", Scope{}); err != nil || m.Value != want {
+			t.Errorf("read %+q: %q %v; want %q", key, m.Value, err, want)
+		}
+		c, _, err := f.eng.Context(ctx, key, recall.KindMemory, 0, 0, recall.Filter{})
+		if err != nil || len(c) != 1 || c[0].Text != want {
+			t.Errorf("context of %+q: %+v %v; want %q", key, c, err, want)
+		}
+	}
+	if err := f.svc.Delete(ctx, nfd, "", true, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.Source(ctx, recall.MemoryID("", nfc)); err != nil {
+		t.Errorf("deleting the legacy key deleted its NFC twin: %v", err)
+	}
+	if _, err := f.st.Source(ctx, recall.MemoryID("", nfd)); !recall.IsNotFound(err) {
+		t.Errorf("the legacy key is still there after its delete: %v", err)
+	}
+}
+
 func TestCategoriesAndFindPaging(t *testing.T) {
 	f := newFixture(t, false)
 	for i := range 25 {

@@ -326,6 +326,15 @@ type recordedWrite struct {
 	indexed []recall.IndexedChunk
 }
 
+// QueryEmbedder returns the space searches read from and the embedder its
+// queries are embedded with (nil: lexical only). After Follow switched the
+// read space, a server makes its writes go there too.
+func (e *Engine) QueryEmbedder() (recall.Embedder, string) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.emb, e.space
+}
+
 // ReadSpace returns the name of the space searches read from and how many
 // chunks its index holds.
 func (e *Engine) ReadSpace() (string, int) {
@@ -1168,12 +1177,13 @@ func (e *Engine) Context(ctx context.Context, source string, kind recall.Kind, i
 func (e *Engine) resolve(ctx context.Context, name string, kind recall.Kind, scope recall.Filter) (recall.Source, error) {
 	var candidates []string
 	if kind == "" || kind == recall.KindMemory {
-		// Keys are saved in NFC; one saved before that may be in another
-		// form, and is found as written.
+		// Keys are saved in NFC. A key given exactly as stored comes first
+		// (one saved before keys were normalised may have an NFC twin),
+		// then its NFC form.
+		candidates = append(candidates, recall.MemoryID(scope.Owner, name))
 		if nfc := norm.NFC.String(name); nfc != name {
 			candidates = append(candidates, recall.MemoryID(scope.Owner, nfc))
 		}
-		candidates = append(candidates, recall.MemoryID(scope.Owner, name))
 	}
 	if date, ok := strings.CutPrefix(name, "diary/"); ok && (kind == "" || kind == recall.KindDiary) {
 		candidates = append(candidates, recall.DiaryID(scope.Owner, date))

@@ -28,13 +28,11 @@ type RepairState struct {
 }
 
 type background struct {
-	eng   *search.Engine
-	st    recall.Store
-	emb   recall.Embedder
-	space string
-	m     *metrics
-	log   logger
-	now   func() time.Time
+	eng *search.Engine
+	st  recall.Store
+	m   *metrics
+	log logger
+	now func() time.Time
 
 	followEvery time.Duration // between looks for other processes' writes (0: 2s; < 0: never)
 
@@ -51,9 +49,53 @@ type background struct {
 	sem  chan struct{} // one repair at a time, background or admin
 	wake chan struct{}
 
-	mu  sync.Mutex
-	idx string // loading, ready, failed
-	rep RepairState
+	// switched, when set, is told the new write target after the server
+	// followed a switch of the read space (the memory service's SetSpace).
+	switched func(emb recall.Embedder, space string, dim int)
+
+	mu    sync.Mutex
+	idx   string // loading, ready, failed
+	rep   RepairState
+	emb   recall.Embedder // repair and server sweeps write vectors with emb into space
+	space string
+}
+
+// target returns the embedder and space repair and the server's sweeps
+// write vectors with and into.
+func (b *background) target() (recall.Embedder, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.emb, b.space
+}
+
+// followSwitch moves the server's writes to the read space Follow switched
+// to, with its model: what the server saves, sweeps and repairs from then
+// on is searchable there (and no longer needs the old space, which may be
+// dropped next).
+func (b *background) followSwitch(ctx context.Context) {
+	emb, space := b.eng.QueryEmbedder()
+	if emb == nil || space == "" {
+		return
+	}
+	spaces, err := b.st.Spaces(ctx)
+	if err != nil {
+		b.log.Warn("follow the read space with writes", "err", recall.ErrorMessage(err))
+		return
+	}
+	dim := 0
+	for _, sp := range spaces {
+		if sp.Name == space {
+			dim = sp.Dim
+		}
+	}
+	b.mu.Lock()
+	b.emb, b.space = emb, space
+	b.rep.Space = space
+	b.mu.Unlock()
+	if b.switched != nil {
+		b.switched(emb, space, dim)
+	}
+	b.nudge()
 }
 
 // logger is the part of slog.Logger background work uses.
@@ -125,7 +167,7 @@ func (b *background) run(ctx context.Context) {
 		b.wg.Add(1)
 		go func() { defer b.wg.Done(); b.sweepLoop(ctx) }()
 	}
-	if b.emb == nil || b.space == "" {
+	if emb, space := b.target(); emb == nil || space == "" {
 		return
 	}
 	var backoff time.Duration
@@ -193,6 +235,7 @@ func (b *background) follow(ctx context.Context) {
 		wait = max(every, 20*time.Since(start))
 		if f.Switched != "" {
 			wait = every // a load, once: not the cost of a look
+			b.followSwitch(ctx)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -208,7 +251,7 @@ func (b *background) follow(ctx context.Context) {
 		}
 		if f.Switched != "" {
 			_, n := b.eng.ReadSpace()
-			b.log.Info("searches read another space, made the read space by another process", "read_space", f.Switched, "chunks", n)
+			b.log.Info("searches and writes moved to another space, made the read space by another process", "read_space", f.Switched, "chunks", n)
 		}
 		if f.ReadSpace != warned {
 			warned = f.ReadSpace
@@ -235,7 +278,8 @@ func (b *background) setIndex(state string) {
 // repairOnce embeds up to limit missing texts, resuming at the space's
 // recorded cursor.
 func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress, error) {
-	if b.emb == nil || b.space == "" {
+	emb, space := b.target()
+	if emb == nil || space == "" {
 		return repair.Progress{}, recall.Errorf(recall.EUNAVAILABLE, "no embedder is configured, so there is nothing to repair with")
 	}
 	select {
@@ -248,7 +292,7 @@ func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress
 	b.rep.State = "running"
 	b.mu.Unlock()
 
-	p, err := repair.Run(ctx, b.st, b.eng, b.space, b.emb, repair.Options{Limit: limit, PageSize: min(limit, 256)})
+	p, err := repair.Run(ctx, b.st, b.eng, space, emb, repair.Options{Limit: limit, PageSize: min(limit, 256)})
 	b.m.repaired.add(float64(p.Embedded))
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -296,8 +340,9 @@ func (b *background) sweepLoop(ctx context.Context) {
 func (b *background) sweep(ctx context.Context, vault string) {
 	started := b.now().UTC()
 	failures := b.sweepLog
+	_, space := b.target()
 	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures,
-		Space: b.space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}})
+		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}})
 	if res.VectorsMissing > 0 {
 		b.nudge()
 	}

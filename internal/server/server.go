@@ -194,6 +194,7 @@ func New(opt Options) (*Server, error) {
 	}
 	s.bg = newBackground(opt.Engine, opt.Store, opt.Embedder, opt.Space, s.metrics, s.log, opt.Now, opt.RepairPage, opt.RepairPause)
 	s.bg.followEvery = opt.FollowEvery
+	s.bg.switched = opt.Memory.SetSpace
 	s.bg.vaults, s.bg.sweepEvery, s.bg.sweepLog = opt.Vaults, opt.SweepEvery, opt.SweepLog
 	s.users = s.newMCPServer(false, nil)
 	s.admins = s.newMCPServer(true, nil)
