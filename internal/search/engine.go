@@ -22,6 +22,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed"
 	"github.com/recall-mcp/recall/internal/lexindex"
 	"github.com/recall-mcp/recall/internal/par"
 	"github.com/recall-mcp/recall/internal/textindex"
@@ -731,25 +732,39 @@ func backfill(hits, deeper []recall.Hit, req recall.SearchRequest) []recall.Hit 
 	texts := map[string]bool{}
 	perSource := map[string]int{}
 	for _, h := range hits {
-		placed[key{h.Source, h.ChunkIndex}] = true
+		id := hitID(h)
+		placed[key{id, h.ChunkIndex}] = true
 		texts[h.Text] = true
-		perSource[h.Source]++
+		perSource[id]++
 	}
 	for _, h := range deeper {
 		if len(hits) == req.Limit {
 			break
 		}
-		if placed[key{h.Source, h.ChunkIndex}] || texts[h.Text] || perSource[h.Source] >= req.PerSource {
+		id := hitID(h)
+		if placed[key{id, h.ChunkIndex}] || texts[h.Text] || perSource[id] >= req.PerSource {
 			continue
 		}
 		if n := len(hits); n > 0 {
 			h.Score = min(h.Score, hits[n-1].Score)
 		}
 		texts[h.Text] = true
-		perSource[h.Source]++
+		perSource[id]++
 		hits = append(hits, h)
 	}
 	return hits
+}
+
+// hitID is the internal id of a hit's source. The name a hit shows is not
+// enough: an archive file, and memories of several owners, may share one.
+func hitID(h recall.Hit) string {
+	switch h.Kind {
+	case recall.KindMemory:
+		return recall.MemoryID(h.Owner, h.Source)
+	case recall.KindDiary:
+		return recall.DiaryID(h.Owner, strings.TrimPrefix(h.Source, "diary/"))
+	}
+	return h.Source
 }
 
 // queryVec is a search's query vector, embedded once for all its passes.
@@ -791,8 +806,10 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 			ectx, cancel := context.WithTimeout(ctx, e.opt.EmbedBudget)
 			defer cancel()
 			vecs, err := emb.Embed(ectx, recall.InputQuery, []string{req.Query})
-			if err == nil && len(vecs) != 1 {
-				err = fmt.Errorf("embedder returned %d vectors for one query", len(vecs))
+			if err == nil {
+				// A vector no search can use (NaN, all zeros) is an
+				// embedding that failed: hybrid goes on with full text.
+				err = embed.Validate(vecs, 1, 0)
 			}
 			if err != nil {
 				embedDone <- embedOut{nil, err}
@@ -808,7 +825,11 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	}
 	var lexDone chan lexOut
 	var gen uint64 // e.gen when full text ran
-	if req.Mode != recall.ModeSemantic {
+	// A semantic search with quoted words ranks, by vector, the sources
+	// that hold them, which full text (it requires quoted words) finds:
+	// the passages holding them may be far down the vector ranking.
+	quotedSemantic := req.Mode == recall.ModeSemantic && len(textindex.QuotedPhrases(req.Query)) > 0
+	if req.Mode != recall.ModeSemantic || quotedSemantic {
 		// The index is picked here, not on the goroutine: taking the read
 		// lock there while this one holds it could wait behind a writer
 		// that waits for this one.
@@ -818,7 +839,10 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		// Hybrid fuses the first depth candidates; the rest are there in
 		// case it falls back to full text alone, and are read only then.
 		read := want
-		if req.Mode != recall.ModeLexical && e.vecReady() {
+		switch {
+		case quotedSemantic:
+			read = max(want, depth) // for their sources
+		case req.Mode != recall.ModeLexical && e.vecReady():
 			read = depth
 		}
 		e.mu.RUnlock()
@@ -862,6 +886,9 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		qvec, embedErr = nil, recall.Errorf(recall.EUNAVAILABLE, "the read space switched during the search")
 		*q = queryVec{retried: true}
 	}
+	if qvec != nil && vecReady && len(qvec) != e.vx.dim {
+		qvec, embedErr = nil, recall.Errorf(recall.ECONFLICT, "the embedder returned a %d-dimensional query vector for a %d-dimensional space", len(qvec), e.vx.dim)
+	}
 	switch {
 	case resp.Mode == "" || resp.Mode == recall.ModeHybrid:
 		resp.Mode = recall.ModeHybrid
@@ -892,6 +919,21 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		}
 		return c
 	}
+	have := map[int64]*recall.StoredChunk{}
+	var holders map[string]bool // quotedSemantic: the sources holding the quoted words
+	if quotedSemantic {
+		out := <-lexDone
+		lexDone = nil
+		if out.err != nil {
+			return resp, false, out.err
+		}
+		if len(out.chunks) > 0 {
+			holders = map[string]bool{}
+			for _, c := range out.chunks {
+				holders[c.Source.ID] = true
+			}
+		}
+	}
 	var vecRes []unitHit
 	if resp.Mode != recall.ModeLexical {
 		vecWant := depth
@@ -904,12 +946,11 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		// after scaling, where the codes' error (about 0.001) decides
 		// nothing, and saves the reads.
 		exact := resp.Mode == recall.ModeSemantic
-		if vecRes, err = e.vx.search(ctx, qvec, vecWant, req.Filter, exact); err != nil {
+		if vecRes, err = e.vx.search(ctx, qvec, vecWant, req.Filter, holders, exact); err != nil {
 			return resp, false, err
 		}
 		more = len(vecRes) >= vecWant
 	}
-	have := map[int64]*recall.StoredChunk{}
 	if lexDone != nil {
 		out := <-lexDone
 		if out.err != nil {
@@ -1125,9 +1166,10 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 			return resp, err
 		}
 		for i := range hits {
+			self := hitID(hits[i])
 			for _, src := range others[hashes[i]] {
-				if src = recall.PublicID(src); src != hits[i].Source {
-					hits[i].AlsoIn = append(hits[i].AlsoIn, src)
+				if src != self {
+					hits[i].AlsoIn = append(hits[i].AlsoIn, recall.PublicID(src))
 				}
 			}
 		}

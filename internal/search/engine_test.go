@@ -166,6 +166,31 @@ func TestLoadIndexReplaysConcurrentWrites(t *testing.T) {
 	}
 }
 
+// A query vector no search can use (NaN, or of another dimension than the
+// space) is an embedding that failed: hybrid falls back to full text and
+// says so, as when the embedder errs, instead of failing the search.
+func TestBadQueryVectorFallsBack(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 32)
+	writeDocs(t, st, emb, doc("a.md", "the kettle whistles"))
+	for _, f := range []embedtest.Fault{embedtest.FaultError, embedtest.FaultNaN, embedtest.FaultWrongDim} {
+		eng := search.New(st, search.Options{Embedder: emb})
+		if err := eng.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		emb.FailOn(0, f)
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: "kettle"})
+		emb.FailOn(0, 0)
+		if err != nil {
+			t.Errorf("fault %d: %v", f, err)
+			continue
+		}
+		if r.Mode != recall.ModeLexical || r.Note == "" || len(r.Results) != 1 {
+			t.Errorf("fault %d: mode %q note %q, %d results", f, r.Mode, r.Note, len(r.Results))
+		}
+	}
+}
+
 // TestSlowEmbedderFallsBack: hybrid search goes on with full text when the
 // query cannot be embedded in time, and says so.
 func TestSlowEmbedderFallsBack(t *testing.T) {
@@ -381,6 +406,83 @@ func TestQuotedPhraseIsRequired(t *testing.T) {
 		if mode != recall.ModeLexical && (len(r.Results) == 0 || !strings.Contains(r.Note, "quoted")) {
 			t.Errorf("%s, phrase nowhere: %d results, note %q", mode, len(r.Results), r.Note)
 		}
+	}
+}
+
+// A quoted phrase is required in semantic mode too, also when the one
+// passage holding it is far down the vector ranking (60 passages closer to
+// the rest of the query): it is found, labelled exact, with no note.
+func TestQuotedPhraseFarDownTheVectors(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 64)
+	var docs []recall.Document
+	for i := range 60 {
+		docs = append(docs, doc(fmt.Sprintf("k/%02d.md", i), fmt.Sprintf("kettle tea morning ritual number n%d", i)))
+	}
+	docs = append(docs, doc("g.md", "we saw a purple giraffe at the zoo "+strings.Repeat("alpha beta gamma delta epsilon zeta eta theta ", 3)))
+	writeDocs(t, st, emb, docs...)
+	eng := search.New(st, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{recall.ModeLexical, recall.ModeHybrid, recall.ModeSemantic} {
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: `"purple giraffe" kettle tea morning`, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Results) != 1 || r.Results[0].Source != "g.md" || !slices.Contains(r.Results[0].Match, "exact") || r.Note != "" {
+			t.Errorf("%s: %+v", mode, r)
+		}
+	}
+}
+
+// memDoc is doc as owner's memory named key.
+func memDoc(owner, key, text string) recall.Document {
+	d := doc(recall.MemoryID(owner, key), text)
+	d.Source.Kind, d.Source.Owner, d.Source.Title = recall.KindMemory, owner, key
+	return d
+}
+
+// Sources that show one name (an archive file and two owners' memories
+// called todo.md) are still different sources: a passage they all hold
+// names the other two in also_in, and a page filled from a deeper pass
+// keeps each of them.
+func TestSourcesSharingAName(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 32)
+	text := "the spare key is under the blue flowerpot"
+	writeDocs(t, st, emb, memDoc("alice", "todo.md", text), memDoc("bob", "todo.md", text), doc("todo.md", text))
+	eng := search.New(st, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{recall.ModeLexical, recall.ModeHybrid, recall.ModeSemantic} {
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: "blue flowerpot", Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Results) != 1 || len(r.Results[0].AlsoIn) != 2 {
+			t.Errorf("%s: %+v; want one hit naming the other two sources", mode, r.Results)
+		}
+	}
+
+	st2, emb2 := newSpaceStore(t, 32)
+	big := recall.Document{Source: recall.Source{ID: "big.md", Kind: recall.KindArchive, ContentHash: "x", ChunkCount: 60}}
+	for i := range 60 {
+		t := fmt.Sprintf("flowerpot flowerpot flowerpot note %d", i)
+		big.Chunks = append(big.Chunks, recall.Chunk{Index: i, Text: t, Hash: recall.TextHash(t)})
+	}
+	if _, err := st2.Write(ctx, []recall.Document{big}, nil); err != nil {
+		t.Fatal(err)
+	}
+	writeDocs(t, st2, emb2, doc("todo.md", "flowerpot flowerpot flowerpot flowerpot"),
+		memDoc("alice", "todo.md", "a flowerpot in alice's memory with many other words around it"))
+	r, err := search.New(st2, search.Options{}).Search(ctx, recall.SearchRequest{Query: "flowerpot", Mode: recall.ModeLexical, Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) != 4 {
+		t.Errorf("%d results, want 4 (2 of big.md, the file todo.md and the memory todo.md): %+v", len(r.Results), r.Results)
 	}
 }
 

@@ -149,12 +149,21 @@ type unitHit struct {
 
 // search returns up to k texts best first, each at its best unit's score:
 // the index groups units by text, so k texts come back whenever k exist.
-func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Filter, exact bool) ([]unitHit, error) {
+//
+// only, when not nil, further limits the search to those sources (by id);
+// such a search's filter is not kept for the next.
+func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Filter, only map[string]bool, exact bool) ([]unitHit, error) {
 	search := x.vx.SearchKeyed
 	if !exact {
 		search = x.vx.SearchCodes
 	}
-	res, err := search(ctx, q, k, f.Matcher(), fmt.Sprintf("%#v", f))
+	allow, key := f.Matcher(), fmt.Sprintf("%#v", f)
+	if only != nil {
+		match := allow
+		allow = func(m *recall.SourceMeta) bool { return only[m.ID] && match(m) }
+		key = ""
+	}
+	res, err := search(ctx, q, k, allow, key)
 	if err != nil {
 		return nil, err
 	}
