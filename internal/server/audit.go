@@ -97,7 +97,8 @@ func (a *auditLog) write(l auditLine) {
 func LocalEvent(w io.Writer, who, route string, start time.Time, results int, err error) {
 	status, code := http.StatusOK, ""
 	if err != nil {
-		status, code = http.StatusInternalServerError, recall.ErrorCode(err)
+		code = recall.ErrorCode(err)
+		status = httpStatus(code) // the status the same error has over HTTP
 	}
 	(&auditLog{w: w}).write(auditLine{Time: start.UTC().Format(time.RFC3339Nano), RequestID: newRequestID(),
 		Token: who, Remote: "local", Route: route, Status: status, Outcome: outcome(status, code),

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/remote"
 )
 
@@ -68,12 +70,13 @@ func TestAuditLines(t *testing.T) {
 	f.save("alice", "note_a", "apricot")
 	cs := f.connect(aliceTok)
 	call(t, cs, "search_archive", map[string]any{"query": "apricot", "mode": "lexical"})
+	call(t, cs, "get_context", map[string]any{"source": "note_a", "chunk_index": 0, "radius": 4}) // refused by its schema
 	f.do("GET", "/api/stats", wrongTok, "")
 	f.do("GET", "/admin/memories", aliceTok, "")
 	f.do("GET", "/api/memories?prefix=note_", aliceTok, "")
 
 	// Lines are written after the answer is sent: wait for the last one.
-	waitFor(f.audit, `"tool":"search_archive"`, `"route":"GET /api/memories"`, `"status":401`, `"route":"GET /admin/memories"`)
+	waitFor(f.audit, `"tool":"search_archive"`, `"tool":"get_context"`, `"route":"GET /api/memories"`, `"status":401`, `"route":"GET /admin/memories"`)
 	var lines []auditLine
 	sc := bufio.NewScanner(strings.NewReader(f.audit.String()))
 	for sc.Scan() {
@@ -102,6 +105,12 @@ func TestAuditLines(t *testing.T) {
 	search := find(func(l auditLine) bool { return l.Tool == "search_archive" })
 	if search == nil || search.Token != "alice" || search.Route != "mcp tools/call" || search.Results == nil || *search.Results != 1 {
 		t.Errorf("search line: %+v", search)
+	}
+	if l := find(func(l auditLine) bool { return l.Tool == "get_context" }); l == nil || l.Outcome != "invalid" || l.Token != "alice" {
+		t.Errorf("refused call's line: %+v", l)
+	}
+	if _, m := f.do("GET", "/metrics", adminTok, ""); !strings.Contains(m, `recall_tool_calls_total{tool="get_context",outcome="invalid"} 1`) {
+		t.Errorf("the refused call is not counted")
 	}
 	if l := find(func(l auditLine) bool { return l.Status == 401 }); l == nil || l.Outcome != "unauthorized" || l.Token != "-" || l.Route != "GET /api/stats" {
 		t.Errorf("failed auth line: %+v", l)
@@ -192,5 +201,30 @@ func waitFor(log *syncBuffer, want ...string) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A command-line operation's audit line carries the status its error would
+// have over HTTP (a missing space is 404, not 500).
+func TestLocalEventStatus(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		out    string
+	}{
+		{nil, 200, "ok"},
+		{recall.Errorf(recall.ENOTFOUND, "no vector space %q", "nope"), 404, "not_found"},
+		{recall.Errorf(recall.EINVALID, "bad"), 400, "invalid"},
+		{errors.New("disk on fire"), 500, "internal"},
+	} {
+		var b bytes.Buffer
+		LocalEvent(&b, "local:test", "cli space drop", time.Now(), 0, tc.err)
+		var line auditLine
+		if err := json.Unmarshal(b.Bytes(), &line); err != nil {
+			t.Fatalf("%v: %s", err, b.String())
+		}
+		if line.Status != tc.status || line.Outcome != tc.out {
+			t.Errorf("%v: status %d outcome %q; want %d %q", tc.err, line.Status, line.Outcome, tc.status, tc.out)
+		}
 	}
 }

@@ -160,31 +160,34 @@ func TestToolValidationErrors(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{"search_archive", map[string]any{"query": strings.Repeat("x", 501)}, "maxLength"},
-		{"search_archive", map[string]any{"query": "x", "limit": 21}, "maximum"},
-		{"search_archive", map[string]any{"query": "x", "mode": "fuzzy"}, "mode"},
+		{"search_archive", map[string]any{"query": strings.Repeat("x", 501)}, "characters"},
+		{"search_archive", map[string]any{"query": "x", "limit": 21}, "must be between"},
+		{"search_archive", map[string]any{"query": "x", "mode": "fuzzy"}, "mode must be one of hybrid, lexical, semantic"},
 		{"search_archive", map[string]any{"query": "x", "since": "yesterday"}, `since "yesterday" is not a date`},
-		{"search_archive", map[string]any{"query": "x", "bogus": 1}, "bogus"},
+		{"search_archive", map[string]any{"query": "x", "bogus": 1}, "unknown argument bogus: search_archive takes"},
+		{"search_archive", map[string]any{}, "query is required"},
+		{"search_archive", map[string]any{"query": 5}, "query must be a string"},
+		{"save_memory", map[string]any{"key": "", "value": "v"}, "key must not be empty"},
 		{"search_archive", map[string]any{"query": "   "}, "query is empty"},
-		{"get_context", map[string]any{"source": "a.md", "chunk_index": 0, "radius": 4}, "maximum"},
+		{"get_context", map[string]any{"source": "a.md", "chunk_index": 0, "radius": 4}, "must be between"},
 		{"get_context", map[string]any{"source": "missing.md", "chunk_index": 0}, `no source "missing.md"`},
 		{"save_memory", map[string]any{"key": "bad key!", "value": "v"}, "use letters, digits and _-.:/ only"},
-		{"save_memory", map[string]any{"key": strings.Repeat("k", 201), "value": "v"}, "maxLength"},
-		{"save_memory", map[string]any{"key": "k", "value": strings.Repeat("v", 100_001)}, "maxLength"},
+		{"save_memory", map[string]any{"key": strings.Repeat("k", 201), "value": "v"}, "characters"},
+		{"save_memory", map[string]any{"key": "k", "value": strings.Repeat("v", 100_001)}, "characters"},
 		{"find_memories", map[string]any{}, "give at least one of prefix, category, since or until"},
-		{"find_memories", map[string]any{"prefix": "a", "limit": 50}, "maximum"},
-		{"recent_diary", map[string]any{"days": 31}, "maximum"},
+		{"find_memories", map[string]any{"prefix": "a", "limit": 50}, "must be between"},
+		{"recent_diary", map[string]any{"days": 31}, "must be between"},
 		{"read_diary", map[string]any{"date": "July"}, "not YYYY-MM-DD"},
 		// Bounds shared by every tool that takes the property.
-		{"save_memory", map[string]any{"key": "k", "value": "v", "category": strings.Repeat("c", 65)}, "maxLength"},
-		{"find_memories", map[string]any{"prefix": strings.Repeat("p", 201)}, "maxLength"},
-		{"read_memory", map[string]any{"key": "k", "owner": strings.Repeat("o", 65)}, "maxLength"},
-		{"get_context", map[string]any{"source": "a.md", "chunk_index": 0, "owner": strings.Repeat("o", 65)}, "maxLength"},
-		{"write_diary", map[string]any{"text": "t", "date": "2025-07-01T10:00"}, "maxLength"},
+		{"save_memory", map[string]any{"key": "k", "value": "v", "category": strings.Repeat("c", 65)}, "characters"},
+		{"find_memories", map[string]any{"prefix": strings.Repeat("p", 201)}, "characters"},
+		{"read_memory", map[string]any{"key": "k", "owner": strings.Repeat("o", 65)}, "characters"},
+		{"get_context", map[string]any{"source": "a.md", "chunk_index": 0, "owner": strings.Repeat("o", 65)}, "characters"},
+		{"write_diary", map[string]any{"text": "t", "date": "2025-07-01T10:00"}, "characters"},
 	} {
 		res := call(t, cs, tc.tool, tc.args)
 		if !res.IsError || !strings.Contains(resultText(res), tc.want) {
-			t.Errorf("%s %v: isError=%v %q, want it to mention %q", tc.tool, tc.args, res.IsError, resultText(res), tc.want)
+			t.Errorf("%s %.80v: isError=%v %q, want it to mention %q", tc.tool, tc.args, res.IsError, resultText(res), tc.want)
 		}
 	}
 }

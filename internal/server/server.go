@@ -37,6 +37,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
@@ -127,6 +128,7 @@ type Server struct {
 
 	bgOnce     sync.Once
 	statsCache statsCache
+	schemas    map[string]*jsonschema.Schema // tools' input schemas by name (invalidArgs)
 
 	sessMu      sync.Mutex
 	sessOwner   map[string]string // MCP session id → the identity key that opened it
@@ -183,7 +185,7 @@ func New(opt Options) (*Server, error) {
 	}
 	// From here on only the hashes in the keyring remain.
 	opt.Tokens, opt.AdminToken = nil, ""
-	s := &Server{opt: opt, eng: opt.Engine, st: opt.Store, mem: opt.Memory, keys: keys, log: opt.Logger,
+	s := &Server{opt: opt, eng: opt.Engine, st: opt.Store, mem: opt.Memory, keys: keys, log: opt.Logger, schemas: map[string]*jsonschema.Schema{},
 		metrics: newMetrics(), bad: newBadTokens(opt.BadTokenRate, opt.BadTokenBurst, 10_000, opt.Now),
 		stage: newStaging(opt.StageTTL, opt.StageBytes, opt.Now)}
 	if opt.Audit != nil {

@@ -63,6 +63,7 @@ func TestStdioToolCallsAreAudited(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_memory","arguments":{"key":"note_k","confirm":true}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_archive","arguments":{"query":"x","limit":21}}}`,
 	}, "\n") + "\n"
 	var out syncBuffer
 	if err := f.srv.RunStdio(context.Background(), strings.NewReader(in), &out, false); err != nil {
@@ -71,5 +72,9 @@ func TestStdioToolCallsAreAudited(t *testing.T) {
 	line := f.audit.String()
 	if !strings.Contains(line, `"tool":"delete_memory"`) || !strings.Contains(line, `"remote":"stdio"`) || strings.Contains(line, "a value") {
 		t.Fatalf("audit: %q", line)
+	}
+	// A call the tool's input schema refuses is audited as invalid too.
+	if !strings.Contains(line, `"tool":"search_archive","status":200,"outcome":"invalid"`) {
+		t.Errorf("refused call's audit: %q", line)
 	}
 }

@@ -119,7 +119,11 @@ type handler[In, Out any] func(ctx context.Context, c caller, in In) (*mcp.CallT
 // the error translation every tool shares.
 func addTool[In, Out any](s *Server, ms *mcp.Server, fallback *identity, t *mcp.Tool, h handler[In, Out]) {
 	admin := isAdminTool(t.Name)
+	if in, ok := t.InputSchema.(*jsonschema.Schema); ok {
+		s.schemas[t.Name] = in
+	}
 	mcp.AddTool(ms, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		markReached(ctx)
 		var zero Out
 		start := s.opt.Now()
 		c, err := callerOf(req, fallback)
@@ -261,7 +265,7 @@ func (s *Server) toolError(c caller, tool string, err error) error {
 func (s *Server) newMCPServer(admin bool, fallback *identity) *mcp.Server {
 	ms := mcp.NewServer(&mcp.Implementation{Name: "recall", Title: "recall", Version: s.opt.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: s.log})
-	ms.AddReceivingMiddleware(shortToolErrors, s.recoverPanics)
+	ms.AddReceivingMiddleware(shortToolErrors, s.invalidArgs(fallback), s.recoverPanics)
 
 	addTool(s, ms, fallback, &mcp.Tool{Name: "search_archive", Annotations: readOnly("Search the archive"),
 		Description: "Search past conversations, saved memories and diary days together. Returns the best passages, " +
