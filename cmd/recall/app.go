@@ -235,6 +235,28 @@ func (m *Main) parse(fs *flag.FlagSet, args []string, usage string) ([]string, e
 	return pos, nil
 }
 
+// parseNone parses the flags of a command that takes no arguments. An extra
+// word is refused, not ignored: `recall export backup.jsonl` wrote to stdout
+// and created no file. hint says what was probably meant ("" for none).
+func (m *Main) parseNone(fs *flag.FlagSet, args []string, usage, hint string) error {
+	pos, err := m.parse(fs, args, usage)
+	if err != nil {
+		return err
+	}
+	return noArgs(fs.Name(), pos, hint)
+}
+
+// noArgs is the usage error for positional arguments a command does not take.
+func noArgs(name string, pos []string, hint string) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	if hint != "" {
+		hint = ": " + hint
+	}
+	return usagef("%s takes no arguments, got %q%s (see `recall %s -h`)", name, pos[0], hint, name)
+}
+
 func (m *Main) subUsage(fs *flag.FlagSet, usage string) {
 	fmt.Fprintf(m.Stdout, "usage: recall %s\n\nflags:\n", usage)
 	fs.SetOutput(m.Stdout)
@@ -328,7 +350,7 @@ func (m *Main) env(flagValue, name string) string {
 
 func (m *Main) cmdVersion(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	if _, err := m.parse(fs, args, "version"); err != nil {
+	if err := m.parseNone(fs, args, "version", ""); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "recall %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)

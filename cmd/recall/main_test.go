@@ -23,12 +23,18 @@ import (
 // run runs one command line in-process with a private environment.
 func run(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runCtx(t, context.Background(), env, args...)
+}
+
+// runCtx is run with a context, for a command that might not end by itself.
+func runCtx(t *testing.T, ctx context.Context, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	m := NewMain()
 	m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
 	m.Getenv = func(k string) string { return env[k] }
 	m.IsTerminal = func() bool { return false }
-	code = m.Run(context.Background(), args)
+	code = m.Run(ctx, args)
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -580,5 +586,42 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	}
 	if after, _, _ := run(t, env, "stats", "--json"); after != before {
 		t.Errorf("a refused import changed the database:\n%s\n%s", before, after)
+	}
+}
+
+// A word a command does not take is a usage error naming it, never ignored:
+// `recall export backup.jsonl` used to write to stdout and create no file.
+func TestExtraArgumentsAreRefused(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	backup := filepath.Join(dir, "backup.jsonl")
+	cases := []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"export", backup}, "--out FILE"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", dir}, "--vault DIR"},
+		{[]string{"stats", "x"}, ""},
+		{[]string{"version", "x"}, ""},
+		{[]string{"repair", "x"}, "--space"},
+		{[]string{"mcp", "x"}, ""},
+		{[]string{"eval", "x"}, "--queries"},
+		{[]string{"diary", "recent", "x"}, "--days"},
+		{[]string{"memory", "find", "x"}, "--prefix"},
+		{[]string{"space", "list", "x"}, ""},
+		{[]string{"model", "list", "x"}, ""},
+	}
+	for _, c := range cases {
+		// Before this was refused, serve started and served until stopped.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		out, errs, code := runCtx(t, ctx, env, c.args...)
+		cancel()
+		last := c.args[len(c.args)-1]
+		if code != exitUsage || !strings.Contains(errs, fmt.Sprintf("%q", last)) || !strings.Contains(errs, c.hint) || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 naming %q (hint %q)", c.args, code, out, errs, last, c.hint)
+		}
+	}
+	if _, err := os.Stat(backup); !os.IsNotExist(err) {
+		t.Errorf("export created %s: %v", backup, err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 func (m *Main) cmdMCP(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	admin := fs.Bool("admin", false, "also serve the admin tools (repair_archive, list_memories, reindex_memory, memory_index_status)")
-	if _, err := m.parse(fs, args, "mcp [--admin]"); err != nil {
+	if err := m.parseNone(fs, args, "mcp [--admin]", ""); err != nil {
 		return err
 	}
 	audit, err := m.openAudit("")

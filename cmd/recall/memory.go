@@ -195,7 +195,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		until := fs.String("until", "", "dated on or before `DATE`")
 		limit := fs.Int("limit", 20, "page size (at most 20)")
 		cursor := fs.String("cursor", "", "continue after a previous page")
-		if _, err := m.parse(fs, args, "memory find [flags]"); err != nil {
+		if err := m.parseNone(fs, args, "memory find [flags]", "use --prefix P for keys starting with P"); err != nil {
 			return err
 		}
 		svc, err := m.memoryService(ctx)
@@ -295,7 +295,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		return printDays([]memory.Day{d})
 	case "recent":
 		days := fs.Int("days", 7, "how many days back (at most 30)")
-		if _, err := m.parse(fs, args, "diary recent [--days N] [--json]"); err != nil {
+		if err := m.parseNone(fs, args, "diary recent [--days N] [--json]", "use --days N for the last N days"); err != nil {
 			return err
 		}
 		svc, err := m.memoryService(ctx)

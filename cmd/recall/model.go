@@ -34,6 +34,9 @@ known models: ` + knownModels()
 	}
 	switch sub {
 	case "list":
+		if err := noArgs("model list", pos, ""); err != nil {
+			return err
+		}
 		list, err := hub.List(dir)
 		if err != nil {
 			return err

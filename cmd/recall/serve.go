@@ -39,7 +39,7 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	sweepEvery := fs.Duration("sweep-every", 10*time.Minute, "time between sweeps of the --vault folders (0: only at start)")
 	perSec := fs.Float64("rate", server.DefaultRate, "requests per second per token (0: unlimited)")
 	burst := fs.Int("burst", server.DefaultBurst, "requests a token may make at once before the rate applies")
-	if _, err := m.parse(fs, args, "serve [flags]"); err != nil {
+	if err := m.parseNone(fs, args, "serve [flags]", "use --vault DIR to keep a folder swept"); err != nil {
 		return err
 	}
 	opt := server.Options{AllowPathToken: *allowPath, CORSOrigins: cors, AllowedHosts: hosts,

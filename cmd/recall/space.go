@@ -17,7 +17,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	spaceName := fs.String("space", "", "repair only this vector space (default: every space)")
 	limit := fs.Int("limit", 0, "embed at most N texts per space this run (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON object per space")
-	if _, err := m.parse(fs, args, "repair [--space NAME] [--limit N] [--json]"); err != nil {
+	if err := m.parseNone(fs, args, "repair [--space NAME] [--limit N] [--json]", "use --space NAME to repair one space"); err != nil {
 		return err
 	}
 	st, err := m.openStore(ctx)
@@ -122,6 +122,9 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 	}
 	switch sub {
 	case "list":
+		if err := noArgs("space list", pos, ""); err != nil {
+			return err
+		}
 		if *asJSON {
 			return m.printJSON(stats.Spaces)
 		}

@@ -20,7 +20,7 @@ import (
 func (m *Main) cmdStats(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("stats", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if _, err := m.parse(fs, args, "stats [--json]"); err != nil {
+	if err := m.parseNone(fs, args, "stats [--json]", ""); err != nil {
 		return err
 	}
 	st, err := m.openStore(ctx)
@@ -91,7 +91,7 @@ type exportChunk struct {
 func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	out := fs.String("out", "", "write to `FILE` instead of stdout")
-	if _, err := m.parse(fs, args, "export [--out FILE]"); err != nil {
+	if err := m.parseNone(fs, args, "export [--out FILE]", "use --out FILE to write to a file"); err != nil {
 		return err
 	}
 	n := 0
