@@ -39,9 +39,20 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 	space := ""
 	var query recall.Embedder
 	if emb != nil {
-		if space, err = m.ensureSpace(ctx, st, emb); err != nil {
+		if space, err = m.ensureSpace(ctx, st, emb); errors.Is(err, errUnprobed) {
+			// No space can be made without the vector size: store text now
+			// (as when the embedder fails during a write) rather than nothing.
+			info := emb.Info()
+			fmt.Fprintf(m.Stderr, "recall: %s/%s could not be reached to learn its vector size (%s); storing text only: "+
+				"`recall repair` embeds it once the embedder is back (or set dimensions)\n",
+				info.Provider, info.Model, recall.ErrorMessage(err))
+			emb, err = nil, nil
+		}
+		if err != nil {
 			return nil, nil, "", err
 		}
+	}
+	if emb != nil {
 		if query, err = m.queryEmbedder(ctx, st, emb); err != nil {
 			return nil, nil, "", err
 		}
@@ -281,7 +292,13 @@ func spaceName(info recall.EmbedderInfo) string {
 	return r.Replace(info.Provider + "-" + info.Model)
 }
 
+// errUnprobed: there is no space for the embedder yet, and it could not be
+// reached to learn the size of its vectors.
+var errUnprobed = errors.New("no vector size")
+
 // ensureSpace finds or creates the space new vectors of emb are written to.
+// When it has to ask an unreachable embedder for its vector size, the error
+// is errUnprobed (wrapping the embedder's).
 func (m *Main) ensureSpace(ctx context.Context, st recall.Store, emb recall.Embedder) (string, error) {
 	info := emb.Info()
 	spaces, err := st.Spaces(ctx)
@@ -296,6 +313,9 @@ func (m *Main) ensureSpace(ctx context.Context, st recall.Store, emb recall.Embe
 	dim := info.Dim
 	if dim == 0 {
 		v, err := emb.Embed(ctx, recall.InputDocument, []string{"dimension probe"})
+		if recall.ErrorCode(err) == recall.EUNAVAILABLE {
+			return "", fmt.Errorf("%w: %w", errUnprobed, err)
+		}
 		if err != nil {
 			return "", fmt.Errorf("probe %s/%s for its dimension: %w", info.Provider, info.Model, err)
 		}

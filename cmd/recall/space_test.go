@@ -415,3 +415,53 @@ func TestImportedMemoryIsPendingUntilRepaired(t *testing.T) {
 		t.Errorf("after repair: index %q, want ok", s)
 	}
 }
+
+// On a database without a space, an embedder that cannot be reached to
+// learn its vector size leaves the command text-only: text is stored, and
+// once the embedder is back the first command makes the space and repair
+// embeds what was stored meanwhile (memories saved as skipped end ok).
+func TestUnreachableEmbedderOnFreshDatabaseStoresText(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	srv := fakeOllama(t, &down)
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"] = "ollama"
+	env["RECALL_MODEL"] = "model-a"
+	env["RECALL_OLLAMA_URL"] = srv.URL
+	for _, args := range [][]string{
+		{"sweep", sampleVault},
+		{"memory", "save", "note_while_down", "saved while the embedder was down"},
+		{"diary", "write", "--date", "2025-07-01", "written while the embedder was down"},
+	} {
+		out, errs, code := run(t, env, args...)
+		if code != 0 || !strings.Contains(errs, "could not be reached to learn its vector size") || !strings.Contains(errs, "recall repair") {
+			t.Fatalf("%v with the embedder down: exit %d\n%s\n%s", args, code, out, errs)
+		}
+	}
+	out, _, _ := run(t, env, "search", "--json", "--kind", "archive,memory,diary", "sourdough")
+	if !strings.Contains(out, "sourdough.md") {
+		t.Fatalf("text search after a text-only sweep: %s", out)
+	}
+	if out, _, _ := run(t, env, "memory", "get", "note_while_down"); !strings.Contains(out, "saved while") {
+		t.Fatalf("memory saved text-only: %q", out)
+	}
+
+	down.Store(false)
+	if _, errs, code := run(t, env, "memory", "save", "note_after", "saved once the embedder was back"); code != 0 || errs != "" {
+		t.Fatalf("save with the embedder back: exit %d %s", code, errs)
+	}
+	if out, errs, code := run(t, env, "repair"); code != 0 || !strings.Contains(out, "complete") {
+		t.Fatalf("repair: exit %d %s %s", code, out, errs)
+	}
+	out, _, _ = run(t, env, "stats", "--json")
+	var st recall.Stats
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Spaces) != 1 || st.Spaces[0].Missing != 0 || st.Spaces[0].Vectors == 0 {
+		t.Fatalf("spaces after repair: %+v", st.Spaces)
+	}
+	if st.IndexStates[recall.IndexOK] != 3 || len(st.IndexStates) != 1 {
+		t.Fatalf("memory index states after repair: %v, want 3 ok", st.IndexStates)
+	}
+}
