@@ -625,3 +625,45 @@ func TestExtraArgumentsAreRefused(t *testing.T) {
 		t.Errorf("export created %s: %v", backup, err)
 	}
 }
+
+// Every flag a command lists does something, and each subcommand lists its
+// own: memory delete --json printed plain text, and space create, use and
+// drop accepted --json and --force and ignored them.
+func TestSubcommandFlagsAndUsage(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "note_gone", "soon deleted"); code != 0 {
+		t.Fatal(errs)
+	}
+	out, errs, code := run(t, env, "memory", "delete", "note_gone", "--confirm", "--json")
+	var del struct {
+		Key     string `json:"key"`
+		Deleted bool   `json:"deleted"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &del) != nil || del.Key != "note_gone" || !del.Deleted {
+		t.Errorf("memory delete --json: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	for _, c := range [][]string{
+		{"space", "create", "x", "--json"},
+		{"space", "create", "x", "--force"},
+		{"space", "use", "x", "--json"},
+		{"space", "drop", "x", "--json"},
+		{"space", "drop", "x", "--force"},
+		{"space", "list", "--force"},
+	} {
+		if _, errs, code := run(t, env, c...); code != exitUsage || !strings.Contains(errs, "flag provided but not defined") {
+			t.Errorf("%v: exit %d %q, want a usage error", c, code, errs)
+		}
+	}
+	for _, c := range []struct{ args, want string }{
+		{"space create -h", "usage: recall space create NAME --embedder"},
+		{"space use -h", "usage: recall space use NAME [--force]"},
+		{"space drop -h", "usage: recall space drop NAME"},
+		{"space list -h", "usage: recall space list [--json]"},
+		{"model pull -h", "usage: recall model pull NAME"},
+		{"memory delete -h", "[--json]"},
+	} {
+		if out, _, code := run(t, env, strings.Fields(c.args)...); code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%s: exit %d %q, want %q", c.args, code, out, c.want)
+		}
+	}
+}

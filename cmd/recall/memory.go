@@ -12,6 +12,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/memory"
+	"github.com/recall-mcp/recall/internal/server"
 )
 
 // memoryService builds the memory service over the configured store and embedder.
@@ -95,9 +96,9 @@ func (m *Main) readValue(arg string) (string, error) {
 func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(m.Stdout, `usage:
-  recall memory save KEY [--category C] [--owner O] [--date YYYY-MM-DD] (VALUE | -)
+  recall memory save KEY [--category C] [--owner O] [--date YYYY-MM-DD] [--json] (VALUE | -)
   recall memory get KEY [--owner O] [--json]
-  recall memory delete KEY --confirm [--owner O]
+  recall memory delete KEY --confirm [--owner O] [--json]
   recall memory find [--prefix P] [--category C] [--owner O] [--since D] [--until D] [--limit N] [--cursor C] [--json]`)
 		if len(args) == 0 {
 			return usagef("memory needs a subcommand")
@@ -159,7 +160,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		return nil
 	case "delete":
 		confirm := fs.Bool("confirm", false, "really delete (required)")
-		pos, err := m.parse(fs, args, "memory delete KEY --confirm [--owner O]")
+		pos, err := m.parse(fs, args, "memory delete KEY --confirm [--owner O] [--json]")
 		if err != nil {
 			return err
 		}
@@ -185,6 +186,9 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		m.audit("cli memory delete", start, &deleted, &err)
 		if err != nil {
 			return err
+		}
+		if *asJSON { // what delete_memory and the REST API answer
+			return m.printJSON(server.DeleteOutput{Key: pos[0], Deleted: true})
 		}
 		fmt.Fprintf(m.Stdout, "deleted %s\n", pos[0])
 		return nil

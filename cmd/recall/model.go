@@ -23,8 +23,12 @@ known models: ` + knownModels()
 		return nil
 	}
 	sub, args := args[0], args[1:]
+	line := map[string]string{"list": "model list", "pull": "model pull NAME   (known: " + knownModels() + ")"}[sub]
+	if line == "" {
+		return usagef("unknown model subcommand %q\n%s", sub, usage)
+	}
 	fs := flag.NewFlagSet("model "+sub, flag.ContinueOnError)
-	pos, err := m.parse(fs, args, "model "+sub)
+	pos, err := m.parse(fs, args, line)
 	if err != nil {
 		return err
 	}
@@ -71,9 +75,8 @@ known models: ` + knownModels()
 			return err
 		}
 		fmt.Fprintf(m.Stdout, "installed %s in %s\n", mod.Name, got)
-		return nil
 	}
-	return usagef("unknown model subcommand %q\n%s", sub, usage)
+	return nil
 }
 
 func knownModels() string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,12 +82,19 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	return nil
 }
 
+// spaceUsage is each space subcommand's command line.
+var spaceUsage = map[string]string{
+	"list":   "space list [--json]",
+	"create": "space create NAME --embedder PROVIDER [--model MODEL]",
+	"use":    "space use NAME [--force]",
+	"drop":   "space drop NAME",
+}
+
 func (m *Main) cmdSpace(ctx context.Context, args []string) error {
-	usage := `usage:
-  recall space list [--json]
-  recall space create NAME --embedder PROVIDER [--model MODEL]
-  recall space use NAME [--force]
-  recall space drop NAME`
+	usage := "usage:"
+	for _, sub := range []string{"list", "create", "use", "drop"} {
+		usage += "\n  recall " + spaceUsage[sub]
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(m.Stdout, usage)
 		if len(args) == 0 {
@@ -95,10 +103,27 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 		return nil
 	}
 	sub, args := args[0], args[1:]
+	if spaceUsage[sub] == "" {
+		return usagef("unknown space subcommand %q\n%s", sub, usage)
+	}
+	// Each subcommand takes only the flags it uses.
 	fs := flag.NewFlagSet("space "+sub, flag.ContinueOnError)
-	force := fs.Bool("force", false, "use the space even though its coverage is incomplete")
-	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := m.parse(fs, args, "space "+sub+" ...")
+	var asJSON, force *bool
+	switch sub {
+	case "list":
+		asJSON = fs.Bool("json", false, "print JSON")
+	case "use":
+		force = fs.Bool("force", false, "use the space even though its coverage is incomplete")
+	}
+	pos, err := m.parse(fs, args, spaceUsage[sub])
+	if err != nil {
+		return err
+	}
+	if sub == "list" {
+		err = noArgs(fs.Name(), pos, "")
+	} else if len(pos) != 1 {
+		err = usagef("space %s takes one space NAME (got %d arguments)\nusage: recall %s", sub, len(pos), spaceUsage[sub])
+	}
 	if err != nil {
 		return err
 	}
@@ -106,96 +131,93 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	switch sub {
+	case "list":
+		return m.spaceList(ctx, st, *asJSON)
+	case "create":
+		return m.spaceCreate(ctx, st, pos[0])
+	case "use":
+		return m.spaceUse(ctx, st, pos[0], *force)
+	}
+	return m.spaceDrop(ctx, st, pos[0])
+}
+
+func (m *Main) spaceList(ctx context.Context, st recall.Store, asJSON bool) error {
 	stats, err := st.Stats(ctx)
 	if err != nil {
 		return err
 	}
-	byName := map[string]recall.SpaceStats{}
+	if asJSON {
+		return m.printJSON(stats.Spaces)
+	}
 	for _, s := range stats.Spaces {
-		byName[s.Name] = s
+		read := ""
+		if s.Read {
+			read = "  <- searches read this space"
+		}
+		fmt.Fprintf(m.Stdout, "%-28s %s/%s %d-dim  %d vectors, %d missing (%.1f%%)%s\n",
+			s.Name, s.Provider, s.Model, s.Dim, s.Vectors, s.Missing, 100*s.Coverage, read)
 	}
-	need := func(n int) error {
-		if len(pos) != n {
-			return usagef("space %s takes %d argument(s)\n%s", sub, n, usage)
-		}
-		return nil
+	return nil
+}
+
+func (m *Main) spaceCreate(ctx context.Context, st recall.Store, name string) error {
+	if m.g.embedder == "" || strings.EqualFold(m.g.embedder, "none") {
+		return usagef("space create needs --embedder (builtin, ollama, openai or cloudflare)")
 	}
-	switch sub {
-	case "list":
-		if err := noArgs("space list", pos, ""); err != nil {
-			return err
-		}
-		if *asJSON {
-			return m.printJSON(stats.Spaces)
-		}
-		for _, s := range stats.Spaces {
-			read := ""
-			if s.Read {
-				read = "  <- searches read this space"
-			}
-			fmt.Fprintf(m.Stdout, "%-28s %s/%s %d-dim  %d vectors, %d missing (%.1f%%)%s\n",
-				s.Name, s.Provider, s.Model, s.Dim, s.Vectors, s.Missing, 100*s.Coverage, read)
-		}
-		return nil
-	case "create":
-		if err := need(1); err != nil {
-			return err
-		}
-		if m.g.embedder == "" || strings.EqualFold(m.g.embedder, "none") {
-			return usagef("space create needs --embedder (builtin, ollama, openai or cloudflare)")
-		}
-		emb, err := m.makeEmbedder(strings.ToLower(m.g.embedder), m.g.model)
-		if err != nil {
-			return err
-		}
-		info := emb.Info()
-		dim := info.Dim
-		if dim == 0 {
-			v, err := emb.Embed(ctx, recall.InputDocument, []string{"dimension probe"})
-			if err != nil {
-				return fmt.Errorf("probe %s/%s: %w", info.Provider, info.Model, err)
-			}
-			dim = len(v[0])
-		}
-		sp, err := st.CreateSpace(ctx, recall.VectorSpace{Name: pos[0], Provider: info.Provider, Model: info.Model, Dim: dim, Normalized: info.Normalized})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(m.Stdout, "created space %s (%s/%s, %d-dim). Fill it with `recall repair --space %s`, then `recall space use %s`.\n",
-			sp.Name, sp.Provider, sp.Model, sp.Dim, sp.Name, sp.Name)
-		return nil
-	case "use":
-		if err := need(1); err != nil {
-			return err
-		}
-		s, ok := byName[pos[0]]
-		if !ok {
-			return recall.Errorf(recall.ENOTFOUND, "no vector space %q", pos[0])
-		}
-		if s.Missing > 0 && !*force {
-			return recall.Errorf(recall.ECONFLICT, "space %s is missing %d vectors (coverage %.1f%%): run `recall repair --space %s` first, or pass --force",
-				s.Name, s.Missing, 100*s.Coverage, s.Name)
-		}
-		if err := st.UseSpace(ctx, s.Name); err != nil {
-			return err
-		}
-		fmt.Fprintf(m.Stdout, "searches now read space %s\n", s.Name)
-		return nil
-	case "drop":
-		if err := need(1); err != nil {
-			return err
-		}
-		dropped, start := 0, time.Now()
-		err := st.DropSpace(ctx, pos[0])
-		if err == nil {
-			dropped = 1
-		}
-		m.audit("cli space drop", start, &dropped, &err)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(m.Stdout, "dropped space %s\n", pos[0])
-		return nil
+	emb, err := m.makeEmbedder(strings.ToLower(m.g.embedder), m.g.model)
+	if err != nil {
+		return err
 	}
-	return usagef("unknown space subcommand %q\n%s", sub, usage)
+	info := emb.Info()
+	dim := info.Dim
+	if dim == 0 {
+		v, err := emb.Embed(ctx, recall.InputDocument, []string{"dimension probe"})
+		if err != nil {
+			return fmt.Errorf("probe %s/%s: %w", info.Provider, info.Model, err)
+		}
+		dim = len(v[0])
+	}
+	sp, err := st.CreateSpace(ctx, recall.VectorSpace{Name: name, Provider: info.Provider, Model: info.Model, Dim: dim, Normalized: info.Normalized})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "created space %s (%s/%s, %d-dim). Fill it with `recall repair --space %s`, then `recall space use %s`.\n",
+		sp.Name, sp.Provider, sp.Model, sp.Dim, sp.Name, sp.Name)
+	return nil
+}
+
+func (m *Main) spaceUse(ctx context.Context, st recall.Store, name string, force bool) error {
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(stats.Spaces, func(s recall.SpaceStats) bool { return s.Name == name })
+	if i < 0 {
+		return recall.Errorf(recall.ENOTFOUND, "no vector space %q", name)
+	}
+	s := stats.Spaces[i]
+	if s.Missing > 0 && !force {
+		return recall.Errorf(recall.ECONFLICT, "space %s is missing %d vectors (coverage %.1f%%): run `recall repair --space %s` first, or pass --force",
+			s.Name, s.Missing, 100*s.Coverage, s.Name)
+	}
+	if err := st.UseSpace(ctx, s.Name); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "searches now read space %s\n", s.Name)
+	return nil
+}
+
+func (m *Main) spaceDrop(ctx context.Context, st recall.Store, name string) error {
+	dropped, start := 0, time.Now()
+	err := st.DropSpace(ctx, name)
+	if err == nil {
+		dropped = 1
+	}
+	m.audit("cli space drop", start, &dropped, &err)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "dropped space %s\n", name)
+	return nil
 }
