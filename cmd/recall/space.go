@@ -148,6 +148,9 @@ func (m *Main) spaceList(ctx context.Context, st recall.Store, asJSON bool) erro
 		return err
 	}
 	if asJSON {
+		if stats.Spaces == nil {
+			stats.Spaces = []recall.SpaceStats{} // [], not null: a list, empty
+		}
 		return m.printJSON(stats.Spaces)
 	}
 	for _, s := range stats.Spaces {

@@ -465,3 +465,13 @@ func TestUnreachableEmbedderOnFreshDatabaseStoresText(t *testing.T) {
 		t.Fatalf("memory index states after repair: %v, want 3 ok", st.IndexStates)
 	}
 }
+
+func TestSpaceListJSONWithoutSpaces(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	if out, errs, code := run(t, env, "space", "list", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("space list --json without spaces: exit %d, %q %s", code, out, errs)
+	}
+}
