@@ -84,6 +84,12 @@ var knownSettings = map[string]bool{
 	"openai_api_key": true, "openai_url": true, "timezone": true, "token": true, "tokens_file": true,
 }
 
+// settingName names a setting in a message for both places it may come
+// from: "dimensions (RECALL_DIMENSIONS or the config file)".
+func settingName(key string) string {
+	return fmt.Sprintf("%s (RECALL_%s or the config file)", key, strings.ToUpper(key))
+}
+
 // configValue reads a value: a comment after white space ("path  # note")
 // is not part of it, and one pair of matching quotes around it is removed.
 func configValue(v string) string {

@@ -193,7 +193,7 @@ func (m *Main) makeEmbedder(provider, model string) (recall.Embedder, error) {
 	if d := m.setting("", "dimensions", ""); d != "" {
 		n, err := strconv.Atoi(d)
 		if err != nil || n <= 0 {
-			return nil, usagef("RECALL_DIMENSIONS must be a positive number, not %q", d)
+			return nil, usagef("%s must be a positive number, got %q", settingName("dimensions"), d)
 		}
 		dim = n
 	}
@@ -222,7 +222,7 @@ func (m *Main) makeEmbedder(provider, model string) (recall.Embedder, error) {
 		acct := m.setting("", "cloudflare_account_id", m.Getenv("CLOUDFLARE_ACCOUNT_ID"))
 		tok := m.setting("", "cloudflare_api_token", m.Getenv("CLOUDFLARE_API_TOKEN"))
 		if acct == "" || tok == "" {
-			return nil, usagef("the cloudflare embedder needs RECALL_CLOUDFLARE_ACCOUNT_ID and RECALL_CLOUDFLARE_API_TOKEN")
+			return nil, usagef("the cloudflare embedder needs %s and %s", settingName("cloudflare_account_id"), settingName("cloudflare_api_token"))
 		}
 		return embed.NewCloudflare(embed.CloudflareConfig{AccountID: acct, APIToken: tok, Model: model,
 			BaseURL: m.setting("", "cloudflare_url", ""), Dim: dim})

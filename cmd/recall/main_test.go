@@ -514,6 +514,21 @@ func TestConfigFile(t *testing.T) {
 	}
 }
 
+// A bad value names the setting, wherever it came from: a config file's
+// dimensions = abc was reported as RECALL_DIMENSIONS.
+func TestBadSettingNamesBothPlaces(t *testing.T) {
+	env := testEnv(t)
+	cfg := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(cfg, []byte("dimensions = abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env["RECALL_CONFIG"], env["RECALL_EMBEDDER"] = cfg, "ollama"
+	want := `dimensions (RECALL_DIMENSIONS or the config file) must be a positive number, got "abc"`
+	if _, errs, code := run(t, env, "memory", "save", "note_x", "x"); code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("dimensions = abc in the config file: exit %d %q, want %q", code, errs, want)
+	}
+}
+
 // Everything after "--" is the query, flags included.
 func TestDoubleDashEndsFlags(t *testing.T) {
 	env := testEnv(t)
