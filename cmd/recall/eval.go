@@ -26,6 +26,9 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	if *queries == "" {
 		return usagef("eval needs --queries FILE.jsonl")
 	}
+	if err := checkSearchFlags("--k", *k, *perSource, *mode, recall.Filter{}); err != nil {
+		return err
+	}
 	f, err := os.Open(*queries)
 	if err != nil {
 		return err

@@ -191,8 +191,23 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d", c, code, exitUsage)
 		}
 	}
-	if _, errs, code := run(t, env, "search", "--limit", "21", "q"); code != exitFailure || !strings.Contains(errs, "limit") {
-		t.Errorf("limit 21: exit %d %q", code, errs)
+	// An invalid flag value is a usage error naming the flag, whatever
+	// the flag (--fusion always was; --mode and --kind exited 1, and
+	// --limit 0 silently gave 5).
+	for _, c := range []struct{ args, want string }{
+		{"search --limit 21 q", "--limit must be between 1 and 20"},
+		{"search --limit 0 q", "--limit must be between 1 and 20, got 0"},
+		{"search --per-source 0 q", "--per-source"},
+		{"search --mode bogus q", `--mode "bogus"`},
+		{"search --kind bogus q", `unknown kind "bogus"`},
+		{"search --since 2025-13 q", "since"},
+		{"search --fusion bogus q", "fusion"},
+		{"eval --queries q.jsonl --k 21", "--k must be between 1 and 20, got 21"},
+		{"eval --queries q.jsonl --mode bogus", `--mode "bogus"`},
+	} {
+		if _, errs, code := run(t, env, strings.Fields(c.args)...); code != exitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d %q, want exit 2 saying %q", c.args, code, errs, c.want)
+		}
 	}
 	if out, _, code := run(t, env, "--help"); code != 0 || !strings.Contains(out, "sweep") {
 		t.Errorf("--help: %d %q", code, out)
@@ -229,9 +244,10 @@ func TestBatchSearch(t *testing.T) {
 not json
 {"query": ""}
 `), 0o644)
+	// Every line is answered, and the command fails: two lines did.
 	out, errs, code := run(t, env, "search", "--json", "--queries", qf)
-	if code != 0 {
-		t.Fatal(errs)
+	if code != exitFailure || !strings.Contains(errs, "2 of 4 queries failed") {
+		t.Fatalf("exit %d %q, want 1 and the count of failed lines", code, errs)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 4 {

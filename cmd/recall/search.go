@@ -57,6 +57,27 @@ func (f *searchFlags) request(q string) recall.SearchRequest {
 	return req
 }
 
+// checkSearchFlags refuses bad values of the flags that shape a search, as
+// usage errors naming the flag, before anything is opened. limitFlag is the
+// flag giving the number of results (search --limit, eval --k).
+func checkSearchFlags(limitFlag string, limit, perSource int, mode string, f recall.Filter) error {
+	if limit < 1 || limit > recall.MaxLimit {
+		return usagef("%s must be between 1 and %d, got %d", limitFlag, recall.MaxLimit, limit)
+	}
+	if perSource < 1 || perSource > recall.MaxLimit {
+		return usagef("--per-source must be between 1 and %d, got %d", recall.MaxLimit, perSource)
+	}
+	switch mode {
+	case "", recall.ModeHybrid, recall.ModeLexical, recall.ModeSemantic:
+	default:
+		return usagef("--mode %q: use hybrid, lexical or semantic", mode)
+	}
+	if err := f.Validate(); err != nil {
+		return usagef("%s", recall.ErrorMessage(err))
+	}
+	return nil
+}
+
 func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	sf := newSearchFlags(fs)
@@ -70,6 +91,10 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 	}
 	if *sf.queries != "" && len(pos) > 0 {
 		return usagef("give either a query or --queries, not both")
+	}
+	req := sf.request("")
+	if err := checkSearchFlags("--limit", req.Limit, req.PerSource, req.Mode, req.Filter); err != nil {
+		return err
 	}
 	st, err := m.openStore(ctx)
 	if err != nil {
@@ -95,7 +120,7 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 
 // searchBatch answers a JSONL file of queries in one process, one result
 // object per line in input order. A bad line gets an error object, so line
-// numbers stay aligned.
+// numbers stay aligned, and makes the command fail once every line is out.
 func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchFlags) error {
 	var in io.Reader
 	if *sf.queries == "-" {
@@ -112,6 +137,7 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 	defer out.Flush()
 	enc := json.NewEncoder(out)
 	r := bufio.NewReader(in)
+	failed, answered := 0, 0
 	for line := 1; ; line++ {
 		text, err := r.ReadString('\n')
 		if text = strings.TrimSpace(text); text != "" {
@@ -129,11 +155,18 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 			} else {
 				resp = res
 			}
+			if _, ok := resp.(map[string]string); ok {
+				failed++
+			}
+			answered++
 			if err := enc.Encode(resp); err != nil {
 				return err
 			}
 		}
 		if err == io.EOF {
+			if failed > 0 {
+				return fmt.Errorf("%d of %d queries failed (their lines hold \"error\")", failed, answered)
+			}
 			return nil
 		}
 		if err != nil {
