@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -338,6 +339,22 @@ func (m *Main) openStore(ctx context.Context) (*sqlite.DB, error) {
 	m.store = db
 	m.closers = append(m.closers, db.Close)
 	return db, nil
+}
+
+// openExisting opens the database for a command that only reads it (or
+// changes what must already be there): one that does not exist is refused,
+// not created empty, so a mistyped --db is not answered "no results".
+func (m *Main) openExisting(ctx context.Context) (*sqlite.DB, error) {
+	if m.store == nil {
+		path, err := m.dbPath()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, recall.Errorf(recall.ENOTFOUND, "no database at %s: sweep a vault or save a memory first, or check --db / RECALL_DB", path)
+		}
+	}
+	return m.openStore(ctx)
 }
 
 // env returns the first non-empty of a flag value and an environment variable.

@@ -60,9 +60,9 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 	if query != nil {
 		query = embed.WithQueryCache(query, 256, 10*time.Minute)
 	}
-	fusion := m.setting(m.fusion, "fusion", search.DefaultFusion)
-	if !slices.Contains(search.Fusions, fusion) {
-		return nil, nil, "", usagef("unknown fusion %q: use %s", fusion, strings.Join(search.Fusions, ", "))
+	fusion, err := m.fusionSetting()
+	if err != nil {
+		return nil, nil, "", err
 	}
 	// A command-line search waits for the model to load; a server answers
 	// from full text rather than keep a client waiting.
@@ -89,6 +89,16 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 		}
 	}
 	return eng, emb, space, nil
+}
+
+// fusionSetting is the hybrid fusion to use: --fusion, RECALL_FUSION or the
+// config file's fusion.
+func (m *Main) fusionSetting() (string, error) {
+	fusion := m.setting(m.fusion, "fusion", search.DefaultFusion)
+	if !slices.Contains(search.Fusions, fusion) {
+		return "", usagef("unknown fusion %q: use %s", fusion, strings.Join(search.Fusions, ", "))
+	}
+	return fusion, nil
 }
 
 // queryEmbedder returns the embedder for the read space: emb itself when

@@ -26,7 +26,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	if *queries == "" {
 		return usagef("eval needs --queries FILE.jsonl")
 	}
-	if err := checkSearchFlags("--k", *k, *perSource, *mode, recall.Filter{}); err != nil {
+	if err := m.checkSearchFlags("--k", *k, *perSource, *mode, recall.Filter{}); err != nil {
 		return err
 	}
 	f, err := os.Open(*queries)
@@ -38,7 +38,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := m.openStore(ctx)
+	st, err := m.openExisting(ctx)
 	if err != nil {
 		return err
 	}

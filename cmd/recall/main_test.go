@@ -177,6 +177,10 @@ func stripTimes(s string) string {
 
 func TestUsageErrors(t *testing.T) {
 	env := testEnv(t)
+	// A database, empty: without one, search says there is none.
+	if _, errs, code := run(t, env, "sweep", t.TempDir()); code != 0 {
+		t.Fatal(errs)
+	}
 	cases := [][]string{
 		{"nonsense"},
 		{"sweep"},
@@ -515,7 +519,7 @@ func TestConfigFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := map[string]string{"RECALL_CONFIG": cfg, "RECALL_EMBEDDER": "none", "HOME": dir}
-		out, errs, code := run(t, env, "stats", "--json")
+		out, errs, code := run(t, env, "memory", "save", "note_config", "x")
 		if tc.ok != (code == 0) {
 			t.Errorf("%s: exit %d: %s %s", tc.name, code, out, errs)
 			continue
@@ -545,9 +549,62 @@ func TestBadSettingNamesBothPlaces(t *testing.T) {
 	}
 }
 
+// A command that only reads refuses a database that is not there rather
+// than create it empty: `recall --db /tmp/typo.db search x` made typo.db and
+// answered "no results". Commands that write still create one.
+func TestReadOnlyCommandsNeedADatabase(t *testing.T) {
+	env := testEnv(t)
+	db := env["RECALL_DB"]
+	qf := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(qf, []byte(`{"query": "x", "expect": [{"source": "a.md"}]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{
+		{"search", "x"},
+		{"search", "--queries", qf},
+		{"stats"},
+		{"context", "a.md", "0"},
+		{"eval", "--queries", qf},
+		{"export"},
+		{"repair"},
+		{"memory", "get", "note_x"},
+		{"memory", "find"},
+		{"memory", "delete", "note_x", "--confirm"},
+		{"diary", "read", "2025-07-01"},
+		{"diary", "recent"},
+		{"space", "list"},
+		{"space", "use", "x"},
+		{"space", "drop", "x"},
+	} {
+		out, errs, code := run(t, env, c...)
+		if code != exitFailure || !strings.Contains(errs, "no database at "+db) || !strings.Contains(errs, "RECALL_DB") || out != "" {
+			t.Errorf("%v without a database: exit %d, stdout %q, stderr %q", c, code, out, errs)
+		}
+		if _, err := os.Stat(db); err == nil {
+			t.Fatalf("%v created %s", c, db)
+		}
+	}
+	for _, c := range [][]string{
+		{"memory", "save", "note_x", "a value"},
+		{"diary", "write", "an entry"},
+		{"sweep", t.TempDir()},
+	} {
+		os.Remove(db)
+		if _, errs, code := run(t, env, c...); code != 0 {
+			t.Fatalf("%v on a new database: exit %d %s", c, code, errs)
+		}
+		if _, err := os.Stat(db); err != nil {
+			t.Errorf("%v did not create the database: %v", c, err)
+		}
+	}
+}
+
 // Everything after "--" is the query, flags included.
 func TestDoubleDashEndsFlags(t *testing.T) {
 	env := testEnv(t)
+	if _, errs, code := run(t, env, "sweep", t.TempDir()); code != 0 {
+		t.Fatal(errs)
+	}
 	other := filepath.Join(t.TempDir(), "other.db")
 	out, errs, code := run(t, env, "search", "--", "a", "--db", other)
 	if code != 0 || !strings.Contains(out, "a --db "+other) {
@@ -586,8 +643,9 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		if _, errs, code := run(t, env, "import", path); code == 0 || !strings.Contains(errs, "nothing was imported") {
 			t.Errorf("%s: exit %d: %s", name, code, errs)
 		}
-		if out, _, _ := run(t, env, "stats", "--json"); !strings.Contains(out, `"sources":{}`) {
-			t.Errorf("%s: a refused import left sources: %s", name, out)
+		// The file is checked before the database is opened: none is made.
+		if out, errs, code := run(t, env, "stats", "--json"); code != exitFailure || !strings.Contains(errs, "no database") {
+			t.Errorf("%s: a refused import left a database: %s", name, out)
 		}
 	}
 	env := testEnv(t)

@@ -13,11 +13,14 @@ import (
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/server"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
-// memoryService builds the memory service over the configured store and embedder.
-func (m *Main) memoryService(ctx context.Context) (*memory.Service, error) {
-	st, err := m.openStore(ctx)
+// memoryService builds the memory service over the configured store and
+// embedder; open is m.openStore for a command that writes, creating the
+// database if needed, else m.openExisting.
+func (m *Main) memoryService(ctx context.Context, open func(context.Context) (*sqlite.DB, error)) (*memory.Service, error) {
+	st, err := open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +127,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		svc, err := m.memoryService(ctx)
+		svc, err := m.memoryService(ctx, m.openStore)
 		if err != nil {
 			return err
 		}
@@ -145,7 +148,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if len(pos) != 1 {
 			return usagef("memory get takes one KEY")
 		}
-		svc, err := m.memoryService(ctx)
+		svc, err := m.memoryService(ctx, m.openExisting)
 		if err != nil {
 			return err
 		}
@@ -174,7 +177,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 			}
 			return recall.Errorf(recall.EINVALID, "deleting %q cannot be undone: run again with --confirm", pos[0])
 		}
-		svc, err := m.memoryService(ctx)
+		svc, err := m.memoryService(ctx, m.openExisting)
 		if err != nil {
 			return err
 		}
@@ -202,7 +205,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if err := m.parseNone(fs, args, "memory find [flags]", "use --prefix P for keys starting with P"); err != nil {
 			return err
 		}
-		svc, err := m.memoryService(ctx)
+		svc, err := m.memoryService(ctx, m.openExisting)
 		if err != nil {
 			return err
 		}
@@ -267,7 +270,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		svc, err := m.memoryService(ctx)
+		svc, err := m.memoryService(ctx, m.openStore)
 		if err != nil {
 			return err
 		}
@@ -288,7 +291,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		if len(pos) != 1 {
 			return usagef("diary read takes one DATE")
 		}
-		svc, err := m.memoryService(ctx)
+		svc, err := m.memoryService(ctx, m.openExisting)
 		if err != nil {
 			return err
 		}
@@ -302,7 +305,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		if err := m.parseNone(fs, args, "diary recent [--days N] [--json]", "use --days N for the last N days"); err != nil {
 			return err
 		}
-		svc, err := m.memoryService(ctx)
+		svc, err := m.memoryService(ctx, m.openExisting)
 		if err != nil {
 			return err
 		}

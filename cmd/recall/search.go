@@ -60,7 +60,7 @@ func (f *searchFlags) request(q string) recall.SearchRequest {
 // checkSearchFlags refuses bad values of the flags that shape a search, as
 // usage errors naming the flag, before anything is opened. limitFlag is the
 // flag giving the number of results (search --limit, eval --k).
-func checkSearchFlags(limitFlag string, limit, perSource int, mode string, f recall.Filter) error {
+func (m *Main) checkSearchFlags(limitFlag string, limit, perSource int, mode string, f recall.Filter) error {
 	if limit < 1 || limit > recall.MaxLimit {
 		return usagef("%s must be between 1 and %d, got %d", limitFlag, recall.MaxLimit, limit)
 	}
@@ -75,7 +75,8 @@ func checkSearchFlags(limitFlag string, limit, perSource int, mode string, f rec
 	if err := f.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))
 	}
-	return nil
+	_, err := m.fusionSetting()
+	return err
 }
 
 func (m *Main) cmdSearch(ctx context.Context, args []string) error {
@@ -93,10 +94,10 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 		return usagef("give either a query or --queries, not both")
 	}
 	req := sf.request("")
-	if err := checkSearchFlags("--limit", req.Limit, req.PerSource, req.Mode, req.Filter); err != nil {
+	if err := m.checkSearchFlags("--limit", req.Limit, req.PerSource, req.Mode, req.Filter); err != nil {
 		return err
 	}
-	st, err := m.openStore(ctx)
+	st, err := m.openExisting(ctx)
 	if err != nil {
 		return err
 	}
@@ -228,18 +229,18 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	if _, err := fmt.Sscanf(pos[1], "%d", &idx); err != nil {
 		return usagef("chunk index %q is not a number", pos[1])
 	}
-	st, err := m.openStore(ctx)
+	switch recall.Kind(*kind) {
+	case "", recall.KindArchive, recall.KindMemory, recall.KindDiary:
+	default:
+		return usagef("--kind must be archive, memory or diary")
+	}
+	st, err := m.openExisting(ctx)
 	if err != nil {
 		return err
 	}
 	eng, _, _, err := m.engine(ctx, st, false)
 	if err != nil {
 		return err
-	}
-	switch recall.Kind(*kind) {
-	case "", recall.KindArchive, recall.KindMemory, recall.KindDiary:
-	default:
-		return usagef("--kind must be archive, memory or diary")
 	}
 	scope := recall.Filter{}
 	if *owner != "" {

@@ -21,7 +21,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	if err := m.parseNone(fs, args, "repair [--space NAME] [--limit N] [--json]", "use --space NAME to repair one space"); err != nil {
 		return err
 	}
-	st, err := m.openStore(ctx)
+	st, err := m.openExisting(ctx)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,11 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := m.openStore(ctx)
+	open := m.openExisting // a space is made in a database, new or not, but used in one that is there
+	if sub == "create" {
+		open = m.openStore
+	}
+	st, err := open(ctx)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func (m *Main) cmdStats(ctx context.Context, args []string) error {
 	if err := m.parseNone(fs, args, "stats [--json]", ""); err != nil {
 		return err
 	}
-	st, err := m.openStore(ctx)
+	st, err := m.openExisting(ctx)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 	}
 	n := 0
 	defer m.audit("cli export", time.Now(), &n, &err)
-	st, err := m.openStore(ctx)
+	st, err := m.openExisting(ctx)
 	if err != nil {
 		return err
 	}
