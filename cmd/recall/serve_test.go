@@ -263,6 +263,12 @@ func TestSweepRemote(t *testing.T) {
 	if code != 0 || raw["files_skipped"] != res.FilesSeen || raw["batches"] != 0 {
 		t.Errorf("second run: %d %s", code, out)
 	}
+	// Without a token, the answer says where one goes (the server's 401
+	// speaks of an Authorization header, which a recall user never sets).
+	delete(clientEnv, "RECALL_TOKEN")
+	if _, errs, code := run(t, clientEnv, "sweep", "--full", "--remote", url, sampleVault); code != exitFailure || !strings.Contains(errs, "set RECALL_TOKEN") {
+		t.Errorf("no token: exit %d: %s", code, errs)
+	}
 	clientEnv["RECALL_TOKEN"] = "wrong-token-0123456789abcdefgh"
 	if _, errs, code := run(t, clientEnv, "sweep", "--full", "--remote", url, sampleVault); code == 0 || !strings.Contains(errs, "401") {
 		t.Errorf("wrong token: exit %d: %s", code, errs)
