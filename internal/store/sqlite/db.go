@@ -117,6 +117,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 
 	if !opts.ReadOnly {
+		// The file is checked through a read-only connection before the
+		// writer opens it: a writer that closes finds itself the last
+		// connection and folds the write-ahead log into the file, then
+		// deletes it, and a corrupt database must be refused as it is.
+		if err := db.checkFirst(ctx); err != nil {
+			return nil, err
+		}
 		db.rw, err = sql.Open("sqlite", db.dsn(true))
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", abs, err)
@@ -125,10 +132,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.rw.SetMaxIdleConns(1)
 		db.rw.SetConnMaxIdleTime(0)
 		db.rw.SetConnMaxLifetime(0)
-		if err := db.check(ctx, db.rw); err != nil {
-			db.rw.Close()
-			return nil, err
-		}
 		if err := migrate(ctx, db.rw); err != nil {
 			db.rw.Close()
 			return nil, fmt.Errorf("open %s: %w", abs, err)
@@ -171,6 +174,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // characters URIs give meaning to escaped, so no file name can smuggle in a
 // parameter.
 func (db *DB) dsn(writer bool) string {
+	switch {
+	case writer:
+		return db.dsnMode("writer")
+	case db.opts.ReadOnly:
+		return db.dsnMode("mode=ro")
+	}
+	return db.dsnMode("reader")
+}
+
+// dsnMode builds the connection string of a writer, a reader of the pool,
+// or a connection that cannot write at all ("mode=ro").
+func (db *DB) dsnMode(mode string) string {
 	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 	q := []string{
 		fmt.Sprintf("_pragma=busy_timeout(%d)", db.opts.BusyTimeout.Milliseconds()),
@@ -178,8 +193,8 @@ func (db *DB) dsn(writer bool) string {
 		fmt.Sprintf("_pragma=cache_size(-%d)", db.opts.CacheMiB*1024),
 		"_pragma=temp_store(MEMORY)",
 	}
-	switch {
-	case writer:
+	switch mode {
+	case "writer":
 		// 16 KiB pages for a new database: full-text index segments are
 		// large blobs, and bigger pages cut sweep CPU by about a fifth
 		// (BENCHMARKS.md). Ignored for an existing database; it must come
@@ -196,7 +211,7 @@ func (db *DB) dsn(writer bool) string {
 		q = append(q, "_pragma=synchronous(FULL)",
 			"_pragma=page_size(16384)", "_pragma=journal_mode(WAL)", "_txlock=immediate",
 			"_pragma=wal_autocheckpoint(0)", "_pragma=journal_size_limit(67108864)")
-	case db.opts.ReadOnly:
+	case "mode=ro":
 		q = append(q, "mode=ro")
 	default:
 		// Readers map the database file instead of reading it page by page
@@ -213,6 +228,21 @@ func (db *DB) dsn(writer bool) string {
 // own deep check (ten times the cost, seconds on a large store, at every
 // start of a command), and the accounting of unused pages. IntegrityCheck
 // runs both.
+// checkFirst runs check on a connection of its own that cannot write, when
+// the file holds a database already.
+func (db *DB) checkFirst(ctx context.Context) error {
+	if fi, err := os.Stat(db.path); err != nil || fi.Size() == 0 {
+		return nil // new: nothing to check
+	}
+	ro, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	defer ro.Close()
+	ro.SetMaxOpenConns(1)
+	return db.check(ctx, ro)
+}
+
 func (db *DB) check(ctx context.Context, conn *sql.DB) error {
 	rows, err := conn.QueryContext(ctx,
 		`SELECT name FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name`)

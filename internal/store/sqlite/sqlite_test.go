@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -192,6 +193,63 @@ func writeFiller(t *testing.T, db *DB, n int) {
 	}
 	if _, err := db.Write(ctx, docs, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A corrupt database whose write-ahead log still holds commits (as after a
+// crash) is refused as it is: the log is neither folded into the damaged
+// file nor deleted (SECURITY.md 28). A writer that opened it and closed
+// on finding it corrupt was the last connection, which checkpoints.
+func TestCorruptFileKeepsItsLog(t *testing.T) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live.db")
+	db, err := Open(ctx, live, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiller(t, db, 2000)
+	db.Close()
+	if db, err = Open(ctx, live, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Delete(ctx, "f/0007.md"); err != nil {
+		t.Fatal(err)
+	}
+	// Copy the files while the store is open: the log holds commits.
+	path := filepath.Join(dir, "recall.db")
+	for _, sfx := range []string{"", "-wal"} {
+		b, err := os.ReadFile(live + sfx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+sfx, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	wal, _ := os.ReadFile(path + "-wal")
+	if len(wal) == 0 {
+		t.Fatal("no log to keep: this test proves nothing")
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := f.Stat()
+	junk := []byte(strings.Repeat("\xde\xad\xbe\xef", 1024))
+	for off := int64(16384); off < info.Size(); off += 4096 {
+		f.WriteAt(junk, off)
+	}
+	f.Close()
+	damaged, _ := os.ReadFile(path)
+	if _, err := Open(ctx, path, Options{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Open of a damaged file with a log: %v, want ErrCorrupt", err)
+	}
+	if after, err := os.ReadFile(path + "-wal"); err != nil || !bytes.Equal(after, wal) {
+		t.Errorf("the log of a refused database was changed or deleted: %v (%d -> %d bytes)", err, len(wal), len(after))
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
+		t.Errorf("the refused database file was written to")
 	}
 }
 
