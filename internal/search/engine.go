@@ -990,6 +990,20 @@ func (e *Engine) vecReady() bool {
 	return e.emb != nil && e.vx != nil && e.vx.len() > 0
 }
 
+// StoreFullText reports whether a search for query reads its full-text
+// candidates from the store's index (quoted phrases, words of scripts
+// written without spaces, or any before the in-memory index is loaded), which holds one of the store's
+// read connections for as long as the query runs: up to the search's budget
+// for a long phrase of common words. Servers bound how many such searches
+// one client runs at once.
+func (e *Engine) StoreFullText(query string) bool {
+	e.mu.RLock()
+	lx := e.lx
+	e.mu.RUnlock()
+	_, ok := lexindex.QueryTerms(textindex.ParseQuery(query))
+	return lx == nil || !ok
+}
+
 // lexical returns the full-text candidates of a search: from the in-memory
 // index lx when it is loaded and the query is plain words, else from the
 // store. It takes no engine lock (lexindex has its own).

@@ -632,3 +632,23 @@ func TestQueuedWriteHeedsItsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// StoreFullText tells the searches the store's full-text index answers:
+// all of them before the in-memory index is loaded, then those with a
+// quoted phrase or words of a script written without spaces (phrases of
+// their character pairs).
+func TestStoreFullText(t *testing.T) {
+	st, _ := newSpaceStore(t, 16)
+	eng := search.New(st, search.Options{MemoryLexical: true})
+	if !eng.StoreFullText("heron") {
+		t.Error("before the load, plain words do not go to the store")
+	}
+	if err := eng.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]bool{"heron pond": false, `"heron pond"`: true, "茶": true, "薄荷茶": true} {
+		if got := eng.StoreFullText(q); got != want {
+			t.Errorf("StoreFullText(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

@@ -297,3 +297,80 @@ func TestPanicInRequestIsContained(t *testing.T) {
 		t.Error("the panic was not logged")
 	}
 }
+
+// One token runs at most searchesPerToken searches at once, so that a
+// client firing costly searches in parallel cannot hold every read
+// connection of the store: a further search of that token waits for a turn,
+// and another token's search does not wait at all.
+func TestSearchesPerToken(t *testing.T) {
+	f := newFixture(t, nil)
+	a := caller{id: &identity{name: "a", key: "key-a"}}
+	b := caller{id: &identity{name: "b", key: "key-b"}}
+	var ends []func()
+	for range searchesPerToken {
+		end, err := f.srv.searchTurn(t.Context(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, end)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := f.srv.searchTurn(ctx, a); err == nil {
+		t.Fatalf("token a got a turn beyond %d searches at once", searchesPerToken)
+	}
+	endB, err := f.srv.searchTurn(t.Context(), b)
+	if err != nil {
+		t.Fatalf("token b waited behind token a: %v", err)
+	}
+	endB()
+	got := make(chan error, 1)
+	go func() {
+		end, err := f.srv.searchTurn(t.Context(), a)
+		if err == nil {
+			end()
+		}
+		got <- err
+	}()
+	ends[0]()
+	if err := <-got; err != nil {
+		t.Errorf("token a's waiting search did not get the turn one gave back: %v", err)
+	}
+	ends[1]()
+}
+
+// Searches on the store's full text (a quoted phrase) take their turn:
+// while a token's turns are all taken, its next one waits, and answers once
+// a turn is given back.
+func TestSearchWaitsForItsTurn(t *testing.T) {
+	f := newFixture(t, nil)
+	f.archive("a.md", "A", "2025-01", "the heron stood in the shallows")
+	id := f.srv.keys.lookup(plainTok)
+	if id == nil {
+		t.Fatal("no identity for the plain token")
+	}
+	var ends []func()
+	for range searchesPerToken {
+		end, err := f.srv.searchTurn(t.Context(), caller{id: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, end)
+	}
+	done := make(chan int, 1)
+	go func() {
+		resp, _ := f.do("POST", "/api/search", plainTok, `{"query":"\"heron stood\""}`)
+		done <- resp.StatusCode
+	}()
+	select {
+	case code := <-done:
+		t.Fatalf("the search answered %d while its token had no turn", code)
+	case <-time.After(200 * time.Millisecond):
+	}
+	for _, end := range ends {
+		end()
+	}
+	if code := <-done; code != 200 {
+		t.Errorf("the search answered %d once it had its turn", code)
+	}
+}

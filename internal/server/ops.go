@@ -39,6 +39,40 @@ type SearchInput struct {
 
 var ownerRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,64}$`)
 
+// searchesPerToken bounds the searches one credential runs at once on the
+// store's full-text index (search.Engine.StoreFullText), and searchWait how
+// long one more waits for its turn. The store reads through a pool of four
+// connections: a client firing many costly ones at once (long quoted
+// phrases of common words) would hold them all until their time budgets
+// ran out, and every other client's search would wait behind them; this
+// way two stay free for the others. Searches the in-memory indexes answer
+// are not bounded: they hold a connection only to read their results.
+const (
+	searchesPerToken = 2
+	searchWait       = 5 * time.Second
+)
+
+// searchTurn waits until the caller's credential runs fewer than
+// searchesPerToken searches, and returns the function that ends its turn.
+func (s *Server) searchTurn(ctx context.Context, c caller) (func(), error) {
+	key := "-"
+	if c.id != nil {
+		key = c.id.key
+	}
+	v, _ := s.searching.LoadOrStore(key, make(chan struct{}, searchesPerToken))
+	turns := v.(chan struct{})
+	t := time.NewTimer(searchWait)
+	defer t.Stop()
+	select {
+	case turns <- struct{}{}:
+		return func() { <-turns }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+		return nil, recall.Errorf(recall.ERATELIMIT, "this token already runs %d searches; try again when one has answered", searchesPerToken)
+	}
+}
+
 // ownerFilter narrows f to the memories and diary the caller may read: its
 // own when its token is bound to an owner, else those of the owner it
 // names (requested), else every owner's.
@@ -63,6 +97,13 @@ func (s *Server) search(ctx context.Context, c caller, in SearchInput) (recall.S
 	f, err := c.ownerFilter(f, in.Owner)
 	if err != nil {
 		return recall.SearchResponse{}, err
+	}
+	if s.eng.StoreFullText(in.Query) {
+		done, err := s.searchTurn(ctx, c)
+		if err != nil {
+			return recall.SearchResponse{}, err
+		}
+		defer done()
 	}
 	resp, err := s.eng.Search(ctx, recall.SearchRequest{Query: in.Query, Mode: in.Mode, Limit: in.Limit, Filter: f})
 	if err != nil {

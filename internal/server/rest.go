@@ -81,6 +81,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if code == recall.EUNAUTHORIZED {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="recall"`)
 	}
+	if code == recall.ERATELIMIT && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(w, httpStatus(code), errorBody{Error: errorDetail{Code: code, Message: shorten(msg)}})
 }
 

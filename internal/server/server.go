@@ -129,6 +129,7 @@ type Server struct {
 	bgOnce     sync.Once
 	statsCache statsCache
 	schemas    map[string]*jsonschema.Schema // tools' input schemas by name (invalidArgs)
+	searching  sync.Map                      // identity key → chan of its searches running (searchTurn)
 
 	sessMu      sync.Mutex
 	sessOwner   map[string]string // MCP session id → the identity key that opened it
