@@ -3,6 +3,7 @@ package recall
 import (
 	"path"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -13,7 +14,8 @@ const MaxSourceIDLen = 1024
 
 // CleanSourceID turns a path relative to a vault root (with either slash) into
 // a source id: forward slashes, Unicode NFC, no "." or ".." elements, never
-// absolute. It refuses ids that would escape the vault rather than fixing them.
+// absolute, no control characters. It refuses ids that would escape the vault
+// rather than fixing them.
 func CleanSourceID(p string) (string, error) {
 	if !utf8.ValidString(p) {
 		return "", Errorf(EINVALID, "source id is not valid UTF-8")
@@ -26,8 +28,10 @@ func CleanSourceID(p string) (string, error) {
 	if strings.HasPrefix(p, "/") || hasDrive(p) {
 		return "", Errorf(EINVALID, "source id %q is absolute; it must be relative to the vault", p)
 	}
-	if strings.ContainsRune(p, 0) {
-		return "", Errorf(EINVALID, "source id contains a NUL byte")
+	if i := strings.IndexFunc(p, unicode.IsControl); i >= 0 {
+		// C0 (NUL, ESC, line breaks...), DEL and C1: an id is shown on a
+		// terminal line, where they would move the cursor or end the line.
+		return "", Errorf(EINVALID, "source id contains the control character %U", []rune(p[i:])[0])
 	}
 	for _, el := range strings.Split(p, "/") {
 		if el == ".." {

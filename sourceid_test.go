@@ -19,7 +19,7 @@ func TestCleanSourceID(t *testing.T) {
 			t.Errorf("CleanSourceID(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
-	for _, in := range []string{"", ".", "/etc/passwd", "../x.md", "a/../../x", `C:\x.md`, "C:/x.md", "c:", `z:\`, "a\x00b", "\xff", "memory:x:y", "diary::2025-01-01", "./memory:x:y", "a/../diary::2025-01-01"} {
+	for _, in := range []string{"", ".", "/etc/passwd", "../x.md", "a/../../x", `C:\x.md`, "C:/x.md", "c:", `z:\`, "a\x00b", "ctl\x1b[2J\n.md", "a\tb.md", "a\x7fb.md", "a\u0085b.md", "a\u009bb.md", "\xff", "memory:x:y", "diary::2025-01-01", "./memory:x:y", "a/../diary::2025-01-01"} {
 		if _, err := CleanSourceID(in); ErrorCode(err) != EINVALID {
 			t.Errorf("CleanSourceID(%q) err = %v; want EINVALID", in, err)
 		}

@@ -788,3 +788,30 @@ func TestModelPullUnreachable(t *testing.T) {
 		t.Errorf("the partial download was not kept: %q %v", b, err)
 	}
 }
+
+// Plain search and context output escape control characters in stored
+// text, as the MCP rendering does: an archived terminal escape sequence
+// is shown, not played on the user's terminal.
+func TestPlainOutputEscapesControlCharacters(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "note.md"), []byte("**User:** lighthouse \x1b[2J\x1b]0;pwned\x07 keeper\u202e"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := run(t, env, "sweep", dir); code != 0 {
+		t.Fatalf("sweep exit %d: %s %s", code, out, errs)
+	}
+	search, errs, code := run(t, env, "search", "--mode", "lexical", "lighthouse")
+	if code != 0 || !strings.Contains(search, "note.md") {
+		t.Fatalf("search exit %d: %s %s", code, search, errs)
+	}
+	ctxOut, errs, code := run(t, env, "context", "note.md", "0")
+	if code != 0 {
+		t.Fatalf("context exit %d: %s %s", code, ctxOut, errs)
+	}
+	for name, out := range map[string]string{"search": search, "context": ctxOut} {
+		if strings.ContainsAny(out, "\x1b\x07\u202e") || !strings.Contains(out, `\u001b[2J`) || !strings.Contains(out, `\u202e`) {
+			t.Errorf("%s output is not escaped: %q", name, out)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/server"
 )
 
 // searchFlags are the filters and shaping flags search accepts.
@@ -185,21 +186,21 @@ func printResults(w io.Writer, resp recall.SearchResponse) {
 		return
 	}
 	for i, h := range resp.Results {
-		fmt.Fprintf(w, "%d. %s #%d", i+1, h.Source, h.ChunkIndex)
+		fmt.Fprintf(w, "%d. %s #%d", i+1, server.EscapeLine(h.Source), h.ChunkIndex)
 		if h.Owner != "" {
-			fmt.Fprintf(w, "  owner %s", h.Owner)
+			fmt.Fprintf(w, "  owner %s", server.EscapeLine(h.Owner))
 		}
 		if h.Date != "" {
-			fmt.Fprintf(w, "  %s", h.Date)
+			fmt.Fprintf(w, "  %s", server.EscapeLine(h.Date))
 		}
 		fmt.Fprintf(w, "  score %.4g  [%s]\n", h.Score, strings.Join(h.Match, ", "))
 		if h.Title != "" {
-			fmt.Fprintf(w, "   title: %s\n", h.Title)
+			fmt.Fprintf(w, "   title: %s\n", server.EscapeLine(h.Title))
 		}
 		if len(h.AlsoIn) > 0 {
-			fmt.Fprintf(w, "   also in: %s\n", strings.Join(h.AlsoIn, ", "))
+			fmt.Fprintf(w, "   also in: %s\n", server.EscapeLine(strings.Join(h.AlsoIn, ", ")))
 		}
-		fmt.Fprintln(w, indent(h.Text, "   | "))
+		fmt.Fprintln(w, indent(server.EscapeBlock(h.Text), "   | "))
 		fmt.Fprintln(w)
 	}
 }
@@ -267,7 +268,7 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 		if c.Index == idx {
 			mark = "  <- hit"
 		}
-		fmt.Fprintf(m.Stdout, "── %s #%d%s\n%s\n\n", recall.PublicID(c.Source.ID), c.Index, mark, c.Text)
+		fmt.Fprintf(m.Stdout, "── %s #%d%s\n%s\n\n", server.EscapeLine(recall.PublicID(c.Source.ID)), c.Index, mark, server.EscapeBlock(c.Text))
 	}
 	return nil
 }

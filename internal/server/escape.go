@@ -29,6 +29,13 @@ func escapeBlock(s string) string { return escape(s, false) }
 // line breaks are escaped too, so it cannot start a line of its own.
 func escapeLine(s string) string { return escape(s, true) }
 
+// EscapeBlock and EscapeLine are escapeBlock and escapeLine for other
+// renderings of stored text, such as the command line's plain output.
+func EscapeBlock(s string) string { return escapeBlock(s) }
+
+// EscapeLine: see EscapeBlock.
+func EscapeLine(s string) string { return escapeLine(s) }
+
 func escape(s string, oneLine bool) string {
 	if !needsEscape(s, oneLine) {
 		return s

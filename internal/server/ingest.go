@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
@@ -229,6 +230,8 @@ func (s *Server) checkGroup(g *group) error {
 			return recall.Errorf(recall.EINVALID, "chunk %d: content is empty", c.ChunkIndex)
 		case !utf8.ValidString(c.ConversationTitle) || utf8.RuneCountInString(c.ConversationTitle) > maxIngestTitle:
 			return recall.Errorf(recall.EINVALID, "conversation_title must be valid UTF-8 of at most %d characters", maxIngestTitle)
+		case strings.ContainsFunc(c.ConversationTitle, unicode.IsControl):
+			return recall.Errorf(recall.EINVALID, "conversation_title contains a control character")
 		case c.Era != "":
 			if _, _, ok := recall.DateRange(c.Era); !ok {
 				return recall.Errorf(recall.EINVALID, "era %q is not a date: use YYYY, YYYY-MM or YYYY-MM-DD", c.Era)

@@ -97,6 +97,8 @@ func TestIngestRejections(t *testing.T) {
 		{chunkOf("a.md", 0, 0, "x"), "total_chunks must be"},
 		{chunkOf("a.md", 0, 1, "  "), "content is empty"},
 		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", Era: "July"}, `era "July" is not a date`},
+		{chunkOf("ctl\u001b[2J\n.md", 0, 1, "x"), "control character U+001B"},
+		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", ConversationTitle: "t\u009b2J"}, "conversation_title contains a control character"},
 	} {
 		status, out, body := f.ingest(plainTok, tc.chunk)
 		if status != 200 || len(out.Sources) != 1 || out.Sources[0].Status != remote.StatusRejected ||
