@@ -128,7 +128,6 @@ type pending struct {
 	rel      string
 	entry    fileEntry
 	waiting  map[string]bool // source ids not yet reported complete
-	unsent   map[string]int  // per source id, chunks not posted yet
 	failed   bool
 	finished bool
 }
@@ -330,11 +329,30 @@ func (s *sweeper) chunks(rel string, c convo.Conversation) ([]IngestChunk, error
 		date = ingest.DateFromPath(rel)
 	}
 	cs := chunk.Split(c.Messages, s.opt.Chunk)
-	out := make([]IngestChunk, len(cs))
+	texts := make([]string, len(cs))
 	for i, ch := range cs {
-		out[i] = IngestChunk{SourceFile: id, ChunkIndex: i, TotalChunks: len(cs), Content: ch.Text, Era: date, ConversationTitle: title}
+		texts[i] = ch.Text
+	}
+	version := sourceVersion(title, date, texts)
+	out := make([]IngestChunk, len(cs))
+	for i, t := range texts {
+		out[i] = IngestChunk{SourceFile: id, ChunkIndex: i, TotalChunks: len(cs), Content: t, Era: date, ConversationTitle: title, Version: version}
 	}
 	return out, nil
+}
+
+// sourceVersion is the version sent with a source's chunks: a hash of
+// everything the server stores of it. The server assembles a source only
+// from chunks of one version, so chunks of this text that an earlier run
+// left waiting (its answer lost, or another batch refused) complete it
+// correctly, and chunks of an older text are dropped, never mixed in.
+func sourceVersion(title, date string, texts []string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00%q\x00%q", len(texts), title, date)
+	for _, t := range texts {
+		fmt.Fprintf(h, "\x00%d:%s", len(t), t)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // add puts a source's chunks in the batch. A source starts a new batch when
@@ -351,10 +369,6 @@ func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error 
 		}
 	}
 	s.res.Sources++
-	if p.unsent == nil {
-		p.unsent = map[string]int{}
-	}
-	p.unsent[src[0].SourceFile] += len(src)
 	for _, c := range src {
 		if len(s.batch) > 0 && (len(s.batch) >= s.opt.BatchChunks || s.size+jsonLen(c.Content) > s.opt.BatchBytes) {
 			if err := s.flush(ctx); err != nil {
@@ -400,12 +414,18 @@ func (s *sweeper) flush(ctx context.Context) error {
 	if len(s.batch) == 0 {
 		return nil
 	}
-	batch, files := s.batch, s.inBatch
-	s.batch, s.inBatch, s.size = nil, nil, 0
-	for _, c := range batch {
-		if p := s.bySource[c.SourceFile]; p != nil {
-			p.unsent[c.SourceFile]--
+	var batch []IngestChunk
+	for _, c := range s.batch {
+		// A source the server already completed, from chunks of this
+		// version an earlier run left waiting, needs no more of them.
+		if p := s.bySource[c.SourceFile]; p == nil || p.waiting[c.SourceFile] {
+			batch = append(batch, c)
 		}
+	}
+	files := s.inBatch
+	s.batch, s.inBatch, s.size = nil, nil, 0
+	if len(batch) == 0 {
+		return nil
 	}
 	s.res.Batches++
 	resp, err := s.post(ctx, batch)
@@ -432,12 +452,6 @@ func (s *sweeper) flush(ctx context.Context) error {
 			continue
 		}
 		switch {
-		case st.Complete() && p.unsent[st.SourceFile] > 0:
-			// The server completed the source before this run sent all
-			// of it: with chunks an earlier, interrupted run left staged,
-			// perhaps of an older version. Not recorded: the next run
-			// sends it whole again.
-			s.failPending(p, fmt.Errorf("the server completed %s with chunks an earlier run left waiting; it is sent again next run", st.SourceFile))
 		case st.Complete():
 			delete(p.waiting, st.SourceFile)
 		case st.Status == StatusRejected:

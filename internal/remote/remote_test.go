@@ -335,6 +335,106 @@ func TestEditedSourceNotMixedWithStagedChunks(t *testing.T) {
 	}
 }
 
+// eightMessages writes chat.md, a file of several batches' worth of chunks.
+func eightMessages(t *testing.T, dir, word string) []string {
+	t.Helper()
+	var msgs []string
+	for i := 0; i < 8; i++ {
+		msgs = append(msgs, fmt.Sprintf("**User:** message %d %s", i, strings.Repeat(word+" ", 50)))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat.md"), []byte(strings.Join(msgs, "\n\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+// refuseFirst answers the first request 503 and passes the others on.
+func refuseFirst(h http.Handler) http.Handler {
+	var n atomic.Int32
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// A run whose first batch was refused leaves the rest of the file staged.
+// The next run completes the source with those chunks (the same version)
+// and records the file; it once failed it for good, every run completing
+// the source with the tail of the run before.
+func TestStagedTailOfAnEarlierRunCompletesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	eightMessages(t, dir, "word")
+	tg := newTarget(t, refuseFirst)
+	opt := options(t, tg.srv.URL)
+	opt.Retries = -1
+	var log strings.Builder
+	opt.Failures = &log
+	if res, _ := remote.Sweep(context.Background(), dir, opt); res.FilesFailed != 1 {
+		t.Fatalf("first run: %+v", res)
+	}
+	if res, err := remote.Sweep(context.Background(), dir, opt); err != nil || res.FilesChanged != 1 || res.FilesFailed != 0 {
+		t.Errorf("second run: %+v %v\n%s", res, err, log.String())
+	}
+	if res, _ := remote.Sweep(context.Background(), dir, opt); res.FilesSkipped != 1 {
+		t.Errorf("third run: %+v", res)
+	}
+	if got := strings.Join(contents(t, tg.st), "\n"); !strings.Contains(got, "message 0") || !strings.Contains(got, "message 7") {
+		t.Errorf("stored:\n%s", got)
+	}
+}
+
+// Chunks of an older text that an earlier run left staged are dropped when
+// the new text's chunks arrive (another version), not stored mixed in.
+func TestStagedChunksOfAnOlderVersionAreNotMixedIn(t *testing.T) {
+	dir := t.TempDir()
+	msgs := eightMessages(t, dir, "word")
+	tg := newTarget(t, refuseFirst)
+	opt := options(t, tg.srv.URL)
+	opt.Retries = -1
+	remote.Sweep(context.Background(), dir, opt) // head refused, the old tail staged
+	for i := range msgs {
+		msgs[i] = strings.ReplaceAll(msgs[i], "word", "NEWV")
+	}
+	os.WriteFile(filepath.Join(dir, "chat.md"), []byte(strings.Join(msgs, "\n\n")), 0o644)
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	got := strings.Join(contents(t, tg.st), "\n")
+	if err != nil || res.FilesChanged != 1 || strings.Contains(got, "word") || !strings.Contains(got, "message 7 NEWV") {
+		t.Errorf("%+v %v; stored:\n%s", res, err, got)
+	}
+}
+
+// The answer to the last batch of a source is lost after the server wrote
+// it: the retry leaves that batch staged alone. The next run still records
+// the file (it never did, once).
+func TestLostAnswerConverges(t *testing.T) {
+	dir := t.TempDir()
+	eightMessages(t, dir, "word")
+	var n atomic.Int32
+	tg := newTarget(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 2 { // the second batch: processed, its answer lost
+				h.ServeHTTP(httptest.NewRecorder(), r)
+				http.Error(w, "bad gateway", http.StatusBadGateway)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	opt := options(t, tg.srv.URL)
+	var log strings.Builder
+	opt.Failures = &log
+	remote.Sweep(context.Background(), dir, opt)
+	if res, err := remote.Sweep(context.Background(), dir, opt); err != nil || res.FilesChanged != 1 {
+		t.Errorf("second run: %+v %v\n%s", res, err, log.String())
+	}
+	if res, _ := remote.Sweep(context.Background(), dir, opt); res.FilesSkipped != 1 {
+		t.Errorf("third run: %+v\n%s", res, log.String())
+	}
+}
+
 // Batches are bounded by their JSON size: markup-heavy text (each <, >
 // and & takes 6 bytes in JSON) once made requests past the server's limit,
 // refused with 413 on every run.

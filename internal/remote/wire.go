@@ -24,6 +24,12 @@ type IngestChunk struct {
 	Content           string `json:"content"`
 	Era               string `json:"era,omitempty"` // date: YYYY, YYYY-MM or YYYY-MM-DD
 	ConversationTitle string `json:"conversation_title,omitempty"`
+	// Version names the version of the whole source the chunk belongs to
+	// (the client sends a hash of all its chunks): the server assembles a
+	// source only from chunks of one version and starts over when another
+	// arrives, so chunks an earlier run left waiting never mix with these.
+	// Optional: chunks without one are assembled by source and total_chunks.
+	Version string `json:"version,omitempty"`
 }
 
 // Source statuses in an IngestResponse.

@@ -26,13 +26,16 @@ import (
 // complete (written or unchanged). A source left partial is sent again, in
 // full, on the client's next run. The stored source is never touched until
 // a complete set has arrived, so a partial upload never leaves a truncated
-// source behind.
+// source behind. Staged chunks are keyed by source, total_chunks and the
+// client's version of the source, so chunks left by an earlier upload of
+// another text are dropped rather than assembled with the new ones.
 
 // Ingest limits.
 const (
 	maxIngestChunks  = 10_000  // chunks per request
 	maxTotalChunks   = 100_000 // chunks per source
 	maxIngestTitle   = 1_000   // characters
+	maxIngestVersion = 128     // bytes
 	defaultStageTTL  = 15 * time.Minute
 	defaultStageSize = 64 << 20 // bytes of staged chunk text
 )
@@ -48,6 +51,7 @@ type staging struct {
 
 type staged struct {
 	total   int
+	version string
 	chunks  map[int]string
 	bytes   int64
 	era     string
@@ -214,14 +218,19 @@ func (s *Server) checkGroup(g *group) error {
 		return err
 	}
 	g.status.Source = id
-	total := g.chunks[0].TotalChunks
+	total, version := g.chunks[0].TotalChunks, g.chunks[0].Version
 	if total < 1 || total > maxTotalChunks {
 		return recall.Errorf(recall.EINVALID, "total_chunks must be between 1 and %d", maxTotalChunks)
+	}
+	if len(version) > maxIngestVersion || strings.ContainsFunc(version, unicode.IsControl) {
+		return recall.Errorf(recall.EINVALID, "version must be at most %d bytes, without control characters", maxIngestVersion)
 	}
 	for _, c := range g.chunks {
 		switch {
 		case c.TotalChunks != total:
 			return recall.Errorf(recall.EINVALID, "chunks of one source disagree on total_chunks (%d and %d)", total, c.TotalChunks)
+		case c.Version != version:
+			return recall.Errorf(recall.EINVALID, "chunks of one source disagree on version (%q and %q)", version, c.Version)
 		case c.ChunkIndex < 0 || c.ChunkIndex >= total:
 			return recall.Errorf(recall.EINVALID, "chunk_index %d is outside 0..%d", c.ChunkIndex, total-1)
 		case !utf8.ValidString(c.Content):
@@ -262,10 +271,12 @@ func (s *Server) stageGroups(groups []*group) {
 			continue
 		}
 		id := g.status.Source
-		total := g.chunks[0].TotalChunks
+		total, version := g.chunks[0].TotalChunks, g.chunks[0].Version
 		e := st.m[id]
-		if e != nil && e.total != total {
-			// The source changed between requests: start over with the new count.
+		if e != nil && (e.total != total || e.version != version) {
+			// The source changed between requests (another count, or
+			// another version: an edit, or a run that started over), so
+			// the waiting chunks are of another text: start over.
 			st.drop(id)
 			e = nil
 		}
@@ -274,8 +285,8 @@ func (s *Server) stageGroups(groups []*group) {
 		// not only the chunks' text.
 		var added int64
 		if e == nil {
-			e = &staged{total: total, chunks: map[int]string{}}
-			added += stagedEntryCost + int64(len(id))
+			e = &staged{total: total, version: version, chunks: map[int]string{}}
+			added += stagedEntryCost + int64(len(id)+len(version))
 		}
 		for _, c := range g.chunks {
 			if old, ok := e.chunks[c.ChunkIndex]; ok {

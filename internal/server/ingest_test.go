@@ -125,6 +125,34 @@ func TestIngestRejections(t *testing.T) {
 	}
 }
 
+// Staged chunks are kept by version: a chunk of another version starts the
+// source over, so two texts are never assembled into one source.
+func TestIngestStagingKeyedByVersion(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	v := func(c remote.IngestChunk, version string) remote.IngestChunk { c.Version = version; return c }
+	_, out, _ := f.ingest(plainTok, v(chunkOf("v.md", 1, 2, "old tail"), "v1"))
+	if out.Sources[0].Status != remote.StatusPartial {
+		t.Fatalf("first: %+v", out.Sources[0])
+	}
+	_, out, _ = f.ingest(plainTok, v(chunkOf("v.md", 0, 2, "new head"), "v2"))
+	if out.Sources[0].Status != remote.StatusPartial || out.Sources[0].Received != 1 {
+		t.Errorf("another version completed the source: %+v", out.Sources[0])
+	}
+	_, out, _ = f.ingest(plainTok, v(chunkOf("v.md", 1, 2, "new tail"), "v2"))
+	if out.Sources[0].Status != remote.StatusWritten {
+		t.Fatalf("same version: %+v", out.Sources[0])
+	}
+	if chunks, _ := f.st.Chunks(ctx, "v.md", 0, 10); len(chunks) != 2 || chunks[0].Text != "new head" || chunks[1].Text != "new tail" {
+		t.Errorf("stored: %+v", chunks)
+	}
+	// Chunks of one source in one request must agree on it.
+	_, out, _ = f.ingest(plainTok, v(chunkOf("w.md", 0, 2, "a"), "v1"), v(chunkOf("w.md", 1, 2, "b"), "v2"))
+	if out.Sources[0].Status != remote.StatusRejected || !strings.Contains(out.Sources[0].Error, "disagree on version") {
+		t.Errorf("mixed versions: %+v", out.Sources[0])
+	}
+}
+
 func TestIngestStagingIsBounded(t *testing.T) {
 	now := time.Date(2025, 7, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
