@@ -278,10 +278,17 @@ func (s *sweeper) file(ctx context.Context, f localFile) error {
 			s.fail(f.rel, err)
 			return nil
 		}
-		if len(chunks) > 0 {
-			sources = append(sources, chunks)
-			p.waiting[chunks[0].SourceFile] = true
+		if len(chunks) == 0 {
+			continue
 		}
+		if id := chunks[0].SourceFile; p.waiting[id] {
+			// Two conversations of the file are one source (ids that differ
+			// only in Unicode normalisation): sending both would keep one.
+			s.fail(f.rel, fmt.Errorf("two conversations of the file are the source %s (their ids differ only in Unicode normalisation)", id))
+			return nil
+		}
+		sources = append(sources, chunks)
+		p.waiting[chunks[0].SourceFile] = true
 	}
 	if len(sources) == 0 {
 		s.man.Files[f.rel] = entry // nothing to send: done

@@ -435,6 +435,29 @@ func TestLostAnswerConverges(t *testing.T) {
 	}
 }
 
+// Two conversations of an export whose ids differ only in Unicode
+// normalisation are one source: the file fails rather than being recorded
+// with one of them silently lost.
+func TestConversationsOfOneSourceFailTheFile(t *testing.T) {
+	dir := t.TempDir()
+	export := `[{"uuid": "caf\u00e9", "name": "first", "chat_messages": [{"sender": "human", "text": "FIRST conversation"}]},
+ {"uuid": "cafe\u0301", "name": "second", "chat_messages": [{"sender": "human", "text": "SECOND conversation"}]}]`
+	if err := os.WriteFile(filepath.Join(dir, "conversations.json"), []byte(export), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	var log strings.Builder
+	opt.Failures = &log
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesFailed != 1 || res.FilesChanged != 0 || !strings.Contains(log.String(), "Unicode normalisation") {
+		t.Errorf("%+v %v\n%s", res, err, log.String())
+	}
+	if got := contents(t, tg.st); len(got) != 0 {
+		t.Errorf("stored: %v", got)
+	}
+}
+
 // Batches are bounded by their JSON size: markup-heavy text (each <, >
 // and & takes 6 bytes in JSON) once made requests past the server's limit,
 // refused with 413 on every run.

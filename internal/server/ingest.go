@@ -138,7 +138,19 @@ func (s *Server) ingest(ctx context.Context, req remote.IngestRequest) (remote.I
 	}
 	var groups []*group
 	byFile := map[string]*group{}
+	type chunkKey struct {
+		file  string
+		index int
+	}
+	sent := make(map[chunkKey]string, len(req.Chunks))
 	for _, c := range req.Chunks {
+		// Two texts for one chunk (two conversations taken for one source)
+		// would keep one silently: the request is wrong as a whole.
+		k := chunkKey{c.SourceFile, c.ChunkIndex}
+		if prev, ok := sent[k]; ok && prev != c.Content {
+			return remote.IngestResponse{}, recall.Errorf(recall.EINVALID, "chunk %d of source_file %q is sent twice with different content", c.ChunkIndex, shorten(c.SourceFile))
+		}
+		sent[k] = c.Content
 		g := byFile[c.SourceFile]
 		if g == nil {
 			g = &group{status: remote.SourceStatus{SourceFile: c.SourceFile, TotalChunks: c.TotalChunks}}

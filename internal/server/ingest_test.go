@@ -118,6 +118,15 @@ func TestIngestRejections(t *testing.T) {
 			t.Errorf("%s: %d %s", tc.body, resp.StatusCode, body)
 		}
 	}
+	// One chunk sent twice: the same text is a harmless repeat, two texts
+	// refuse the request, naming the chunk.
+	if _, out, body := f.ingest(plainTok, chunkOf("twice.md", 0, 1, "x"), chunkOf("twice.md", 0, 1, "x")); out.Sources[0].Status != remote.StatusWritten {
+		t.Errorf("identical repeat: %s", body)
+	}
+	if status, _, body := f.ingest(plainTok, chunkOf("dup.md", 0, 1, "one"), chunkOf("dup.md", 0, 1, "two")); status != 400 ||
+		!strings.Contains(body, `chunk 0 of source_file \"dup.md\" is sent twice with different content`) {
+		t.Errorf("two texts for one chunk: %d %s", status, body)
+	}
 	// Chunks that disagree on the count reject the source, not the request.
 	_, out, _ := f.ingest(plainTok, chunkOf("a.md", 0, 2, "x"), chunkOf("a.md", 1, 3, "y"), chunkOf("b.md", 0, 1, "fine"))
 	if out.Sources[0].Status != remote.StatusRejected || out.Sources[1].Status != remote.StatusWritten {
