@@ -337,29 +337,48 @@ func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
 }
 
 // collisions takes out of files those that share a source id with another
-// file: a file literally named `a\b.md` beside a/b.md, or café.md in both
-// its NFC and NFD spellings, which most file systems keep apart. Sweeping
-// them would write one source twice in a transaction (refused, failing the
-// whole sweep) and choosing one would index whichever the walk met first,
-// so every one of them is a failure naming the others, until all but one
-// are renamed; the source keeps what an earlier sweep stored meanwhile.
+// file (see Collisions).
 func collisions(root string, files []file) ([]file, []walkFailure) {
-	byID := make(map[string][]string, len(files))
-	for _, f := range files {
-		byID[f.rel] = append(byID[f.rel], found(root, f.path))
+	ids, names := make([]string, len(files)), make([]string, len(files))
+	for i, f := range files {
+		ids[i], names[i] = f.rel, found(root, f.path)
 	}
+	errs := Collisions(ids, names)
 	var failed []walkFailure
 	kept := files[:0]
-	for _, f := range files {
-		names := byID[f.rel]
-		if len(names) == 1 {
+	for i, f := range files {
+		if errs[i] == nil {
 			kept = append(kept, f)
 			continue
 		}
-		failed = append(failed, walkFailure{found(root, f.path), f.rel, recall.Errorf(recall.ECONFLICT,
-			"the files %+q are all the source id %q (their names differ only in slashes or Unicode normalisation): rename all but one", names, f.rel)})
+		failed = append(failed, walkFailure{names[i], f.rel, errs[i]})
 	}
 	return kept, failed
+}
+
+// Collisions finds the files that share a source id with another file: a
+// file literally named `a\b.md` beside a/b.md, or café.md in both its NFC
+// and NFD spellings, which most file systems keep apart. ids[i] is the
+// source id of the file the walk found at names[i]; errs[i] is nil unless
+// that file collides. Sweeping them would write one source twice in a
+// transaction (refused, failing the whole sweep) and choosing one would
+// index whichever the walk met first, so every one of them is a failure
+// naming the others, until all but one are renamed; the source keeps what
+// an earlier sweep stored meanwhile. A remote sweep (internal/remote)
+// fails them alike.
+func Collisions(ids, names []string) (errs []error) {
+	byID := make(map[string][]string, len(ids))
+	for i, id := range ids {
+		byID[id] = append(byID[id], names[i])
+	}
+	errs = make([]error, len(ids))
+	for i, id := range ids {
+		if others := byID[id]; len(others) > 1 {
+			errs[i] = recall.Errorf(recall.ECONFLICT,
+				"the files %+q are all the source id %q (their names differ only in slashes or Unicode normalisation): rename all but one", others, id)
+		}
+	}
+	return errs
 }
 
 // found is path as the walk found it under root, with forward slashes.

@@ -179,15 +179,19 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	files, err := walk(ctx, root, opt.Failures)
+	files, collided, err := walk(ctx, root, opt.Failures)
 	if err != nil {
 		return Result{}, err
 	}
 	s := &sweeper{opt: opt, man: man, bySource: map[string]*pending{}}
-	s.res.FilesSeen = len(files)
+	s.res.FilesSeen = len(files) + len(collided)
+	s.res.FilesFailed = len(collided)
 	present := map[string]bool{}
 	for _, f := range files {
 		present[f.rel] = true
+	}
+	for _, id := range collided { // still there: the server keeps what it holds
+		present[id] = true
 	}
 	for rel := range man.Files {
 		if !present[rel] {
@@ -599,25 +603,27 @@ func logLine(w io.Writer, what, reason string) {
 
 // localFile is one vault file the walk found.
 type localFile struct {
-	rel   string
+	rel   string // its source id
+	name  string // the path as found, with forward slashes
 	path  string
 	size  int64
 	mtime int64
 }
 
 // walk lists supported files as a local sweep does: hidden files and
-// folders skipped, symbolic links not followed.
-func walk(ctx context.Context, root string, failures io.Writer) ([]localFile, error) {
+// folders skipped, symbolic links not followed, and files that share a
+// source id with another (a\b.md beside a/b.md) failed, all of them, and
+// returned apart by id in collided.
+func walk(ctx context.Context, root string, failures io.Writer) (files []localFile, collided []string, err error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fi, err := os.Stat(abs); err != nil {
-		return nil, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
+		return nil, nil, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
 	} else if !fi.IsDir() {
-		return nil, recall.Errorf(recall.EINVALID, "vault %s is not a directory", root)
+		return nil, nil, recall.Errorf(recall.EINVALID, "vault %s is not a directory", root)
 	}
-	var files []localFile
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
@@ -652,11 +658,25 @@ func walk(ctx context.Context, root string, failures io.Writer) ([]localFile, er
 			logLine(failures, id, ierr.Error())
 			return nil
 		}
-		files = append(files, localFile{rel: id, path: p, size: info.Size(), mtime: info.ModTime().UnixNano()})
+		files = append(files, localFile{rel: id, name: filepath.ToSlash(rel), path: p, size: info.Size(), mtime: info.ModTime().UnixNano()})
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("walk %s: %w", root, err)
+		return nil, nil, fmt.Errorf("walk %s: %w", root, err)
 	}
-	return files, nil
+	ids, names := make([]string, len(files)), make([]string, len(files))
+	for i, f := range files {
+		ids[i], names[i] = f.rel, f.name
+	}
+	errs := ingest.Collisions(ids, names)
+	kept := files[:0]
+	for i, f := range files {
+		if errs[i] == nil {
+			kept = append(kept, f)
+			continue
+		}
+		logLine(failures, f.name, recall.ErrorMessage(errs[i]))
+		collided = append(collided, f.rel)
+	}
+	return kept, collided, nil
 }

@@ -458,6 +458,30 @@ func TestConversationsOfOneSourceFailTheFile(t *testing.T) {
 	}
 }
 
+// Two files that are one source (a\b.md beside a/b.md) both fail, as in a
+// local sweep; they once overwrote the source in turn, run after run.
+func TestFilesOfOneSourceFail(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
+	os.WriteFile(filepath.Join(dir, `a\b.md`), []byte("**User:** BACKSLASH version of the note"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a", "b.md"), []byte("**User:** SLASH version of the note"), 0o644)
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	opt.BatchChunks = 1
+	for run := 1; run <= 2; run++ {
+		var log strings.Builder
+		opt.Failures = &log
+		res, err := remote.Sweep(context.Background(), dir, opt)
+		if err != nil || res.FilesSeen != 2 || res.FilesFailed != 2 || res.FilesRemoved != 0 || res.Batches != 0 ||
+			strings.Count(log.String(), "rename all but one") != 2 {
+			t.Errorf("run %d: %+v %v\n%s", run, res, err, log.String())
+		}
+	}
+	if got := contents(t, tg.st); len(got) != 0 {
+		t.Errorf("stored: %v", got)
+	}
+}
+
 // Batches are bounded by their JSON size: markup-heavy text (each <, >
 // and & takes 6 bytes in JSON) once made requests past the server's limit,
 // refused with 413 on every run.
