@@ -175,6 +175,11 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	if opt.Failures == nil {
 		opt.Failures = io.Discard
 	}
+	unlock, err := lockManifest(opt.Manifest)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
 	man, err := loadManifest(opt.Manifest, opt.URL, opt.Chunk)
 	if err != nil {
 		return Result{}, err

@@ -482,6 +482,44 @@ func TestFilesOfOneSourceFail(t *testing.T) {
 	}
 }
 
+// Overlapping runs of one vault (two cron runs) are refused while one holds
+// the manifest: each saves the manifest whole, so the later save could
+// record a version of a file the server does not hold.
+func TestOverlappingRunsRefused(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "note.md"), []byte("**User:** OLDVERSION text"), 0o644)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var n atomic.Int32
+	tg := newTarget(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 1 {
+				close(arrived)
+				<-release
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	opt := options(t, tg.srv.URL)
+	done := make(chan error)
+	go func() {
+		_, err := remote.Sweep(context.Background(), dir, opt)
+		done <- err
+	}()
+	<-arrived
+	_, err := remote.Sweep(context.Background(), dir, opt)
+	close(release)
+	if recall.ErrorCode(err) != recall.ECONFLICT || !strings.Contains(recall.ErrorMessage(err), "another remote sweep (process ") {
+		t.Errorf("overlapping run: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The lock goes with its run.
+	if res, err := remote.Sweep(context.Background(), dir, opt); err != nil || res.FilesSkipped != 1 {
+		t.Errorf("later run: %+v %v", res, err)
+	}
+}
+
 // Batches are bounded by their JSON size: markup-heavy text (each <, >
 // and & takes 6 bytes in JSON) once made requests past the server's limit,
 // refused with 413 on every run.
