@@ -46,20 +46,29 @@ func (s *Server) invalidArgsHandler(next mcp.MethodHandler, fallback *identity) 
 		reached := new(bool)
 		res, err := next(context.WithValue(ctx, reachedKey{}, reached), method, req)
 		r, ok := res.(*mcp.CallToolResult)
-		if *reached || !ok || r == nil || !r.IsError || call.Params == nil {
+		if *reached || call.Params == nil {
 			return res, err
 		}
-		tool := call.Params.Name
-		for _, c := range r.Content {
-			if t, ok := c.(*mcp.TextContent); ok {
-				t.Text = s.argsMessage(tool, t.Text)
+		tool, outcome := call.Params.Name, "invalid"
+		switch {
+		case err != nil && (!ok || r == nil):
+			// No such tool (the SDK answers with a JSON-RPC error). The
+			// name the client sent is not a metrics label.
+			tool, outcome = "unknown", "not_found"
+		case !ok || r == nil || !r.IsError:
+			return res, err
+		default:
+			for _, c := range r.Content {
+				if t, ok := c.(*mcp.TextContent); ok {
+					t.Text = s.argsMessage(tool, t.Text)
+				}
 			}
 		}
-		s.metrics.tools.add(1, tool, "invalid")
+		s.metrics.tools.add(1, tool, outcome)
 		s.metrics.toolLatency.observe(s.opt.Now().Sub(start), tool)
 		c, _ := callerOf(call, fallback)
 		if c.ri != nil {
-			c.ri.set(func(ri *reqInfo) { ri.tool, ri.errCode = tool, "invalid" })
+			c.ri.set(func(ri *reqInfo) { ri.tool, ri.errCode = tool, outcome })
 		} else {
 			who := "-"
 			if c.id != nil {
@@ -68,7 +77,7 @@ func (s *Server) invalidArgsHandler(next mcp.MethodHandler, fallback *identity) 
 			zero := 0
 			s.audit.write(auditLine{Time: start.UTC().Format(time.RFC3339Nano), RequestID: newRequestID(),
 				Token: who, Remote: "stdio", Route: "mcp tools/call", Tool: tool, Status: 200,
-				Outcome: "invalid", Results: &zero, Millis: s.opt.Now().Sub(start).Milliseconds()})
+				Outcome: outcome, Results: &zero, Millis: s.opt.Now().Sub(start).Milliseconds()})
 		}
 		return res, err
 	}

@@ -64,6 +64,7 @@ func TestStdioToolCallsAreAudited(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_memory","arguments":{"key":"note_k","confirm":true}}}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_archive","arguments":{"query":"x","limit":21}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`,
 	}, "\n") + "\n"
 	var out syncBuffer
 	if err := f.srv.RunStdio(context.Background(), strings.NewReader(in), &out, false); err != nil {
@@ -76,5 +77,8 @@ func TestStdioToolCallsAreAudited(t *testing.T) {
 	// A call the tool's input schema refuses is audited as invalid too.
 	if !strings.Contains(line, `"tool":"search_archive","status":200,"outcome":"invalid"`) {
 		t.Errorf("refused call's audit: %q", line)
+	}
+	if !strings.Contains(line, `"tool":"unknown","status":200,"outcome":"not_found"`) || strings.Contains(line, "no_such_tool") {
+		t.Errorf("unknown tool's audit: %q", line)
 	}
 }
