@@ -1,6 +1,11 @@
 package recall
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
 
 // Memories and diary days live in the same store as archive files. Their
 // internal source ids are namespaced by owner so that two owners can each
@@ -57,4 +62,26 @@ func IDKind(id string) Kind {
 // reservedID reports whether an archive path would fall in a memory namespace.
 func reservedID(p string) bool {
 	return strings.HasPrefix(p, memoryIDPrefix) || strings.HasPrefix(p, diaryIDPrefix)
+}
+
+// NFCKey is the form memory keys are saved in: NFC, so a key typed with a
+// precomposed accent or a combining one is one key (a key that is not valid
+// UTF-8 is left for validation to refuse).
+func NFCKey(key string) string {
+	if !utf8.ValidString(key) {
+		return key
+	}
+	return norm.NFC.String(key)
+}
+
+// KeyForms returns the forms a memory key a caller names is looked up
+// under, in order: the key exactly as given, which reaches a memory saved
+// before keys were normalised (and is the saved form when it is NFC), then
+// its NFC form when that differs. Exact first: a legacy key and its NFC twin
+// saved since are two memories, and each is reached by its own name.
+func KeyForms(key string) []string {
+	if nfc := NFCKey(key); nfc != key {
+		return []string{key, nfc}
+	}
+	return []string{key}
 }

@@ -7,13 +7,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
@@ -98,15 +95,10 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	defer logf.Close()
 	opt.Failures = lockedWriter{&sync.Mutex{}, logf}
 
+	res, err := remote.Sweep(ctx, abs, opt)
 	// Without a token, a 401 means one is needed: say where it goes rather
 	// than pass on the server's words about an Authorization header.
-	var refused *unauthorized
-	if opt.Token == "" {
-		refused = &unauthorized{next: http.DefaultTransport}
-		opt.HTTPClient = &http.Client{Timeout: 2 * time.Minute, Transport: refused}
-	}
-	res, err := remote.Sweep(ctx, abs, opt)
-	if err != nil && refused != nil && refused.seen.Load() {
+	if opt.Token == "" && recall.ErrorCode(err) == recall.EUNAUTHORIZED {
 		return recall.Errorf(recall.EUNAUTHORIZED, "%s needs a token: set RECALL_TOKEN (or token in the config file) to one the server accepts", *url)
 	}
 	if err != nil {
@@ -126,18 +118,4 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 		return exitError(exitFailure)
 	}
 	return nil
-}
-
-// unauthorized is a transport that notes whether a server answered 401.
-type unauthorized struct {
-	next http.RoundTripper
-	seen atomic.Bool
-}
-
-func (u *unauthorized) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := u.next.RoundTrip(r)
-	if err == nil && resp.StatusCode == http.StatusUnauthorized {
-		u.seen.Store(true)
-	}
-	return resp, err
 }

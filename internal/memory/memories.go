@@ -141,9 +141,9 @@ func (s *Service) Read(ctx context.Context, key, owner string, sc Scope) (Memory
 }
 
 // memory reads the memory a caller names, by the forms of its key
-// (keyForms).
+// (recall.KeyForms).
 func (s *Service) memory(ctx context.Context, owner, key string) (recall.Source, error) {
-	for _, k := range keyForms(key) {
+	for _, k := range recall.KeyForms(key) {
 		src, err := s.st.Source(ctx, recall.MemoryID(owner, k))
 		if !recall.IsNotFound(err) {
 			return src, err
@@ -173,7 +173,7 @@ func (s *Service) Delete(ctx context.Context, key, owner string, confirm bool, s
 	}
 	// One form at a time: a key saved before keys were normalised and its
 	// NFC form are two memories, and one delete removes one.
-	for _, k := range keyForms(key) {
+	for _, k := range recall.KeyForms(key) {
 		n, _, err := s.w.Delete(ctx, recall.MemoryID(o, k))
 		if err != nil || n > 0 {
 			return err
@@ -220,7 +220,7 @@ func (s *Service) Find(ctx context.Context, req FindRequest, sc Scope) (Page, er
 		if err := ValidateKey(req.Prefix); err != nil {
 			return Page{}, recall.Errorf(recall.EINVALID, "prefix: %s", recall.ErrorMessage(err))
 		}
-		req.Prefix = nfcKey(req.Prefix)
+		req.Prefix = recall.NFCKey(req.Prefix)
 	}
 	switch {
 	case req.Limit == 0:

@@ -16,7 +16,6 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/embed"
-	"golang.org/x/text/unicode/norm"
 )
 
 // Limits.
@@ -205,7 +204,7 @@ const diaryName = "diary/"
 // (the other default-ignorable characters are format characters, which
 // ValidateKey refuses already).
 func newKey(key string) (string, error) {
-	key = nfcKey(key)
+	key = recall.NFCKey(key)
 	if err := ValidateKey(key); err != nil {
 		return "", err
 	}
@@ -221,27 +220,6 @@ func newKey(key string) (string, error) {
 		}
 	}
 	return key, nil
-}
-
-// keyForms returns the forms a key a caller names is looked up under, in
-// order: the key exactly as given, which reaches a memory saved before keys
-// were normalised (and is the NFC form saves use, when it is one), then its
-// NFC form when that differs. Exact first: a legacy key and its NFC twin
-// saved since are two memories, and each is reached by its own name.
-func keyForms(key string) []string {
-	if nfc := nfcKey(key); nfc != key {
-		return []string{key, nfc}
-	}
-	return []string{key}
-}
-
-// nfcKey is the form keys are saved in: NFC (a key that is not valid UTF-8
-// is left for validation to refuse).
-func nfcKey(key string) string {
-	if !utf8.ValidString(key) {
-		return key
-	}
-	return norm.NFC.String(key)
 }
 
 func validateValue(v string) error {

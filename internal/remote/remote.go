@@ -563,7 +563,9 @@ func (s *sweeper) postOnce(ctx context.Context, body []byte) (IngestResponse, ti
 		err := fmt.Errorf("the server answered %s: %s", resp.Status, msg)
 		switch resp.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
-			return IngestResponse{}, 0, fatalError{fmt.Errorf("%s %s: %s", s.opt.URL, resp.Status, msg)}
+			code := map[int]string{http.StatusUnauthorized: recall.EUNAUTHORIZED, http.StatusForbidden: recall.EFORBIDDEN,
+				http.StatusNotFound: recall.ENOTFOUND}[resp.StatusCode]
+			return IngestResponse{}, 0, fatalError{recall.Errorf(code, "%s %s: %s", s.opt.URL, resp.Status, msg)}
 		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 			return IngestResponse{}, time.Duration(secs) * time.Second, err

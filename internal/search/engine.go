@@ -19,8 +19,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
-
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed"
 	"github.com/recall-mcp/recall/internal/lexindex"
@@ -327,13 +325,16 @@ type recordedWrite struct {
 	indexed []recall.IndexedChunk
 }
 
-// QueryEmbedder returns the space searches read from and the embedder its
-// queries are embedded with (nil: lexical only). After Follow switched the
-// read space, a server makes its writes go there too.
-func (e *Engine) QueryEmbedder() (recall.Embedder, string) {
+// QueryEmbedder returns the space searches read from, its dimension and
+// the embedder its queries are embedded with (nil: lexical only). After
+// Follow switched the read space, a server makes its writes go there too.
+func (e *Engine) QueryEmbedder() (emb recall.Embedder, space string, dim int) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	return e.emb, e.space
+	if e.vx != nil {
+		dim = e.vx.dim
+	}
+	return e.emb, e.space, dim
 }
 
 // ReadSpace returns the name of the space searches read from and how many
@@ -1000,15 +1001,24 @@ func (e *Engine) StoreFullText(query string) bool {
 	e.mu.RLock()
 	lx := e.lx
 	e.mu.RUnlock()
-	_, ok := lexindex.QueryTerms(textindex.ParseQuery(query))
-	return lx == nil || !ok
+	_, ok := memoryTerms(lx, query)
+	return !ok
+}
+
+// memoryTerms returns the query's terms when the in-memory index lx can
+// rank it: lx is loaded and the query is plain words.
+func memoryTerms(lx *lexindex.Index, query string) ([]string, bool) {
+	if lx == nil {
+		return nil, false
+	}
+	return lexindex.QueryTerms(textindex.ParseQuery(query))
 }
 
 // lexical returns the full-text candidates of a search: from the in-memory
 // index lx when it is loaded and the query is plain words, else from the
 // store. It takes no engine lock (lexindex has its own).
 func (e *Engine) lexical(ctx context.Context, lx *lexindex.Index, req recall.SearchRequest, want int) ([]recall.Candidate, error) {
-	if terms, ok := lexindex.QueryTerms(textindex.ParseQuery(req.Query)); ok && lx != nil {
+	if terms, ok := memoryTerms(lx, req.Query); ok {
 		return lx.Search(terms, want, req.Filter.Matcher()), nil
 	}
 	return e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
@@ -1233,12 +1243,8 @@ func (e *Engine) Context(ctx context.Context, source string, kind recall.Kind, i
 func (e *Engine) resolve(ctx context.Context, name string, kind recall.Kind, scope recall.Filter) (recall.Source, error) {
 	var candidates []string
 	if kind == "" || kind == recall.KindMemory {
-		// Keys are saved in NFC. A key given exactly as stored comes first
-		// (one saved before keys were normalised may have an NFC twin),
-		// then its NFC form.
-		candidates = append(candidates, recall.MemoryID(scope.Owner, name))
-		if nfc := norm.NFC.String(name); nfc != name {
-			candidates = append(candidates, recall.MemoryID(scope.Owner, nfc))
+		for _, k := range recall.KeyForms(name) {
+			candidates = append(candidates, recall.MemoryID(scope.Owner, k))
 		}
 	}
 	if date, ok := strings.CutPrefix(name, "diary/"); ok && (kind == "" || kind == recall.KindDiary) {

@@ -72,21 +72,10 @@ func (b *background) target() (recall.Embedder, string) {
 // to, with its model: what the server saves, sweeps and repairs from then
 // on is searchable there (and no longer needs the old space, which may be
 // dropped next).
-func (b *background) followSwitch(ctx context.Context) {
-	emb, space := b.eng.QueryEmbedder()
+func (b *background) followSwitch() {
+	emb, space, dim := b.eng.QueryEmbedder()
 	if emb == nil || space == "" {
 		return
-	}
-	spaces, err := b.st.Spaces(ctx)
-	if err != nil {
-		b.log.Warn("follow the read space with writes", "err", recall.ErrorMessage(err))
-		return
-	}
-	dim := 0
-	for _, sp := range spaces {
-		if sp.Name == space {
-			dim = sp.Dim
-		}
 	}
 	b.mu.Lock()
 	b.emb, b.space = emb, space
@@ -235,7 +224,7 @@ func (b *background) follow(ctx context.Context) {
 		wait = max(every, 20*time.Since(start))
 		if f.Switched != "" {
 			wait = every // a load, once: not the cost of a look
-			b.followSwitch(ctx)
+			b.followSwitch()
 		}
 		switch {
 		case ctx.Err() != nil:
