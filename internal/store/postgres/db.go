@@ -1,0 +1,226 @@
+// Package postgres is recall's PostgreSQL store: sources, chunks, a
+// full-text index, vector spaces and pgvector vectors, and the sweep log in
+// one PostgreSQL database, for several recall processes (or machines)
+// sharing one store. It implements recall.Store and passes the same
+// contract suite (storetest) as the embedded SQLite store.
+//
+// Writes are serialised. Every write transaction first takes one
+// transaction-level advisory lock (writerLock), as SQLite has one writer:
+// chunk ids, drawn from a sequence inside the lock, then commit in
+// ascending order, so a process following the store by Census (count and
+// largest chunk id; search.Engine.Follow) can never miss a chunk whose id
+// committed below one it has seen; the counters row needs no retries; and
+// Update's read-modify-write cannot interleave with another write of the
+// same id, even of one that does not exist yet. Reads never take the lock.
+//
+// The full-text index is a postings table filled in Go with exactly the
+// terms the SQLite store gives FTS5 (textindex), and Lexical ranks by
+// FTS5's bm25() formula (title weight 2, body 1) computed in Go over the
+// candidates' postings: see Lexical.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/recall-mcp/recall"
+)
+
+// Options tune how a store is opened. The zero value is a good default.
+type Options struct {
+	// MaxConns is the size of the connection pool (default 8). A write
+	// holds one connection for its transaction; searches use the others.
+	MaxConns int
+	// LexicalBudget is about how many matching chunks a full-text query
+	// may rank before its most common words stop selecting candidates and
+	// only add to the ranking (default 2000); no query ranks more than
+	// twice as many. As in the SQLite store (see Lexical).
+	LexicalBudget int
+}
+
+func (o *Options) defaults() {
+	if o.MaxConns <= 0 {
+		o.MaxConns = 8
+	}
+	if o.LexicalBudget <= 0 {
+		o.LexicalBudget = 2000
+	}
+}
+
+// DB is a recall store in one PostgreSQL database. It is safe for
+// concurrent use, by several processes too.
+type DB struct {
+	pool *pgxpool.Pool
+	opts Options
+	// where names the server and database for error messages, without
+	// credentials.
+	where string
+}
+
+var _ recall.Store = (*DB)(nil)
+
+// writerLock is the advisory lock key every write transaction holds (see
+// the package doc); migrateLock the one migrations hold. Both are
+// transaction-level: they go with the commit or rollback.
+const (
+	writerLock  int64 = 0x7265_6361_6c6c_0001 // "recall" 1
+	migrateLock int64 = 0x7265_6361_6c6c_0002
+)
+
+// Open connects to the database named by dsn (a postgres:// URL or
+// key=value string) and brings its schema up to date. The password, if the
+// DSN holds one, never appears in an error.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	opts.defaults()
+	where := describeDSN(dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, recall.Errorf(recall.EINVALID, "postgres DSN %s: %s", where, redact(err.Error(), dsn))
+	}
+	if where == "" {
+		where = fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	}
+	cfg.MaxConns = int32(opts.MaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectErr(ctx, where, err, dsn, cfg.ConnConfig.Password)
+	}
+	db := &DB{pool: pool, opts: opts, where: where}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, connectErr(ctx, where, err, dsn, cfg.ConnConfig.Password)
+	}
+	return db, nil
+}
+
+// connectErr reports a failure to reach or prepare the database without
+// the DSN's password: the message is rebuilt from the error's text with
+// every occurrence of the password replaced, and does not wrap the
+// original (whose text could hold it), except for cancellation.
+func connectErr(ctx context.Context, where string, err error, dsn, password string) error {
+	var re *recall.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("open postgres %s: %w", where, cerr)
+	}
+	msg := redact(err.Error(), dsn)
+	if password != "" {
+		msg = strings.ReplaceAll(msg, password, "xxxxx")
+	}
+	return recall.WrapError(recall.EUNAVAILABLE, errors.New(msg), "open postgres %s", where)
+}
+
+// describeDSN names the server and database of a URL DSN for messages:
+// host, port and path, no user or password ("" for a key=value DSN, which
+// Open describes from the parsed configuration).
+func describeDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return ""
+	}
+	return u.Host + u.Path
+}
+
+// redact removes the DSN, and the password of a URL DSN, from a message.
+func redact(msg, dsn string) string {
+	if dsn != "" {
+		msg = strings.ReplaceAll(msg, dsn, "<dsn>")
+	}
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+			if esc := url.QueryEscape(pw); esc != pw {
+				msg = strings.ReplaceAll(msg, esc, "xxxxx")
+			}
+		}
+	}
+	for _, key := range []string{"password=", "password = "} {
+		for {
+			i := strings.Index(msg, key)
+			if i < 0 || strings.HasPrefix(msg[i+len(key):], "xxxxx") {
+				break
+			}
+			end := i + len(key)
+			for end < len(msg) && msg[end] != ' ' {
+				end++
+			}
+			msg = msg[:i+len(key)] + "xxxxx" + msg[end:]
+		}
+	}
+	return msg
+}
+
+// Close closes the connection pool.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// fail wraps a database error with what was being done, reporting the
+// caller's cancellation as such and passing recall errors through.
+func (db *DB) fail(ctx context.Context, err error, what string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var re *recall.Error
+	if errors.As(err, &re) {
+		return err
+	}
+	if what != "" {
+		what = fmt.Sprintf(what, args...) + ": "
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%s%w", what, cerr)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "53100": // disk_full
+			return recall.Errorf(recall.EUNAVAILABLE, "%sthe disk holding the database is full: nothing of this write was stored; free some space and retry", what)
+		case pe.Code == "22021" || pe.Code == "22P05": // bad UTF-8, or NUL, in text
+			return recall.WrapError(recall.EINVALID, err, "%stext PostgreSQL cannot store", what)
+		}
+	}
+	if pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) {
+		return recall.WrapError(recall.EUNAVAILABLE, err, "%sthe database is not reachable", what)
+	}
+	return fmt.Errorf("%s%w", what, err)
+}
+
+// writeTx runs fn in one transaction that holds the writer lock and
+// commits it, or rolls everything back if fn or the commit fails. The
+// context's commit hook runs once, right before the commit.
+func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return db.fail(ctx, err, "begin")
+	}
+	// A no-op after Commit; after a failure or a panic it ends the
+	// transaction and returns the connection clean.
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, writerLock); err != nil {
+		return db.fail(ctx, err, "wait for the writer lock")
+	}
+	if err := fn(tx); err != nil {
+		return db.fail(ctx, err, "")
+	}
+	if hook := recall.CommitHook(ctx); hook != nil {
+		hook()
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return db.fail(ctx, err, "commit")
+	}
+	return nil
+}

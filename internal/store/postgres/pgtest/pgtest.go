@@ -1,0 +1,229 @@
+// Package pgtest gives tests a PostgreSQL database of their own, on a
+// server with the pgvector extension:
+//
+//   - RECALL_TEST_PG set (a server URL, e.g.
+//     postgres://user@host:5432/postgres?sslmode=disable): each test gets a
+//     fresh database created there, dropped when the test ends.
+//   - Else RECALL_TEST_PG_HOME, or .cache/postgres at the repository root
+//     (where scripts/install-test-postgres.sh unpacks it), holds a
+//     PostgreSQL installation: one throwaway server is started per test
+//     binary (a temporary data directory, a free port on 127.0.0.1, fsync
+//     off), shared by its tests, each test getting a fresh database; Main
+//     stops it and removes the data directory. Run as root, the server runs
+//     as the user nobody, as PostgreSQL refuses root.
+//   - Else the test is skipped, saying how to get a server.
+//
+// A test package using Server must call Main from its TestMain.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	once    sync.Once
+	srv     *server
+	skip    string // why tests skip, when there is no server
+	srvErr  error
+	counter atomic.Int64
+)
+
+// server is a PostgreSQL server tests create databases on.
+type server struct {
+	admin string // URL of a database to run CREATE DATABASE from
+	dir   string // data directory of a server this package started ("" for RECALL_TEST_PG)
+	home  string
+}
+
+// Main runs the tests and stops the server Server started, if any; a
+// TestMain calls os.Exit(pgtest.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if srv != nil && srv.dir != "" {
+		srv.stop()
+	}
+	return code
+}
+
+// Server returns the URL of a new, empty database for t, skipping t when
+// no PostgreSQL server is available.
+func Server(t testing.TB) string {
+	t.Helper()
+	once.Do(start)
+	if skip != "" {
+		t.Skip(skip)
+	}
+	if srvErr != nil {
+		t.Fatalf("test postgres: %v", srvErr)
+	}
+	name := fmt.Sprintf("t_%d_%d", os.Getpid(), counter.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.exec(ctx, `CREATE DATABASE `+name); err != nil {
+		t.Fatalf("test postgres: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		srv.exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+	})
+	u, err := url.Parse(srv.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func (s *server) exec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, s.admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+func start() {
+	if u := os.Getenv("RECALL_TEST_PG"); u != "" {
+		srv = &server{admin: u}
+		return
+	}
+	home := os.Getenv("RECALL_TEST_PG_HOME")
+	if home == "" {
+		if root, err := repoRoot(); err == nil {
+			home = filepath.Join(root, ".cache", "postgres")
+		}
+	}
+	if home == "" || !exists(filepath.Join(home, "bin", "postgres")) {
+		skip = "no PostgreSQL server for the tests: run scripts/install-test-postgres.sh (it prints RECALL_TEST_PG_HOME=...), " +
+			"or set RECALL_TEST_PG to a server URL (postgres://user@host:port/postgres?sslmode=disable) whose user may create databases"
+		return
+	}
+	s, err := startServer(home)
+	if err != nil {
+		srvErr = err
+		return
+	}
+	srv = s
+}
+
+// repoRoot finds the directory holding go.mod above the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if exists(filepath.Join(dir, "go.mod")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// startServer initialises a data directory and starts a server on it.
+func startServer(home string) (*server, error) {
+	dir, err := os.MkdirTemp("", "recall-pgtest-")
+	if err != nil {
+		return nil, err
+	}
+	s := &server{dir: dir, home: home}
+	if os.Geteuid() == 0 {
+		if err := chownNobody(dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if out, err := s.run("initdb", "-D", filepath.Join(dir, "data"), "-U", "recall", "--auth=trust",
+		"-E", "UTF8", "--no-locale", "--no-sync"); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+		port, dir)
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(dir, "data"), "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
+	}
+	s.admin = fmt.Sprintf("postgres://recall@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return s, nil
+}
+
+func (s *server) stop() {
+	s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "stop")
+	os.RemoveAll(s.dir)
+}
+
+// run runs one of the installation's programs, as nobody when root.
+func (s *server) run(prog string, args ...string) ([]byte, error) {
+	bin := filepath.Join(s.home, "bin", prog)
+	var cmd *exec.Cmd
+	if os.Geteuid() == 0 {
+		cmd = exec.Command("setpriv", append([]string{"--reuid=nobody", "--regid=nogroup", "--clear-groups", bin}, args...)...)
+	} else {
+		cmd = exec.Command(bin, args...)
+	}
+	cmd.Dir = s.dir
+	// The installation's bundled libraries (libpq for initdb and pg_ctl;
+	// see scripts/install-test-postgres.sh).
+	lib := filepath.Join(s.home, "lib")
+	if p := os.Getenv("LD_LIBRARY_PATH"); p != "" {
+		lib += ":" + p
+	}
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib)
+	return cmd.CombinedOutput()
+}
+
+func chownNobody(dir string) error {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if g, err := user.LookupGroup("nogroup"); err == nil {
+		gid, _ = strconv.Atoi(g.Gid)
+	}
+	return os.Chown(dir, uid, gid)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

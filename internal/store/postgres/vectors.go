@@ -1,0 +1,387 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
+)
+
+// maxDim is pgvector's largest dimension for a vector column.
+const maxDim = 16000
+
+// CreateSpace records a vector space, or returns the existing one when it
+// has the same parameters (ECONFLICT when they differ). The first space
+// becomes the read space, and the sources written "skipped" become pending.
+func (db *DB) CreateSpace(ctx context.Context, s recall.VectorSpace) (recall.VectorSpace, error) {
+	if err := store.ValidateSpace(s); err != nil {
+		return recall.VectorSpace{}, err
+	}
+	if s.Dim > maxDim {
+		return recall.VectorSpace{}, recall.Errorf(recall.EINVALID, "vector space %q: pgvector holds at most %d dimensions, got %d", s.Name, maxDim, s.Dim)
+	}
+	var out recall.VectorSpace
+	err := db.writeTx(ctx, func(tx pgx.Tx) error {
+		cur, err := scanSpace(tx.QueryRow(ctx, `SELECT `+spaceCols+` FROM spaces WHERE name = $1`, s.Name))
+		if err == nil {
+			if cur.Provider != s.Provider || cur.Model != s.Model || cur.Dim != s.Dim || cur.Normalized != s.Normalized {
+				return recall.Errorf(recall.ECONFLICT, "vector space %q exists as %s/%s with %d dimensions (normalized %t)",
+					s.Name, cur.Provider, cur.Model, cur.Dim, cur.Normalized)
+			}
+			out = cur
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		var others int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM spaces`).Scan(&others); err != nil {
+			return err
+		}
+		out = recall.VectorSpace{Name: s.Name, Provider: s.Provider, Model: s.Model, Dim: s.Dim,
+			Normalized: s.Normalized, Read: others == 0, CreatedAt: time.Now().UTC()}
+		_, err = tx.Exec(ctx, `INSERT INTO spaces (name, provider, model, dim, normalized, is_read, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, out.Name, out.Provider, out.Model, out.Dim, out.Normalized, out.Read, out.CreatedAt.UnixNano())
+		if err != nil || !out.Read {
+			return err
+		}
+		// "skipped" means there was no space to embed into; now there is
+		// one, and repair fills it: what was skipped is pending.
+		_, err = tx.Exec(ctx, `UPDATE sources SET index_state = 'pending' WHERE index_state = 'skipped'`)
+		return err
+	})
+	if err != nil {
+		return recall.VectorSpace{}, err
+	}
+	return out, nil
+}
+
+const spaceCols = `name, provider, model, dim, normalized, is_read, created_at, repair_cursor`
+
+func scanSpace(row pgx.Row, extra ...any) (recall.VectorSpace, error) {
+	var s recall.VectorSpace
+	var created int64
+	if err := row.Scan(append([]any{&s.Name, &s.Provider, &s.Model, &s.Dim, &s.Normalized, &s.Read, &created, &s.RepairCursor}, extra...)...); err != nil {
+		return recall.VectorSpace{}, err
+	}
+	s.CreatedAt = time.Unix(0, created).UTC()
+	return s, nil
+}
+
+// Spaces lists the vector spaces in the order they were created.
+func (db *DB) Spaces(ctx context.Context) ([]recall.VectorSpace, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+spaceCols+` FROM spaces ORDER BY created_at, name`)
+	if err != nil {
+		return nil, db.fail(ctx, err, "list spaces")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (recall.VectorSpace, error) { return scanSpace(r) })
+	return out, db.fail(ctx, err, "list spaces")
+}
+
+func noSpace(name string) error {
+	return recall.Errorf(recall.ENOTFOUND, "no vector space %q", name)
+}
+
+// UseSpace makes the named space the one searches read from.
+func (db *DB) UseSpace(ctx context.Context, name string) error {
+	return db.writeTx(ctx, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM spaces WHERE name = $1`, name).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return noSpace(name)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE spaces SET is_read = false WHERE is_read AND name != $1`, name); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE spaces SET is_read = true WHERE name = $1`, name)
+		return err
+	})
+}
+
+// DropSpace deletes a space and its vectors; EINVALID for the read space.
+func (db *DB) DropSpace(ctx context.Context, name string) error {
+	return db.writeTx(ctx, func(tx pgx.Tx) error {
+		var read bool
+		err := tx.QueryRow(ctx, `SELECT is_read FROM spaces WHERE name = $1`, name).Scan(&read)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return noSpace(name)
+		}
+		if err != nil {
+			return err
+		}
+		if read {
+			return recall.Errorf(recall.EINVALID, "vector space %q is the read space; use another one before dropping it", name)
+		}
+		// The foreign key cascades to the space's vectors.
+		_, err = tx.Exec(ctx, `DELETE FROM spaces WHERE name = $1`, name)
+		return err
+	})
+}
+
+// PutVectors stores vectors in one transaction. A vector whose text no chunk
+// holds (its chunk was replaced while it was being embedded) is skipped, so a
+// vector without a chunk cannot exist.
+func (db *DB) PutVectors(ctx context.Context, vecs []recall.Vector) error {
+	for _, v := range vecs {
+		if err := store.ValidateVector(v); err != nil {
+			return err
+		}
+	}
+	if len(vecs) == 0 {
+		return nil
+	}
+	return db.writeTx(ctx, func(tx pgx.Tx) error { return putVectors(ctx, tx, vecs) })
+}
+
+// putVectors stores already validated vectors, checking each against its
+// space's dimension before anything is written. A text's vector is one or
+// more units of the space's dimension (recall.Vector), stored one row per
+// unit; storing a text's vector replaces all of its units.
+func putVectors(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
+	if len(vecs) == 0 {
+		return nil
+	}
+	dims := map[string]int{}
+	for _, v := range vecs {
+		dim, ok := dims[v.Space]
+		if !ok {
+			err := tx.QueryRow(ctx, `SELECT dim FROM spaces WHERE name = $1`, v.Space).Scan(&dim)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return noSpace(v.Space)
+			}
+			if err != nil {
+				return err
+			}
+			dims[v.Space] = dim
+		}
+		if len(v.Vec)%dim != 0 {
+			return recall.Errorf(recall.ECONFLICT, "space %s holds %d-dim vectors, got %d values", v.Space, dim, len(v.Vec))
+		}
+	}
+	// The last vector of a text in the batch wins, as with one statement
+	// per vector; each text is written once.
+	last := map[[2]string]int{}
+	for i, v := range vecs {
+		last[[2]string{v.Space, v.Hash}] = i
+	}
+	var b pgx.Batch
+	var queued []int
+	for i, v := range vecs {
+		if last[[2]string{v.Space, v.Hash}] != i {
+			continue
+		}
+		dim := dims[v.Space]
+		b.Queue(`WITH old AS (DELETE FROM vectors WHERE space = $1 AND hash = $2 RETURNING unit)
+			SELECT count(*) FILTER (WHERE unit = 0) FROM old`, v.Space, v.Hash)
+		b.Queue(`INSERT INTO vectors (space, hash, unit, vec)
+			SELECT $1, $2, u, ($3::real[])[u * $4 + 1 : (u + 1) * $4]::vector
+			FROM generate_series(0, $5 - 1) AS u
+			WHERE EXISTS (SELECT 1 FROM chunks WHERE hash = $2)`, v.Space, v.Hash, v.Vec, dim, len(v.Vec)/dim)
+		queued = append(queued, i)
+	}
+	br := tx.SendBatch(ctx, &b)
+	delta := map[string]int64{}
+	for _, i := range queued {
+		var existed int64
+		if err := br.QueryRow().Scan(&existed); err != nil {
+			br.Close()
+			return fmt.Errorf("store vector: %w", err)
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return fmt.Errorf("store vector: %w", err)
+		}
+		now := int64(0)
+		if tag.RowsAffected() > 0 {
+			now = 1
+		}
+		delta[vecs[i].Space] += now - existed
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("store vector: %w", err)
+	}
+	for space, d := range delta {
+		if d == 0 {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `UPDATE spaces SET vectors = vectors + $1 WHERE name = $2`, d, space); err != nil {
+			return fmt.Errorf("count vectors: %w", err)
+		}
+	}
+	return settleIndexStates(ctx, tx, vecs)
+}
+
+// settleIndexStates marks "ok" every pending source that the vectors just
+// stored complete: each of its chunks now has a vector in that space. It
+// runs in the same transaction, so a memory reads "pending" exactly while a
+// vector it needs is missing.
+func settleIndexStates(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
+	bySpace := map[string][]string{}
+	for _, v := range vecs {
+		bySpace[v.Space] = append(bySpace[v.Space], v.Hash)
+	}
+	spaces := make([]string, 0, len(bySpace))
+	for sp := range bySpace {
+		spaces = append(spaces, sp)
+	}
+	slices.Sort(spaces)
+	for _, space := range spaces {
+		_, err := tx.Exec(ctx, `UPDATE sources SET index_state = 'ok'
+			WHERE index_state = 'pending'
+			AND sid IN (SELECT sid FROM chunks WHERE hash = ANY($1::text[]))
+			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
+				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $2 AND v.hash = c.hash AND v.unit = 0))`,
+			bySpace[space], space)
+		if err != nil {
+			return fmt.Errorf("settle index states: %w", err)
+		}
+	}
+	return nil
+}
+
+// MissingVectors returns up to limit distinct chunk texts that have no
+// vector in the space and whose lowest chunk id is > after, ordered by that
+// id: a repair that pages with the last id seen as cursor meets each text
+// once.
+func (db *DB) MissingVectors(ctx context.Context, space string, after int64, limit int) ([]recall.PendingText, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if err := db.spaceExists(ctx, space); err != nil {
+		return nil, err
+	}
+	rows, err := db.pool.Query(ctx, `SELECT c.id, c.hash, c.text, c.header FROM chunks c
+		WHERE c.id > $1
+		AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $2 AND v.hash = c.hash)
+		AND NOT EXISTS (SELECT 1 FROM chunks e WHERE e.hash = c.hash AND e.id < c.id)
+		ORDER BY c.id LIMIT $3`, after, space, limit)
+	if err != nil {
+		return nil, db.fail(ctx, err, "missing vectors")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (recall.PendingText, error) {
+		var p recall.PendingText
+		err := r.Scan(&p.ChunkID, &p.Hash, &p.Text, &p.Header)
+		return p, err
+	})
+	return out, db.fail(ctx, err, "missing vectors")
+}
+
+func (db *DB) spaceExists(ctx context.Context, space string) error {
+	var n int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM spaces WHERE name = $1`, space).Scan(&n); err != nil {
+		return db.fail(ctx, err, "read space")
+	}
+	if n == 0 {
+		return noSpace(space)
+	}
+	return nil
+}
+
+// SetRepairCursor records how far repair got in a space.
+func (db *DB) SetRepairCursor(ctx context.Context, space string, chunkID int64) error {
+	return db.writeTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE spaces SET repair_cursor = $1 WHERE name = $2`, chunkID, space)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return noSpace(space)
+		}
+		return nil
+	})
+}
+
+// VectorsByHash returns the space's vectors for the given hashes.
+func (db *DB) VectorsByHash(ctx context.Context, space string, hashes []string) (map[string][]float32, error) {
+	out := map[string][]float32{}
+	if len(hashes) == 0 {
+		return out, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT hash, vec::real[] FROM vectors
+		WHERE space = $1 AND hash = ANY($2::text[]) ORDER BY hash, unit`, space, hashes)
+	if err != nil {
+		return nil, db.fail(ctx, err, "read vectors")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h string
+		var v []float32
+		if err := rows.Scan(&h, &v); err != nil {
+			return nil, db.fail(ctx, err, "read vectors")
+		}
+		out[h] = append(out[h], v...)
+	}
+	return out, db.fail(ctx, rows.Err(), "read vectors")
+}
+
+// VectorHashes returns the hashes of the texts with a vector in space.
+func (db *DB) VectorHashes(ctx context.Context, space string) ([]string, error) {
+	if err := db.spaceExists(ctx, space); err != nil {
+		return nil, err
+	}
+	return column[string](ctx, db, "list vectors", `SELECT hash FROM vectors WHERE space = $1 AND unit = 0`, space)
+}
+
+// ScanVectors calls fn for every chunk with a vector in the space, in chunk
+// id order, reading a page of chunks at a time (keyset on the chunk id), so
+// the vectors are never all in memory and no connection is held while fn
+// runs.
+func (db *DB) ScanVectors(ctx context.Context, space string, fn func(c recall.IndexedChunk, vec []float32) error) error {
+	if err := db.spaceExists(ctx, space); err != nil {
+		return err
+	}
+	last := int64(0)
+	for {
+		rows, err := db.pool.Query(ctx, `WITH page AS (
+				SELECT c.id FROM chunks c WHERE c.id > $2
+				AND EXISTS (SELECT 1 FROM vectors v WHERE v.space = $1 AND v.hash = c.hash)
+				ORDER BY c.id LIMIT $3)
+			SELECT `+indexedChunkCols+`, v.vec::real[] FROM page
+			JOIN chunks c ON c.id = page.id JOIN sources s ON s.sid = c.sid
+			JOIN vectors v ON v.space = $1 AND v.hash = c.hash
+			ORDER BY c.id, v.unit`, space, last, scanPage)
+		if err != nil {
+			return db.fail(ctx, err, "scan vectors")
+		}
+		type item struct {
+			c   recall.IndexedChunk
+			vec []float32
+		}
+		var page []item
+		for rows.Next() {
+			var unit []float32
+			c, err := scanIndexedChunk(rows, &unit)
+			if err != nil {
+				rows.Close()
+				return db.fail(ctx, err, "scan vectors")
+			}
+			if n := len(page); n > 0 && page[n-1].c.ID == c.ID {
+				page[n-1].vec = append(page[n-1].vec, unit...)
+				continue
+			}
+			page = append(page, item{c, unit})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return db.fail(ctx, err, "scan vectors")
+		}
+		for _, it := range page {
+			if err := fn(it.c, it.vec); err != nil {
+				return err
+			}
+		}
+		if len(page) < scanPage {
+			return nil
+		}
+		last = page[len(page)-1].c.ID
+	}
+}

@@ -1,0 +1,550 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/par"
+	"github.com/recall-mcp/recall/internal/store"
+	"github.com/recall-mcp/recall/internal/textindex"
+)
+
+// Write stores the documents and vectors in one transaction. See
+// recall.Store. Two documents with the same id in one call are refused: the
+// WriteResult could not say which of them a chunk id belonged to.
+func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	if len(docs) == 0 && len(vecs) == 0 {
+		return recall.WriteResult{}, nil
+	}
+	seen := make(map[string]bool, len(docs))
+	for i := range docs {
+		if err := validate(&docs[i]); err != nil {
+			return recall.WriteResult{}, err
+		}
+		if seen[docs[i].Source.ID] {
+			return recall.WriteResult{}, recall.Errorf(recall.EINVALID, "source %q appears twice in one write", docs[i].Source.ID)
+		}
+		seen[docs[i].Source.ID] = true
+	}
+	for _, v := range vecs {
+		if err := store.ValidateVector(v); err != nil {
+			return recall.WriteResult{}, err
+		}
+	}
+	var res recall.WriteResult
+	err := db.writeTx(ctx, func(tx pgx.Tx) error {
+		res = recall.WriteResult{}
+		w := newWriter(ctx, tx)
+		now := time.Now()
+		for i := range docs {
+			if err := w.put(&docs[i], now, &res); err != nil {
+				return err
+			}
+		}
+		// Vectors are kept only for texts some chunk holds: the chunks first.
+		if err := w.flushChunks(&res); err != nil {
+			return err
+		}
+		if err := putVectors(ctx, tx, vecs); err != nil {
+			return err
+		}
+		if err := w.finish(&res); err != nil {
+			return err
+		}
+		return settleWritten(ctx, tx, docs)
+	})
+	if err != nil {
+		return recall.WriteResult{}, err
+	}
+	return res, nil
+}
+
+// validate is store.ValidateDocument plus what PostgreSQL's text type
+// cannot hold: NUL characters and invalid UTF-8 anywhere, chunk texts
+// included (SQLite stores such bytes as they are).
+func validate(d *recall.Document) error {
+	if err := store.ValidateDocument(d); err != nil {
+		return err
+	}
+	s := &d.Source
+	bad := func(v string) bool { return strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) }
+	for _, f := range []string{s.ID, s.Title, s.Owner, s.Category, s.Vault, s.Body, s.ContentHash, s.Date} {
+		if bad(f) {
+			return recall.Errorf(recall.EINVALID, "source %q: a field holds a NUL character or invalid UTF-8, which PostgreSQL cannot store", s.ID)
+		}
+	}
+	for i, c := range d.Chunks {
+		if bad(c.Text) || bad(c.Header) {
+			return recall.Errorf(recall.EINVALID, "source %q: chunk %d holds a NUL character or invalid UTF-8, which PostgreSQL cannot store", s.ID, i)
+		}
+	}
+	return nil
+}
+
+// settleWritten gives the documents written pending or skipped the state
+// the read space makes true, when there is one: "ok" when every chunk text
+// already has a vector there, else "pending", since repair will embed what
+// it lacks. "skipped" stays only while the database has no vector space.
+func settleWritten(ctx context.Context, tx pgx.Tx, docs []recall.Document) error {
+	var ids []string
+	for _, d := range docs {
+		if d.Source.IndexState == recall.IndexPending || d.Source.IndexState == recall.IndexSkipped {
+			ids = append(ids, d.Source.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE sources SET index_state = CASE
+			WHEN EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
+				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read)
+					AND v.hash = c.hash AND v.unit = 0))
+			THEN 'pending' ELSE 'ok' END
+		WHERE index_state IN ('pending', 'skipped') AND id = ANY($1::text[])
+		AND EXISTS (SELECT 1 FROM spaces WHERE is_read)`, ids)
+	if err != nil {
+		return fmt.Errorf("settle index states: %w", err)
+	}
+	return nil
+}
+
+// Update reads, calls fn and writes in one transaction holding the writer
+// lock, so no other write can come between the read and the write, even
+// when the source does not exist yet. fn runs while a connection of the
+// pool is held and must not write to the store (that would wait for the
+// lock it holds).
+func (db *DB) Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error) {
+	var res recall.WriteResult
+	err := db.writeTx(ctx, func(tx pgx.Tx) error {
+		res = recall.WriteResult{}
+		cur, err := readDocument(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		next, err := fn(cur)
+		if err != nil || next == nil {
+			return err
+		}
+		if next.Source.ID != id {
+			return recall.Errorf(recall.EINVALID, "update of %q returned a document for %q", id, next.Source.ID)
+		}
+		if err := validate(next); err != nil {
+			return err
+		}
+		w := newWriter(ctx, tx)
+		if err := w.put(next, time.Now(), &res); err != nil {
+			return err
+		}
+		if err := w.finish(&res); err != nil {
+			return err
+		}
+		return settleWritten(ctx, tx, []recall.Document{*next})
+	})
+	if err != nil {
+		return recall.WriteResult{}, err
+	}
+	return res, nil
+}
+
+// Delete removes the sources with their chunks, full-text postings and the
+// vectors no remaining chunk uses.
+func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error) {
+	var res recall.WriteResult
+	n := 0
+	err := db.writeTx(ctx, func(tx pgx.Tx) error {
+		res, n = recall.WriteResult{}, 0
+		w := newWriter(ctx, tx)
+		for _, id := range ids {
+			var sid int64
+			err := tx.QueryRow(ctx, `SELECT sid FROM sources WHERE id = $1`, id).Scan(&sid)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			old, err := w.chunksOf(sid)
+			if err != nil {
+				return err
+			}
+			if err := w.removeChunks(old, &res); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM sources WHERE sid = $1`, sid); err != nil {
+				return err
+			}
+			n++
+		}
+		return w.finish(&res)
+	})
+	if err != nil {
+		return 0, recall.WriteResult{}, err
+	}
+	return n, res, nil
+}
+
+// writer collects what one write transaction changes beyond the rows it
+// writes at once: new chunks (inserted together by COPY at flushChunks,
+// with their postings), the chunks removed (whose postings go at finish),
+// the text hashes whose last chunk may be gone, and the changes to the
+// document frequencies and counters.
+type writer struct {
+	ctx context.Context
+	tx  pgx.Tx
+
+	pending []pendingChunk
+	removed []int64
+	touched map[string]bool
+
+	chunks int   // change in the number of chunks
+	length int64 // change in the tokens of all chunks
+	dirty  bool  // chunks were added or removed
+}
+
+// pendingChunk is a new chunk waiting for its id and for COPY.
+type pendingChunk struct {
+	added int // its entry in WriteResult.Added
+	sid   int64
+	src   *recall.Source
+	dates [2]any // date_lo, date_hi (nil when undated)
+	title string // full-text title text (textindex.TitleText)
+	chunk *recall.Chunk
+}
+
+func newWriter(ctx context.Context, tx pgx.Tx) *writer {
+	return &writer{ctx: ctx, tx: tx, touched: map[string]bool{}}
+}
+
+type storedChunk struct {
+	id      int64
+	idx     int
+	hash    string
+	header  string
+	midWord bool
+	tokLen  int
+}
+
+func (w *writer) chunksOf(sid int64) ([]storedChunk, error) {
+	rows, err := w.tx.Query(w.ctx,
+		`SELECT id, idx, hash, header, mid_word, tok_len FROM chunks WHERE sid = $1 ORDER BY idx`, sid)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedChunk, error) {
+		var c storedChunk
+		err := r.Scan(&c.id, &c.idx, &c.hash, &c.header, &c.midWord, &c.tokLen)
+		return c, err
+	})
+}
+
+// put writes one document, replacing the source with its id. Chunks whose
+// index and text are unchanged keep their row, id and postings; the others
+// are deleted and inserted under new ids. When the source attributes that
+// chunks carry (title, date, owner, category) change, every chunk gets a
+// new id, so that the WriteResult tells in-memory indexes to drop the stale
+// ones and no copy of the old attributes remains.
+func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult) error {
+	s := d.Source
+	var dates [2]any
+	if lo, hi, ok := recall.DateRange(s.Date); ok {
+		dates = [2]any{lo, hi}
+	}
+	created, updated := s.CreatedAt, s.UpdatedAt
+	if updated.IsZero() {
+		updated = now
+	}
+	var (
+		sid     int64
+		old     recall.SourceMeta
+		oldCrt  int64
+		existed = true
+	)
+	err := w.tx.QueryRow(w.ctx, `SELECT sid, kind, title, date, owner, category, created_at FROM sources WHERE id = $1`, s.ID).
+		Scan(&sid, &old.Kind, &old.Title, &old.Date, &old.Owner, &old.Category, &oldCrt)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		existed = false
+	case err != nil:
+		return err
+	case old.Kind != s.Kind:
+		return recall.Errorf(recall.ECONFLICT, "source %q exists as %s; it cannot be written as %s", s.ID, old.Kind, s.Kind)
+	}
+	if created.IsZero() {
+		created = now
+		if existed {
+			created = time.Unix(0, oldCrt)
+		}
+	}
+	textBytes := 0
+	for _, c := range d.Chunks {
+		textBytes += len(c.Text)
+	}
+	cols := []any{string(s.Kind), s.Vault, s.Title, s.Date, dates[0], dates[1], s.Owner, s.Category,
+		s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created.UnixNano(), updated.UnixNano(), textBytes}
+	if existed {
+		_, err = w.tx.Exec(w.ctx, `UPDATE sources SET kind = $1, vault = $2, title = $3, date = $4, date_lo = $5, date_hi = $6,
+			owner = $7, category = $8, content_hash = $9, size = $10, mtime = $11, chunk_count = $12, body = $13,
+			index_state = $14, created_at = $15, updated_at = $16, text_bytes = $17 WHERE sid = $18`, append(cols, sid)...)
+	} else {
+		err = w.tx.QueryRow(w.ctx, `INSERT INTO sources (kind, vault, title, date, date_lo, date_hi,
+			owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING sid`,
+			append(cols, s.ID)...).Scan(&sid)
+	}
+	if err != nil {
+		return fmt.Errorf("write source %q: %w", s.ID, err)
+	}
+
+	meta := recall.SourceMeta{ID: s.ID, Kind: s.Kind, Title: s.Title, Date: s.Date, Owner: s.Owner, Category: s.Category}
+	var prev []storedChunk
+	if existed {
+		if prev, err = w.chunksOf(sid); err != nil {
+			return err
+		}
+	}
+	old.ID = s.ID
+	sameMeta := existed && old == meta
+	keep := make([]bool, len(d.Chunks))
+	var gone []storedChunk
+	for _, p := range prev {
+		if sameMeta && p.idx < len(d.Chunks) && d.Chunks[p.idx].Hash == p.hash {
+			keep[p.idx] = true
+			c := d.Chunks[p.idx]
+			if c.Header != p.header || c.MidWord != p.midWord {
+				if _, err := w.tx.Exec(w.ctx, `UPDATE chunks SET mid_word = $1, header = $2 WHERE id = $3`,
+					c.MidWord, c.Header, p.id); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		gone = append(gone, p)
+	}
+	// The old rows go now: a new chunk may take the index of one.
+	if err := w.removeChunks(gone, res); err != nil {
+		return err
+	}
+	title := textindex.TitleText(s.Title, s.Date)
+	for i := range d.Chunks {
+		if keep[i] {
+			continue
+		}
+		c := &d.Chunks[i]
+		w.pending = append(w.pending, pendingChunk{added: len(res.Added), sid: sid, src: &d.Source, dates: dates, title: title, chunk: c})
+		res.Added = append(res.Added, recall.IndexedChunk{Hash: c.Hash, Source: meta})
+	}
+	return nil
+}
+
+// removeChunks deletes chunk rows; their postings go at finish.
+func (w *writer) removeChunks(cs []storedChunk, res *recall.WriteResult) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(cs))
+	for i, c := range cs {
+		ids[i] = c.id
+		w.touched[c.hash] = true
+		w.length -= int64(c.tokLen)
+	}
+	if _, err := w.tx.Exec(w.ctx, `DELETE FROM chunks WHERE id = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("delete chunks: %w", err)
+	}
+	w.removed = append(w.removed, ids...)
+	res.Removed = append(res.Removed, ids...)
+	w.chunks -= len(cs)
+	w.dirty = true
+	return nil
+}
+
+// flushChunks numbers the pending chunks from the chunk id sequence (under
+// the writer lock, so ids commit in ascending order), and inserts them and
+// their postings by COPY.
+func (w *writer) flushChunks(res *recall.WriteResult) error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	pend := w.pending
+	w.pending = nil
+	rows, err := w.tx.Query(w.ctx, `SELECT nextval(pg_get_serial_sequence('chunks', 'id')) FROM generate_series(1, $1)`, len(pend))
+	if err != nil {
+		return fmt.Errorf("number chunks: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("number chunks: %w", err)
+	}
+	slices.Sort(ids)
+	// The terms are pure work on each chunk: make them on every core.
+	docs := make([]termDoc, len(pend))
+	parallel(len(pend), func(i int) { docs[i] = makeTermDoc(pend[i].title, pend[i].chunk) })
+
+	chunkRows := make([][]any, len(pend))
+	var postRows [][]any
+	for i, p := range pend {
+		id := ids[i]
+		res.Added[p.added].ID = id
+		d := &docs[i]
+		chunkRows[i] = []any{id, p.sid, p.chunk.Index, p.chunk.Hash, p.chunk.MidWord, string(p.src.Kind), p.src.Owner,
+			p.src.Category, p.dates[0], p.dates[1], d.titleLen, d.length, p.chunk.Text, p.chunk.Header}
+		for _, t := range d.terms {
+			postRows = append(postRows, []any{[]byte(t.term), id, t.tf, t.positions})
+		}
+		w.length += int64(d.length)
+	}
+	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"chunks"},
+		[]string{"id", "sid", "idx", "hash", "mid_word", "kind", "owner", "category", "date_lo", "date_hi",
+			"title_len", "tok_len", "text", "header"}, pgx.CopyFromRows(chunkRows)); err != nil {
+		return fmt.Errorf("write chunks: %w", err)
+	}
+	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"postings"}, []string{"term", "chunk_id", "tf", "positions"},
+		pgx.CopyFromRows(postRows)); err != nil {
+		return fmt.Errorf("write full-text postings: %w", err)
+	}
+	if err := w.addFreqs(docs); err != nil {
+		return err
+	}
+	w.chunks += len(pend)
+	w.dirty = true
+	return nil
+}
+
+// addFreqs counts the new chunks' terms into the document frequencies.
+func (w *writer) addFreqs(docs []termDoc) error {
+	df := map[string]int32{}
+	for i := range docs {
+		for _, t := range docs[i].terms {
+			df[t.term]++
+		}
+	}
+	return w.applyFreqs(df)
+}
+
+// applyFreqs adds deltas to the document frequencies, in term order, and
+// drops the terms no chunk holds any more.
+func (w *writer) applyFreqs(delta map[string]int32) error {
+	if len(delta) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(delta))
+	for k := range delta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	terms := make([][]byte, len(keys))
+	dfs := make([]int32, len(keys))
+	for i, k := range keys {
+		terms[i], dfs[i] = []byte(k), delta[k]
+	}
+	if _, err := w.tx.Exec(w.ctx, `INSERT INTO terms (term, df) SELECT * FROM unnest($1::bytea[], $2::integer[])
+		ON CONFLICT (term) DO UPDATE SET df = terms.df + EXCLUDED.df`, terms, dfs); err != nil {
+		return fmt.Errorf("update document frequencies: %w", err)
+	}
+	if _, err := w.tx.Exec(w.ctx, `DELETE FROM terms WHERE term = ANY($1::bytea[]) AND df <= 0`, terms); err != nil {
+		return fmt.Errorf("update document frequencies: %w", err)
+	}
+	return nil
+}
+
+// finish inserts what is pending, deletes the removed chunks' postings and
+// the vectors of texts no chunk holds any more, and brings the counters up
+// to date.
+func (w *writer) finish(res *recall.WriteResult) error {
+	if err := w.flushChunks(res); err != nil {
+		return err
+	}
+	if len(w.removed) > 0 {
+		rows, err := w.tx.Query(w.ctx, `DELETE FROM postings WHERE chunk_id = ANY($1) RETURNING term`, w.removed)
+		if err != nil {
+			return fmt.Errorf("delete full-text postings: %w", err)
+		}
+		terms, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		if err != nil {
+			return fmt.Errorf("delete full-text postings: %w", err)
+		}
+		df := map[string]int32{}
+		for _, t := range terms {
+			df[string(t)]--
+		}
+		if err := w.applyFreqs(df); err != nil {
+			return err
+		}
+		w.removed = nil
+	}
+	if err := dropOrphanVectors(w.ctx, w.tx, w.touched); err != nil {
+		return err
+	}
+	if !w.dirty {
+		return nil
+	}
+	_, err := w.tx.Exec(w.ctx, `UPDATE counters SET chunks = chunks + $1, total_len = total_len + $2,
+		max_chunk_id = (SELECT coalesce(max(id), 0) FROM chunks)`, w.chunks, w.length)
+	if err != nil {
+		return fmt.Errorf("update counters: %w", err)
+	}
+	w.chunks, w.length, w.dirty = 0, 0, false
+	return nil
+}
+
+// dropOrphanVectors deletes the vectors of the given texts that no chunk
+// holds any more, in every space, and counts them out of their spaces.
+func dropOrphanVectors(ctx context.Context, tx pgx.Tx, touched map[string]bool) error {
+	if len(touched) == 0 {
+		return nil
+	}
+	hashes := make([]string, 0, len(touched))
+	for h := range touched {
+		hashes = append(hashes, h)
+	}
+	slices.Sort(hashes)
+	_, err := tx.Exec(ctx, `WITH gone AS (
+			DELETE FROM vectors v WHERE v.hash = ANY($1::text[])
+			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)
+			RETURNING v.space, v.unit),
+		counts AS (SELECT space, count(*) AS n FROM gone WHERE unit = 0 GROUP BY space)
+		UPDATE spaces sp SET vectors = sp.vectors - counts.n FROM counts WHERE sp.name = counts.space`, hashes)
+	if err != nil {
+		return fmt.Errorf("delete orphan vectors: %w", err)
+	}
+	return nil
+}
+
+// parallel calls f(0..n-1) spread over GOMAXPROCS goroutines (one for a
+// small batch, where starting goroutines costs more than it saves).
+func parallel(n int, f func(i int)) {
+	par.For(min(runtime.GOMAXPROCS(0), n/16+1), n, func(_, i int) { f(i) })
+}
+
+// readDocument returns the document with the given id, nil when absent.
+func readDocument(ctx context.Context, q querier, id string) (*recall.Document, error) {
+	src, err := scanSource(q.QueryRow(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := &recall.Document{Source: src}
+	rows, err := q.Query(ctx, `SELECT c.idx, c.text, c.header, c.hash, c.mid_word FROM chunks c
+		JOIN sources s ON s.sid = c.sid WHERE s.id = $1 ORDER BY c.idx`, id)
+	if err != nil {
+		return nil, err
+	}
+	d.Chunks, err = pgx.CollectRows(rows, scanChunk)
+	return d, err
+}
+
+func scanChunk(r pgx.CollectableRow) (recall.Chunk, error) {
+	var c recall.Chunk
+	err := r.Scan(&c.Index, &c.Text, &c.Header, &c.Hash, &c.MidWord)
+	return c, err
+}
