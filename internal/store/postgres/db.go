@@ -82,7 +82,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	where := describeDSN(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, recall.Errorf(recall.EINVALID, "postgres DSN %s: %s", where, redact(err.Error(), dsn))
+		// pgx quotes the DSN with its password masked; redact masks it
+		// again in case a form slips through.
+		return nil, recall.Errorf(recall.EINVALID, "invalid postgres DSN: %s", redact(err.Error(), dsn))
 	}
 	if where == "" {
 		where = fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
@@ -95,6 +97,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	db := &DB{pool: pool, opts: opts, where: where}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
+		if errors.Is(err, ErrNewerSchema) {
+			return nil, fmt.Errorf("open postgres %s: %w", where, err)
+		}
+		// The first connection is made here: its failure is a connection
+		// error, which may quote the DSN.
 		return nil, connectErr(ctx, where, err, dsn, cfg.ConnConfig.Password)
 	}
 	return db, nil

@@ -2,8 +2,14 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store/postgres/pgtest"
@@ -23,8 +29,27 @@ func openTest(t *testing.T, dsn string, opts Options) *DB {
 	return db
 }
 
+// contractStore opens a store on a fresh database for the contract suite
+// and, once the suite has closed it, checks the invariants its writes
+// kept (counters, document frequencies, vector counts) on a new handle.
+func contractStore(t *testing.T, opts Options) recall.Store {
+	dsn := pgtest.Server(t)
+	t.Cleanup(func() {
+		db, err := Open(ctx, dsn, Options{})
+		if err != nil {
+			t.Errorf("reopen for the integrity check: %v", err)
+			return
+		}
+		defer db.Close()
+		if err := db.IntegrityCheck(ctx); err != nil {
+			t.Errorf("after the test: %v", err)
+		}
+	})
+	return openTest(t, dsn, opts)
+}
+
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) recall.Store { return openTest(t, pgtest.Server(t), Options{}) })
+	storetest.Run(t, func(t *testing.T) recall.Store { return contractStore(t, Options{}) })
 }
 
 // TestContractSmallBudget runs the contract with a full-text budget so small
@@ -33,5 +58,335 @@ func TestContractSmallBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the contract already ran with the default budget")
 	}
-	storetest.Run(t, func(t *testing.T) recall.Store { return openTest(t, pgtest.Server(t), Options{LexicalBudget: 20}) })
+	storetest.Run(t, func(t *testing.T) recall.Store { return contractStore(t, Options{LexicalBudget: 20}) })
+}
+
+func textDoc(id string, texts ...string) recall.Document {
+	d := recall.Document{Source: recall.Source{ID: id, Kind: recall.KindArchive, ContentHash: recall.TextHash(strings.Join(texts, "\x00"))}}
+	for i, text := range texts {
+		d.Chunks = append(d.Chunks, recall.Chunk{Index: i, Text: text, Hash: recall.TextHash(text)})
+	}
+	return d
+}
+
+// TestTwoProcesses: two stores on one database (two processes) see each
+// other's writes, in reads, searches and the census that Follow polls.
+func TestTwoProcesses(t *testing.T) {
+	dsn := pgtest.Server(t)
+	a, b := openTest(t, dsn, Options{}), openTest(t, dsn, Options{})
+	defer a.Close()
+	defer b.Close()
+	before, err := b.Census(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Write(ctx, []recall.Document{textDoc("a.md", "written by the first process")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := b.Census(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after == before || after.Chunks != 1 || after.MaxChunkID != res.Added[0].ID {
+		t.Errorf("census of the other store: %+v before, %+v after; want one chunk, id %d", before, after, res.Added[0].ID)
+	}
+	if _, err := b.Source(ctx, "a.md"); err != nil {
+		t.Errorf("the other store reads: %v", err)
+	}
+	if _, err := b.Write(ctx, []recall.Document{textDoc("b.md", "a zeppelin from the second process")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cands, err := a.Lexical(ctx, recall.LexicalQuery{Text: "zeppelin"})
+	if err != nil || len(cands) != 1 {
+		t.Errorf("the first store finds the second's write: %+v, %v", cands, err)
+	}
+	if _, err := a.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "p", Model: "m", Dim: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutVectors(ctx, []recall.Vector{{Space: "s", Hash: recall.TextHash("written by the first process"), Vec: []float32{1, 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := b.Census(ctx, "s"); err != nil || c.ReadSpace != "s" || c.Vectors != 1 || c.Chunks != 2 {
+		t.Errorf("census of the other store after vectors: %+v, %v", c, err)
+	}
+}
+
+// TestConcurrentWritersCommitInOrder: chunk ids commit in ascending order
+// however writes of several processes interleave, so a follower that saw a
+// largest id never finds a smaller one appear later (which a census
+// comparison would miss).
+func TestConcurrentWritersCommitInOrder(t *testing.T) {
+	dsn := pgtest.Server(t)
+	stores := []*DB{openTest(t, dsn, Options{}), openTest(t, dsn, Options{}), openTest(t, dsn, Options{})}
+	for _, s := range stores {
+		defer s.Close()
+	}
+	stop := make(chan struct{})
+	var watchErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		seen := map[int64]bool{}
+		var maxSeen int64
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ids, err := stores[0].ChunkIDs(ctx)
+			if err != nil {
+				watchErr = err
+				return
+			}
+			for _, id := range ids {
+				if !seen[id] && id < maxSeen {
+					watchErr = fmt.Errorf("chunk %d appeared after chunk %d had been seen", id, maxSeen)
+					return
+				}
+				seen[id] = true
+				maxSeen = max(maxSeen, id)
+			}
+		}
+	}()
+	var writers sync.WaitGroup
+	for w, s := range stores {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for i := range 20 {
+				id := fmt.Sprintf("w%d/%02d.md", w, i)
+				if _, err := s.Write(ctx, []recall.Document{textDoc(id, "one "+id, "two "+id)}, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	writers.Wait()
+	close(stop)
+	wg.Wait()
+	if watchErr != nil {
+		t.Error(watchErr)
+	}
+	if err := stores[1].IntegrityCheck(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestConcurrentOpenMigratesOnce: processes opening a fresh database at
+// the same moment all succeed, and each migration is applied once.
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	dsn := pgtest.Server(t)
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	dbs := make(chan *DB, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := Open(ctx, dsn, Options{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			dbs <- db
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	close(dbs)
+	for err := range errs {
+		t.Errorf("Open: %v", err)
+	}
+	var db *DB
+	for d := range dbs {
+		if db == nil {
+			db = d
+			continue
+		}
+		d.Close()
+	}
+	if db == nil {
+		t.Fatal("no store opened")
+	}
+	defer db.Close()
+	checkMigrations(t, db)
+}
+
+func checkMigrations(t *testing.T, db *DB) {
+	t.Helper()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var v int
+		var name string
+		var at time.Time
+		if err := rows.Scan(&v, &name, &at); err != nil {
+			t.Fatal(err)
+		}
+		if n >= len(ms) || v != ms[n].version || name != ms[n].name || at.IsZero() {
+			t.Errorf("migration row %d = %d %q %v", n, v, name, at)
+		}
+		n++
+	}
+	if n != len(ms) || n == 0 {
+		t.Errorf("%d migrations recorded; want %d", n, len(ms))
+	}
+}
+
+func TestMigrationsRecorded(t *testing.T) {
+	db := openTest(t, pgtest.Server(t), Options{})
+	defer db.Close()
+	checkMigrations(t, db)
+}
+
+// TestNewerSchemaRefused: a database migrated by a newer recall is refused,
+// not guessed at.
+func TestNewerSchemaRefused(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	if _, err := db.pool.Exec(ctx, `INSERT INTO schema_migrations VALUES (9999, 'future', now())`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(ctx, dsn, Options{}); !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("Open of a newer schema: %v; want ErrNewerSchema", err)
+	}
+}
+
+func TestReopen(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	res, err := db.Write(ctx, []recall.Document{textDoc("a.md", "persisted words")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = openTest(t, dsn, Options{})
+	defer db.Close()
+	if _, err := db.Source(ctx, "a.md"); err != nil {
+		t.Errorf("after reopening: %v", err)
+	}
+	cands, err := db.Lexical(ctx, recall.LexicalQuery{Text: "persisted"})
+	if err != nil || len(cands) != 1 || cands[0].ChunkID != res.Added[0].ID {
+		t.Errorf("search after reopening = %+v, %v", cands, err)
+	}
+	// Ids keep growing across reopening.
+	res2, err := db.Write(ctx, []recall.Document{textDoc("b.md", "more words")}, nil)
+	if err != nil || res2.Added[0].ID <= res.Added[0].ID {
+		t.Errorf("new chunk id %v after %d, %v", res2.Added, res.Added[0].ID, err)
+	}
+	checkMigrations(t, db)
+}
+
+// TestPasswordNeverInErrors: whatever fails when opening, the DSN's
+// password is not in the error.
+func TestPasswordNeverInErrors(t *testing.T) {
+	const pw = "s3cret-Pa55word"
+	dsns := []string{
+		"postgres://recall:" + pw + "@127.0.0.1:1/nodb?sslmode=disable&connect_timeout=2",
+		"postgres://recall:" + pw + "@127.0.0.1:notaport/nodb",
+		"postgres://recall:" + pw + "@127.0.0.1:1/nodb?sslmode=nonsense",
+		"host=127.0.0.1 port=1 user=recall password=" + pw + " dbname=nodb sslmode=disable connect_timeout=2",
+		"host=127.0.0.1 port=1 user=recall password='" + pw + "' dbname=nodb sslmode=bogus",
+		"postgres://recall:" + pw + "@[::1/nodb",
+	}
+	for _, dsn := range dsns {
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		db, err := Open(c, dsn, Options{})
+		cancel()
+		if err == nil {
+			db.Close()
+			t.Errorf("Open(%q) succeeded", dsn)
+			continue
+		}
+		for e := error(err); e != nil; e = errors.Unwrap(e) {
+			if strings.Contains(e.Error(), pw) {
+				t.Errorf("error of Open holds the password: %v", e)
+			}
+		}
+		if strings.Contains(recall.ErrorMessage(err), pw) {
+			t.Errorf("client message holds the password: %s", recall.ErrorMessage(err))
+		}
+	}
+}
+
+// TestCanceledWhileWaitingForWriter: a write waiting for the writer lock
+// gives up when its context ends, and stores nothing.
+func TestCanceledWhileWaitingForWriter(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	defer db.Close()
+	hold, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, writerLock); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err = db.Write(c, []recall.Document{textDoc("a.md", "waiting")}, nil)
+	if recall.ErrorCode(err) != recall.ECANCELED {
+		t.Errorf("Write while another holds the writer lock: %v; want canceled", err)
+	}
+	hold.Rollback(ctx)
+	if _, err := db.Source(ctx, "a.md"); !recall.IsNotFound(err) {
+		t.Errorf("the canceled write was stored: %v", err)
+	}
+}
+
+// TestTextPostgresCannotHold: NUL characters are refused up front with
+// EINVALID, not as a driver error.
+func TestTextPostgresCannotHold(t *testing.T) {
+	db := openTest(t, pgtest.Server(t), Options{})
+	defer db.Close()
+	_, err := db.Write(ctx, []recall.Document{textDoc("a.md", "nul\x00inside")}, nil)
+	if recall.ErrorCode(err) != recall.EINVALID {
+		t.Errorf("chunk text with NUL: %v; want EINVALID", err)
+	}
+}
+
+// TestManyUnitVectors: a text embedded as many units stores more values
+// than pgvector allows in one vector; it is kept one row per unit.
+func TestManyUnitVectors(t *testing.T) {
+	db := openTest(t, pgtest.Server(t), Options{})
+	defer db.Close()
+	if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "big", Provider: "p", Model: "m", Dim: 1536}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "long text")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	vec := make([]float32, 1536*12)
+	for i := range vec {
+		vec[i] = float32(i%97) / 97
+	}
+	h := recall.TextHash("long text")
+	if err := db.PutVectors(ctx, []recall.Vector{{Space: "big", Hash: h, Vec: vec}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.VectorsByHash(ctx, "big", []string{h})
+	if err != nil || !slices.Equal(got[h], vec) {
+		t.Errorf("VectorsByHash: %d values, %v; want the %d stored", len(got[h]), err, len(vec))
+	}
+	if c, _ := db.Census(ctx, "big"); c.Vectors != 1 {
+		t.Errorf("census counts %d vectors; want 1 text", c.Vectors)
+	}
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Error(err)
+	}
 }
