@@ -16,6 +16,19 @@ else
   echo "$out" >&2
 fi
 
+# The PostgreSQL store's tests (internal/store/postgres) start a throwaway
+# server from the installation this prints, unless RECALL_TEST_PG names a
+# server already; without either they skip and say why.
+if [ -z "${RECALL_TEST_PG:-}" ]; then
+  if out=$(./scripts/install-test-postgres.sh 2>&1); then
+    eval "$(echo "$out" | grep -E '^RECALL_TEST_PG_HOME=' | sed 's/^/export /')"
+    echo "test postgres: ${RECALL_TEST_PG_HOME:-none}"
+  else
+    echo "warning: could not install the test PostgreSQL; the PostgreSQL store's tests will skip:" >&2
+    echo "$out" >&2
+  fi
+fi
+
 # The cross-SDK end-to-end test (cmd/recall TestTypeScriptSDK) drives the
 # built server with the official MCP TypeScript client. With node >= 20 and
 # npm it is installed from the lockfile and required to run; without them it

