@@ -449,7 +449,17 @@ func (w *writer) applyFreqs(delta map[string]int32) error {
 		ON CONFLICT (term) DO UPDATE SET df = terms.df + EXCLUDED.df`, terms, dfs); err != nil {
 		return fmt.Errorf("update document frequencies: %w", err)
 	}
-	if _, err := w.tx.Exec(w.ctx, `DELETE FROM terms WHERE term = ANY($1::bytea[]) AND df <= 0`, terms); err != nil {
+	// Only a term whose frequency went down can have reached zero.
+	var down [][]byte
+	for i, d := range dfs {
+		if d < 0 {
+			down = append(down, terms[i])
+		}
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	if _, err := w.tx.Exec(w.ctx, `DELETE FROM terms WHERE term = ANY($1::bytea[]) AND df <= 0`, down); err != nil {
 		return fmt.Errorf("update document frequencies: %w", err)
 	}
 	return nil

@@ -55,8 +55,19 @@ type server struct {
 // TestMain calls os.Exit(pgtest.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
-	if srv != nil && srv.dir != "" {
-		srv.stop()
+	if srv == nil {
+		return code
+	}
+	if srv.dir != "" {
+		srv.stop() // the databases go with the data directory
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, u := range shared {
+		if p, err := url.Parse(u); err == nil {
+			srv.exec(ctx, `DROP DATABASE IF EXISTS `+strings.TrimPrefix(p.Path, "/")+` WITH (FORCE)`)
+		}
 	}
 	return code
 }
@@ -83,9 +94,47 @@ func Server(t testing.TB) string {
 		defer cancel()
 		srv.exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
 	})
-	u, err := url.Parse(srv.admin)
+	return srv.url(t, name)
+}
+
+var (
+	sharedMu sync.Mutex
+	shared   = map[string]string{} // URL by name
+)
+
+// Shared returns the URL of a database that lives as long as the test
+// binary (benchmarks build a corpus in it once), created empty by the
+// first call with the name. Main drops it.
+func Shared(tb testing.TB, name string) string {
+	tb.Helper()
+	once.Do(start)
+	if skip != "" {
+		tb.Skip(skip)
+	}
+	if srvErr != nil {
+		tb.Fatalf("test postgres: %v", srvErr)
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if u, ok := shared[name]; ok {
+		return u
+	}
+	db := fmt.Sprintf("s_%d_%d", os.Getpid(), counter.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.exec(ctx, `CREATE DATABASE `+db); err != nil {
+		tb.Fatalf("test postgres: create database: %v", err)
+	}
+	u := srv.url(tb, db)
+	shared[name] = u
+	return u
+}
+
+// url is the URL of database name on the server.
+func (s *server) url(tb testing.TB, name string) string {
+	u, err := url.Parse(s.admin)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	u.Path = "/" + name
 	return u.String()
