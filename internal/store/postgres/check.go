@@ -28,6 +28,9 @@ func (db *DB) IntegrityCheck(ctx context.Context) error {
 			(SELECT term, count(*) AS n FROM postings GROUP BY term) p ON p.term = t.term
 			WHERE t.df IS DISTINCT FROM p.n`},
 		{"postings without a chunk", `SELECT count(*) FROM postings p WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = p.chunk_id)`},
+		{"postings their chunk does not list", `SELECT count(*) FROM postings p JOIN chunks c ON c.id = p.chunk_id WHERE NOT p.term = ANY(c.terms)`},
+		{"chunk terms without a posting", `SELECT count(*) FROM chunks c CROSS JOIN LATERAL unnest(c.terms) AS t(term)
+			WHERE NOT EXISTS (SELECT 1 FROM postings p WHERE p.term = t.term AND p.chunk_id = c.id)`},
 		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)`},
 		{"vectors of the wrong size for their space", `SELECT count(*) FROM vectors v JOIN spaces sp ON sp.name = v.space
 			WHERE vector_dims(v.vec) != sp.dim`},

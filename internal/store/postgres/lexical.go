@@ -472,43 +472,72 @@ func (lx *lexQuery) load(ctx context.Context, ids []int64, us []unit) (map[int64
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	var a args
-	idArg := a.add(ids)
-	var exact [][]byte
-	var conds []string
+	// Positions are read only for the terms of phrases, which need them:
+	// a common word's run to thousands per chunk.
+	var exact, withPos [][]byte
+	var prefixes []string
 	seen := map[string]bool{}
 	for _, u := range us {
 		for j, t := range u.terms {
 			if u.prefix && j == len(u.terms)-1 {
-				conds = append(conds, termCond(&a, "p", t, true))
-			} else if !seen[t] {
+				prefixes = append(prefixes, t)
+				continue
+			}
+			if len(u.terms) > 1 {
+				withPos = append(withPos, []byte(t))
+			}
+			if !seen[t] {
 				seen[t] = true
 				exact = append(exact, []byte(t))
 			}
 		}
 	}
+	// Each term's postings of the candidates are looked up in the
+	// (term, chunk_id) key, one probe per candidate: reading the
+	// candidates' postings by chunk would read every term they hold.
+	read := func(query string, args ...any) error {
+		rows, err := lx.db.pool.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var term []byte
+			var id int64
+			var p termPosting
+			if err := rows.Scan(&term, &id, &p.tf, &p.positions); err != nil {
+				return err
+			}
+			p.term = string(term)
+			if c := out[id]; c != nil {
+				c.terms[p.term] = p
+			}
+		}
+		return rows.Err()
+	}
 	if len(exact) > 0 {
-		conds = append(conds, "p.term = ANY("+a.add(exact)+"::bytea[])")
-	}
-	rows, err = lx.db.pool.Query(ctx, `SELECT p.term, p.chunk_id, p.tf, p.positions FROM postings p
-		WHERE p.chunk_id = ANY(`+idArg+`) AND (`+strings.Join(conds, " OR ")+`)`, a...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var term []byte
-		var id int64
-		var p termPosting
-		if err := rows.Scan(&term, &id, &p.tf, &p.positions); err != nil {
+		if err := read(`SELECT p.term, p.chunk_id, p.tf, NULL::integer[]
+			FROM unnest($1::bytea[]) AS t(term)
+			CROSS JOIN LATERAL (SELECT q.term, q.chunk_id, q.tf FROM postings q WHERE q.term = t.term AND q.chunk_id = ANY($2)) p`,
+			exact, ids); err != nil {
 			return nil, err
 		}
-		p.term = string(term)
-		if c := out[id]; c != nil {
-			c.terms[p.term] = p
+	}
+	if len(withPos) > 0 {
+		if err := read(`SELECT p.term, p.chunk_id, p.tf, p.positions
+			FROM unnest($1::bytea[]) AS t(term)
+			CROSS JOIN LATERAL (SELECT * FROM postings q WHERE q.term = t.term AND q.chunk_id = ANY($2)) p`,
+			withPos, ids); err != nil {
+			return nil, err
 		}
 	}
-	return out, rows.Err()
+	for _, t := range prefixes {
+		if err := read(`SELECT p.term, p.chunk_id, p.tf, p.positions FROM postings p
+			WHERE p.term >= $1 AND p.term < $2 AND p.chunk_id = ANY($3)`, []byte(t), prefixEnd(t), ids); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // weight returns the weighted number of instances of unit u in chunk c

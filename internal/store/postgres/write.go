@@ -202,8 +202,10 @@ type writer struct {
 	tx  pgx.Tx
 
 	pending []pendingChunk
-	removed []int64
-	touched map[string]bool
+	// The postings of removed chunks, by key, deleted at finish.
+	goneTerms [][]byte
+	goneIDs   []int64
+	touched   map[string]bool
 
 	chunks int   // change in the number of chunks
 	length int64 // change in the tokens of all chunks
@@ -356,10 +358,26 @@ func (w *writer) removeChunks(cs []storedChunk, res *recall.WriteResult) error {
 		w.touched[c.hash] = true
 		w.length -= int64(c.tokLen)
 	}
-	if _, err := w.tx.Exec(w.ctx, `DELETE FROM chunks WHERE id = ANY($1)`, ids); err != nil {
+	rows, err := w.tx.Query(w.ctx, `DELETE FROM chunks WHERE id = ANY($1) RETURNING id, terms`, ids)
+	if err != nil {
 		return fmt.Errorf("delete chunks: %w", err)
 	}
-	w.removed = append(w.removed, ids...)
+	for rows.Next() {
+		var id int64
+		var terms [][]byte
+		if err := rows.Scan(&id, &terms); err != nil {
+			rows.Close()
+			return fmt.Errorf("delete chunks: %w", err)
+		}
+		for _, t := range terms {
+			w.goneTerms = append(w.goneTerms, t)
+			w.goneIDs = append(w.goneIDs, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("delete chunks: %w", err)
+	}
 	res.Removed = append(res.Removed, ids...)
 	w.chunks -= len(cs)
 	w.dirty = true
@@ -394,16 +412,18 @@ func (w *writer) flushChunks(res *recall.WriteResult) error {
 		id := ids[i]
 		res.Added[p.added].ID = id
 		d := &docs[i]
-		chunkRows[i] = []any{id, p.sid, p.chunk.Index, p.chunk.Hash, p.chunk.MidWord, string(p.src.Kind), p.src.Owner,
-			p.src.Category, p.dates[0], p.dates[1], d.titleLen, d.length, p.chunk.Text, p.chunk.Header}
-		for _, t := range d.terms {
-			postRows = append(postRows, []any{[]byte(t.term), id, t.tf, t.positions})
+		terms := make([][]byte, len(d.terms))
+		for j, t := range d.terms {
+			terms[j] = []byte(t.term)
+			postRows = append(postRows, []any{terms[j], id, t.tf, t.positions})
 		}
+		chunkRows[i] = []any{id, p.sid, p.chunk.Index, p.chunk.Hash, p.chunk.MidWord, string(p.src.Kind), p.src.Owner,
+			p.src.Category, p.dates[0], p.dates[1], d.titleLen, d.length, p.chunk.Text, p.chunk.Header, terms}
 		w.length += int64(d.length)
 	}
 	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"chunks"},
 		[]string{"id", "sid", "idx", "hash", "mid_word", "kind", "owner", "category", "date_lo", "date_hi",
-			"title_len", "tok_len", "text", "header"}, pgx.CopyFromRows(chunkRows)); err != nil {
+			"title_len", "tok_len", "text", "header", "terms"}, pgx.CopyFromRows(chunkRows)); err != nil {
 		return fmt.Errorf("write chunks: %w", err)
 	}
 	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"postings"}, []string{"term", "chunk_id", "tf", "positions"},
@@ -472,23 +492,21 @@ func (w *writer) finish(res *recall.WriteResult) error {
 	if err := w.flushChunks(res); err != nil {
 		return err
 	}
-	if len(w.removed) > 0 {
-		rows, err := w.tx.Query(w.ctx, `DELETE FROM postings WHERE chunk_id = ANY($1) RETURNING term`, w.removed)
-		if err != nil {
-			return fmt.Errorf("delete full-text postings: %w", err)
-		}
-		terms, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		if err != nil {
+	if len(w.goneIDs) > 0 {
+		// Each posting by its key: a probe of the primary key each.
+		if _, err := w.tx.Exec(w.ctx, `DELETE FROM postings p
+			USING unnest($1::bytea[], $2::bigint[]) AS d(term, chunk_id)
+			WHERE p.term = d.term AND p.chunk_id = d.chunk_id`, w.goneTerms, w.goneIDs); err != nil {
 			return fmt.Errorf("delete full-text postings: %w", err)
 		}
 		df := map[string]int32{}
-		for _, t := range terms {
+		for _, t := range w.goneTerms {
 			df[string(t)]--
 		}
 		if err := w.applyFreqs(df); err != nil {
 			return err
 		}
-		w.removed = nil
+		w.goneTerms, w.goneIDs = nil, nil
 	}
 	if err := dropOrphanVectors(w.ctx, w.tx, w.touched); err != nil {
 		return err

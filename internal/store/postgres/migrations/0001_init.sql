@@ -52,6 +52,9 @@ CREATE TABLE chunks (
 	tok_len   integer NOT NULL,
 	text      text NOT NULL,
 	header    text NOT NULL DEFAULT '',
+	-- The distinct full-text terms of the chunk: its postings' keys, by
+	-- which a removal deletes them (see postings).
+	terms     bytea[] NOT NULL,
 	UNIQUE (sid, idx)
 );
 CREATE INDEX chunks_hash ON chunks (hash);
@@ -66,9 +69,14 @@ CREATE TABLE postings (
 	chunk_id  bigint NOT NULL,
 	tf        real NOT NULL,
 	positions integer[] NOT NULL,
-	PRIMARY KEY (term, chunk_id)
+	-- tf in the key's index: ranking reads a candidate's term frequency
+	-- from the index alone (an index-only scan once autovacuum has marked
+	-- the pages all-visible), not from a heap page per posting.
+	PRIMARY KEY (term, chunk_id) INCLUDE (tf)
 );
-CREATE INDEX postings_chunk ON postings (chunk_id);
+-- No index by chunk: a removed chunk's postings are deleted by their keys
+-- (chunks.terms), and with one the planner read candidates' postings
+-- chunk by chunk, every term of them, instead of probing a query's terms.
 
 -- Document frequencies, kept by every write, for planning and ranking.
 CREATE TABLE terms (
