@@ -5,18 +5,41 @@
 // contract suite (storetest) as the embedded SQLite store.
 //
 // Writes are serialised. Every write transaction first takes one
-// transaction-level advisory lock (writerLock), as SQLite has one writer:
-// chunk ids, drawn from a sequence inside the lock, then commit in
-// ascending order, so a process following the store by Census (count and
-// largest chunk id; search.Engine.Follow) can never miss a chunk whose id
-// committed below one it has seen; the counters row needs no retries; and
-// Update's read-modify-write cannot interleave with another write of the
-// same id, even of one that does not exist yet. Reads never take the lock.
+// transaction-level advisory lock (writerLock), as SQLite has one writer.
+// Chunk ids, drawn from the chunks' identity sequence inside the lock, then
+// commit in ascending order, so a process following the store by Census
+// (count and largest chunk id; search.Engine.Follow) can never miss a chunk
+// whose id committed below one it has already seen, which a sequence
+// shared by concurrent transactions would allow. The same lock makes
+// Update's read-modify-write safe even for an id that does not exist yet
+// (no per-id lock is needed beside it), and lets the counters row be
+// updated without retries. Reads never take it: they see committed data
+// (READ COMMITTED; Export and Stats one REPEATABLE READ snapshot each).
 //
-// The full-text index is a postings table filled in Go with exactly the
-// terms the SQLite store gives FTS5 (textindex), and Lexical ranks by
-// FTS5's bm25() formula (title weight 2, body 1) computed in Go over the
-// candidates' postings: see Lexical.
+// Census reads a counters row (chunks, largest chunk id) and per-space
+// vector counters that every write transaction keeps, so polling it costs
+// one small statement however large the store.
+//
+// The full-text index is a postings table, (term, chunk) -> weighted term
+// frequency and positions, filled in Go with exactly the terms the SQLite
+// store gives FTS5 (textindex: folding, CJK bigrams, Porter stems, the
+// title column with the date written out), with document frequencies kept
+// in a terms table. Lexical plans a query as the SQLite store does and
+// ranks by FTS5's bm25() formula (k1 1.2, b 0.75, title weight 2, body 1),
+// computed in Go over the candidates' postings, so both stores return the
+// same candidates with the same scores (TestRankingAgreesWithSQLite). See
+// Lexical for where it estimates instead.
+//
+// Vectors are stored one pgvector row per unit of a text's vector
+// (recall.Vector concatenates a text's units), keyed by space and text
+// hash, so no row passes pgvector's 16,000-dimension limit.
+//
+// Differences from the SQLite store a user could notice: text holding a
+// NUL character or invalid UTF-8 is refused (EINVALID), as PostgreSQL's
+// text type cannot hold it; a space cannot have more than 16,000
+// dimensions; ScanChunks and ScanVectors read pages by chunk id rather than
+// one snapshot; bulk writes (a sweep) are several times slower, the server
+// doing the index maintenance of every posting (BenchmarkWrite).
 package postgres
 
 import (

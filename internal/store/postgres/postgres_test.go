@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -388,5 +389,23 @@ func TestManyUnitVectors(t *testing.T) {
 	}
 	if err := db.IntegrityCheck(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestKeyValueDSN: a key=value connection string works as a URL does.
+func TestKeyValueDSN(t *testing.T) {
+	u, err := url.Parse(pgtest.Server(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable",
+		u.Hostname(), u.Port(), u.User.Username(), strings.TrimPrefix(u.Path, "/"))
+	db := openTest(t, dsn, Options{})
+	defer db.Close()
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "key value")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := db.Census(ctx, ""); err != nil || c.Chunks != 1 {
+		t.Errorf("Census = %+v, %v", c, err)
 	}
 }
