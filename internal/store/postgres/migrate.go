@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/recall-mcp/recall"
 )
 
 //go:embed migrations/*.sql
@@ -91,6 +94,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("%w: it records schema version %d, this binary knows up to %d", ErrNewerSchema, v, len(ms))
 		}
 	}
+	if len(applied) < len(ms) {
+		if err := createVector(ctx, tx); err != nil {
+			return err
+		}
+	}
 	for _, m := range ms {
 		if slices.Contains(applied, m.version) {
 			continue
@@ -104,6 +112,22 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 	}
 	return tx.Commit(ctx)
+}
+
+// createVector installs pgvector in the database if it is not there yet.
+// pgvector is not a trusted extension: a role that is not a superuser
+// cannot create it, and gets told how to have it created.
+func createVector(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS vector`)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return recall.Errorf(recall.EUNAVAILABLE, "the pgvector extension is not installed in this database and this role may not install it: "+
+			"have a superuser run CREATE EXTENSION vector in it once")
+	}
+	if errors.As(err, &pe) && pe.Code == "0A000" || errors.As(err, &pe) && pe.Code == "58P01" {
+		return recall.Errorf(recall.EUNAVAILABLE, "the PostgreSQL server does not have the pgvector extension: install pgvector 0.5 or later on it")
+	}
+	return err
 }
 
 func appliedVersions(ctx context.Context, tx pgx.Tx) ([]int, error) {

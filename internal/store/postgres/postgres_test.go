@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store/postgres/pgtest"
 	"github.com/recall-mcp/recall/internal/store/storetest"
@@ -408,4 +410,39 @@ func TestKeyValueDSN(t *testing.T) {
 	if c, err := db.Census(ctx, ""); err != nil || c.Chunks != 1 {
 		t.Errorf("Census = %+v, %v", c, err)
 	}
+}
+
+// TestVectorExtensionNeedsSuperuser: a role that may not create pgvector
+// gets told what to do; once a superuser has created it, the role opens
+// the database.
+func TestVectorExtensionNeedsSuperuser(t *testing.T) {
+	dsn := pgtest.Server(t)
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	u, _ := url.Parse(dsn)
+	db := strings.TrimPrefix(u.Path, "/")
+	role := "r_" + db
+	if _, err := admin.Exec(ctx, `CREATE ROLE `+role+` LOGIN`); err != nil {
+		t.Skipf("cannot create a role on this server: %v", err)
+	}
+	defer admin.Exec(ctx, `DROP OWNED BY `+role+`; DROP ROLE `+role)
+	if _, err := admin.Exec(ctx, `GRANT ALL ON DATABASE `+db+` TO `+role+`; GRANT ALL ON SCHEMA public TO `+role); err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	_, err = Open(ctx, u.String(), Options{})
+	if recall.ErrorCode(err) != recall.EUNAVAILABLE || !strings.Contains(recall.ErrorMessage(err), "CREATE EXTENSION vector") {
+		t.Fatalf("Open by a role that may not create pgvector: %v; want EUNAVAILABLE saying how to create it", err)
+	}
+	if _, err := admin.Exec(ctx, `CREATE EXTENSION vector`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, u.String(), Options{})
+	if err != nil {
+		t.Fatalf("Open once the extension exists: %v", err)
+	}
+	s.Close()
 }
