@@ -213,3 +213,57 @@ func testSkippedOnlyWithoutSpace(t *testing.T, s recall.Store) {
 		}
 	}
 }
+
+// testIDsOnlyGrow: a new chunk's id is above every id the store ever gave,
+// even one whose chunk is gone: a follower comparing the largest id, and a
+// repair cursor, rely on it.
+func testIDsOnlyGrow(t *testing.T, s recall.Store) {
+	first := write(t, s, doc("a.md", recall.KindArchive, "one", "two"))
+	top := first.Added[len(first.Added)-1].ID
+	if _, _, err := s.Delete(ctx, "a.md"); err != nil {
+		t.Fatal(err)
+	}
+	again := write(t, s, doc("b.md", recall.KindArchive, "three"), doc("c.md", recall.KindArchive, "four", "five"))
+	last := top
+	for _, c := range again.Added {
+		if c.ID <= last {
+			t.Errorf("chunk ids of a write after a deletion: %+v; want each above %d and ascending", again.Added, top)
+			break
+		}
+		last = c.ID
+	}
+}
+
+// testScanVectorsUnits: a text stored as several units of the space's
+// dimension (recall.Vector) scans and reads back as all of them, in order.
+func testScanVectorsUnits(t *testing.T, s recall.Store) {
+	space := createSpace(t, s, "u", 2)
+	write(t, s, doc("a.md", recall.KindArchive, "a text of three units"))
+	units := []float32{1, 2, 3, 4, 5, 6}
+	h := recall.TextHash("a text of three units")
+	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: units}}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err := s.ScanVectors(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
+		n++
+		if !slices.Equal(vec, units) {
+			t.Errorf("ScanVectors gives %v; want %v", vec, units)
+		}
+		return nil
+	})
+	if err != nil || n != 1 {
+		t.Errorf("ScanVectors: %d chunks, %v; want 1", n, err)
+	}
+	// Storing it again with fewer units replaces all of them.
+	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: []float32{7, 8}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.VectorsByHash(ctx, space, []string{h})
+	if err != nil || !slices.Equal(got[h], []float32{7, 8}) {
+		t.Errorf("after storing one unit: %v, %v; want [7 8]", got[h], err)
+	}
+	if c, err := s.Census(ctx, space); err != nil || c.Vectors != 1 {
+		t.Errorf("Census counts %+v, %v; want 1 vector (texts, not units)", c, err)
+	}
+}

@@ -57,6 +57,8 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"ScanVectors", testScanVectors},
 		{"ScanChunks", testScanChunks},
 		{"Census", testCensus},
+		{"IDsOnlyGrow", testIDsOnlyGrow},
+		{"ScanVectorsUnits", testScanVectorsUnits},
 		{"CommitHook", testCommitHook},
 		{"PendingSettlesOnWrite", testPendingSettlesOnWrite},
 		{"SkippedOnlyWithoutSpace", testSkippedOnlyWithoutSpace},
