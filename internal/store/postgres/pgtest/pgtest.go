@@ -236,7 +236,28 @@ func startServer(home string) (*server, error) {
 		return nil, fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
 	}
 	s.admin = fmt.Sprintf("postgres://recall@127.0.0.1:%d/postgres?sslmode=disable", port)
+	s.watch()
 	return s, nil
+}
+
+// watch starts a shell that stops the server and removes its directory
+// when this process is gone without having done so (killed, or a SIGPIPE
+// from a closed output pipe): Main does it on a normal exit, and nothing
+// of a killed test binary runs.
+func (s *server) watch() {
+	pgctl := filepath.Join(s.home, "bin", "pg_ctl")
+	stop := fmt.Sprintf("%q -D %q -m immediate -w stop", pgctl, filepath.Join(s.dir, "data"))
+	if os.Geteuid() == 0 {
+		stop = "setpriv --reuid=nobody --regid=nogroup --clear-groups " + stop
+	}
+	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 1; done; if [ -d %q ]; then %s >/dev/null 2>&1; rm -rf %q; fi`,
+		os.Getpid(), s.dir, stop, s.dir)
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = os.TempDir()
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+filepath.Join(s.home, "lib"))
+	if cmd.Start() == nil {
+		go cmd.Wait() // reaped if this process outlives it
+	}
 }
 
 func (s *server) stop() {
