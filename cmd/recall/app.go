@@ -8,12 +8,14 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store/postgres"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
@@ -42,7 +44,7 @@ type Main struct {
 	fusion  string // --fusion of search and eval
 	serving bool   // serve or mcp: never keep a client waiting on a model
 	cfg     config
-	store   *sqlite.DB
+	store   recall.Store
 	closers []func() error
 	log     *slog.Logger
 
@@ -194,7 +196,7 @@ func (m *Main) exit(err error) int {
 }
 
 func (m *Main) globalFlags(fs *flag.FlagSet) {
-	fs.StringVar(&m.g.db, "db", m.g.db, "database `path` (env RECALL_DB; default under the user's data directory)")
+	fs.StringVar(&m.g.db, "db", m.g.db, "database `path`, or a postgres:// URL (env RECALL_DB; default under the user's data directory)")
 	fs.StringVar(&m.g.embedder, "embedder", m.g.embedder, "embedding `provider`: builtin, ollama, openai, cloudflare or none (env RECALL_EMBEDDER)")
 	fs.StringVar(&m.g.model, "model", m.g.model, "embedding model `name or directory` (env RECALL_MODEL)")
 	fs.StringVar(&m.g.config, "config", m.g.config, "config file `path` (env RECALL_CONFIG; default <config dir>/recall/config)")
@@ -276,7 +278,7 @@ func (m *Main) usage() {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "global flags (accepted by every command):")
-	fmt.Fprintln(w, "  --db PATH        database file (env RECALL_DB)")
+	fmt.Fprintln(w, "  --db PATH|URL    database file, or postgres://user@host/db for PostgreSQL (env RECALL_DB)")
 	fmt.Fprintln(w, "  --embedder NAME  builtin, ollama, openai, cloudflare or none (env RECALL_EMBEDDER)")
 	fmt.Fprintln(w, "  --model NAME     embedding model name or directory (env RECALL_MODEL)")
 	fmt.Fprintln(w, "  --config PATH    config file (env RECALL_CONFIG)")
@@ -323,38 +325,83 @@ func (m *Main) dataDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "recall"), nil
 }
 
+// isPostgres reports whether a --db / RECALL_DB value names a PostgreSQL
+// database (a postgres:// or postgresql:// URL) rather than a SQLite file.
+func isPostgres(loc string) bool {
+	return strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://")
+}
+
+// dbDisplay is the database location as recall prints it: a URL's
+// password is never shown.
+func dbDisplay(loc string) string {
+	if !isPostgres(loc) {
+		return loc
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "a PostgreSQL URL recall cannot parse"
+	}
+	return u.Redacted()
+}
+
+// stateDir is the folder for the files that accompany the database
+// (sweep.log, eval results, remote manifests): the database file's folder,
+// or the data directory when the database is PostgreSQL.
+func (m *Main) stateDir() (string, error) {
+	loc, err := m.dbPath()
+	if err != nil {
+		return "", err
+	}
+	if isPostgres(loc) {
+		return m.dataDir()
+	}
+	return filepath.Dir(loc), nil
+}
+
 // openStore opens (creating if needed) the database once per run.
-func (m *Main) openStore(ctx context.Context) (*sqlite.DB, error) {
+func (m *Main) openStore(ctx context.Context) (recall.Store, error) {
+	return m.open(ctx, false)
+}
+
+func (m *Main) open(ctx context.Context, existing bool) (recall.Store, error) {
 	if m.store != nil {
 		return m.store, nil
 	}
-	path, err := m.dbPath()
+	loc, err := m.dbPath()
 	if err != nil {
 		return nil, err
 	}
-	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	var st recall.Store
+	if isPostgres(loc) {
+		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing})
+	} else {
+		st, err = sqlite.Open(ctx, loc, sqlite.Options{})
+	}
 	if err != nil {
 		return nil, err
 	}
-	m.store = db
-	m.closers = append(m.closers, db.Close)
-	return db, nil
+	m.store = st
+	m.closers = append(m.closers, st.Close)
+	return st, nil
 }
 
 // openExisting opens the database for a command that only reads it (or
 // changes what must already be there): one that does not exist is refused,
-// not created empty, so a mistyped --db is not answered "no results".
-func (m *Main) openExisting(ctx context.Context) (*sqlite.DB, error) {
+// not created empty, so a mistyped --db is not answered "no results" (a
+// PostgreSQL database recall has not set up, likewise).
+func (m *Main) openExisting(ctx context.Context) (recall.Store, error) {
 	if m.store == nil {
-		path, err := m.dbPath()
+		loc, err := m.dbPath()
 		if err != nil {
 			return nil, err
 		}
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, recall.Errorf(recall.ENOTFOUND, "no database at %s: sweep a vault or save a memory first, or check --db / RECALL_DB", path)
+		if !isPostgres(loc) {
+			if _, err := os.Stat(loc); errors.Is(err, fs.ErrNotExist) {
+				return nil, recall.Errorf(recall.ENOTFOUND, "no database at %s: sweep a vault or save a memory first, or check --db / RECALL_DB", loc)
+			}
 		}
 	}
-	return m.openStore(ctx)
+	return m.open(ctx, true)
 }
 
 // env returns the first non-empty of a flag value and an environment variable.

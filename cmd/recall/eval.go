@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/quality"
@@ -19,7 +20,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	k := fs.Int("k", 10, "results fetched per query (at most 20); R@1, R@5 and R@10 are reported up to it")
 	perSource := fs.Int("per-source", recall.DefaultPerSource, "at most this many results from one source")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	out := fs.String("out", "", "write each query's outcome as JSONL to `FILE` (default: the database's path + .eval-results.jsonl)")
+	out := fs.String("out", "", "write each query's outcome as JSONL to `FILE` (default: the database's path + .eval-results.jsonl; eval-results.jsonl in the data directory for PostgreSQL)")
 	if err := m.parseNone(fs, args, "eval --queries FILE.jsonl [--k 10] [--mode M] [--json]", "use --queries FILE.jsonl"); err != nil {
 		return err
 	}
@@ -48,8 +49,18 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	}
 	outPath := *out
 	if outPath == "" {
-		dbp, _ := m.dbPath()
+		dbp, err := m.dbPath()
+		if err != nil {
+			return err
+		}
 		outPath = dbp + ".eval-results.jsonl"
+		if isPostgres(dbp) {
+			dir, err := m.stateDir()
+			if err != nil {
+				return err
+			}
+			outPath = filepath.Join(dir, "eval-results.jsonl")
+		}
 	}
 	of, err := os.Create(outPath)
 	if err != nil {

@@ -13,13 +13,12 @@ import (
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/server"
-	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
 // memoryService builds the memory service over the configured store and
 // embedder; open is m.openStore for a command that writes, creating the
 // database if needed, else m.openExisting.
-func (m *Main) memoryService(ctx context.Context, open func(context.Context) (*sqlite.DB, error)) (*memory.Service, error) {
+func (m *Main) memoryService(ctx context.Context, open func(context.Context) (recall.Store, error)) (*memory.Service, error) {
 	st, err := open(ctx)
 	if err != nil {
 		return nil, err

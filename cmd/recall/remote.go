@@ -79,11 +79,11 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	}
 	lp := *logPath
 	if lp == "" {
-		dbp, err := m.dbPath()
+		dir, err := m.stateDir()
 		if err != nil {
 			return err
 		}
-		lp = filepath.Join(filepath.Dir(dbp), "sweep.log")
+		lp = filepath.Join(dir, "sweep.log")
 	}
 	if err := os.MkdirAll(filepath.Dir(lp), 0o700); err != nil {
 		return err

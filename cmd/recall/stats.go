@@ -36,7 +36,7 @@ func (m *Main) cmdStats(ctx context.Context, args []string) error {
 	}
 	w := m.Stdout
 	path, _ := m.dbPath()
-	fmt.Fprintf(w, "database:   %s (%.1f MB)\n", path, float64(s.DBBytes)/1e6)
+	fmt.Fprintf(w, "database:   %s (%.1f MB)\n", dbDisplay(path), float64(s.DBBytes)/1e6)
 	kinds := make([]string, 0, len(s.Sources))
 	for k := range s.Sources {
 		kinds = append(kinds, string(k))

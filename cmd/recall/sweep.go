@@ -16,6 +16,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/ingest"
+	"github.com/recall-mcp/recall/internal/store/postgres"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
@@ -47,7 +48,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	}
 
 	var (
-		st *sqlite.DB
+		st recall.Store
 		w  ingest.Writer
 	)
 	if *dry {
@@ -180,11 +181,14 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 // sweep.log next to the database.
 func (m *Main) openSweepLog(path string) (*os.File, error) {
 	if path == "" {
-		dbp, err := m.dbPath()
+		dir, err := m.stateDir()
 		if err != nil {
 			return nil, err
 		}
-		path = filepath.Join(filepath.Dir(dbp), "sweep.log")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open sweep log: %w", err)
+		}
+		path = filepath.Join(dir, "sweep.log")
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -196,12 +200,21 @@ func (m *Main) openSweepLog(path string) (*os.File, error) {
 // dryRunStore opens the database for a dry run, which leaves no trace:
 // read-only, or, when there is none yet, an empty one in a temporary folder
 // removed at exit, against which every file is new, as it would be.
-func (m *Main) dryRunStore(ctx context.Context) (*sqlite.DB, error) {
+func (m *Main) dryRunStore(ctx context.Context) (recall.Store, error) {
 	path, err := m.dbPath()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(path); err == nil {
+	if isPostgres(path) {
+		db, err := postgres.Open(ctx, path, postgres.Options{ReadOnly: true})
+		switch {
+		case err == nil:
+			m.closers = append(m.closers, db.Close)
+			return db, nil
+		case !recall.IsNotFound(err): // a database recall has not set up goes on as "none yet"
+			return nil, err
+		}
+	} else if _, err := os.Stat(path); err == nil {
 		db, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: true})
 		if err != nil {
 			return nil, err

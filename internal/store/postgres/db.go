@@ -66,6 +66,15 @@ type Options struct {
 	// only add to the ranking (default 2000); no query ranks more than
 	// twice as many. As in the SQLite store (see Lexical).
 	LexicalBudget int
+	// ReadOnly opens the store for reading only (recall sweep --dry-run):
+	// every transaction is read-only, so no write can reach the database,
+	// and the schema is not migrated: a database recall has not set up, or
+	// one an older binary set up, is refused.
+	ReadOnly bool
+	// Existing refuses (ENOTFOUND) a database recall has not set up
+	// instead of creating its tables, for commands that only read: a
+	// mistyped database name is not answered "no results".
+	Existing bool
 }
 
 func (o *Options) defaults() {
@@ -113,12 +122,19 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		where = fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 	}
 	cfg.MaxConns = int32(opts.MaxConns)
+	if opts.ReadOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectErr(ctx, where, err, dsn, cfg.ConnConfig.Password)
 	}
 	db := &DB{pool: pool, opts: opts, where: where}
-	if err := migrate(ctx, pool); err != nil {
+	check := func(ctx context.Context, pool *pgxpool.Pool) error { return migrate(ctx, pool, opts.Existing) }
+	if opts.ReadOnly {
+		check = checkSchema
+	}
+	if err := check(ctx, pool); err != nil {
 		pool.Close()
 		if errors.Is(err, ErrNewerSchema) {
 			return nil, fmt.Errorf("open postgres %s: %w", where, err)

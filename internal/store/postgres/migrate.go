@@ -66,7 +66,7 @@ func migrations() ([]migration, error) {
 // always at a recorded version. The transaction first takes an advisory
 // lock: of two processes opening a fresh database at once, the second
 // waits, then finds every migration applied.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -79,20 +79,20 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
 		return err
 	}
+	if existing {
+		if err := requireSchema(ctx, tx); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer PRIMARY KEY,
 		name       text NOT NULL,
 		applied_at timestamptz NOT NULL)`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	applied, err := appliedVersions(ctx, tx)
+	applied, err := knownVersions(ctx, tx, len(ms))
 	if err != nil {
 		return err
-	}
-	for _, v := range applied {
-		if v > len(ms) {
-			return fmt.Errorf("%w: it records schema version %d, this binary knows up to %d", ErrNewerSchema, v, len(ms))
-		}
 	}
 	if len(applied) < len(ms) {
 		if err := createVector(ctx, tx); err != nil {
@@ -112,6 +112,58 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 	}
 	return tx.Commit(ctx)
+}
+
+// checkSchema is migrate for a read-only store: it changes nothing, and
+// refuses a schema that is missing, older or newer than this binary's.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := requireSchema(ctx, tx); err != nil {
+		return err
+	}
+	applied, err := knownVersions(ctx, tx, len(ms))
+	if err != nil {
+		return err
+	}
+	if len(applied) < len(ms) {
+		return recall.Errorf(recall.EINVALID, "this database's schema is older than this binary's: run a command that writes (a sweep) once to update it")
+	}
+	return nil
+}
+
+// knownVersions returns the schema versions applied to the database,
+// refusing (ErrNewerSchema) one newer than the known migrations.
+func knownVersions(ctx context.Context, tx pgx.Tx, known int) ([]int, error) {
+	applied, err := appliedVersions(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range applied {
+		if v > known {
+			return nil, fmt.Errorf("%w: it records schema version %d, this binary knows up to %d", ErrNewerSchema, v, known)
+		}
+	}
+	return applied, nil
+}
+
+// requireSchema refuses (ENOTFOUND) a database recall has not set up.
+func requireSchema(ctx context.Context, tx pgx.Tx) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return recall.Errorf(recall.ENOTFOUND, "this database holds no recall data yet: sweep a vault or save a memory first, or check --db / RECALL_DB")
+	}
+	return nil
 }
 
 // createVector installs pgvector in the database if it is not there yet.

@@ -269,6 +269,54 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
+// TestReadOnlyAndExisting: a read-only store (dry runs) and one opened
+// with Existing (commands that only read) refuse a database recall has not
+// set up and leave it untouched; a read-only store reads and cannot write;
+// a read-only store refuses a schema it would have to migrate.
+func TestReadOnlyAndExisting(t *testing.T) {
+	dsn := pgtest.Server(t)
+	for _, o := range []Options{{ReadOnly: true}, {Existing: true}} {
+		if _, err := Open(ctx, dsn, o); !recall.IsNotFound(err) {
+			t.Errorf("Open(%+v) of a database recall has not set up: %v; want ENOTFOUND", o, err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&tables)
+	conn.Close(ctx)
+	if err != nil || tables != 0 {
+		t.Fatalf("the refused opens left %d tables (%v)", tables, err)
+	}
+
+	db := openTest(t, dsn, Options{})
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "persisted words")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ro := openTest(t, dsn, Options{ReadOnly: true})
+	defer ro.Close()
+	if _, err := ro.Source(ctx, "a.md"); err != nil {
+		t.Errorf("read-only read: %v", err)
+	}
+	if _, err := ro.Write(ctx, []recall.Document{textDoc("b.md", "more words")}, nil); err == nil {
+		t.Errorf("a read-only store wrote")
+	}
+	if _, err := ro.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)`); err == nil {
+		t.Errorf("a read-only store's connection could write")
+	}
+	rw := openTest(t, dsn, Options{})
+	if _, err := rw.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)`); err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+	if _, err := Open(ctx, dsn, Options{ReadOnly: true}); recall.ErrorCode(err) != recall.EINVALID {
+		t.Errorf("read-only Open of an older schema: %v; want EINVALID", err)
+	}
+}
+
 func TestReopen(t *testing.T) {
 	dsn := pgtest.Server(t)
 	db := openTest(t, dsn, Options{})

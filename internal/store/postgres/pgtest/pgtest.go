@@ -8,10 +8,14 @@
 //     (where scripts/install-test-postgres.sh unpacks it), holds a
 //     PostgreSQL installation: one throwaway server is started per test
 //     binary (a temporary data directory, a free port on 127.0.0.1, fsync
-//     off), shared by its tests, each test getting a fresh database; Main
-//     stops it and removes the data directory. Run as root, the server runs
+//     off unless RECALL_TEST_PG_DURABLE is set), shared by its tests, each
+//     test getting a fresh database; Main stops it and removes the data
+//     directory. Run as root, the server runs
 //     as the user nobody, as PostgreSQL refuses root.
-//   - Else the test is skipped, saying how to get a server.
+//   - Else the test is skipped, saying how to get a server; with
+//     RECALL_TEST_PG_REQUIRE set (scripts/test.sh sets it once it has
+//     installed a server) it fails instead, so a suite that should have run
+//     these tests cannot pass without them.
 //
 // A test package using Server must call Main from its TestMain.
 package pgtest
@@ -78,7 +82,7 @@ func Server(t testing.TB) string {
 	t.Helper()
 	once.Do(start)
 	if skip != "" {
-		t.Skip(skip)
+		skipOrFail(t)
 	}
 	if srvErr != nil {
 		t.Fatalf("test postgres: %v", srvErr)
@@ -97,6 +101,16 @@ func Server(t testing.TB) string {
 	return srv.url(t, name)
 }
 
+// skipOrFail skips tb for want of a server, or fails it when the run
+// requires the PostgreSQL tests (RECALL_TEST_PG_REQUIRE).
+func skipOrFail(tb testing.TB) {
+	tb.Helper()
+	if os.Getenv("RECALL_TEST_PG_REQUIRE") != "" {
+		tb.Fatalf("RECALL_TEST_PG_REQUIRE is set, but %s", skip)
+	}
+	tb.Skip(skip)
+}
+
 var (
 	sharedMu sync.Mutex
 	shared   = map[string]string{} // URL by name
@@ -109,7 +123,7 @@ func Shared(tb testing.TB, name string) string {
 	tb.Helper()
 	once.Do(start)
 	if skip != "" {
-		tb.Skip(skip)
+		skipOrFail(tb)
 	}
 	if srvErr != nil {
 		tb.Fatalf("test postgres: %v", srvErr)
@@ -228,8 +242,14 @@ func startServer(home string) (*server, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
-		port, dir)
+	// Tests need no durability; benchmarks of writes set
+	// RECALL_TEST_PG_DURABLE to measure with PostgreSQL's defaults (every
+	// commit flushed), as a production server runs.
+	durability := "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	if os.Getenv("RECALL_TEST_PG_DURABLE") != "" {
+		durability = ""
+	}
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 %s -c max_connections=200", port, dir, durability)
 	if out, err := s.run("pg_ctl", "-D", filepath.Join(dir, "data"), "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		os.RemoveAll(dir)

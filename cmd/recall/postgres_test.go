@@ -1,0 +1,190 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store/postgres/pgtest"
+)
+
+// TestMain stops the throwaway PostgreSQL server the PostgreSQL tests
+// start (pgtest), if any did.
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main(m))
+}
+
+// pgEnv is ollamaEnv with the database on PostgreSQL: a URL carrying a
+// password (the test server trusts local connections, so any password is
+// accepted), which recall must never print.
+func pgEnv(t *testing.T) map[string]string {
+	env := ollamaEnv(t)
+	u := pgtest.Server(t)
+	env["RECALL_DB"] = strings.Replace(u, "://", "://recall:hunter2-secret@", 1)
+	if strings.Contains(u, "@") { // a RECALL_TEST_PG URL with its own user
+		env["RECALL_DB"] = u
+	}
+	return env
+}
+
+func searchJSON(t *testing.T, env map[string]string, args ...string) recall.SearchResponse {
+	t.Helper()
+	out, errs, code := run(t, env, append([]string{"search", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("search %v: exit %d: %s", args, code, errs)
+	}
+	var r recall.SearchResponse
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("search %v: %v: %s", args, err, out)
+	}
+	return r
+}
+
+func sources(r recall.SearchResponse) []string {
+	var s []string
+	for _, h := range r.Results {
+		s = append(s, h.Source)
+	}
+	return s
+}
+
+// The commands work on PostgreSQL as on SQLite: a sweep (incremental the
+// second time), hybrid search, context, memories and the diary, stats, and
+// the files that accompany a database (sweep.log) in the data directory,
+// since a URL has no folder.
+func TestPostgresCommands(t *testing.T) {
+	env := pgEnv(t)
+	out, errs, code := run(t, env, "sweep", sampleVault)
+	if code != 0 {
+		t.Fatalf("sweep: exit %d: %s %s", code, out, errs)
+	}
+	if out, _, _ := run(t, env, "sweep", "--json", sampleVault); !strings.Contains(out, `"files_changed":0`) {
+		t.Errorf("a second sweep re-read files: %s", out)
+	}
+	r := searchJSON(t, env, "revive a sourdough starter")
+	if r.Mode != recall.ModeHybrid || len(r.Results) == 0 || r.Results[0].Source != "2025/09/sourdough.md" {
+		t.Fatalf("hybrid search: mode %s, %v, note %q", r.Mode, sources(r), r.Note)
+	}
+	if r := searchJSON(t, env, "--mode", "lexical", `"sourdough starter"`); len(r.Results) == 0 || r.Mode != recall.ModeLexical {
+		t.Errorf("phrase search: %+v", r)
+	}
+	if r := searchJSON(t, env, "薄荷茶"); len(r.Results) == 0 {
+		t.Errorf("CJK search found nothing")
+	}
+	if out, errs, code := run(t, env, "context", r.Results[0].Source, "0"); code != 0 || out == "" {
+		t.Errorf("context: exit %d: %s", code, errs)
+	}
+
+	if _, errs, code := run(t, env, "memory", "save", "note_axolotl", "my axolotl regrew a gill"); code != 0 {
+		t.Fatal(errs)
+	}
+	if out, _, code := run(t, env, "memory", "get", "note_axolotl"); code != 0 || !strings.Contains(out, "regrew a gill") {
+		t.Errorf("memory get: %s", out)
+	}
+	if r := searchJSON(t, env, "--kind", "memory", "axolotl"); len(r.Results) != 1 || r.Results[0].Source != "note_axolotl" {
+		t.Errorf("memory search: %v", sources(r))
+	}
+	if _, errs, code := run(t, env, "diary", "write", "walked to the lighthouse"); code != 0 {
+		t.Fatal(errs)
+	}
+
+	out, errs, code = run(t, env, "stats")
+	if code != 0 {
+		t.Fatalf("stats: %s", errs)
+	}
+	if !strings.Contains(out, "postgres") || strings.Contains(out, "hunter2") {
+		t.Errorf("stats should name the database without its password:\n%s", out)
+	}
+	if _, _, code := run(t, env, "sweep", "--json", "--dry-run", sampleVault); code != 0 {
+		t.Errorf("dry run exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(env["HOME"], ".local", "share", "recall", "sweep.log")); err != nil {
+		t.Errorf("sweep.log is not in the data directory: %v", err)
+	}
+}
+
+// An export from SQLite imported into PostgreSQL (the way to move a
+// database) answers searches with the same passages in the same order.
+func TestPostgresImportFromSQLite(t *testing.T) {
+	env, dump := sampleExport(t)
+	pg := testEnv(t)
+	pg["RECALL_DB"] = pgtest.Server(t)
+	if _, errs, code := run(t, pg, "import", dump); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, q := range []string{"moments of vulnerability", "peppermint tea", "marathon knee", "SQLite backup", "薄荷茶", `"knee"`} {
+		a := searchJSON(t, env, q)
+		b := searchJSON(t, pg, q)
+		if len(a.Results) == 0 || strings.Join(sources(a), "\n") != strings.Join(sources(b), "\n") {
+			t.Errorf("query %q: SQLite %v, PostgreSQL %v", q, sources(a), sources(b))
+		}
+	}
+	a, _, _ := run(t, env, "export")
+	b, _, _ := run(t, pg, "export")
+	if stripTimes(a) != stripTimes(b) {
+		t.Errorf("PostgreSQL's export of the import differs from SQLite's export")
+	}
+}
+
+// A server on PostgreSQL follows what another process writes to the same
+// database (a CLI save here; another host's server in a deployment).
+func TestPostgresServeFollowsOtherWriters(t *testing.T) {
+	env := pgEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	url, stderr, stop := startServe(t, env)
+	defer stop()
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "vector index loaded") }, "the index to load")
+	if strings.Contains(stderr.String(), "hunter2") {
+		t.Errorf("the server logged the database password:\n%s", stderr.String())
+	}
+	if _, errs, code := run(t, env, "memory", "save", "note_newt", "the newt hides under the mossy log"); code != 0 {
+		t.Fatal(errs)
+	}
+	waitFor(t, func() bool {
+		code, body := send(t, "POST", url+"/api/search", serveToken, `{"query": "newt mossy log", "mode": "semantic"}`)
+		var r recall.SearchResponse
+		return code == 200 && json.Unmarshal([]byte(body), &r) == nil && slices.Contains(sources(r), "note_newt")
+	}, "the server to find another process's memory by its vector")
+	if !strings.Contains(stderr.String(), "followed writes of another process") {
+		t.Errorf("the server did not log what it followed:\n%s", stderr.String())
+	}
+}
+
+// Commands that only read refuse a PostgreSQL database recall has not set
+// up, as they refuse a missing SQLite file, and a dry run writes nothing:
+// on such a database every file would be new; on a set-up one, it runs on
+// read-only transactions.
+func TestPostgresReadOnlyCommands(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_DB"] = pgtest.Server(t)
+	_, errs, code := run(t, env, "search", "anything")
+	if code != 1 || !strings.Contains(errs, "holds no recall data") {
+		t.Errorf("search on a database recall has not set up: exit %d: %s", code, errs)
+	}
+	out, errs, code := run(t, env, "sweep", "--dry-run", sampleVault)
+	if code != 0 || !strings.Contains(out, "would ingest") {
+		t.Fatalf("dry run on a fresh database: exit %d: %s %s", code, out, errs)
+	}
+	if _, errs, code := run(t, env, "stats"); code != 1 || !strings.Contains(errs, "holds no recall data") {
+		t.Errorf("the dry run set the database up: exit %d: %s", code, errs)
+	}
+
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	before, _, _ := run(t, env, "export")
+	out, errs, code = run(t, env, "sweep", "--dry-run", "--full", sampleVault)
+	if code != 0 || !strings.Contains(out, "would ingest") || strings.Contains(out, "would ingest 0 ") {
+		t.Fatalf("dry run: exit %d: %s %s", code, out, errs)
+	}
+	if after, _, _ := run(t, env, "export"); after != before {
+		t.Errorf("a dry run changed the database")
+	}
+}
