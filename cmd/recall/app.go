@@ -8,9 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 
@@ -326,22 +326,28 @@ func (m *Main) dataDir() (string, error) {
 }
 
 // isPostgres reports whether a --db / RECALL_DB value names a PostgreSQL
-// database (a postgres:// or postgresql:// URL) rather than a SQLite file.
+// database rather than a SQLite file: a postgres:// or postgresql:// URL
+// (any case), or a libpq key=value string ("host=db dbname=recall"), which
+// is never taken for a file name (a file named after it, password and all,
+// is not what anyone means).
 func isPostgres(loc string) bool {
-	return strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://")
+	l := strings.ToLower(strings.TrimSpace(loc))
+	if strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://") {
+		return true
+	}
+	return pgKeyValue.MatchString(l)
 }
 
-// dbDisplay is the database location as recall prints it: a URL's
-// password is never shown.
+// pgKeyValue matches a connection string of libpq's key=value form.
+var pgKeyValue = regexp.MustCompile(`^(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|connect_timeout|options|application_name)\s*=`)
+
+// dbDisplay is the database location as recall prints it: a connection
+// string's password is never shown.
 func dbDisplay(loc string) string {
 	if !isPostgres(loc) {
 		return loc
 	}
-	u, err := url.Parse(loc)
-	if err != nil {
-		return "a PostgreSQL URL recall cannot parse"
-	}
-	return u.Redacted()
+	return postgres.Describe(loc)
 }
 
 // stateDir is the folder for the files that accompany the database

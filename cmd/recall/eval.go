@@ -59,6 +59,9 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
 			outPath = filepath.Join(dir, "eval-results.jsonl")
 		}
 	}

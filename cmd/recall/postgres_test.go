@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,12 +26,22 @@ func TestMain(m *testing.M) {
 // accepted), which recall must never print.
 func pgEnv(t *testing.T) map[string]string {
 	env := ollamaEnv(t)
-	u := pgtest.Server(t)
-	env["RECALL_DB"] = strings.Replace(u, "://", "://recall:hunter2-secret@", 1)
-	if strings.Contains(u, "@") { // a RECALL_TEST_PG URL with its own user
-		env["RECALL_DB"] = u
-	}
+	env["RECALL_DB"] = withPassword(t, pgtest.Server(t), testPassword)
 	return env
+}
+
+const testPassword = "hunter2-secret"
+
+// withPassword gives a database URL a password unless it has one.
+func withPassword(t *testing.T, dsn, password string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := u.User.Password(); !ok {
+		u.User = url.UserPassword(u.User.Username(), password)
+	}
+	return u.String()
 }
 
 func searchJSON(t *testing.T, env map[string]string, args ...string) recall.SearchResponse {
@@ -96,8 +109,43 @@ func TestPostgresCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("stats: %s", errs)
 	}
-	if !strings.Contains(out, "postgres") || strings.Contains(out, "hunter2") {
+	if !strings.Contains(out, "postgres://") || strings.Contains(out, testPassword) {
 		t.Errorf("stats should name the database without its password:\n%s", out)
+	}
+	// Every form a password can take in a connection string: the URL's
+	// user part, its query, libpq's key=value form, and a URL whose
+	// password holds an unescaped @ (which parsers read differently).
+	u, _ := url.Parse(env["RECALL_DB"])
+	q := u.Query()
+	q.Set("password", "S3cretQ")
+	bare := *u
+	bare.User = url.User(u.User.Username())
+	bare.RawQuery = q.Encode()
+	port := u.Port()
+	for _, dsn := range []string{
+		bare.String(),
+		fmt.Sprintf("host=%s port=%s user=%s password=S3cretQ dbname=%s sslmode=disable", u.Hostname(), port, u.User.Username(), strings.TrimPrefix(u.Path, "/")),
+		strings.Replace(env["RECALL_DB"], ":"+testPassword+"@", ":p@S3cretQ#x@", 1),
+		strings.Replace(env["RECALL_DB"], "postgres://", "POSTGRESQL://", 1),
+	} {
+		e := maps.Clone(env)
+		e["RECALL_DB"] = dsn
+		out, errs, _ := run(t, e, "stats")
+		if strings.Contains(out+errs, "S3cretQ") || strings.Contains(out+errs, testPassword) {
+			t.Errorf("stats with %s printed the password:\n%s%s", dsn, out, errs)
+		}
+	}
+	if entries, _ := os.ReadDir("."); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.Contains(e.Name(), "S3cretQ") }) {
+		t.Errorf("a connection string was taken for a SQLite file name")
+	}
+
+	// eval writes its outcomes to the data directory, made if need be.
+	qf := filepath.Join(t.TempDir(), "q.jsonl")
+	os.WriteFile(qf, []byte(`{"query": "sourdough starter", "expect": [{"source": "2025/09/sourdough.md", "contains": "starter"}], "category": 1}`+"\n"), 0o600)
+	e := maps.Clone(env)
+	e["HOME"] = t.TempDir()
+	if out, errs, code := run(t, e, "eval", "--queries", qf); code != 0 {
+		t.Errorf("eval on a machine that never swept: exit %d: %s %s", code, out, errs)
 	}
 	if _, _, code := run(t, env, "sweep", "--json", "--dry-run", sampleVault); code != 0 {
 		t.Errorf("dry run exit %d", code)
@@ -141,7 +189,7 @@ func TestPostgresServeFollowsOtherWriters(t *testing.T) {
 	url, stderr, stop := startServe(t, env)
 	defer stop()
 	waitFor(t, func() bool { return strings.Contains(stderr.String(), "vector index loaded") }, "the index to load")
-	if strings.Contains(stderr.String(), "hunter2") {
+	if strings.Contains(stderr.String(), testPassword) {
 		t.Errorf("the server logged the database password:\n%s", stderr.String())
 	}
 	if _, errs, code := run(t, env, "memory", "save", "note_newt", "the newt hides under the mossy log"); code != 0 {
@@ -186,5 +234,27 @@ func TestPostgresReadOnlyCommands(t *testing.T) {
 	}
 	if after, _, _ := run(t, env, "export"); after != before {
 		t.Errorf("a dry run changed the database")
+	}
+}
+
+// An export PostgreSQL cannot take whole (a memory holding a NUL
+// character, which SQLite keeps) is refused before anything is written.
+func TestPostgresImportIsAllOrNothing(t *testing.T) {
+	env, _ := sampleExport(t)
+	if _, errs, code := run(t, env, "memory", "save", "note_nul", "a\x00b"); code != 0 {
+		t.Fatal(errs)
+	}
+	dump := filepath.Join(t.TempDir(), "dump.jsonl")
+	if _, errs, code := run(t, env, "export", "--out", dump); code != 0 {
+		t.Fatal(errs)
+	}
+	pg := testEnv(t)
+	pg["RECALL_DB"] = pgtest.Server(t)
+	_, errs, code := run(t, pg, "import", dump)
+	if code != 1 || !strings.Contains(errs, "NUL") || !strings.Contains(errs, "nothing was imported") {
+		t.Errorf("import of a record PostgreSQL cannot hold: exit %d: %s", code, errs)
+	}
+	if out, errs, code := run(t, pg, "export"); code == 0 && out != "" {
+		t.Errorf("a refused import left sources behind: %s %s", out, errs)
 	}
 }

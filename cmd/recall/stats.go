@@ -15,6 +15,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/server"
 	"github.com/recall-mcp/recall/internal/store"
+	"github.com/recall-mcp/recall/internal/store/postgres"
 )
 
 func (m *Main) cmdStats(ctx context.Context, args []string) error {
@@ -167,9 +168,15 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer f.Close()
+	// PostgreSQL refuses more than what every store refuses (NUL
+	// characters, which SQLite keeps): check what the target will take.
+	validate := store.ValidateDocument
+	if loc, err := m.dbPath(); err == nil && isPostgres(loc) {
+		validate = postgres.ValidateDocument
+	}
 	seen := map[string]int{}
 	err = readExport(f, func(line int, d recall.Document) error {
-		if err := store.ValidateDocument(&d); err != nil {
+		if err := validate(&d); err != nil {
 			return fmt.Errorf("import: record %d (%s): %w; nothing was imported", line, d.Source.ID, err)
 		}
 		// Memories and diary days live in namespaces of their own, archive

@@ -48,6 +48,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -71,6 +72,10 @@ type Options struct {
 	// and the schema is not migrated: a database recall has not set up, or
 	// one an older binary set up, is refused.
 	ReadOnly bool
+	// LockTimeout bounds how long a write waits for another process's
+	// write to finish (default 10 s, SQLite's busy timeout); past it the
+	// write fails with EUNAVAILABLE.
+	LockTimeout time.Duration
 	// Existing refuses (ENOTFOUND) a database recall has not set up
 	// instead of creating its tables, for commands that only read: a
 	// mistyped database name is not answered "no results".
@@ -83,6 +88,9 @@ func (o *Options) defaults() {
 	}
 	if o.LexicalBudget <= 0 {
 		o.LexicalBudget = 2000
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 10 * time.Second
 	}
 }
 
@@ -111,16 +119,19 @@ const (
 // DSN holds one, never appears in an error.
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	opts.defaults()
-	where := describeDSN(dsn)
+	if ambiguous(dsn) {
+		return nil, recall.Errorf(recall.EINVALID, "invalid postgres DSN: the URL holds more than one @; percent-encode an @ in the user name or password as %%40")
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx quotes the DSN with its password masked; redact masks it
 		// again in case a form slips through.
-		return nil, recall.Errorf(recall.EINVALID, "invalid postgres DSN: %s", redact(err.Error(), dsn))
+		return nil, recall.Errorf(recall.EINVALID, "invalid postgres DSN: %s", redact(err.Error(), dsn, ""))
 	}
-	if where == "" {
-		where = fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
-	}
+	// Named as pgx reads the DSN, which is what it connects to: a
+	// malformed URL (an unescaped @ in the password) reads differently
+	// to other parsers.
+	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 	cfg.MaxConns = int32(opts.MaxConns)
 	if opts.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
@@ -158,35 +169,42 @@ func connectErr(ctx context.Context, where string, err error, dsn, password stri
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("open postgres %s: %w", where, cerr)
 	}
-	msg := redact(err.Error(), dsn)
-	if password != "" {
-		msg = strings.ReplaceAll(msg, password, "xxxxx")
-	}
+	msg := redact(err.Error(), dsn, password)
 	return recall.WrapError(recall.EUNAVAILABLE, errors.New(msg), "open postgres %s", where)
 }
 
-// describeDSN names the server and database of a URL DSN for messages:
-// host, port and path, no user or password ("" for a key=value DSN, which
-// Open describes from the parsed configuration).
-func describeDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return ""
-	}
-	return u.Host + u.Path
+// ambiguous reports a URL DSN with more than one @: parsers split it at
+// different ones, and the part of a password past the first would be read
+// as the host, and printed as such.
+func ambiguous(dsn string) bool {
+	l := strings.ToLower(dsn)
+	return (strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")) && strings.Count(dsn, "@") > 1
 }
 
-// redact removes the DSN, and the password of a URL DSN, from a message.
-func redact(msg, dsn string) string {
+// Describe names the database a DSN connects to, for people to read:
+// postgres://user@host:port/database, never the password.
+func Describe(dsn string) string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil || ambiguous(dsn) {
+		return "a PostgreSQL connection string recall cannot parse"
+	}
+	u := url.URL{Scheme: "postgres", Host: fmt.Sprintf("%s:%d", cfg.Host, cfg.Port), Path: "/" + cfg.Database}
+	if cfg.User != "" {
+		u.User = url.User(cfg.User)
+	}
+	return u.String()
+}
+
+// redact removes the DSN, the password pgx read from it (when known) and
+// any key=value password from a message.
+func redact(msg, dsn, password string) string {
 	if dsn != "" {
 		msg = strings.ReplaceAll(msg, dsn, "<dsn>")
 	}
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-			if esc := url.QueryEscape(pw); esc != pw {
-				msg = strings.ReplaceAll(msg, esc, "xxxxx")
-			}
+	if password != "" {
+		msg = strings.ReplaceAll(msg, password, "xxxxx")
+		if esc := url.QueryEscape(password); esc != password {
+			msg = strings.ReplaceAll(msg, esc, "xxxxx")
 		}
 	}
 	for _, key := range []string{"password=", "password = "} {
@@ -256,7 +274,17 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	// A no-op after Commit; after a failure or a panic it ends the
 	// transaction and returns the connection clean.
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	// A writer waits for another at most LockTimeout, as SQLite's writers
+	// wait out a busy timeout: a holder that is stuck (a frozen client, a
+	// half-open connection) fails the write with a message, never hangs it.
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, db.opts.LockTimeout.Milliseconds())); err != nil {
+		return db.fail(ctx, err, "begin")
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, writerLock); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+			return recall.Errorf(recall.EUNAVAILABLE, "another writer has held the database's write lock for over %s: nothing was written; retry", db.opts.LockTimeout)
+		}
 		return db.fail(ctx, err, "wait for the writer lock")
 	}
 	if err := fn(tx); err != nil {

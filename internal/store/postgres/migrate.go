@@ -61,15 +61,32 @@ func migrations() ([]migration, error) {
 	return ms, nil
 }
 
+// migrationsTable records the schema versions applied. Its name is
+// recall's own: other tools keep a schema_migrations table of a different
+// shape, and a database shared with one must not be read as recall's.
+const migrationsTable = "recall_schema_migrations"
+
 // migrate applies the migrations the database lacks, all in one
-// transaction together with their schema_migrations rows, so the schema is
-// always at a recorded version. The transaction first takes an advisory
-// lock: of two processes opening a fresh database at once, the second
-// waits, then finds every migration applied.
+// transaction together with their rows in migrationsTable, so the schema
+// is always at a recorded version. A database already at this binary's
+// version is only read (no lock, no DDL), so a role that may only read can
+// open it. Otherwise the transaction first takes an advisory lock: of two
+// processes opening a fresh database at once, the second waits, then
+// finds every migration applied. With existing, a database recall has not
+// set up is refused (ENOTFOUND) instead.
 func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
+	}
+	set, applied, err := schemaState(ctx, pool, len(ms))
+	switch {
+	case err != nil:
+		return err
+	case set && len(applied) == len(ms):
+		return nil
+	case !set && existing:
+		return errNoSchema
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -79,19 +96,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
 		return err
 	}
-	if existing {
-		if err := requireSchema(ctx, tx); err != nil {
-			return err
-		}
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migrationsTable+` (
 		version    integer PRIMARY KEY,
 		name       text NOT NULL,
 		applied_at timestamptz NOT NULL)`); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
+		return fmt.Errorf("create %s: %w", migrationsTable, err)
 	}
-	applied, err := knownVersions(ctx, tx, len(ms))
-	if err != nil {
+	// Read again under the lock: another process may have migrated meanwhile.
+	if applied, err = knownVersions(ctx, tx, len(ms)); err != nil {
 		return err
 	}
 	if len(applied) < len(ms) {
@@ -106,13 +118,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) error {
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
 			return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+		if _, err := tx.Exec(ctx, `INSERT INTO `+migrationsTable+` (version, name, applied_at) VALUES ($1, $2, $3)`,
 			m.version, m.name, time.Now().UTC()); err != nil {
 			return err
 		}
 	}
 	return tx.Commit(ctx)
 }
+
+// errNoSchema refuses a database recall has not set up.
+var errNoSchema = recall.Errorf(recall.ENOTFOUND, "this database holds no recall data yet: sweep a vault or save a memory first, or check --db / RECALL_DB")
 
 // checkSchema is migrate for a read-only store: it changes nothing, and
 // refuses a schema that is missing, older or newer than this binary's.
@@ -121,22 +136,32 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
+	set, applied, err := schemaState(ctx, pool, len(ms))
+	switch {
+	case err != nil:
 		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := requireSchema(ctx, tx); err != nil {
-		return err
-	}
-	applied, err := knownVersions(ctx, tx, len(ms))
-	if err != nil {
-		return err
-	}
-	if len(applied) < len(ms) {
+	case !set:
+		return errNoSchema
+	case len(applied) < len(ms):
 		return recall.Errorf(recall.EINVALID, "this database's schema is older than this binary's: run a command that writes (a sweep) once to update it")
 	}
 	return nil
+}
+
+// schemaState tells whether recall has set the database up and which
+// schema versions it has applied, refusing (ErrNewerSchema) a version
+// newer than the known migrations. It only reads.
+func schemaState(ctx context.Context, pool *pgxpool.Pool, known int) (set bool, applied []int, err error) {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return false, nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, migrationsTable).Scan(&set); err != nil || !set {
+		return false, nil, err
+	}
+	applied, err = knownVersions(ctx, tx, known)
+	return true, applied, err
 }
 
 // knownVersions returns the schema versions applied to the database,
@@ -152,18 +177,6 @@ func knownVersions(ctx context.Context, tx pgx.Tx, known int) ([]int, error) {
 		}
 	}
 	return applied, nil
-}
-
-// requireSchema refuses (ENOTFOUND) a database recall has not set up.
-func requireSchema(ctx context.Context, tx pgx.Tx) error {
-	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
-		return err
-	}
-	if !exists {
-		return recall.Errorf(recall.ENOTFOUND, "this database holds no recall data yet: sweep a vault or save a memory first, or check --db / RECALL_DB")
-	}
-	return nil
 }
 
 // createVector installs pgvector in the database if it is not there yet.
@@ -183,13 +196,13 @@ func createVector(ctx context.Context, tx pgx.Tx) error {
 }
 
 func appliedVersions(ctx context.Context, tx pgx.Tx) ([]int, error) {
-	rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	rows, err := tx.Query(ctx, `SELECT version FROM `+migrationsTable+` ORDER BY version`)
 	if err != nil {
-		return nil, fmt.Errorf("read schema_migrations: %w", err)
+		return nil, fmt.Errorf("read %s: %w", migrationsTable, err)
 	}
 	vs, err := pgx.CollectRows(rows, pgx.RowTo[int])
 	if err != nil {
-		return nil, fmt.Errorf("read schema_migrations: %w", err)
+		return nil, fmt.Errorf("read %s: %w", migrationsTable, err)
 	}
 	return vs, nil
 }

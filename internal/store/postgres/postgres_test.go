@@ -226,7 +226,7 @@ func checkMigrations(t *testing.T, db *DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.pool.Query(ctx, `SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+	rows, err := db.pool.Query(ctx, `SELECT version, name, applied_at FROM recall_schema_migrations ORDER BY version`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestMigrationsRecorded(t *testing.T) {
 func TestNewerSchemaRefused(t *testing.T) {
 	dsn := pgtest.Server(t)
 	db := openTest(t, dsn, Options{})
-	if _, err := db.pool.Exec(ctx, `INSERT INTO schema_migrations VALUES (9999, 'future', now())`); err != nil {
+	if _, err := db.pool.Exec(ctx, `INSERT INTO recall_schema_migrations VALUES (9999, 'future', now())`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -304,16 +304,84 @@ func TestReadOnlyAndExisting(t *testing.T) {
 	if _, err := ro.Write(ctx, []recall.Document{textDoc("b.md", "more words")}, nil); err == nil {
 		t.Errorf("a read-only store wrote")
 	}
-	if _, err := ro.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)`); err == nil {
+	if _, err := ro.pool.Exec(ctx, `DELETE FROM recall_schema_migrations WHERE version = (SELECT max(version) FROM recall_schema_migrations)`); err == nil {
 		t.Errorf("a read-only store's connection could write")
 	}
 	rw := openTest(t, dsn, Options{})
-	if _, err := rw.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)`); err != nil {
+	if _, err := rw.pool.Exec(ctx, `DELETE FROM recall_schema_migrations WHERE version = (SELECT max(version) FROM recall_schema_migrations)`); err != nil {
 		t.Fatal(err)
 	}
 	rw.Close()
 	if _, err := Open(ctx, dsn, Options{ReadOnly: true}); recall.ErrorCode(err) != recall.EINVALID {
 		t.Errorf("read-only Open of an older schema: %v; want EINVALID", err)
+	}
+}
+
+// TestForeignMigrationsTable: another tool's schema_migrations table in
+// the same database is not taken for recall's.
+func TestForeignMigrationsTable(t *testing.T) {
+	dsn := pgtest.Server(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, `CREATE TABLE schema_migrations (version bigint PRIMARY KEY, dirty boolean NOT NULL);
+		INSERT INTO schema_migrations VALUES (20240101120000, false)`)
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, dsn, Options{Existing: true}); !recall.IsNotFound(err) {
+		t.Errorf("Open(Existing) of a database recall has not set up, beside another tool's table: %v; want ENOTFOUND", err)
+	}
+	db := openTest(t, dsn, Options{})
+	defer db.Close()
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "beside another tool")}, nil); err != nil {
+		t.Errorf("write: %v", err)
+	}
+	checkMigrations(t, db)
+}
+
+// TestReadOnlyRole: a role that may only read opens a database recall set
+// up (no DDL, no lock when the schema is current), searches it, and cannot
+// write to it.
+func TestReadOnlyRole(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "readable words")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	role := fmt.Sprintf("reader_%d", time.Now().UnixNano())
+	if _, err := db.pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN`); err != nil {
+		t.Skipf("cannot create a role on this server: %v", err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(ctx, dsn)
+		if err == nil {
+			c.Exec(ctx, `DROP OWNED BY `+role)
+			c.Exec(ctx, `DROP ROLE `+role)
+			c.Close(ctx)
+		}
+	})
+	if _, err := db.pool.Exec(ctx, `REVOKE CREATE ON SCHEMA public FROM PUBLIC; GRANT SELECT ON ALL TABLES IN SCHEMA public TO `+role); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	ro, err := Open(ctx, u.String(), Options{Existing: true})
+	if err != nil {
+		t.Fatalf("a read-only role's Open: %v", err)
+	}
+	defer ro.Close()
+	if c, err := ro.Lexical(ctx, recall.LexicalQuery{Text: "readable"}); err != nil || len(c) != 1 {
+		t.Errorf("a read-only role's search: %v, %v", c, err)
+	}
+	if _, err := ro.Write(ctx, []recall.Document{textDoc("b.md", "more words")}, nil); err == nil {
+		t.Errorf("a read-only role wrote")
 	}
 }
 
@@ -353,6 +421,8 @@ func TestPasswordNeverInErrors(t *testing.T) {
 		"host=127.0.0.1 port=1 user=recall password=" + pw + " dbname=nodb sslmode=disable connect_timeout=2",
 		"host=127.0.0.1 port=1 user=recall password='" + pw + "' dbname=nodb sslmode=bogus",
 		"postgres://recall:" + pw + "@[::1/nodb",
+		"postgres://recall:p@" + pw + "@127.0.0.1:1/nodb", // an unescaped @: parsers disagree on the password
+		"postgresql://recall@127.0.0.1:1/nodb?password=" + pw + "&connect_timeout=2",
 	}
 	for _, dsn := range dsns {
 		c, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -371,6 +441,12 @@ func TestPasswordNeverInErrors(t *testing.T) {
 		if strings.Contains(recall.ErrorMessage(err), pw) {
 			t.Errorf("client message holds the password: %s", recall.ErrorMessage(err))
 		}
+		if d := Describe(dsn); strings.Contains(d, pw) {
+			t.Errorf("Describe(%q) = %q holds the password", dsn, d)
+		}
+	}
+	if d := Describe("postgres://ann:pw@db.example:6543/recall?sslmode=verify-full&password=x"); d != "postgres://ann@db.example:6543/recall" {
+		t.Errorf("Describe = %q", d)
 	}
 }
 
@@ -380,23 +456,53 @@ func TestCanceledWhileWaitingForWriter(t *testing.T) {
 	dsn := pgtest.Server(t)
 	db := openTest(t, dsn, Options{})
 	defer db.Close()
+	release := holdWriterLock(t, db)
+	defer release()
+	c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err := db.Write(c, []recall.Document{textDoc("a.md", "waiting")}, nil)
+	if recall.ErrorCode(err) != recall.ECANCELED {
+		t.Errorf("Write while another holds the writer lock: %v; want canceled", err)
+	}
+	release()
+	if _, err := db.Source(ctx, "a.md"); !recall.IsNotFound(err) {
+		t.Errorf("the canceled write was stored: %v", err)
+	}
+}
+
+// holdWriterLock takes the writer lock as another process's write would,
+// until release.
+func holdWriterLock(t *testing.T, db *DB) (release func()) {
+	t.Helper()
 	hold, err := db.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hold.Rollback(ctx)
 	if _, err := hold.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, writerLock); err != nil {
+		hold.Rollback(ctx)
 		t.Fatal(err)
 	}
-	c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	_, err = db.Write(c, []recall.Document{textDoc("a.md", "waiting")}, nil)
-	if recall.ErrorCode(err) != recall.ECANCELED {
-		t.Errorf("Write while another holds the writer lock: %v; want canceled", err)
+	return func() { hold.Rollback(ctx) }
+}
+
+// TestStuckWriterTimesOut: a write waits for a writer that never finishes
+// at most LockTimeout, then fails with EUNAVAILABLE, storing nothing.
+func TestStuckWriterTimesOut(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{LockTimeout: 300 * time.Millisecond})
+	defer db.Close()
+	release := holdWriterLock(t, db)
+	defer release()
+	_, err := db.Write(ctx, []recall.Document{textDoc("a.md", "waiting")}, nil)
+	if recall.ErrorCode(err) != recall.EUNAVAILABLE || !strings.Contains(err.Error(), "write lock") {
+		t.Errorf("Write while a stuck writer holds the lock: %v; want EUNAVAILABLE naming the lock", err)
 	}
-	hold.Rollback(ctx)
+	release()
 	if _, err := db.Source(ctx, "a.md"); !recall.IsNotFound(err) {
-		t.Errorf("the canceled write was stored: %v", err)
+		t.Errorf("the refused write was stored: %v", err)
+	}
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "now")}, nil); err != nil {
+		t.Errorf("a write once the lock is free: %v", err)
 	}
 }
 

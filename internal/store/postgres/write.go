@@ -27,7 +27,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 	}
 	seen := make(map[string]bool, len(docs))
 	for i := range docs {
-		if err := validate(&docs[i]); err != nil {
+		if err := ValidateDocument(&docs[i]); err != nil {
 			return recall.WriteResult{}, err
 		}
 		if seen[docs[i].Source.ID] {
@@ -68,10 +68,10 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 	return res, nil
 }
 
-// validate is store.ValidateDocument plus what PostgreSQL's text type
+// ValidateDocument is store.ValidateDocument plus what PostgreSQL's text type
 // cannot hold: NUL characters and invalid UTF-8 anywhere, chunk texts
 // included (SQLite stores such bytes as they are).
-func validate(d *recall.Document) error {
+func ValidateDocument(d *recall.Document) error {
 	if err := store.ValidateDocument(d); err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (db *DB) Update(ctx context.Context, id string, fn func(cur *recall.Documen
 		if next.Source.ID != id {
 			return recall.Errorf(recall.EINVALID, "update of %q returned a document for %q", id, next.Source.ID)
 		}
-		if err := validate(next); err != nil {
+		if err := ValidateDocument(next); err != nil {
 			return err
 		}
 		w := newWriter(ctx, tx)

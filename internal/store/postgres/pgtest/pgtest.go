@@ -268,7 +268,7 @@ func (s *server) watch() {
 	pgctl := filepath.Join(s.home, "bin", "pg_ctl")
 	stop := fmt.Sprintf("%q -D %q -m immediate -w stop", pgctl, filepath.Join(s.dir, "data"))
 	if os.Geteuid() == 0 {
-		stop = "setpriv --reuid=nobody --regid=nogroup --clear-groups " + stop
+		stop = strings.Join(asNobody(), " ") + " " + stop
 	}
 	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 1; done; if [ -d %q ]; then %s >/dev/null 2>&1; rm -rf %q; fi`,
 		os.Getpid(), s.dir, stop, s.dir)
@@ -290,7 +290,8 @@ func (s *server) run(prog string, args ...string) ([]byte, error) {
 	bin := filepath.Join(s.home, "bin", prog)
 	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
-		cmd = exec.Command("setpriv", append([]string{"--reuid=nobody", "--regid=nogroup", "--clear-groups", bin}, args...)...)
+		pre := asNobody()
+		cmd = exec.Command(pre[0], append(append(pre[1:], bin), args...)...)
 	} else {
 		cmd = exec.Command(bin, args...)
 	}
@@ -306,16 +307,33 @@ func (s *server) run(prog string, args ...string) ([]byte, error) {
 }
 
 func chownNobody(dir string) error {
-	u, err := user.Lookup("nobody")
+	uid, gid, err := nobody()
 	if err != nil {
 		return err
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if g, err := user.LookupGroup("nogroup"); err == nil {
-		gid, _ = strconv.Atoi(g.Gid)
-	}
 	return os.Chown(dir, uid, gid)
+}
+
+// nobody returns the user and group ids the server runs as under root:
+// the user nobody, with its own primary group (nogroup on Debian, nobody
+// on Fedora).
+func nobody() (uid, gid int, err error) {
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		return 0, 0, err
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, nil
+}
+
+// asNobody is the setpriv prefix that runs a program as nobody.
+func asNobody() []string {
+	uid, gid, err := nobody()
+	if err != nil {
+		return []string{"setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"}
+	}
+	return []string{"setpriv", fmt.Sprintf("--reuid=%d", uid), fmt.Sprintf("--regid=%d", gid), "--clear-groups"}
 }
 
 func freePort() (int, error) {
