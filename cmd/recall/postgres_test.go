@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store/postgres/pgtest"
@@ -256,5 +259,46 @@ func TestPostgresImportIsAllOrNothing(t *testing.T) {
 	}
 	if out, errs, code := run(t, pg, "export"); code == 0 && out != "" {
 		t.Errorf("a refused import left sources behind: %s %s", out, errs)
+	}
+}
+
+// TestCrashDuringSweepPostgres is TestCrashDuringSweep on PostgreSQL: sweeps
+// killed at random moments leave a consistent store (counters, document
+// frequencies, chunk counts), and a sweep after them converges on what an
+// uninterrupted one stores.
+func TestCrashDuringSweepPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs many sweeps")
+	}
+	bin := buildRecall(t, t.TempDir())
+	vault := filepath.Join(t.TempDir(), "vault")
+	genVault(t, vault, 300, 7)
+	clean, crashed := pgtest.Server(t), pgtest.Server(t)
+	env := []string{"HOME=" + t.TempDir()}
+	runBin := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, args...)
+		c.Env = env
+		return c
+	}
+	if out, err := runBin("--db", clean, "--embedder", "none", "sweep", vault).CombinedOutput(); err != nil {
+		t.Fatalf("clean sweep: %v\n%s", err, out)
+	}
+	want := checkStore(t, clean)
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 8 {
+		cmd := runBin("--db", crashed, "--embedder", "none", "sweep", "--full", vault)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(10+r.IntN(600)) * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		checkStore(t, crashed)
+	}
+	if out, err := runBin("--db", crashed, "--embedder", "none", "sweep", vault).CombinedOutput(); err != nil {
+		t.Fatalf("final sweep: %v\n%s", err, out)
+	}
+	if got := checkStore(t, crashed); got != want {
+		t.Fatalf("after crashes the store differs from an uninterrupted sweep")
 	}
 }
