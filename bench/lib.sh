@@ -14,9 +14,9 @@ wait_listen() {
   exit 1
 }
 
-# standin_env URL: point recall at $WORK's database and at the embedding
-# stand-in listening at URL.
+# standin_env URL: point recall at $WORK's database (or BENCH_DB, e.g. a
+# postgres:// URL) and at the embedding stand-in listening at URL.
 standin_env() {
-  export RECALL_DB="$WORK/recall.db" RECALL_EMBEDDER=ollama RECALL_MODEL=bench-standin \
+  export RECALL_DB="${BENCH_DB:-$WORK/recall.db}" RECALL_EMBEDDER=ollama RECALL_MODEL=bench-standin \
     RECALL_OLLAMA_URL="$1" HOME="$WORK" XDG_CONFIG_HOME="$WORK/config"
 }

@@ -5,6 +5,7 @@
 #
 #   bench/mcp-load.sh                 # everything; generated data stays in $WORK
 #   CLIENTS=20 DURATION=60s bench/mcp-load.sh
+#   BENCH_DB=postgres://user@host/db bench/mcp-load.sh   # the store on PostgreSQL
 #
 # What runs, each its own process:
 #   - bench/mcpload/embedstandin: a BENCHMARK STAND-IN for a remote embedding
