@@ -302,3 +302,46 @@ func TestCrashDuringSweepPostgres(t *testing.T) {
 		t.Fatalf("after crashes the store differs from an uninterrupted sweep")
 	}
 }
+
+// A NUL character in a chat export (JSON's \u0000), which PostgreSQL
+// cannot store, does not stop a sweep: it is swept as U+FFFD, locally and
+// through a server's /ingest, and every conversation is stored.
+func TestPostgresSweepsExportWithNUL(t *testing.T) {
+	vault := t.TempDir()
+	var convs []string
+	for i := range 3 {
+		text := fmt.Sprintf("quokka%d question about databases", i)
+		if i == 1 {
+			text += ` with a nul \u0000 here`
+		}
+		convs = append(convs, fmt.Sprintf(`{"uuid": "conv-%d", "name": "Conv %d", "created_at": "2025-08-14T09:30:00Z", "chat_messages": [`+
+			`{"uuid": "m1", "sender": "human", "text": "%s", "created_at": "2025-08-14T09:30:00Z"}, `+
+			`{"uuid": "m2", "sender": "assistant", "text": "an answer", "created_at": "2025-08-14T09:31:00Z"}]}`, i, i, text))
+	}
+	os.MkdirAll(filepath.Join(vault, "exp"), 0o755)
+	if err := os.WriteFile(filepath.Join(vault, "exp", "conversations.json"), []byte("["+strings.Join(convs, ", ")+"]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := pgEnv(t)
+	if out, errs, code := run(t, env, "sweep", "--json", vault); code != 0 || !strings.Contains(out, `"files_failed":0`) {
+		t.Fatalf("sweep: exit %d: %s %s", code, out, errs)
+	}
+	for i := range 3 {
+		if r := searchJSON(t, env, "--mode", "lexical", fmt.Sprintf("quokka%d", i)); len(r.Results) != 1 {
+			t.Errorf("quokka%d: %v", i, sources(r))
+		}
+	}
+
+	senv := pgEnv(t)
+	senv["RECALL_TOKEN"] = serveToken
+	u, _, stop := startServe(t, senv)
+	defer stop()
+	cenv := testEnv(t)
+	cenv["RECALL_TOKEN"] = serveToken
+	if out, errs, code := run(t, cenv, "sweep", "--json", "--remote", u, vault); code != 0 || !strings.Contains(out, `"files_failed":0`) {
+		t.Fatalf("remote sweep: exit %d: %s %s", code, out, errs)
+	}
+	if code, body := send(t, "POST", u+"/api/search", serveToken, `{"query": "quokka1", "mode": "lexical"}`); code != 200 || !strings.Contains(body, "conv-1") {
+		t.Errorf("the server lacks the conversation with a NUL: %d %s", code, body)
+	}
+}

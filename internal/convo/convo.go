@@ -193,6 +193,7 @@ func binaryAt(head []byte) (int, bool) {
 // otherwise be indexed as if it were whole. An error from fn stops Parse and
 // is returned as it is; errors reading r are returned wrapped, without a code.
 func Parse(name string, r io.Reader, fn func(Conversation) error) error {
+	fn = withoutNUL(fn)
 	src := &sourceReader{r: r}
 	br := bufio.NewReaderSize(src, SniffLen)
 	head, err := br.Peek(SniffLen)
@@ -227,6 +228,27 @@ func Parse(name string, r io.Reader, fn func(Conversation) error) error {
 		return parseChatGPT(name, br, src, fn)
 	default:
 		return parseClaude(name, br, src, fn)
+	}
+}
+
+// withoutNUL passes conversations on with every NUL character replaced by
+// U+FFFD, as invalid UTF-8 is. A text file with a NUL byte is refused as
+// binary, but JSON can escape one (\u0000) into any string of an export,
+// and no store keeps it faithfully (PostgreSQL refuses it, failing the
+// write of the whole batch it is in).
+func withoutNUL(fn func(Conversation) error) func(Conversation) error {
+	clean := func(s string) string {
+		if strings.IndexByte(s, 0) < 0 {
+			return s
+		}
+		return strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return func(c Conversation) error {
+		c.ID, c.Title = clean(c.ID), clean(c.Title)
+		for i, m := range c.Messages {
+			c.Messages[i] = clean(m)
+		}
+		return fn(c)
 	}
 }
 

@@ -495,3 +495,29 @@ func TestExportCompanions(t *testing.T) {
 		t.Errorf("messages named users.json: %d conversations, %v", len(convs), err)
 	}
 }
+
+// A NUL character escaped in a JSON export reaches the caller as U+FFFD:
+// no store keeps it (PostgreSQL refuses it).
+func TestNULBecomesReplacementCharacter(t *testing.T) {
+	export := `[{"uuid": "c1", "name": "a \u0000 title", "created_at": "2025-08-14T09:30:00Z", "chat_messages": [` +
+		`{"uuid": "m1", "sender": "human", "text": "a nul \u0000 here", "created_at": "2025-08-14T09:30:00Z"}]}]`
+	var got []Conversation
+	if err := Parse("conversations.json", strings.NewReader(export), func(c Conversation) error {
+		got = append(got, c)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d conversations", len(got))
+	}
+	c := got[0]
+	for _, s := range append([]string{c.ID, c.Title}, c.Messages...) {
+		if strings.ContainsRune(s, 0) {
+			t.Errorf("%q holds a NUL", s)
+		}
+	}
+	if !strings.Contains(c.Messages[0], "a nul \uFFFD here") || c.Title != "a \uFFFD title" {
+		t.Errorf("conversation %+v", c)
+	}
+}

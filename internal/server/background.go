@@ -230,7 +230,7 @@ func (b *background) follow(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			b.log.Warn("follow writes of other processes", "err", recall.ErrorMessage(err))
+			b.log.Warn("follow writes of other processes", "err", err.Error())
 			continue
 		case f.Changed():
 			b.log.Info("followed writes of another process", "chunks_added", f.Added, "chunks_removed", f.Removed, "vectors_added", f.Vectors)

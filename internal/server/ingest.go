@@ -247,6 +247,10 @@ func (s *Server) checkGroup(g *group) error {
 			return recall.Errorf(recall.EINVALID, "chunk_index %d is outside 0..%d", c.ChunkIndex, total-1)
 		case !utf8.ValidString(c.Content):
 			return recall.Errorf(recall.EINVALID, "chunk %d: content is not valid UTF-8", c.ChunkIndex)
+		case strings.IndexByte(c.Content, 0) >= 0:
+			// Not kept by every store (PostgreSQL refuses it), where it
+			// would fail the write of the whole request; sweeps send U+FFFD.
+			return recall.Errorf(recall.EINVALID, "chunk %d: content holds a NUL character", c.ChunkIndex)
 		case strings.TrimSpace(c.Content) == "":
 			return recall.Errorf(recall.EINVALID, "chunk %d: content is empty", c.ChunkIndex)
 		case !utf8.ValidString(c.ConversationTitle) || utf8.RuneCountInString(c.ConversationTitle) > maxIngestTitle:

@@ -96,6 +96,7 @@ func TestIngestRejections(t *testing.T) {
 		{chunkOf("a.md", 1, 1, "x"), "chunk_index 1 is outside"},
 		{chunkOf("a.md", 0, 0, "x"), "total_chunks must be"},
 		{chunkOf("a.md", 0, 1, "  "), "content is empty"},
+		{chunkOf("a.md", 0, 1, "a nul \x00 here"), "content holds a NUL character"},
 		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", Era: "July"}, `era "July" is not a date`},
 		{chunkOf("ctl\u001b[2J\n.md", 0, 1, "x"), "control character U+001B"},
 		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", ConversationTitle: "t\u009b2J"}, "conversation_title contains a control character"},

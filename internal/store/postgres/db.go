@@ -46,8 +46,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -254,10 +257,25 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 			return recall.WrapError(recall.EINVALID, err, "%stext PostgreSQL cannot store", what)
 		}
 	}
-	if pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) {
+	if unreachable(err) {
 		return recall.WrapError(recall.EUNAVAILABLE, err, "%sthe database is not reachable", what)
 	}
 	return fmt.Errorf("%s%w", what, err)
+}
+
+// unreachable reports an error of the connection rather than of the
+// statement: the server cannot be reached, went away or is shutting down
+// (a restart, a failover). The caller may retry later; it is not a bug.
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// connection_exception, admin/crash shutdown, cannot connect now.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || errors.As(err, &ce) || errors.As(err, &ne) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // writeTx runs fn in one transaction that holds the writer lock and

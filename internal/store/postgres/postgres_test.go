@@ -506,6 +506,46 @@ func TestStuckWriterTimesOut(t *testing.T) {
 	}
 }
 
+// TestServerGoneIsUnavailable: when the server drops the store's
+// connections (a restart, a failover), calls fail with EUNAVAILABLE, which
+// servers answer 503, not as internal errors; once it is back they work.
+func TestServerGoneIsUnavailable(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{MaxConns: 2})
+	defer db.Close()
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "still here")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(dsn)
+	name := strings.TrimPrefix(u.Path, "/")
+	admin := *u
+	admin.Path = "/postgres"
+	conn, err := pgx.Connect(ctx, admin.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for range 4 {
+		_, err := db.Source(ctx, "a.md")
+		if err != nil {
+			failed++
+			if recall.ErrorCode(err) != recall.EUNAVAILABLE {
+				t.Errorf("a read on a dropped connection: %v (code %q); want EUNAVAILABLE", err, recall.ErrorCode(err))
+			}
+		}
+	}
+	if failed == 0 {
+		t.Log("the pool replaced the dropped connections before any read")
+	}
+	if _, err := db.Source(ctx, "a.md"); err != nil {
+		t.Errorf("a read once the server is back: %v", err)
+	}
+}
+
 // TestTextPostgresCannotHold: NUL characters are refused up front with
 // EINVALID, not as a driver error.
 func TestTextPostgresCannotHold(t *testing.T) {

@@ -414,6 +414,12 @@ func testSourceNotFound(t *testing.T, s recall.Store) {
 	wantCode(t, err, recall.ENOTFOUND, "Source of a missing id")
 	_, err = s.Chunks(ctx, "missing", 0, 10)
 	wantCode(t, err, recall.ENOTFOUND, "Chunks of a missing id")
+	// An id no source can have (a NUL, as a request may hold) is missing
+	// too, not a database error.
+	_, err = s.Source(ctx, "a\x00.md")
+	wantCode(t, err, recall.ENOTFOUND, "Source of an id with a NUL")
+	_, err = s.Chunks(ctx, "a\x00.md", 0, 10)
+	wantCode(t, err, recall.ENOTFOUND, "Chunks of an id with a NUL")
 }
 
 func testManifest(t *testing.T, s recall.Store) {
