@@ -698,9 +698,10 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	q := &queryVec{}
 	pass := func(want, depth int) (recall.SearchResponse, bool, error) {
 		resp, more, err := e.search(ctx, req, want, depth, q)
-		if errors.Is(err, errSwitched) {
+		for errors.Is(err, errSwitched) {
 			// The read space switched while the query was embedded: once
-			// more, with the new space's model.
+			// more, with the new space's model (at most maxSwitchRetries
+			// times; then search answers without the vector).
 			resp, more, err = e.search(ctx, req, want, depth, q)
 		}
 		return resp, more, err
@@ -774,8 +775,14 @@ type queryVec struct {
 	emb     recall.Embedder // the embedder vec is of
 	vec     []float32
 	err     error
-	retried bool // a pass ran again after a switch of the read space
+	retries int // passes run again after a switch of the read space
 }
+
+// maxSwitchRetries bounds how many times one search runs a pass again
+// because the read space switched while its query was embedded: switches
+// come one at a time, seconds apart, but two can land in one search when
+// they follow each other closely (a switch and its undo).
+const maxSwitchRetries = 3
 
 // errSwitched makes Search run a pass again: the read space switched
 // while its query was embedded.
@@ -798,7 +805,7 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	emb := e.emb
 	e.mu.RUnlock()
 	if q.done && q.emb != emb {
-		*q = queryVec{retried: q.retried} // the read space switched since the query was embedded
+		*q = queryVec{retries: q.retries} // the read space switched since the query was embedded
 	}
 	if req.Mode != recall.ModeLexical && emb != nil && !q.done {
 		q.emb = emb
@@ -879,13 +886,14 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	switched := qvec != nil && e.emb != emb
 	if switched {
 		// The read space switched while the query was embedded: its vector
-		// is of the other model. Search runs the pass again, once.
-		if !q.retried {
-			*q = queryVec{retried: true}
+		// is of the other model. Search runs the pass again, up to
+		// maxSwitchRetries times.
+		if q.retries < maxSwitchRetries {
+			*q = queryVec{retries: q.retries + 1}
 			return resp, false, errSwitched
 		}
 		qvec, embedErr = nil, recall.Errorf(recall.EUNAVAILABLE, "the read space switched during the search")
-		*q = queryVec{retried: true}
+		*q = queryVec{retries: q.retries}
 	}
 	if qvec != nil && vecReady && len(qvec) != e.vx.dim {
 		qvec, embedErr = nil, recall.Errorf(recall.ECONFLICT, "the embedder returned a %d-dimensional query vector for a %d-dimensional space", len(qvec), e.vx.dim)
