@@ -427,3 +427,70 @@ func TestSearchesDuringSwitches(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// flippingEmbedder switches the read space each time it embeds a query,
+// as if another process ran `recall space use` during every search.
+type flippingEmbedder struct {
+	recall.Embedder
+	flip func()
+}
+
+func (f *flippingEmbedder) Embed(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
+	if kind == recall.InputQuery {
+		f.flip()
+	}
+	return f.Embedder.Embed(ctx, kind, texts)
+}
+
+// TestSearchWhileSpacesKeepSwitching: a search whose query vector is of
+// another model every time runs its pass again a bounded number of times,
+// then answers without the vector: hybrid from full text with a note,
+// semantic with EUNAVAILABLE. It never loops, and never uses the vector.
+func TestSearchWhileSpacesKeepSwitching(t *testing.T) {
+	ctx := context.Background()
+	st, other := openTwice(t, sqlite.Options{})
+	var (
+		server *search.Engine
+		flips  atomic.Int32
+	)
+	flip := func() {
+		n := flips.Add(1)
+		if err := other.UseSpace(ctx, []string{"t", "u"}[n%2]); err != nil {
+			t.Error(err)
+		}
+		if f, err := server.Follow(ctx); err != nil || f.Switched == "" {
+			t.Errorf("Follow = %+v, %v; want a switch", f, err)
+		}
+	}
+	first := embedtest.New(16)
+	info := first.Info()
+	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "t", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true}); err != nil {
+		t.Fatal(err)
+	}
+	server = search.New(st, search.Options{Embedder: &flippingEmbedder{first, flip}, MemoryLexical: true,
+		SpaceEmbedder: func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error) {
+			return &flippingEmbedder{embedtest.New(sp.Dim), flip}, nil
+		}})
+	if err := server.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	docs := []recall.Document{doc("a.md", "the wombat by the river"), doc("b.md", "a heron on the lake")}
+	writeDocs(t, server, embedtest.New(16), docs...)
+	fillSpace(t, other, "u", 24, docs...)
+
+	flips.Store(0)
+	r, err := server.Search(ctx, recall.SearchRequest{Query: "wombat river", Mode: recall.ModeHybrid, Limit: 5})
+	if err != nil || r.Mode != recall.ModeLexical || !strings.Contains(r.Note, "switched") || len(r.Results) == 0 {
+		t.Errorf("hybrid search while the space keeps switching = %+v, %v; want full-text results with a note", r, err)
+	}
+	if n := flips.Load(); n != 4 {
+		t.Errorf("the query was embedded %d times; want 4: the first pass and 3 more", n)
+	}
+	flips.Store(0)
+	if _, err := server.Search(ctx, recall.SearchRequest{Query: "wombat river", Mode: recall.ModeSemantic, Limit: 5}); recall.ErrorCode(err) != recall.EUNAVAILABLE {
+		t.Errorf("semantic search while the space keeps switching: %v; want EUNAVAILABLE", err)
+	}
+	if n := flips.Load(); n != 4 {
+		t.Errorf("the query was embedded %d times; want 4: the first pass and 3 more", n)
+	}
+}
