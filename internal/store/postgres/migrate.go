@@ -5,10 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,50 +13,20 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
 // ErrNewerSchema is wrapped when the database records a migration this
-// binary does not know: a newer recall wrote it, and an older one must not
-// guess at its schema.
-var ErrNewerSchema = errors.New("database was written by a newer version of recall")
+// binary does not know (store.ErrNewerSchema).
+var ErrNewerSchema = store.ErrNewerSchema
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = store.Migration
 
-// migrations returns the embedded migrations in order. Their file names are
-// NNNN_name.sql; versions are unique and start at 1 without gaps.
-func migrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", e.Name())
-		}
-		b, err := migrationFiles.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration versions must run 1..n without gaps; found %d at position %d", m.version, i+1)
-		}
-	}
-	return ms, nil
-}
+// migrations returns the embedded migrations in order.
+func migrations() ([]migration, error) { return store.Migrations(migrationFiles) }
 
 // migrationsTable records the schema versions applied. Its name is
 // recall's own: other tools keep a schema_migrations table of a different
@@ -112,14 +79,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) error {
 		}
 	}
 	for _, m := range ms {
-		if slices.Contains(applied, m.version) {
+		if slices.Contains(applied, m.Version) {
 			continue
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("migration %04d_%s: %w", m.version, m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO `+migrationsTable+` (version, name, applied_at) VALUES ($1, $2, $3)`,
-			m.version, m.name, time.Now().UTC()); err != nil {
+			m.Version, m.Name, time.Now().UTC()); err != nil {
 			return err
 		}
 	}

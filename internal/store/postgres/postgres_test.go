@@ -239,7 +239,7 @@ func checkMigrations(t *testing.T, db *DB) {
 		if err := rows.Scan(&v, &name, &at); err != nil {
 			t.Fatal(err)
 		}
-		if n >= len(ms) || v != ms[n].version || name != ms[n].name || at.IsZero() {
+		if n >= len(ms) || v != ms[n].Version || name != ms[n].Name || at.IsZero() {
 			t.Errorf("migration row %d = %d %q %v", n, v, name, at)
 		}
 		n++

@@ -58,8 +58,8 @@ func TestMigrationsRecorded(t *testing.T) {
 		if err := rows.Scan(&v, &name, &at); err != nil {
 			t.Fatal(err)
 		}
-		if v != ms[n].version || name != ms[n].name || at == "" {
-			t.Errorf("migration row %d = %d %q %q; want %d %q", n, v, name, at, ms[n].version, ms[n].name)
+		if v != ms[n].Version || name != ms[n].Name || at == "" {
+			t.Errorf("migration row %d = %d %q %q; want %d %q", n, v, name, at, ms[n].Version, ms[n].Name)
 		}
 		n++
 	}

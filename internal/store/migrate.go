@@ -1,0 +1,51 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrNewerSchema is wrapped when a database records a migration this
+// binary does not know: a newer recall wrote it, and an older one must not
+// guess at its schema.
+var ErrNewerSchema = errors.New("database was written by a newer version of recall")
+
+// Migration is one versioned schema step of a backend.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Migrations reads a backend's embedded migrations, migrations/NNNN_name.sql
+// in fsys, in order; versions are unique and run 1..n without gaps.
+func Migrations(fsys fs.FS) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []Migration
+	for _, e := range entries {
+		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", e.Name())
+		}
+		b, err := fs.ReadFile(fsys, "migrations/"+e.Name())
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, Migration{Version: v, Name: name, SQL: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
+	for i, m := range ms {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migration versions must run 1..n without gaps; found %d at position %d", m.Version, i+1)
+		}
+	}
+	return ms, nil
+}
