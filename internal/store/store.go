@@ -92,6 +92,29 @@ func ValidateVector(v recall.Vector) error {
 	return nil
 }
 
+// ValidateWrite checks a Store.Write call before it touches the database:
+// every document (with validate, which is ValidateDocument or a backend's
+// stricter version of it), no source id twice (the WriteResult could not
+// say which of them a chunk id belonged to), every vector.
+func ValidateWrite(docs []recall.Document, vecs []recall.Vector, validate func(*recall.Document) error) error {
+	seen := make(map[string]bool, len(docs))
+	for i := range docs {
+		if err := validate(&docs[i]); err != nil {
+			return err
+		}
+		if seen[docs[i].Source.ID] {
+			return recall.Errorf(recall.EINVALID, "source %q appears twice in one write", docs[i].Source.ID)
+		}
+		seen[docs[i].Source.ID] = true
+	}
+	for _, v := range vecs {
+		if err := ValidateVector(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ValidateSpace checks a vector space before it is created.
 func ValidateSpace(s recall.VectorSpace) error {
 	switch {

@@ -22,20 +22,8 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 	if len(docs) == 0 && len(vecs) == 0 {
 		return recall.WriteResult{}, nil
 	}
-	seen := make(map[string]bool, len(docs))
-	for i := range docs {
-		if err := store.ValidateDocument(&docs[i]); err != nil {
-			return recall.WriteResult{}, err
-		}
-		if seen[docs[i].Source.ID] {
-			return recall.WriteResult{}, recall.Errorf(recall.EINVALID, "source %q appears twice in one write", docs[i].Source.ID)
-		}
-		seen[docs[i].Source.ID] = true
-	}
-	for _, v := range vecs {
-		if err := store.ValidateVector(v); err != nil {
-			return recall.WriteResult{}, err
-		}
+	if err := store.ValidateWrite(docs, vecs, store.ValidateDocument); err != nil {
+		return recall.WriteResult{}, err
 	}
 	var res recall.WriteResult
 	err := db.writeTx(ctx, func(tx *sql.Tx) error {
