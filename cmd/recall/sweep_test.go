@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,14 +64,33 @@ func TestSweepDryRun(t *testing.T) {
 	}
 
 	run(t, env, "sweep", vault)
+	before := dirNames(t, data)
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(vault, "ok.md"), old, old)
 	out, errs, _ = run(t, env, "sweep", "--dry-run", vault)
 	if !strings.HasPrefix(out, "would ingest 0 of 2 files (1 unchanged, 1 failed)") {
 		t.Errorf("dry run of a touched file: %s%s", out, errs)
 	}
+	// Not even the write-ahead log and its index (-wal, -shm) stay behind.
+	if after := dirNames(t, data); !slices.Equal(after, before) {
+		t.Errorf("the data directory held %v before the dry run and %v after", before, after)
+	}
 	log, err := os.ReadFile(filepath.Join(data, "sweep.log"))
 	if err != nil || strings.Count(string(log), "\tsummary\t") != 1 {
 		t.Errorf("sweep.log after a sweep and two dry runs (%v):\n%s", err, log)
 	}
+}
+
+// dirNames returns the names of the entries of dir, sorted.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

@@ -110,6 +110,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		if _, err := os.Stat(abs); err != nil {
 			return nil, fmt.Errorf("open %s read-only: %w", abs, err)
 		}
+		if err := db.checkFirst(ctx); err != nil {
+			return nil, err
+		}
 	} else if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open %s: %w", abs, err)
 	} else if err := createPrivate(abs); err != nil {
@@ -158,10 +161,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.ro.SetMaxOpenConns(opts.Readers)
 	db.ro.SetMaxIdleConns(opts.Readers)
 	if opts.ReadOnly {
-		if err := db.check(ctx, db.ro); err != nil {
-			db.Close()
-			return nil, err
-		}
 		if err := checkSchema(ctx, db.ro); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open %s: %w", abs, err)
@@ -173,12 +172,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // dsn builds the connection string. The path goes into a file: URI with the
 // characters URIs give meaning to escaped, so no file name can smuggle in a
 // parameter.
+//
+// A store opened read-only reads through the same connections as any
+// other, which SQLite's query_only keeps from writing, rather than ones
+// opened with mode=ro: a connection that cannot write cannot delete the
+// write-ahead log and its index (-wal, -shm) when it is the last to close,
+// and a dry run left them beside the database. Closing last, a reader
+// folds into the file whatever the log holds (commits of a process that
+// stopped without doing so), which changes no data; a damaged file is
+// refused before any such connection opens (checkFirst).
 func (db *DB) dsn(writer bool) string {
-	switch {
-	case writer:
+	if writer {
 		return db.dsnMode("writer")
-	case db.opts.ReadOnly:
-		return db.dsnMode("mode=ro")
 	}
 	return db.dsnMode("reader")
 }

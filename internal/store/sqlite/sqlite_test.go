@@ -199,7 +199,8 @@ func writeFiller(t *testing.T, db *DB, n int) {
 // A corrupt database whose write-ahead log still holds commits (as after a
 // crash) is refused as it is: the log is neither folded into the damaged
 // file nor deleted (SECURITY.md 28). A writer that opened it and closed
-// on finding it corrupt was the last connection, which checkpoints.
+// on finding it corrupt was the last connection, which checkpoints; so
+// would a read-only store's readers, which can delete the log.
 func TestCorruptFileKeepsItsLog(t *testing.T) {
 	dir := t.TempDir()
 	live := filepath.Join(dir, "live.db")
@@ -242,8 +243,10 @@ func TestCorruptFileKeepsItsLog(t *testing.T) {
 	}
 	f.Close()
 	damaged, _ := os.ReadFile(path)
-	if _, err := Open(ctx, path, Options{}); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("Open of a damaged file with a log: %v, want ErrCorrupt", err)
+	for _, opts := range []Options{{}, {ReadOnly: true}} {
+		if _, err := Open(ctx, path, opts); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Open %+v of a damaged file with a log: %v, want ErrCorrupt", opts, err)
+		}
 	}
 	if after, err := os.ReadFile(path + "-wal"); err != nil || !bytes.Equal(after, wal) {
 		t.Errorf("the log of a refused database was changed or deleted: %v (%d -> %d bytes)", err, len(wal), len(after))
