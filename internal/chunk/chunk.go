@@ -233,8 +233,9 @@ func (s *splitter) withOverlap(cands []pos, p, start pos, end int, best level) (
 
 // fill returns where (the byte offset) a chunk that starts at start, with
 // new text from p on, ends, and how clean that end is. Whole messages are
-// packed while they fit; the message at p is cut only when what is left of
-// it does not fit.
+// packed while they fit; a message is cut only when it is longer than a
+// chunk: the one at p when what is left of it does not fit, or the one
+// after the messages packed (see below).
 func (s *splitter) fill(start, p pos) (int, level) {
 	limit := start.r + s.size
 	if p.r >= limit {
@@ -250,6 +251,19 @@ func (s *splitter) fill(start, p pos) (int, level) {
 	end := s.msgs[i].end.b
 	for i++; i < len(s.msgs) && s.msgs[i].end.r <= limit; i++ {
 		end = s.msgs[i].end.b
+	}
+	// A message longer than a chunk is cut wherever it starts. Started in
+	// the room the messages before it leave, rather than in a chunk of its
+	// own, it does not leave them a chunk by themselves: a question before
+	// a long answer stays with the answer's first part, where a search
+	// finds both. Only where the room is worth it and the cut is as clean
+	// as a sentence end; otherwise the chunk ends between messages.
+	if i < len(s.msgs) {
+		if m := s.msgs[i]; m.end.r-m.start.r > s.size && limit-m.start.r >= s.size/4 {
+			if e, l := s.cut(m.start, limit, m.end); l >= levelSentence {
+				return e, l
+			}
+		}
 	}
 	return end, levelMessage
 }

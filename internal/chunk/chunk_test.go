@@ -40,6 +40,7 @@ func TestSplitCuts(t *testing.T) {
 	han := strings.Repeat("天地玄黄宇宙洪荒日月", 25)
 	jp := strings.Repeat("今日は良い天気です。", 12)
 	hangul := strings.Repeat("한국어문장", 30)
+	recipe := "Rinse the rice well. Soak it for twenty minutes. Boil the water with salt. Add the rice and stir it once. Cover and simmer on low heat. Let it rest off the heat."
 	a, b, c := prose(40, 0), prose(40, 1), prose(40, 2)
 	tests := []struct {
 		name string
@@ -78,6 +79,18 @@ func TestSplitCuts(t *testing.T) {
 		{"speaker label before ideographs", []string{"**User:** " + han}, []string{
 			"**User:** " + string([]rune(han)[:90]), string([]rune(han)[90:190]), string([]rune(han)[190:])}},
 		{"hangul without spaces", []string{hangul}, []string{string([]rune(hangul)[:100]), string([]rune(hangul)[100:])}},
+		{"short message shares its chunk with the start of one longer than a chunk",
+			[]string{"How do I cook rice?", recipe},
+			[]string{"How do I cook rice?\n\nRinse the rice well. Soak it for twenty minutes. Boil the water with salt.",
+				"Add the rice and stir it once. Cover and simmer on low heat. Let it rest off the heat."}},
+		{"too little room left for the longer message: the chunk ends between messages",
+			[]string{prose(80, 0), recipe},
+			[]string{prose(80, 0), "Rinse the rice well. Soak it for twenty minutes. Boil the water with salt.",
+				"Add the rice and stir it once. Cover and simmer on low heat. Let it rest off the heat."}},
+		{"no sentence end in the room: the chunk ends between messages",
+			[]string{"How do I cook rice?", prose(150, 0)},
+			[]string{"How do I cook rice?", "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau",
+				"upsilon phi chi psi omega alpha beta gamma delta eps"}},
 		{"no messages", nil, nil},
 		{"blank messages", []string{"", " \n\t", "\u3000"}, nil},
 	}
