@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+	"strconv"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/lockfile"
 )
-
-// errLocked is lockFile's answer when another process holds the lock.
-var errLocked = errors.New("locked")
 
 // lockManifest takes the manifest's lock for the whole run: each run loads
 // the manifest, and saves it whole at the end, so two overlapping runs of
@@ -22,20 +20,19 @@ func lockManifest(manifest string) (unlock func(), err error) {
 		return nil, err
 	}
 	p := manifest + ".lock"
-	unlock, holder, err := lockFile(p)
-	if errors.Is(err, errLocked) {
+	l, holder, err := lockfile.TryLock(p, strconv.Itoa(os.Getpid()))
+	if errors.Is(err, lockfile.ErrLocked) {
 		if holder != "" {
 			holder = " (process " + holder + ")"
 		}
-		return nil, recall.Errorf(recall.ECONFLICT, "another remote sweep%s is using the manifest %s: wait for it to finish%s", holder, manifest, staleHint(p))
+		stale := ""
+		if lockfile.CrashLeavesLock {
+			stale = ", or delete " + p + " if no sweep is running"
+		}
+		return nil, recall.Errorf(recall.ECONFLICT, "another remote sweep%s is using the manifest %s: wait for it to finish%s", holder, manifest, stale)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock manifest: %w", err)
 	}
-	return unlock, nil
+	return l.Unlock, nil
 }
-
-// pidLine is what a lock file holds: the id of the process holding it.
-func pidLine() string { return fmt.Sprintf("%d\n", os.Getpid()) }
-
-func holderOf(b []byte) string { return strings.TrimSpace(string(b)) }

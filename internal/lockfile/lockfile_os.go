@@ -1,0 +1,34 @@
+//go:build unix || windows
+
+package lockfile
+
+import (
+	"errors"
+	"os"
+)
+
+const crashLeavesLock = false
+
+// lock takes the system's exclusive lock on the file (tryLock), which it
+// releases when the file is closed, and so when the process ends.
+func lock(path, note string) (release func(), holder string, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := tryLock(f); err != nil {
+		holder := readNote(f)
+		f.Close()
+		if errors.Is(err, errHeld) {
+			return nil, holder, ErrLocked
+		}
+		return nil, "", err
+	}
+	if f.Truncate(0) == nil {
+		f.WriteAt([]byte(note+"\n"), 0) // only informative
+	}
+	return func() {
+		unlock(f)
+		f.Close()
+	}, "", nil
+}
