@@ -314,6 +314,18 @@ type Store interface {
 
 	// RecordSweep appends a sweep record; Stats reports the latest.
 	RecordSweep(ctx context.Context, r SweepRecord) error
+	// LockVault takes the sweep lock of a vault (the absolute path its
+	// sources record as Source.Vault), which keeps sweeps of one vault
+	// into one store to one at a time, whichever processes or machines
+	// share the store: a second would parse, embed and write the same
+	// files again. unlock releases it. When another holder, in this
+	// process or another, has the lock, LockVault returns an ECONFLICT
+	// error naming that holder when the store can tell; or, given wait,
+	// calls wait once with that error and waits until the lock is free or
+	// ctx is done. A lock ends with its holder however that ends (a
+	// process killed, a connection lost), so a crash never keeps sweeps
+	// out. ctx bounds only the taking.
+	LockVault(ctx context.Context, vault string, wait func(busy error)) (unlock func(), err error)
 	Stats(ctx context.Context) (Stats, error)
 	Close() error
 }

@@ -640,3 +640,13 @@ func TestVectorExtensionNeedsSuperuser(t *testing.T) {
 	}
 	s.Close()
 }
+
+// Two handles on one database, as two servers have: a sweep lock taken
+// through one holds against the other.
+func TestVaultLockShared(t *testing.T) {
+	dsn := pgtest.Server(t)
+	a, b := openTest(t, dsn, Options{}), openTest(t, dsn, Options{})
+	defer a.Close()
+	defer b.Close()
+	storetest.VaultLockShared(t, a, b)
+}

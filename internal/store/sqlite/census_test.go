@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,17 +13,7 @@ import (
 // follows each write, while a census with no write in between is served
 // from the last one.
 func TestCensusSeesAnotherConnection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "recall.db")
-	a, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := openTwo(t)
 
 	c0, err := a.Census(ctx, "")
 	if err != nil {

@@ -552,3 +552,26 @@ func TestIntegrityCheckSeesDrift(t *testing.T) {
 		})
 	}
 }
+
+// Two handles on one database file, as two processes have: a sweep lock
+// taken through one holds against the other.
+func TestVaultLockShared(t *testing.T) {
+	a, b := openTwo(t)
+	storetest.VaultLockShared(t, a, b)
+}
+
+// openTwo opens two handles on one new database file, as two processes
+// would, closed when the test ends.
+func openTwo(t *testing.T) (a, b *DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "recall.db")
+	open := func() *DB {
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	return open(), open()
+}

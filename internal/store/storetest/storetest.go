@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"SkippedOnlyWithoutSpace", testSkippedOnlyWithoutSpace},
 		{"Stats", testStats},
 		{"Canceled", testCanceled},
+		{"VaultLock", func(t *testing.T, s recall.Store) { testVaultLock(t, s, open) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

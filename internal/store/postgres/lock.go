@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/recall-mcp/recall/internal/store"
+)
+
+// vaultLockClass is the first key of every vault's sweep lock. Sweep locks
+// use advisory locks' two-key form, a key space apart from the one-key
+// locks of writes and migrations (writerLock, migrateLock), so no vault
+// can ever hash onto those.
+const vaultLockClass int32 = 0x7265_6361 // "reca"
+
+// holderPrefix starts the application_name of a sweep lock's session, so
+// that another process finding the lock held can name its holder.
+const holderPrefix = "recall sweep, "
+
+// vaultLockKey is the second key of a vault's sweep lock: 31 bits of a
+// hash of its path (positive, as pg_locks shows keys as oids). Two vaults
+// of one store whose hashes collide would only be swept one at a time.
+func vaultLockKey(vault string) int32 {
+	sum := sha256.Sum256([]byte(vault))
+	return int32(binary.BigEndian.Uint32(sum[:4]) & 0x7fff_ffff)
+}
+
+// LockVault takes the vault's sweep lock: a session-level advisory lock
+// on a connection of its own, outside the pool, held until unlock. The
+// server releases it when that session ends, so with a holder that was
+// killed at once, and with one whose machine or network failed once TCP
+// keepalives give up on it (about 2.5 minutes, asked for here rather than
+// the system's usual 2 hours). A holder whose connection is lost mid-sweep
+// loses the lock without noticing: another sweep may then run beside it,
+// which costs work twice but never correctness.
+func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)) (func(), error) {
+	cfg := db.pool.Config().ConnConfig
+	cfg.RuntimeParams["application_name"] = holderPrefix + store.LockHolder()
+	// The wait for the lock is one statement as long as another's sweep:
+	// no timeout configured for the role may cut it short.
+	cfg.RuntimeParams["statement_timeout"] = "0"
+	cfg.RuntimeParams["lock_timeout"] = "0"
+	cfg.RuntimeParams["tcp_keepalives_idle"] = "60"
+	cfg.RuntimeParams["tcp_keepalives_interval"] = "10"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectErr(ctx, db.where, err, "", cfg.Password)
+	}
+	closeConn := func() {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn.Close(c)
+	}
+	key := vaultLockKey(vault)
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, vaultLockClass, key).Scan(&ok); err != nil {
+		closeConn()
+		return nil, db.fail(ctx, err, "lock vault %s", vault)
+	}
+	if !ok {
+		busy := store.VaultBusy(vault, vaultHolder(ctx, conn, key))
+		if wait == nil {
+			closeConn()
+			return nil, busy
+		}
+		wait(busy)
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, vaultLockClass, key); err != nil {
+			closeConn()
+			return nil, db.fail(ctx, err, "wait for the sweep lock of %s", vault)
+		}
+	}
+	return func() {
+		// Unlocked before the session ends: the server ends a session
+		// after its client has gone, and the next holder should not find
+		// the lock still held meanwhile.
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn.Exec(c, `SELECT pg_advisory_unlock($1, $2)`, vaultLockClass, key)
+		closeConn()
+	}, nil
+}
+
+// vaultHolder names the process holding the sweep lock of key in this
+// database, from its session's application_name ("" when unknown: the
+// holder is not recall, or let go meanwhile).
+func vaultHolder(ctx context.Context, conn *pgx.Conn, key int32) string {
+	var name string
+	err := conn.QueryRow(ctx, `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		  AND l.classid = $1::int8::oid AND l.objid = $2::int8::oid AND l.objsubid = 2 AND l.granted
+		LIMIT 1`, int64(vaultLockClass), int64(key)).Scan(&name)
+	if err != nil || !strings.HasPrefix(name, holderPrefix) {
+		return ""
+	}
+	return strings.TrimPrefix(name, holderPrefix)
+}
