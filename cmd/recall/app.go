@@ -25,8 +25,9 @@ var version = "dev"
 // Exit codes.
 const (
 	exitOK          = 0
-	exitFailure     = 1 // an error, or a sweep with failed files
-	exitUsage       = 2 // bad flags or arguments
+	exitFailure     = 1  // an error, or a sweep with failed files
+	exitUsage       = 2  // bad flags or arguments
+	exitBusy        = 75 // sweep --no-wait: another process is sweeping the vault (sysexits' EX_TEMPFAIL: try again later)
 	exitInterrupted = 130
 )
 

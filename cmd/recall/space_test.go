@@ -20,8 +20,15 @@ import (
 // deterministic vectors whose size depends on the model, and can be told to
 // fail.
 func fakeOllama(t *testing.T, down *atomic.Bool) *httptest.Server {
+	srv := httptest.NewServer(ollamaHandler(down))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// ollamaHandler answers fakeOllama's requests.
+func ollamaHandler(down *atomic.Bool) http.Handler {
 	dims := map[string]int{"model-a": 16, "model-b": 24}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/embed" {
 			http.NotFound(w, r)
 			return
@@ -49,9 +56,7 @@ func fakeOllama(t *testing.T, down *atomic.Bool) *httptest.Server {
 			out[i] = embedtest.Vector(s, dim)
 		}
 		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": out})
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 // ollamaEnv is a test environment whose embedder is model-a of a fake

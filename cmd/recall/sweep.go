@@ -16,6 +16,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/ingest"
+	"github.com/recall-mcp/recall/internal/store"
 	"github.com/recall-mcp/recall/internal/store/postgres"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
@@ -32,6 +33,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	overlap := fs.Int("overlap", 0, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size, 200 for the default size)")
 	logPath := fs.String("log", "", "failure log `file` (default: sweep.log next to the database)")
 	asJSON := fs.Bool("json", false, "print one JSON summary object as the last line of stdout")
+	noWait := fs.Bool("no-wait", false, fmt.Sprintf("if another process is sweeping the vault into this database, exit at once with status %d instead of waiting for it", exitBusy))
 	// Listed for -h only: a sweep given --remote is a remote one (wantsRemote).
 	fs.String("remote", "", "send the vault to the recall serve at `URL` through /ingest instead (its flags: sweep --remote URL -h)")
 	pos, err := m.parse(fs, args, "sweep [flags] DIR")
@@ -101,8 +103,21 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		}
 	}
 
+	// Another sweep of the vault (a server's --vault, a cron job) does
+	// this one's work: by default this one waits for it, then sweeps
+	// what is left, usually nothing, so that a script's next step finds
+	// the vault swept; --no-wait is for a cron job that would rather skip.
+	if !*noWait {
+		opts.Wait = func(busy error) {
+			fmt.Fprintf(m.Stderr, "recall: %s: waiting for it to finish (--no-wait to exit instead)\n", recall.ErrorMessage(busy))
+		}
+	}
 	started := time.Now().UTC()
 	res, err := ingest.Sweep(ctx, st, w, vault, opts)
+	if errors.Is(err, store.ErrVaultBusy) {
+		fmt.Fprintf(m.Stderr, "recall: %s: not sweeping (--no-wait)\n", recall.ErrorMessage(err))
+		return exitError(exitBusy)
+	}
 	if *prune && !*dry && res.FilesRemoved > 0 {
 		pruned := res.FilesRemoved
 		m.audit("cli sweep prune", started, &pruned, &err)

@@ -55,6 +55,14 @@ type Options struct {
 	Progress func(Progress)   // called from time to time (nil: quiet)
 	Now      func() time.Time // clock for records (nil: time.Now)
 	Batch    BatchLimits      // writer batching (zero: defaults)
+
+	// Wait, when set, makes a sweep that finds another sweeping the same
+	// vault into the store (recall.Store.LockVault) wait for it to finish,
+	// after calling Wait with the store's error, which names the other;
+	// it then sweeps what the other left. Without it, the sweep returns
+	// that error (ECONFLICT) at once. A dry run writes nothing, so it
+	// neither takes the lock nor waits for it.
+	Wait func(busy error)
 }
 
 // BatchLimits bound one write transaction, and one piece of an export: a
@@ -158,6 +166,16 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		return Result{}, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
 	} else if !fi.IsDir() {
 		return Result{}, recall.Errorf(recall.EINVALID, "vault %s is not a directory", root)
+	}
+
+	// One sweep of a vault at a time: two would each parse, embed and
+	// write the same changes. The lock is keyed by the path sources record.
+	if !opt.DryRun {
+		unlock, err := st.LockVault(ctx, abs, opt.Wait)
+		if err != nil {
+			return Result{}, err
+		}
+		defer unlock()
 	}
 
 	files, walkFailures, err := walk(ctx, abs)

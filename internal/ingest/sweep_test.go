@@ -18,7 +18,13 @@ import (
 
 func openStore(t *testing.T) *sqlite.DB {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "recall.db"), sqlite.Options{})
+	return openAt(t, filepath.Join(t.TempDir(), "recall.db"))
+}
+
+// openAt opens the database at path, closed when the test ends.
+func openAt(t *testing.T, path string) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/repair"
 	"github.com/recall-mcp/recall/internal/search"
+	"github.com/recall-mcp/recall/internal/store"
 )
 
 // background loads the vector index and repairs missing vectors after the
@@ -39,6 +41,10 @@ type background struct {
 	vaults     []string      // swept by the server itself (Options.Vaults)
 	sweepEvery time.Duration // between sweeps (0: once)
 	sweepLog   io.Writer
+	// busy is, by vault, why its last rounds were skipped (another
+	// process sweeping it), so that a skip is logged once, not each round.
+	// Only sweepLoop's goroutine uses it.
+	busy map[string]string
 
 	page  int           // texts per background page
 	pause time.Duration // between pages, so foreground writes and searches get their turn
@@ -332,11 +338,14 @@ func (b *background) sweep(ctx context.Context, vault string) {
 	_, space := b.target()
 	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures,
 		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}})
+	abs, _ := filepath.Abs(vault)
+	if b.skipped(abs, err) {
+		return
+	}
 	if res.VectorsMissing > 0 {
 		b.nudge()
 	}
 	outcome := res.Outcome(err)
-	abs, _ := filepath.Abs(vault)
 	if err == nil || res.Interrupted {
 		rec := res.Record(abs, started, b.now().UTC(), err)
 		if rerr := b.st.RecordSweep(context.WithoutCancel(ctx), rec); rerr != nil {
@@ -356,4 +365,30 @@ func (b *background) sweep(ctx context.Context, vault string) {
 	b.log.Info("sweep", "vault", abs, "outcome", outcome, "files_changed", res.FilesChanged, "files_seen", res.FilesSeen,
 		"files_failed", res.FilesFailed, "files_gone", res.FilesRemoved, "chunks_written", res.ChunksWritten,
 		"vectors_missing", res.VectorsMissing, "seconds", res.Seconds)
+}
+
+// skipped reports whether a sweep of vault that returned err did not run
+// because another process (a `recall sweep`, another server on the same
+// database) is sweeping the vault: that one does the work, and its sweep
+// records itself, so this round is skipped, logged once for as long as
+// the same holder keeps the server out, and tried again next round.
+func (b *background) skipped(vault string, err error) bool {
+	if !errors.Is(err, store.ErrVaultBusy) {
+		delete(b.busy, vault)
+		return false
+	}
+	why := recall.ErrorMessage(err)
+	if b.busy[vault] == why {
+		return true
+	}
+	if b.busy == nil {
+		b.busy = map[string]string{}
+	}
+	b.busy[vault] = why
+	next := "none (--sweep-every 0)"
+	if b.sweepEvery > 0 {
+		next = "in " + b.sweepEvery.String()
+	}
+	b.log.Info("sweep skipped: another process is sweeping this vault", "vault", vault, "reason", why, "next_try", next)
+	return true
 }

@@ -2,8 +2,12 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,5 +37,50 @@ func TestBackgroundBackoffHoldsUnderIngest(t *testing.T) {
 	}
 	if n := emb.Calls(); n > 3 {
 		t.Fatalf("a failing embedder was called %d times in 1 s despite the 5 s backoff", n)
+	}
+}
+
+// A --vault sweep that finds another process sweeping the vault skips the
+// round, writes nothing and records no sweep, logs that once (naming the
+// holder) however many rounds it skips, and sweeps once the vault is free.
+func TestBackgroundSweepSkipsAVaultBeingSwept(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	vault := t.TempDir()
+	if err := os.WriteFile(filepath.Join(vault, "a.md"), []byte("**User:** ferns?\n\n**Assistant:** repot them in spring.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(vault)
+	var logs syncBuffer
+	b := newBackground(f.eng, f.st, f.emb, testSpace, newMetrics(), slog.New(slog.NewTextHandler(&logs, nil)), time.Now, 256, 0)
+	b.sweepEvery = 10 * time.Minute
+	skips := func() int { return strings.Count(logs.String(), "sweep skipped") }
+
+	for round := range 2 {
+		unlock, err := f.st.LockVault(ctx, abs, nil) // another sweep of the vault
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.sweep(ctx, vault)
+		b.sweep(ctx, vault)
+		if n := skips(); n != round+1 {
+			t.Fatalf("round %d: %d skip lines; want one per stretch of skipped rounds:\n%s", round, n, logs.String())
+		}
+		if !strings.Contains(logs.String(), fmt.Sprintf("process %d on ", os.Getpid())) || !strings.Contains(logs.String(), "next_try=\"in 10m0s\"") {
+			t.Fatalf("the skip does not say who holds the vault and when it is tried again:\n%s", logs.String())
+		}
+		if round == 0 {
+			if m, err := f.st.Manifest(ctx, recall.KindArchive, abs); err != nil || len(m) != 0 {
+				t.Fatalf("a skipped sweep wrote %v (%v)", m, err)
+			}
+			if st, err := f.st.Stats(ctx); err != nil || st.LastSweep != nil {
+				t.Fatalf("a skipped sweep was recorded: %+v (%v)", st.LastSweep, err)
+			}
+		}
+		unlock()
+		b.sweep(ctx, vault)
+		if m, err := f.st.Manifest(ctx, recall.KindArchive, abs); err != nil || len(m) != 1 {
+			t.Fatalf("round %d: the sweep after the vault was freed stored %v (%v)", round, m, err)
+		}
 	}
 }
