@@ -3,6 +3,7 @@ package convo
 import (
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -15,9 +16,14 @@ type claudeConversation struct {
 	CreatedAt    stamp            `json:"created_at"`
 	UpdatedAt    stamp            `json:"updated_at"`
 	ChatMessages *[]claudeMessage `json:"chat_messages"`
+	// CurrentLeaf is the last message of the branch the conversation
+	// shows, when the export names it.
+	CurrentLeaf string `json:"current_leaf_message_uuid"`
 }
 
 type claudeMessage struct {
+	UUID        string        `json:"uuid"`
+	Parent      string        `json:"parent_message_uuid"`
 	Sender      string        `json:"sender"`
 	Text        string        `json:"text"`
 	Content     []claudeBlock `json:"content"`
@@ -72,7 +78,7 @@ func parseClaude(name string, r io.Reader, src *sourceReader, fn func(Conversati
 		}
 		c := Conversation{ID: e.UUID, Title: strings.TrimSpace(e.Name), Created: time.Time(e.CreatedAt), Updated: time.Time(e.UpdatedAt)}
 		c.Date = dateOf(c.Created)
-		for _, m := range msgs {
+		for _, m := range claudeBranch(msgs, e.CurrentLeaf) {
 			if b := renderTurn(speakerLabel(m.Sender), m.text()); b != "" {
 				c.Messages = append(c.Messages, b)
 			}
@@ -82,6 +88,58 @@ func parseClaude(name string, r io.Reader, src *sourceReader, fn func(Conversati
 		}
 		return fn(c)
 	})
+}
+
+// claudeRoot is the parent id of a conversation's first message.
+const claudeRoot = "00000000-0000-4000-8000-000000000000"
+
+// claudeBranch returns the messages of the branch the conversation shows:
+// from the current leaf (or, when the export names none or one it does not
+// hold, the last message of the array) up through parent_message_uuid to
+// the root. An edited question or a regenerated answer leaves the other
+// branch in chat_messages, and indexing both would show a search answers
+// the user replaced. Older exports carry no parent ids, and their array
+// order is the conversation.
+//
+// A walk that breaks, on a parent the export does not hold or on a cycle,
+// falls back to array order: the ids then do not describe the
+// conversation, and the branch up to the break would silently drop its
+// beginning, while array order loses nothing (at worst it also holds a
+// replaced branch, text the conversation did once show).
+func claudeBranch(msgs []claudeMessage, leaf string) []claudeMessage {
+	byID := make(map[string]int, len(msgs))
+	linked := false
+	for i, m := range msgs {
+		if m.UUID != "" {
+			byID[m.UUID] = i
+		}
+		linked = linked || m.Parent != ""
+	}
+	if !linked || len(msgs) == 0 {
+		return msgs
+	}
+	at, ok := byID[leaf]
+	if !ok {
+		at = len(msgs) - 1
+	}
+	var branch []claudeMessage
+	seen := map[int]bool{}
+	for {
+		if seen[at] {
+			return msgs // a cycle
+		}
+		seen[at] = true
+		branch = append(branch, msgs[at])
+		p := msgs[at].Parent
+		if p == "" || p == claudeRoot {
+			break
+		}
+		if at, ok = byID[p]; !ok {
+			return msgs // a parent the export does not hold
+		}
+	}
+	slices.Reverse(branch)
+	return branch
 }
 
 // text is the message as shown: its text blocks and artifacts when it has

@@ -160,6 +160,76 @@ func TestClaudeExport(t *testing.T) {
 	}
 }
 
+// A Claude conversation shows one branch: from the current leaf (or the
+// last message) up through the parents. Without parent ids, or when they
+// break, the array order stands.
+func TestClaudeBranch(t *testing.T) {
+	const root = `"00000000-0000-4000-8000-000000000000"`
+	msg := func(id, parent, sender, text string) string {
+		p := ""
+		if parent != "" {
+			p = `,"parent_message_uuid":` + parent
+		}
+		return `{"uuid":"` + id + `","sender":"` + sender + `","text":"` + text + `"` + p + `}`
+	}
+	conv := func(leaf string, msgs ...string) string {
+		l := ""
+		if leaf != "" {
+			l = `,"current_leaf_message_uuid":"` + leaf + `"`
+		}
+		return `[{"uuid":"c","name":"t"` + l + `,"chat_messages":[` + strings.Join(msgs, ",") + `]}]`
+	}
+	regenerated := []string{
+		msg("q", root, "human", "capital of Australia?"),
+		msg("a1", `"q"`, "assistant", "Sydney."),
+		msg("a2", `"q"`, "assistant", "Canberra."),
+	}
+	edited := []string{
+		msg("q1", root, "human", "first try"),
+		msg("a1", `"q1"`, "assistant", "answer to the first try"),
+		msg("q2", root, "human", "edited question"),
+		msg("a2", `"q2"`, "assistant", "answer to the edit"),
+	}
+	tests := []struct {
+		name, in string
+		want     []string
+	}{
+		{"regenerated, no leaf named: the last message's branch", conv("", regenerated...),
+			[]string{"capital of Australia?", "Canberra."}},
+		{"regenerated, leaf named", conv("a1", regenerated...),
+			[]string{"capital of Australia?", "Sydney."}},
+		{"edited question", conv("a2", edited...), []string{"edited question", "answer to the edit"}},
+		{"edited, unknown leaf", conv("gone", edited...), []string{"edited question", "answer to the edit"}},
+		{"older export without parent ids", conv("",
+			msg("q", "", "human", "one"), msg("a", "", "assistant", "two"), msg("b", "", "human", "three")),
+			[]string{"one", "two", "three"}},
+		{"no parent is the root too", conv("",
+			msg("q", "", "human", "one"), msg("a", `"q"`, "assistant", "two")),
+			[]string{"one", "two"}},
+		{"a missing parent: array order", conv("",
+			msg("q", root, "human", "one"), msg("a", `"pruned"`, "assistant", "two")),
+			[]string{"one", "two"}},
+		{"a cycle: array order", conv("",
+			msg("q", `"a"`, "human", "one"), msg("a", `"q"`, "assistant", "two")),
+			[]string{"one", "two"}},
+	}
+	for _, tt := range tests {
+		convs, err := parseString(t, "conversations.json", tt.in)
+		if err != nil || len(convs) != 1 {
+			t.Errorf("%s: %d conversations, %v", tt.name, len(convs), err)
+			continue
+		}
+		var got []string
+		for _, m := range convs[0].Messages {
+			_, text, _ := strings.Cut(m, ":** ")
+			got = append(got, text)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 // What a Claude conversation showed beyond its text blocks is kept: the
 // text of attached and pasted files and the artifacts the model wrote; the
 // placeholder the export writes for an artifact is not.
