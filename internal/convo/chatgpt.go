@@ -40,6 +40,10 @@ type gptMessage struct {
 	Metadata struct {
 		Hidden bool `json:"is_visually_hidden_from_conversation"`
 	} `json:"metadata"`
+	// Recipient is "all" for a message to the conversation, and names the
+	// tool an assistant message calls ("web.run", "dalle.text2im", "bio",
+	// "python" ...).
+	Recipient string `json:"recipient"`
 }
 
 // Content types that never show as a message: custom instructions, saved
@@ -177,7 +181,18 @@ func (g *gptConversation) followNewest(id string) (leaf string, shown int) {
 
 func (m *gptMessage) visible() bool {
 	role := m.Author.Role
-	return role != "system" && role != "tool" && !m.Metadata.Hidden && !gptHiddenContent[m.Content.ContentType]
+	return role != "system" && role != "tool" && !m.Metadata.Hidden && !gptHiddenContent[m.Content.ContentType] &&
+		(role != "assistant" || gptShownRecipient(m.Recipient))
+}
+
+// gptShownRecipient reports whether an assistant message to recipient is
+// part of the conversation. One to a tool is a call the user never read as
+// an answer: a search query, an image prompt, a memory the model saves.
+// Code for the code interpreter ("python") is the exception: the
+// conversation shows it (collapsed under "Analyzed"), and it is often what
+// the user asked for, so it is kept, fenced, as Claude's artifacts are.
+func gptShownRecipient(r string) bool {
+	return r == "" || r == "all" || r == "python"
 }
 
 // text joins the string parts of a message. An image part shows as

@@ -2,6 +2,7 @@ package convo
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -469,6 +470,54 @@ func TestFrontMatterDoesNotEatTurns(t *testing.T) {
 	c := parseMarkdown("chat.md", "---\nUser: what is 2+2?\nAssistant: 4\n---\nUser: thanks\n")
 	if !strings.Contains(strings.Join(c.Messages, "\n"), "what is 2+2?") {
 		t.Errorf("turns lost: %q", c.Messages)
+	}
+}
+
+// gptExport builds a ChatGPT export of one conversation whose messages are
+// a chain in the order given; each is {role, recipient, content}.
+func gptExport(msgs ...[3]string) string {
+	var b strings.Builder
+	b.WriteString(`[{"id":"c","title":"t","mapping":{"root":{"children":["m0"]}`)
+	parent := "root"
+	for i, m := range msgs {
+		id := fmt.Sprintf("m%d", i)
+		fmt.Fprintf(&b, `,%q:{"parent":%q,"message":{"author":{"role":%q},"recipient":%q,"content":%s}}`, id, parent, m[0], m[1], m[2])
+		parent = id
+	}
+	fmt.Fprintf(&b, `},"current_node":%q}]`, parent)
+	return b.String()
+}
+
+// An assistant message to a tool is a call, not an answer the user read;
+// code for the code interpreter is shown, and kept.
+func TestChatGPTToolCalls(t *testing.T) {
+	code := func(lang, text string) string {
+		return fmt.Sprintf(`{"content_type":"code","language":%q,"text":%q}`, lang, text)
+	}
+	in := gptExport(
+		[3]string{"user", "all", `{"content_type":"text","parts":["Find flights to Goa"]}`},
+		[3]string{"assistant", "web.run", code("unknown", `{"search_query":[{"q":"flights goa"}]}`)},
+		[3]string{"tool", "all", `{"content_type":"tether_browsing_display","result":"3 flights"}`},
+		[3]string{"assistant", "all", `{"content_type":"text","parts":["Here are 3 flights."]}`},
+		[3]string{"assistant", "dalle.text2im", code("unknown", `{"prompt":"a watercolor cat"}`)},
+		[3]string{"assistant", "bio", code("unknown", "User likes cats")},
+		[3]string{"assistant", "browser", code("unknown", "search('goa')")},
+		[3]string{"assistant", "python", code("python", "print(1+1)")},
+		[3]string{"tool", "all", `{"content_type":"execution_output","text":"2"}`},
+		[3]string{"assistant", "", `{"content_type":"text","parts":["The result is 2."]}`},
+	)
+	convs, err := parseString(t, "conversations.json", in)
+	if err != nil || len(convs) != 1 {
+		t.Fatalf("%d conversations, %v", len(convs), err)
+	}
+	want := []string{
+		"**User:** Find flights to Goa",
+		"**Assistant:** Here are 3 flights.",
+		"**Assistant:**\n```python\nprint(1+1)\n```",
+		"**Assistant:** The result is 2.",
+	}
+	if got := convs[0].Messages; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
 
