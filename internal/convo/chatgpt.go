@@ -82,7 +82,11 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 				}
 				lastMessage = at
 			}
-			if b := renderTurn(speakerLabel(m.Author.Role), m.text()); b != "" {
+			text := m.text()
+			if m.Author.Role == "assistant" {
+				text = withoutGPTMarkers(text)
+			}
+			if b := renderTurn(speakerLabel(m.Author.Role), text); b != "" {
 				c.Messages = append(c.Messages, b)
 			}
 		}
@@ -235,4 +239,69 @@ func (m *gptMessage) text() string {
 		return m.Content.Text
 	}
 	return strings.Join(parts, "\n")
+}
+
+// The private-use characters that delimit ChatGPT's inline references in
+// an answer's text: start, kind, separator, fields, end, as in
+// "\ue200cite\ue202turn0search1\ue201" or
+// "\ue200entity\ue202[\"city\",\"Panaji\"]\ue201". The app renders them as
+// links, chips or image strips; in the text they are noise a search would
+// match ("turn0search1").
+const (
+	gptRefStart = '\ue200'
+	gptRefEnd   = '\ue201'
+	gptRefSep   = '\ue202'
+)
+
+// withoutGPTMarkers replaces each inline reference of an answer by what
+// reads naturally in its place: an entity by its display name (the second
+// element of its JSON array), anything else (citations, image groups,
+// navigation lists) by nothing, with the space before it when a space or
+// punctuation follows. Stray delimiters, from a reference cut short, are dropped.
+func withoutGPTMarkers(s string) string {
+	if !strings.ContainsRune(s, gptRefStart) && !strings.ContainsRune(s, gptRefEnd) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		start := strings.IndexRune(s, gptRefStart)
+		if start < 0 {
+			break
+		}
+		end := strings.IndexRune(s[start:], gptRefEnd)
+		if end < 0 {
+			break
+		}
+		ref, rest := s[start+len(string(gptRefStart)):start+end], s[start+end+len(string(gptRefEnd)):]
+		before := s[:start]
+		name := gptEntityName(ref)
+		if name == "" && strings.HasSuffix(before, " ") && (rest == "" || strings.ContainsAny(rest[:1], " .,;:!?)\n")) {
+			before = before[:len(before)-1]
+		}
+		b.WriteString(before)
+		b.WriteString(name)
+		s = rest
+	}
+	b.WriteString(s)
+	return strings.Map(func(r rune) rune {
+		if r == gptRefStart || r == gptRefEnd || r == gptRefSep {
+			return -1
+		}
+		return r
+	}, b.String())
+}
+
+// gptEntityName is the display name of an entity reference
+// ("entity\ue202[\"city\",\"Panaji\", ...]"), or "" for any other kind.
+func gptEntityName(ref string) string {
+	kind, fields, _ := strings.Cut(ref, string(gptRefSep))
+	if kind != "entity" {
+		return ""
+	}
+	var entity []json.RawMessage
+	var name string
+	if json.Unmarshal([]byte(fields), &entity) != nil || len(entity) < 2 || json.Unmarshal(entity[1], &name) != nil {
+		return ""
+	}
+	return strings.TrimSpace(name)
 }

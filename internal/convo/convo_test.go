@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -518,6 +519,37 @@ func TestChatGPTToolCalls(t *testing.T) {
 	}
 	if got := convs[0].Messages; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// ChatGPT's inline references are delimited by private-use characters: a
+// citation goes, an entity reads as its name, other kinds go.
+func TestChatGPTMarkers(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Here are 3 flights \ue200cite\ue202turn0search1\ue202turn0news4\ue201.", "Here are 3 flights."},
+		{"Visit \ue200entity\ue202[\"city\",\"Panaji\"]\ue201 too.", "Visit Panaji too."},
+		{"Visit \ue200entity\ue202[\"city\",\"Panaji\",\"capital of Goa\"]\ue201.", "Visit Panaji."},
+		{"\ue200image_group\ue202{\"query\":[\"goa beach\"]}\ue201Goa has beaches \ue200cite\ue202turn0search0\ue201 and forts.", "Goa has beaches and forts."},
+		{"See \ue200navlist\ue202News\ue202turn0news1,turn0news2\ue201", "See"},
+		{"a broken \ue200entity\ue202[\"city\"]\ue201 entity", "a broken entity"},
+		{"cut short \ue200cite\ue202turn0", "cut short citeturn0"},
+		{"no markers at all", "no markers at all"},
+	}
+	for _, tt := range tests {
+		in := gptExport([3]string{"assistant", "all", `{"content_type":"text","parts":[` + strconv.Quote(tt.in) + `]}`})
+		convs, err := parseString(t, "conversations.json", in)
+		if err != nil || len(convs) != 1 {
+			t.Errorf("%q: %d conversations, %v", tt.in, len(convs), err)
+			continue
+		}
+		if got, want := convs[0].Messages[0], "**Assistant:** "+tt.want; got != want {
+			t.Errorf("%q: got %q, want %q", tt.in, got, want)
+		}
+	}
+	// The user's own text is theirs, private-use characters and all.
+	in := gptExport([3]string{"user", "all", `{"content_type":"text","parts":["icon \ue200x\ue201"]}`})
+	if convs, err := parseString(t, "conversations.json", in); err != nil || convs[0].Messages[0] != "**User:** icon \ue200x\ue201" {
+		t.Errorf("user text changed: %q, %v", convs, err)
 	}
 }
 
