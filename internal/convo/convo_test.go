@@ -279,6 +279,37 @@ func TestChatLogs(t *testing.T) {
 	}
 }
 
+// Text timestamps are read in the forms tools write them, a time without
+// a zone as UTC, as a markdown date line is.
+func TestChatLogTimestamps(t *testing.T) {
+	at := time.Date(2024, 5, 6, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		stamp string
+		want  time.Time
+	}{
+		{`"2024-05-06T10:00:00Z"`, at},
+		{`"2024-05-06T12:00:00+02:00"`, at},
+		{`"2024-05-06T10:00:00.123456"`, at.Add(123456 * time.Microsecond)},
+		{`"2024-05-06T10:00:00"`, at},
+		{`"2024-05-06 10:00:00"`, at},
+		{`"2024-05-06 10:00:00.5"`, at.Add(500 * time.Millisecond)},
+		{`"2024-05-06 10:00:00+00:00"`, at},
+		{`"2024-05-06 10:00"`, at},
+		{`1714989600000`, at},
+		{`"yesterday"`, time.Time{}},
+	}
+	for _, tt := range tests {
+		convs, err := parseString(t, "log.jsonl", `{"role":"user","content":"hi","timestamp":`+tt.stamp+`}`)
+		if err != nil || len(convs) != 1 {
+			t.Errorf("%s: %d conversations, %v", tt.stamp, len(convs), err)
+			continue
+		}
+		if c := convs[0]; !c.Created.Equal(tt.want) || c.Date != dateOf(tt.want) {
+			t.Errorf("%s: Created %v, Date %q; want %v", tt.stamp, c.Created, c.Date, tt.want)
+		}
+	}
+}
+
 func TestLongJSONLine(t *testing.T) {
 	long := strings.Repeat("word ", 100_000) // 500 KB on one line, past bufio.Scanner's default limit
 	convs, err := parseString(t, "log.jsonl", `{"role":"user","content":"`+long+`"}`+"\n"+`{"role":"assistant","content":"ok"}`)

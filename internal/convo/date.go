@@ -59,10 +59,8 @@ func parseDate(s string) (date string, at time.Time) {
 	if s == "" {
 		return "", time.Time{}
 	}
-	for _, layout := range timestampLayouts {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.Format(time.DateOnly), t.UTC()
-		}
+	if t, ok := parseTimestamp(s); ok {
+		return t.Format(time.DateOnly), t.UTC()
 	}
 	var (
 		year, day, hour, minute, second int
@@ -170,19 +168,33 @@ func unixTime(sec float64) time.Time {
 	return time.UnixMicro(int64(math.Round(sec * 1e6))).UTC()
 }
 
-// isoTime parses the RFC 3339 timestamps of Claude exports and chat logs; a
-// malformed one is unknown rather than an error, since it never changes
-// which messages a conversation has.
+// parseTimestamp reads s in one of timestampLayouts. A time without a zone
+// is taken as UTC, which is what time.Parse makes of it.
+func parseTimestamp(s string) (time.Time, bool) {
+	for _, layout := range timestampLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// isoTime parses the text timestamps of Claude exports and chat logs: RFC
+// 3339, and the forms other tools write (a space for the T, no zone, as
+// Python's isoformat() gives for a naive time), the same ones, read the
+// same way, as a markdown transcript's date line. A malformed one is
+// unknown rather than an error, since it never changes which messages a
+// conversation has.
 func isoTime(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
-	if err != nil || t.Year() > 9999 {
+	t, ok := parseTimestamp(strings.TrimSpace(s))
+	if !ok || t.Year() > 9999 {
 		return time.Time{}
 	}
 	return t.UTC()
 }
 
 // stamp is a timestamp field of an export, read leniently: seconds (or
-// milliseconds) since the epoch or RFC 3339 text, whichever the export
+// milliseconds) since the epoch or text (isoTime), whichever the export
 // wrote (ChatGPT documents seconds and Claude text, and both have been seen
 // the other way round). A timestamp never changes which messages a
 // conversation has, so one that cannot be read, or is of another JSON type,

@@ -245,8 +245,8 @@ func contentText(raw json.RawMessage, field string) (string, error) {
 	return strings.Join(parts, "\n\n"), nil
 }
 
-// rawTime reads a timestamp written as RFC 3339 text or as seconds (or
-// milliseconds) since the epoch; anything else is unknown. It looks at the
+// rawTime reads a timestamp written as text (as isoTime reads it) or as
+// seconds (or milliseconds) since the epoch; anything else is unknown. It looks at the
 // first byte before decoding: exports hold one per message, and a failed
 // decode costs an error value each.
 func rawTime(raw json.RawMessage) time.Time {
