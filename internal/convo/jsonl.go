@@ -17,18 +17,37 @@ import (
 // "author" or "name", "text" or "message"}, and Claude Code session logs,
 // which wrap {"role", "content"} in "message" next to "type" and
 // "timestamp". Content is a string or an array of {"type", "text"} blocks.
+//
+// Who speaks and what kind of line it is are read leniently, as timestamps
+// are: logs put other things under these common names (a reasoning item's
+// "summary" is an array of blocks, a "name" may be an object), and such a
+// value only says the line is not the plain string field read here. The
+// text fields stay strict: a value of the wrong type there is text lost.
 type chatLine struct {
-	Role      string          `json:"role"`
-	Speaker   string          `json:"speaker"`
-	Name      string          `json:"name"`
+	Role      looseString     `json:"role"`
+	Speaker   looseString     `json:"speaker"`
+	Name      looseString     `json:"name"`
 	Author    json.RawMessage `json:"author"`
 	Content   json.RawMessage `json:"content"`
 	Text      json.RawMessage `json:"text"`
 	Message   json.RawMessage `json:"message"`
-	Type      string          `json:"type"`
-	Summary   string          `json:"summary"`
+	Type      looseString     `json:"type"`
+	Summary   looseString     `json:"summary"`
 	Timestamp json.RawMessage `json:"timestamp"`
 	CreatedAt json.RawMessage `json:"created_at"`
+}
+
+// looseString is a JSON string, or "" when the value is of another type.
+type looseString string
+
+func (s *looseString) UnmarshalJSON(b []byte) error {
+	var v string
+	if json.Unmarshal(b, &v) == nil {
+		*s = looseString(v)
+	} else {
+		*s = ""
+	}
+	return nil
 }
 
 // parseJSONL reads a chat log of one JSON object per line: one conversation.
@@ -93,19 +112,15 @@ type chatLog struct{ c Conversation }
 
 func (log *chatLog) add(l *chatLine) error {
 	if l.Type == "summary" && log.c.Title == "" {
-		log.c.Title = strings.TrimSpace(l.Summary) // Claude Code's name for the session
+		log.c.Title = strings.TrimSpace(string(l.Summary)) // Claude Code's name for the session
 	}
-	role := l.Role
-	speaker := l.Speaker
+	role := string(l.Role)
+	speaker := string(l.Speaker)
 	if speaker == "" {
-		name, err := authorName(l.Author)
-		if err != nil {
-			return err
-		}
-		speaker = name
+		speaker = authorName(l.Author)
 	}
 	if speaker == "" {
-		speaker = l.Name
+		speaker = string(l.Name)
 	}
 	text, err := contentText(l.Content, "content")
 	if err == nil && text == "" {
@@ -116,14 +131,14 @@ func (log *chatLog) add(l *chatLine) error {
 	}
 	if m := bytes.TrimSpace(l.Message); len(m) > 0 && m[0] == '{' {
 		var inner struct {
-			Role    string          `json:"role"`
+			Role    looseString     `json:"role"`
 			Content json.RawMessage `json:"content"`
 		}
 		if err := json.Unmarshal(m, &inner); err != nil {
 			return fmt.Errorf("\"message\": %s", describeJSON(err, 0))
 		}
 		if role == "" {
-			role = inner.Role
+			role = string(inner.Role)
 		}
 		if text == "" {
 			if text, err = contentText(inner.Content, "message.content"); err != nil {
@@ -136,7 +151,7 @@ func (log *chatLog) add(l *chatLine) error {
 		}
 	}
 	if role == "" && (l.Type == "user" || l.Type == "assistant") {
-		role = l.Type
+		role = string(l.Type)
 	}
 	if r := strings.ToLower(role); r == "tool" || r == "function" {
 		return nil // tool output: not a turn of the conversation
@@ -170,33 +185,24 @@ func (log *chatLog) deliver(fn func(Conversation) error) error {
 	return fn(log.c)
 }
 
-// authorName reads "author" as a name, or as an object with a name or role.
-func authorName(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fmt.Errorf("\"author\": %s", describeJSON(err, 0))
-		}
-		return s, nil
+// authorName reads "author" as a name, or as an object with a name or role;
+// a value of another shape names no one.
+func authorName(raw json.RawMessage) string {
+	var name string
+	if json.Unmarshal(raw, &name) == nil {
+		return name
 	}
 	var a struct {
-		Name string `json:"name"`
-		Role string `json:"role"`
+		Name looseString `json:"name"`
+		Role looseString `json:"role"`
 	}
-	if raw[0] != '{' {
-		return "", errors.New("\"author\" is neither a string nor an object")
-	}
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return "", fmt.Errorf("\"author\": %s", describeJSON(err, 0))
+	if json.Unmarshal(raw, &a) != nil {
+		return ""
 	}
 	if a.Name != "" {
-		return a.Name, nil
+		return string(a.Name)
 	}
-	return a.Role, nil
+	return string(a.Role)
 }
 
 // contentText reads message content: a string, one block, or an array of
