@@ -310,14 +310,32 @@ func TestChatLogTimestamps(t *testing.T) {
 	}
 }
 
+// chatLogCase is a JSON-lines file of one conversation and the messages
+// it should give.
+type chatLogCase struct {
+	name, in string
+	want     []string
+}
+
+func checkChatLogs(t *testing.T, tests []chatLogCase) {
+	t.Helper()
+	for _, tt := range tests {
+		convs, err := parseString(t, "log.jsonl", tt.in)
+		if err != nil || len(convs) != 1 {
+			t.Errorf("%s: %d conversations, %v", tt.name, len(convs), err)
+			continue
+		}
+		if got := convs[0].Messages; !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 // A field that says who speaks or what a line is, of a type other than a
 // string, says nothing: the line is read without it, and never fails the
 // file. (Text fields of the wrong type still do: that would be text lost.)
 func TestChatLogLenientFields(t *testing.T) {
-	tests := []struct {
-		name, in string
-		want     []string
-	}{
+	tests := []chatLogCase{
 		{"reasoning item with a summary array", `{"type":"message","role":"user","content":[{"type":"input_text","text":"fix the bug"}]}
 {"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Thinking"}],"encrypted_content":null}
 {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Fixed it."}]}`,
@@ -330,16 +348,29 @@ func TestChatLogLenientFields(t *testing.T) {
 		{"type as an object", `{"type":{"k":1},"role":"user","content":"x"}`, []string{"**User:** x"}},
 		{"message role as a number", `{"message":{"role":1,"content":"x"},"type":"user"}`, []string{"**User:** x"}},
 	}
-	for _, tt := range tests {
-		convs, err := parseString(t, "log.jsonl", tt.in)
-		if err != nil || len(convs) != 1 {
-			t.Errorf("%s: %d conversations, %v", tt.name, len(convs), err)
-			continue
-		}
-		if got := convs[0].Messages; !slices.Equal(got, tt.want) {
-			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
-		}
+	checkChatLogs(t, tests)
+}
+
+// Who speaks is read from role, speaker, author, sender or name; the
+// application's system and developer prompts are not turns and are left
+// out, as ChatGPT hides its system messages.
+func TestChatLogSpeakers(t *testing.T) {
+	tests := []chatLogCase{
+		{"sender, human as User", `{"sender":"human","text":"q","created_at":"2024-02-02T10:00:00Z"}
+{"sender":"assistant","text":"a"}`, []string{"**User:** q", "**Assistant:** a"}},
+		{"sender names a person", `{"sender":"Ingrid","text":"hej"}`, []string{"**Ingrid:** hej"}},
+		{"system and developer prompts", `{"role":"system","content":"You are a helpful assistant."}
+{"role":"developer","content":"be terse"}
+{"role":"user","content":"hi"}
+{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"get_weather","arguments":"{}"}}]}
+{"role":"tool","tool_call_id":"c","content":"{\"temp\": 20}"}
+{"role":"assistant","content":[{"type":"output_text","text":"It is 20C"}]}`, []string{"**User:** hi", "**Assistant:** It is 20C"}},
+		{"system as a speaker", `{"speaker":"System","text":"rules"}
+{"speaker":"User","text":"hi"}`, []string{"**User:** hi"}},
+		{"system named", `{"role":"system","name":"setup","content":"rules"}
+{"role":"user","content":"hi"}`, []string{"**User:** hi"}},
 	}
+	checkChatLogs(t, tests)
 }
 
 func TestLongJSONLine(t *testing.T) {

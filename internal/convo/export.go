@@ -224,7 +224,6 @@ func (seen exportIDs) check(name string, i int, id string) error {
 var speakerNames = map[string]string{
 	"user": "User", "human": "User",
 	"assistant": "Assistant", "ai": "Assistant", "bot": "Assistant", "model": "Assistant",
-	"system": "System",
 }
 
 func speakerLabel(s string) string {

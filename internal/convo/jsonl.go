@@ -14,7 +14,8 @@ import (
 
 // chatLine is one message of a chat log, in the shapes logs commonly take:
 // {"role", "content"} as the OpenAI and Anthropic APIs have it, {"speaker" or
-// "author" or "name", "text" or "message"}, and Claude Code session logs,
+// "author" or "sender" or "name", "text" or "message"}, and Claude Code
+// session logs,
 // which wrap {"role", "content"} in "message" next to "type" and
 // "timestamp". Content is a string or an array of {"type", "text"} blocks.
 //
@@ -28,6 +29,7 @@ type chatLine struct {
 	Speaker   looseString     `json:"speaker"`
 	Name      looseString     `json:"name"`
 	Author    json.RawMessage `json:"author"`
+	Sender    looseString     `json:"sender"`
 	Content   json.RawMessage `json:"content"`
 	Text      json.RawMessage `json:"text"`
 	Message   json.RawMessage `json:"message"`
@@ -110,6 +112,12 @@ func parseMessages(name string, r io.Reader, src *sourceReader, fn func(Conversa
 // chatLog gathers the messages of a chat log into a conversation.
 type chatLog struct{ c Conversation }
 
+// hiddenRoles are the prompts an application gives the model before the
+// conversation (its instructions, the same in every log of that
+// application), not turns anyone wrote in it; the ChatGPT export hides its
+// system messages too.
+var hiddenRoles = map[string]bool{"system": true, "developer": true}
+
 func (log *chatLog) add(l *chatLine) error {
 	if l.Type == "summary" && log.c.Title == "" {
 		log.c.Title = strings.TrimSpace(string(l.Summary)) // Claude Code's name for the session
@@ -118,6 +126,9 @@ func (log *chatLog) add(l *chatLine) error {
 	speaker := string(l.Speaker)
 	if speaker == "" {
 		speaker = authorName(l.Author)
+	}
+	if speaker == "" {
+		speaker = string(l.Sender)
 	}
 	if speaker == "" {
 		speaker = string(l.Name)
@@ -153,11 +164,14 @@ func (log *chatLog) add(l *chatLine) error {
 	if role == "" && (l.Type == "user" || l.Type == "assistant") {
 		role = string(l.Type)
 	}
-	if r := strings.ToLower(role); r == "tool" || r == "function" {
-		return nil // tool output: not a turn of the conversation
-	}
 	if speaker == "" {
 		speaker = role
+	}
+	if r := strings.ToLower(strings.TrimSpace(role)); r == "tool" || r == "function" {
+		return nil // tool output: not a turn of the conversation
+	}
+	if hiddenRoles[strings.ToLower(strings.TrimSpace(speaker))] || hiddenRoles[strings.ToLower(strings.TrimSpace(role))] {
+		return nil
 	}
 	b := renderTurn(speakerLabel(speaker), text)
 	if b == "" {
