@@ -37,6 +37,7 @@ type chatLine struct {
 	Summary   looseString     `json:"summary"`
 	Timestamp json.RawMessage `json:"timestamp"`
 	CreatedAt json.RawMessage `json:"created_at"`
+	claudeCodeFlags
 }
 
 // looseString is a JSON string, or "" when the value is of another type.
@@ -140,7 +141,9 @@ func (log *chatLog) add(l *chatLine) error {
 	if err != nil {
 		return err
 	}
+	wrapped := false // in a "message" object, as Claude Code writes a turn
 	if m := bytes.TrimSpace(l.Message); len(m) > 0 && m[0] == '{' {
+		wrapped = true
 		var inner struct {
 			Role    looseString     `json:"role"`
 			Content json.RawMessage `json:"content"`
@@ -159,6 +162,14 @@ func (log *chatLog) add(l *chatLine) error {
 	} else if text == "" {
 		if text, err = contentText(l.Message, "message"); err != nil {
 			return err
+		}
+	}
+	if wrapped && (l.Type == "user" || l.Type == "assistant") {
+		if l.internal() {
+			return nil
+		}
+		if text = claudeCodeText(text); text == "" {
+			return nil
 		}
 	}
 	if role == "" && (l.Type == "user" || l.Type == "assistant") {
