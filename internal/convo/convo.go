@@ -3,7 +3,8 @@
 //
 // It reads markdown and plain-text transcripts, ChatGPT and Claude.ai data
 // exports (conversations.json), and JSON chat logs: JSON lines, or a JSON
-// array of messages. Exports are streamed one conversation at a time, so
+// array of messages, and fine-tuning sets of one conversation per line or
+// array element. Exports are streamed one conversation at a time, so
 // memory follows the largest conversation, not the size of the file.
 //
 // Text that is not valid UTF-8 is kept, with each invalid byte sequence
@@ -53,11 +54,12 @@ type Conversation struct {
 type Format int
 
 const (
-	FormatMarkdown Format = iota + 1 // markdown or plain text, with or without turn markers
-	FormatJSONL                      // JSON lines, one message object per line
-	FormatMessages                   // a JSON array of message objects: one conversation
-	FormatChatGPT                    // a ChatGPT data export (conversations.json)
-	FormatClaude                     // a Claude.ai data export (conversations.json)
+	FormatMarkdown      Format = iota + 1 // markdown or plain text, with or without turn markers
+	FormatJSONL                           // JSON lines, one message object, or one conversation, per line
+	FormatMessages                        // a JSON array of message objects: one conversation
+	FormatChatGPT                         // a ChatGPT data export (conversations.json)
+	FormatClaude                          // a Claude.ai data export (conversations.json)
+	FormatConversations                   // a JSON array of conversations, each with "messages" or "conversations"
 )
 
 func (f Format) String() string {
@@ -72,6 +74,8 @@ func (f Format) String() string {
 		return "chatgpt-export"
 	case FormatClaude:
 		return "claude-export"
+	case FormatConversations:
+		return "json-conversations"
 	}
 	return fmt.Sprintf("Format(%d)", int(f))
 }
@@ -110,7 +114,9 @@ func utf16Decoder() transform.Transformer {
 // (.md, .markdown, .txt), JSON lines (.jsonl) and JSON (.json); the content
 // decides the rest. A JSON file is an array whose first element tells the
 // format: "mapping" makes it a ChatGPT export, "chat_messages" a Claude
-// export, "role", "speaker" or "author" an array of messages. An empty array
+// export, "role", "speaker" or "author" an array of messages, "messages" or
+// "conversations" an array of conversations (fine-tuning sets, ShareGPT).
+// An empty array
 // is reported as FormatChatGPT: it holds no conversations in any format.
 func Detect(name string, head []byte) (Format, error) {
 	ext := extension(name)
@@ -226,6 +232,8 @@ func Parse(name string, r io.Reader, fn func(Conversation) error) error {
 		return parseMessages(name, br, src, fn)
 	case FormatChatGPT:
 		return parseChatGPT(name, br, src, fn)
+	case FormatConversations:
+		return parseConversations(name, br, src, fn)
 	default:
 		return parseClaude(name, br, src, fn)
 	}

@@ -56,6 +56,8 @@ func TestDetect(t *testing.T) {
 		{"c.json", ` [{"title":"x","create_time":1.5,"mapping":{}}]`, FormatChatGPT, ""},
 		{"c.json", `[{"uuid":"u","name":"n","account":{"uuid":"a"},"chat_messages":[]}]`, FormatClaude, ""},
 		{"c.json", `[{"content":"hi","role":"user"}]`, FormatMessages, ""},
+		{"c.json", `[{"messages":[{"role":"user","content":"hi"}]}]`, FormatConversations, ""},
+		{"c.json", `[{"id":"x","conversations":[{"from":"human","value":"hi"}]}]`, FormatConversations, ""},
 		{"c.json", `[]`, FormatChatGPT, ""},
 		{"c.json", `[{"title":"a very long title that the head cuts o`, 0, "or truncated"},
 		{"c.json", `[{"title":"x"}]`, 0, "unknown JSON format"},
@@ -404,12 +406,61 @@ func TestClaudeCodeInternalLines(t *testing.T) {
 		{"bash mode", turn("user", "", `"<bash-input>go test ./...</bash-input>"`) + "\n" +
 			turn("user", "", `"<bash-stdout>ok</bash-stdout><bash-stderr></bash-stderr>"`),
 			[]string{"**User:** ! go test ./..."}},
+		{"system line", ask + "\n" + `{"type":"system","subtype":"compact_boundary","content":"Conversation compacted","sessionId":"s","level":"info"}`,
+			[]string{"**User:** Why does TestFoo fail?"}},
 		{"the tags in a plain log are text", `{"role":"user","content":"what does <command-name>/x</command-name> mean?"}`,
 			[]string{"**User:** what does <command-name>/x</command-name> mean?"}},
 		{"a command among other text stays as written", turn("user", "", `"<command-name>/x</command-name> and more"`),
 			[]string{"**User:** <command-name>/x</command-name> and more"}},
 	}
 	checkChatLogs(t, tests)
+}
+
+// A line that holds a whole conversation (fine-tuning sets, ShareGPT) is
+// a conversation of its own; a file whose lines are no messages at all is
+// an error, not a file with nothing to say.
+func TestChatLogShapes(t *testing.T) {
+	ft := `{"messages":[{"role":"system","content":"You are helpful"},{"role":"user","content":"question one"},{"role":"assistant","content":"answer one"}]}
+{"messages":[{"role":"user","content":"question two"},{"role":"assistant","content":"answer two"}]}`
+	tests := []struct {
+		name, in string
+		want     []string // "id: message | message" per conversation
+		err      string
+	}{
+		{"fine-tuning lines", ft, []string{"1: **User:** question one | **Assistant:** answer one", "2: **User:** question two | **Assistant:** answer two"}, ""},
+		{"ShareGPT lines, ids kept", `{"id":"a","conversations":[{"from":"human","value":"hello"},{"from":"gpt","value":"hi"},{"from":"observation","value":"{}"}]}` + "\n\n" +
+			`{"conversations":[{"from":"system","value":"rules"},{"from":"human","value":"again"}]}`,
+			[]string{"a: **User:** hello | **Assistant:** hi", "3: **User:** again"}, ""},
+		{"ShareGPT messages one per line", `{"from":"human","value":"hello"}` + "\n" + `{"from":"gpt","value":"hi"}`,
+			[]string{": **User:** hello | **Assistant:** hi"}, ""},
+		{"a conversation line beside message lines", `{"role":"user","content":"loose"}` + "\n" + `{"messages":[{"role":"user","content":"whole"}]}`,
+			[]string{"2: **User:** whole", ": **User:** loose"}, ""},
+		{"an empty conversation", `{"messages":[]}`, nil, ""},
+		{"messages without text", `{"role":"user","content":""}` + "\n" + `{"role":"assistant","content":null}`, nil, ""},
+		{"only Claude Code bookkeeping", `{"type":"summary","summary":"t","leafUuid":"x"}` + "\n" +
+			`{"type":"file-history-snapshot","messageId":"m","snapshot":{}}` + "\n" + `{"type":"queue-operation","operation":"dequeue","sessionId":"s"}`, nil, ""},
+		{"blank lines only", "\n  \n", nil, ""},
+		{"no line is a message", `{"type":"meta"}` + "\n" + `{"type":"meta","n":2}`, nil,
+			`no line is a chat message or a conversation (want "role" and "content", "messages" or "conversations"); line 1 has the key "type": unknown JSON lines format`},
+		{"a wrapped log", `{"timestamp":"2025-09-01T10:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":"x"}}`, nil,
+			`line 1 has the keys "payload", "timestamp", "type"`},
+	}
+	for _, tt := range tests {
+		convs, err := parseString(t, "log.jsonl", tt.in)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || recall.ErrorCode(err) != recall.EINVALID):
+			t.Errorf("%s: error %v, want EINVALID containing %q", tt.name, err, tt.err)
+		}
+		var got []string
+		for _, c := range convs {
+			got = append(got, c.ID+": "+strings.Join(c.Messages, " | "))
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
 }
 
 func TestLongJSONLine(t *testing.T) {
@@ -474,6 +525,11 @@ func TestMoreMalformedJSON(t *testing.T) {
 		{"c.json", `[{"id":"a","mapping":{}} {"id":"b","mapping":{}}]`, `element [1] (after byte 25): malformed JSON at byte 25`},
 		{"c.json", `[{"role":"user","content":"hi"},{"role":"user","content":5}]`, `element [1]: "content" is neither text nor content blocks`},
 		{"c.jsonl", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\"", `line 2: malformed JSON at byte`},
+		{"c.json", `[{"id":"a","messages":[]},{"title":"x"}]`, `element [1] has no "messages" or "conversations" array`},
+		{"c.json", `[{"id":"a","messages":[]},{"id":"a","messages":[]}]`, `elements [0] and [1] have the same conversation id "a"`},
+		{"c.json", `[{"messages":[{"role":"user","content":5}]}]`, `element [0]: "messages"[0]: "content" is neither text nor content blocks`},
+		{"c.jsonl", `{"id":"a","messages":[]}` + "\n" + `{"id":"a","messages":[]}`, `lines 1 and 2 have the same conversation id "a"`},
+		{"c.jsonl", `{"conversations":[{"from":"human","value":"x"}, 3]}`, `line 1: "conversations": the value is a JSON number, want an object`},
 		{"c.jsonl", `{"role":"user","text":["x"]}`, `"text": the value is a JSON string, want an object`},
 		{"c.jsonl", `{"role":"user","content":[{"type":"text","text":1}]}`, `"content": "text" is a JSON number`},
 	}

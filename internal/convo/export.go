@@ -48,6 +48,8 @@ func sniffJSON(name string, head []byte) (Format, error) {
 				return FormatClaude, nil
 			case "role", "speaker", "author":
 				return FormatMessages, nil
+			case "messages", "conversations":
+				return FormatConversations, nil
 			}
 			err = skipValue(dec)
 		}
@@ -58,12 +60,12 @@ func sniffJSON(name string, head []byte) (Format, error) {
 	if _, err := dec.Token(); err != nil {
 		return 0, sniffError(name, len(head), err)
 	}
-	return 0, invalidf(name, "element [0] has no \"mapping\" (ChatGPT), \"chat_messages\" (Claude) or \"role\" (messages) key: unknown JSON format")
+	return 0, invalidf(name, "element [0] has no \"mapping\" (ChatGPT), \"chat_messages\" (Claude), \"role\" (messages) or \"messages\" or \"conversations\" (conversations) key: unknown JSON format")
 }
 
 func sniffError(name string, headLen int, err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return invalidf(name, "no \"mapping\", \"chat_messages\" or \"role\" key in the first %d bytes of element [0]: not a ChatGPT or Claude export or a list of messages, or truncated", headLen)
+		return invalidf(name, "no \"mapping\", \"chat_messages\", \"role\", \"messages\" or \"conversations\" key in the first %d bytes of element [0]: not a ChatGPT or Claude export or a list of messages or conversations, or truncated", headLen)
 	}
 	return invalidf(name, "malformed JSON in element [0]: %v", err)
 }
@@ -200,21 +202,32 @@ func jsonKind(t reflect.Type) string {
 
 // exportIDs checks the ids of an export's conversations: each becomes the
 // last element of a source id, so it must be one plain path element, and
-// unique in the file.
-type exportIDs map[string]int
+// unique in the file. Conversations are numbered as errors name them:
+// element [i] of an array, or line i of JSON lines when lines is set.
+type exportIDs struct {
+	seen  map[string]int
+	lines bool
+}
 
-func (seen exportIDs) check(name string, i int, id string) error {
+func (ids *exportIDs) check(name string, i int, id string) error {
+	one, two := "element [%d]", "elements [%d] and [%d]"
+	if ids.lines {
+		one, two = "line %d", "lines %d and %d"
+	}
 	switch {
 	case id == "":
-		return invalidf(name, "element [%d] has no conversation id", i)
+		return invalidf(name, one+" has no conversation id", i)
 	case len(id) > 200 || id == "." || id == ".." || strings.ContainsAny(id, `/\`) ||
 		strings.IndexFunc(id, unicode.IsControl) >= 0:
-		return invalidf(name, "element [%d] has an unusable conversation id %q", i, id)
+		return invalidf(name, one+" has an unusable conversation id %q", i, id)
 	}
-	if j, dup := seen[id]; dup {
-		return invalidf(name, "elements [%d] and [%d] have the same conversation id %q", j, i, id)
+	if j, dup := ids.seen[id]; dup {
+		return invalidf(name, two+" have the same conversation id %q", j, i, id)
 	}
-	seen[id] = i
+	if ids.seen == nil {
+		ids.seen = map[string]int{}
+	}
+	ids.seen[id] = i
 	return nil
 }
 
@@ -224,6 +237,7 @@ func (seen exportIDs) check(name string, i int, id string) error {
 var speakerNames = map[string]string{
 	"user": "User", "human": "User",
 	"assistant": "Assistant", "ai": "Assistant", "bot": "Assistant", "model": "Assistant",
+	"gpt": "Assistant", "chatgpt": "Assistant", // ShareGPT
 }
 
 func speakerLabel(s string) string {

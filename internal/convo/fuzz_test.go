@@ -93,6 +93,7 @@ func FuzzParseJSON(f *testing.F) {
 		`[{"uuid":"u","chat_messages":[{"sender":"human","content":[{"type":"text","text":""}],"text":"t"}]}]`,
 		`[{"role":"user","content":{"type":"text","text":"x"}},{"author":"me","message":{"role":"x"}}]`,
 		"{\"message\":{\"content\":[{\"type\":\"image\"}]},\"timestamp\":1e300}\n{\"text\":\"\\u0000\"}",
+		"{\"id\":\"a\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}\n{\"conversations\":[{\"from\":\"gpt\",\"value\":\"y\"}]}\n{\"role\":\"user\",\"content\":\"z\"}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -105,8 +106,12 @@ func FuzzParseJSON(f *testing.F) {
 			}
 			ids[c.ID] = true
 		}
-		if convs := checkConversations(t, "f.jsonl", data); len(convs) > 1 {
-			t.Fatalf("a JSON-lines file gave %d conversations", len(convs))
+		ids = map[string]bool{}
+		for _, c := range checkConversations(t, "f.jsonl", data) {
+			if ids[c.ID] {
+				t.Fatalf("JSON lines: conversation id %q delivered twice", c.ID)
+			}
+			ids[c.ID] = true
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,8 +16,8 @@ import (
 
 // chatLine is one message of a chat log, in the shapes logs commonly take:
 // {"role", "content"} as the OpenAI and Anthropic APIs have it, {"speaker" or
-// "author" or "sender" or "name", "text" or "message"}, and Claude Code
-// session logs,
+// "author" or "sender" or "name", "text" or "message"}, ShareGPT's {"from",
+// "value"}, and Claude Code session logs,
 // which wrap {"role", "content"} in "message" next to "type" and
 // "timestamp". Content is a string or an array of {"type", "text"} blocks.
 //
@@ -30,6 +32,8 @@ type chatLine struct {
 	Name      looseString     `json:"name"`
 	Author    json.RawMessage `json:"author"`
 	Sender    looseString     `json:"sender"`
+	From      looseString     `json:"from"`
+	Value     json.RawMessage `json:"value"`
 	Content   json.RawMessage `json:"content"`
 	Text      json.RawMessage `json:"text"`
 	Message   json.RawMessage `json:"message"`
@@ -38,7 +42,22 @@ type chatLine struct {
 	Timestamp json.RawMessage `json:"timestamp"`
 	CreatedAt json.RawMessage `json:"created_at"`
 	claudeCodeFlags
+	// SessionID marks a line of a Claude Code session, which may hold
+	// no text (a queue operation).
+	SessionID json.RawMessage `json:"sessionId"`
+
+	// A line or element that is a whole conversation: its messages, in
+	// the shape OpenAI's fine-tuning and chat-completion logs have
+	// ("messages") or ShareGPT's ("conversations"), and its id.
+	Messages      json.RawMessage `json:"messages"`
+	Conversations json.RawMessage `json:"conversations"`
+	ID            looseString     `json:"id"`
 }
+
+// claudeCodeBookkeeping are the types of the lines of a Claude Code
+// session that hold no message: the session's title, snapshots of the
+// files it edits, its input queue.
+var claudeCodeBookkeeping = map[looseString]bool{"summary": true, "file-history-snapshot": true, "queue-operation": true}
 
 // looseString is a JSON string, or "" when the value is of another type.
 type looseString string
@@ -53,18 +72,25 @@ func (s *looseString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// parseJSONL reads a chat log of one JSON object per line: one conversation.
-// Lines are read whole however long they are. Blank lines are skipped, and so
-// are objects without text (tool calls, metadata). A malformed line fails the
-// whole file, naming the line: the rest would be indexed as if it were the
-// complete conversation.
+// parseJSONL reads a chat log of one JSON object per line: one
+// conversation, or, when lines hold a conversation each ("messages" or
+// "conversations", as fine-tuning sets have them), one conversation per
+// line, its id the line's "id" or else its line number. Lines are read
+// whole however long they are. Blank lines are skipped, and so are objects
+// without text (tool calls, metadata). A malformed line fails the whole
+// file, naming the line: the rest would be indexed as if it were the
+// complete conversation. So does a file none of whose lines is a message
+// or a conversation: it is a log of something else, and a sweep that
+// passed it by without a word would look as if it had read it.
 func parseJSONL(name string, r io.Reader, src *sourceReader, fn func(Conversation) error) error {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReader(r)
 	}
 	var log chatLog
-	var off int64 // of the line in the file
+	ids := exportIDs{lines: true}
+	var first []byte // the first line, to describe a file of unknown shape
+	var off int64    // of the line in the file
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if t := bytes.TrimSpace(line); len(t) > 0 {
@@ -76,7 +102,21 @@ func parseJSONL(name string, r io.Reader, src *sourceReader, fn func(Conversatio
 				base := off + int64(bytes.Index(line, t[:1]))
 				return invalidf(name, "line %d: %s", n, describeJSON(jerr, base))
 			}
-			if lerr := log.add(&l); lerr != nil {
+			if first == nil {
+				first = t
+			}
+			if c, whole, cerr := l.conversation(strconv.Itoa(n)); whole {
+				if cerr != nil {
+					return invalidf(name, "line %d: %v", n, cerr)
+				}
+				if err := ids.check(name, n, c.ID); err != nil {
+					return err
+				}
+				log.known = true
+				if err := deliver(c, fn); err != nil {
+					return err
+				}
+			} else if lerr := log.add(&l); lerr != nil {
 				return invalidf(name, "line %d: %v", n, lerr)
 			}
 		}
@@ -88,7 +128,82 @@ func parseJSONL(name string, r io.Reader, src *sourceReader, fn func(Conversatio
 		}
 		off += int64(len(line))
 	}
-	return log.deliver(fn)
+	if first != nil && !log.known {
+		return invalidf(name, "no line is a chat message or a conversation (want \"role\" and \"content\", \"messages\" or \"conversations\"); line 1 has %s: unknown JSON lines format", describeKeys(first))
+	}
+	return deliver(log.c, fn)
+}
+
+// describeKeys lists the keys of a JSON object, for an error.
+func describeKeys(obj []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil || len(m) == 0 {
+		return "no keys"
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	if len(keys) == 1 {
+		return "the key " + strconv.Quote(keys[0])
+	}
+	more := ""
+	if len(keys) > 8 {
+		keys, more = keys[:8], ", ..."
+	}
+	for i, k := range keys {
+		keys[i] = strconv.Quote(k)
+	}
+	return "the keys " + strings.Join(keys, ", ") + more
+}
+
+// conversation reads a line that is a whole conversation ("messages" or
+// "conversations" an array), with id as its id when it has none of its
+// own; whole is false for any other line.
+func (l *chatLine) conversation(id string) (c Conversation, whole bool, err error) {
+	raw, field := bytes.TrimSpace(l.Messages), "messages"
+	if len(raw) == 0 || raw[0] != '[' {
+		raw, field = bytes.TrimSpace(l.Conversations), "conversations"
+	}
+	if len(raw) == 0 || raw[0] != '[' {
+		return Conversation{}, false, nil
+	}
+	var msgs []chatLine
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return Conversation{}, true, fmt.Errorf("%q: %s", field, describeJSON(err, 0))
+	}
+	var log chatLog
+	for i := range msgs {
+		if err := log.add(&msgs[i]); err != nil {
+			return Conversation{}, true, fmt.Errorf("%q[%d]: %v", field, i, err)
+		}
+	}
+	log.c.ID = strings.TrimSpace(string(l.ID))
+	if log.c.ID == "" {
+		log.c.ID = id
+	}
+	return log.c, true, nil
+}
+
+// parseConversations reads a JSON array of conversations, each an object
+// whose "messages" or "conversations" holds its messages (fine-tuning sets,
+// ShareGPT), its id the element's "id" or else its index.
+func parseConversations(name string, r io.Reader, src *sourceReader, fn func(Conversation) error) error {
+	ids := exportIDs{}
+	return walkArray(name, r, src, func(i int, dec *json.Decoder) error {
+		var l chatLine
+		if err := decodeElement(name, src, i, dec, &l); err != nil {
+			return err
+		}
+		c, whole, err := l.conversation(strconv.Itoa(i))
+		switch {
+		case !whole:
+			return invalidf(name, "element [%d] has no \"messages\" or \"conversations\" array: not a conversation", i)
+		case err != nil:
+			return invalidf(name, "element [%d]: %v", i, err)
+		}
+		if err := ids.check(name, i, c.ID); err != nil {
+			return err
+		}
+		return deliver(c, fn)
+	})
 }
 
 // parseMessages reads a JSON array of message objects: one conversation.
@@ -107,11 +222,19 @@ func parseMessages(name string, r io.Reader, src *sourceReader, fn func(Conversa
 	if err != nil {
 		return err
 	}
-	return log.deliver(fn)
+	return deliver(log.c, fn)
 }
 
 // chatLog gathers the messages of a chat log into a conversation.
-type chatLog struct{ c Conversation }
+type chatLog struct {
+	c Conversation
+	// known is set by a line in a shape chatLog reads, text or not.
+	known bool
+}
+
+// toolRoles speak for tools: the OpenAI API's roles for their output, and
+// ShareGPT's for a function call and its result.
+var toolRoles = map[string]bool{"tool": true, "function": true, "function_call": true, "observation": true}
 
 // hiddenRoles are the prompts an application gives the model before the
 // conversation (its instructions, the same in every log of that
@@ -132,11 +255,19 @@ func (log *chatLog) add(l *chatLine) error {
 		speaker = string(l.Sender)
 	}
 	if speaker == "" {
+		speaker = string(l.From)
+	}
+	if speaker == "" {
 		speaker = string(l.Name)
 	}
+	log.known = log.known || role != "" || speaker != "" || len(l.Content) > 0 || len(l.Text) > 0 ||
+		len(l.Message) > 0 || len(l.Value) > 0 || len(l.SessionID) > 0 || claudeCodeBookkeeping[l.Type]
 	text, err := contentText(l.Content, "content")
 	if err == nil && text == "" {
 		text, err = contentText(l.Text, "text")
+	}
+	if err == nil && text == "" {
+		text, err = contentText(l.Value, "value")
 	}
 	if err != nil {
 		return err
@@ -172,14 +303,18 @@ func (log *chatLog) add(l *chatLine) error {
 			return nil
 		}
 	}
-	if role == "" && (l.Type == "user" || l.Type == "assistant") {
-		role = string(l.Type)
+	if t := strings.ToLower(string(l.Type)); role == "" && (t == "user" || t == "assistant" || hiddenRoles[t]) {
+		role = t
 	}
 	if speaker == "" {
 		speaker = role
 	}
-	if r := strings.ToLower(strings.TrimSpace(role)); r == "tool" || r == "function" {
-		return nil // tool output: not a turn of the conversation
+	who := role
+	if who == "" {
+		who = speaker
+	}
+	if toolRoles[strings.ToLower(strings.TrimSpace(who))] {
+		return nil // a tool's call or output: not a turn of the conversation
 	}
 	if hiddenRoles[strings.ToLower(strings.TrimSpace(speaker))] || hiddenRoles[strings.ToLower(strings.TrimSpace(role))] {
 		return nil
@@ -202,12 +337,13 @@ func (log *chatLog) add(l *chatLine) error {
 	return nil
 }
 
-func (log *chatLog) deliver(fn func(Conversation) error) error {
-	if len(log.c.Messages) == 0 {
+// deliver passes c to fn when it has messages, dated by its first.
+func deliver(c Conversation, fn func(Conversation) error) error {
+	if len(c.Messages) == 0 {
 		return nil
 	}
-	log.c.Date = dateOf(log.c.Created)
-	return fn(log.c)
+	c.Date = dateOf(c.Created)
+	return fn(c)
 }
 
 // authorName reads "author" as a name, or as an object with a name or role;

@@ -322,3 +322,31 @@ func TestSweepExportCompanions(t *testing.T) {
 		t.Errorf("sources %v", ids)
 	}
 }
+
+// A fine-tuning set holds one conversation per line (or per element of a
+// JSON array): each becomes a source of its own, so no chunk holds the end
+// of one and the start of the next.
+func TestSweepConversationPerLine(t *testing.T) {
+	st := openStore(t)
+	vault := t.TempDir()
+	line := func(q, a string) string {
+		return `{"messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"` + q + `"},{"role":"assistant","content":"` + a + `"}]}` + "\n"
+	}
+	write(t, vault, "train.jsonl", line("zebra question", "zebra answer")+line("yak question", "yak answer"))
+	write(t, vault, "sharegpt.json", `[{"id":"s1","conversations":[{"from":"human","value":"okapi question"},{"from":"gpt","value":"okapi answer"}]}]`)
+	if res, log := sweep(t, st, vault, Options{}); res.FilesChanged != 2 || log != "" {
+		t.Fatalf("first sweep: %+v %q", res, log)
+	}
+	if ids, want := sourceIDs(t, st, vault), []string{"sharegpt.json/s1", "train.jsonl/1", "train.jsonl/2"}; !slices.Equal(ids, want) {
+		t.Fatalf("sources %v, want %v", ids, want)
+	}
+	got := content(t, st)
+	for _, chunk := range strings.Split(got, "\n") {
+		if strings.Contains(chunk, "zebra") && strings.Contains(chunk, "yak") {
+			t.Errorf("a chunk holds two conversations: %s", chunk)
+		}
+	}
+	if strings.Contains(got, "You are helpful") {
+		t.Errorf("the system prompt was indexed:\n%s", got)
+	}
+}
