@@ -1,6 +1,7 @@
 package convo
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,31 +13,37 @@ import (
 )
 
 // sniffJSON tells the format of a JSON file from the keys of the first
-// element of its top-level array, as far as head reaches.
+// element of its top-level array, as far as head reaches. A top-level
+// object is told by its own keys: a file of one conversation, as a single
+// conversation saved from an export or a fine-tuning example is.
 func sniffJSON(name string, head []byte) (Format, error) {
 	t := bytes.TrimLeft(head, " \t\r\n")
 	switch {
 	case len(t) == 0:
 		return 0, invalidf(name, "empty file: want a JSON array of conversations or messages")
-	case t[0] == '{':
-		return 0, invalidf(name, "the top level is a JSON object: want an array of conversations (a ChatGPT or Claude export) or of messages; JSON lines belong in a .jsonl file")
-	case t[0] != '[':
+	case t[0] != '[' && t[0] != '{':
 		return 0, invalidf(name, "not JSON: want an array of conversations or messages")
 	}
 	dec := json.NewDecoder(bytes.NewReader(t))
-	dec.Token() // the '[' seen above
-	if !dec.More() {
-		if _, err := dec.Token(); err != nil {
-			return 0, invalidf(name, "malformed JSON at the start of the array")
+	what := "the top-level object"
+	if t[0] == '[' {
+		what = "element [0]"
+		dec.Token() // the '[' seen above
+		if !dec.More() {
+			if _, err := dec.Token(); err != nil {
+				return 0, invalidf(name, "malformed JSON at the start of the array")
+			}
+			return FormatChatGPT, nil // an empty export
 		}
-		return FormatChatGPT, nil // an empty export
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return 0, invalidf(name, "malformed JSON in element [0]: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return 0, invalidf(name, "element [0] is %s, not an object: want an array of conversations or messages", describeToken(tok))
+		tok, err := dec.Token()
+		if err != nil {
+			return 0, invalidf(name, "malformed JSON in element [0]: %v", err)
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '{' {
+			return 0, invalidf(name, "element [0] is %s, not an object: want an array of conversations or messages", describeToken(tok))
+		}
+	} else {
+		dec.Token() // the '{' seen above
 	}
 	for dec.More() {
 		key, err := dec.Token()
@@ -54,20 +61,20 @@ func sniffJSON(name string, head []byte) (Format, error) {
 			err = skipValue(dec)
 		}
 		if err != nil {
-			return 0, sniffError(name, len(head), err)
+			return 0, sniffError(name, what, len(head), err)
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return 0, sniffError(name, len(head), err)
+		return 0, sniffError(name, what, len(head), err)
 	}
-	return 0, invalidf(name, "element [0] has no \"mapping\" (ChatGPT), \"chat_messages\" (Claude), \"role\" (messages) or \"messages\" or \"conversations\" (conversations) key: unknown JSON format")
+	return 0, invalidf(name, "%s has no \"mapping\" (ChatGPT), \"chat_messages\" (Claude), \"role\" (messages) or \"messages\" or \"conversations\" (conversations) key: unknown JSON format", what)
 }
 
-func sniffError(name string, headLen int, err error) error {
+func sniffError(name, what string, headLen int, err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return invalidf(name, "no \"mapping\", \"chat_messages\", \"role\", \"messages\" or \"conversations\" key in the first %d bytes of element [0]: not a ChatGPT or Claude export or a list of messages or conversations, or truncated", headLen)
+		return invalidf(name, "no \"mapping\", \"chat_messages\", \"role\", \"messages\" or \"conversations\" key in the first %d bytes of %s: not a ChatGPT or Claude export or a list of messages or conversations, or truncated", headLen, what)
 	}
-	return invalidf(name, "malformed JSON in element [0]: %v", err)
+	return invalidf(name, "malformed JSON in %s: %v", what, err)
 }
 
 // skipValue consumes one JSON value from dec, token by token.
@@ -109,9 +116,16 @@ func describeToken(tok any) string {
 
 // walkArray reads a top-level JSON array one element at a time, calling each
 // with the decoder positioned at element i, so that memory holds one
-// conversation and never the whole export.
+// conversation and never the whole export. A top-level object is read as
+// an array of that one element: a file of one conversation.
 func walkArray(name string, r io.Reader, src *sourceReader, each func(i int, dec *json.Decoder) error) error {
 	dec := json.NewDecoder(r)
+	if topLevelObject(r) {
+		if err := each(0, dec); err != nil {
+			return err
+		}
+		return atEnd(name, src, dec, "object", " (JSON lines belong in a .jsonl file)")
+	}
 	tok, err := dec.Token()
 	if err != nil {
 		return jsonError(name, src, -1, dec.InputOffset(), err)
@@ -128,9 +142,29 @@ func walkArray(name string, r io.Reader, src *sourceReader, each func(i int, dec
 	if _, err := dec.Token(); err != nil {
 		return jsonError(name, src, i, dec.InputOffset(), err)
 	}
+	return atEnd(name, src, dec, "array", "")
+}
+
+// topLevelObject reports whether r, as Parse hands it over (a
+// bufio.Reader that has peeked the head Detect saw), holds a JSON object
+// rather than an array. It only peeks, so the decoder still reads from the
+// first byte and its offsets stay those of the file.
+func topLevelObject(r io.Reader) bool {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		return false
+	}
+	head, _ := br.Peek(min(SniffLen, br.Size()))
+	t := bytes.TrimLeft(head, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// atEnd checks that nothing follows the top-level value, a whole what; the
+// error ends with hint.
+func atEnd(name string, src *sourceReader, dec *json.Decoder, what, hint string) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		if err == nil || src.err == nil {
-			return invalidf(name, "data after the end of the array, at byte %d", dec.InputOffset())
+			return invalidf(name, "data after the end of the %s, at byte %d%s", what, dec.InputOffset(), hint)
 		}
 		return src.fail(name, err)
 	}
