@@ -7,12 +7,22 @@
 // array element. Exports are streamed one conversation at a time, so
 // memory follows the largest conversation, not the size of the file.
 //
-// Text that is not valid UTF-8 is kept, with each invalid byte sequence
-// replaced by U+FFFD (encoding/json does the same inside JSON strings): a
-// transcript saved in a legacy encoding stays searchable instead of failing.
-// Content that is not text at all (a NUL byte, or mostly control bytes and
-// invalid sequences in its first bytes) is an error. UTF-16 text with a byte
-// order mark, as some Windows tools write it, is decoded.
+// Text is read as UTF-8. UTF-16 text with a byte order mark, as some
+// Windows tools write it, is decoded. Text that is not valid UTF-8 is read
+// as follows (for a text file judged on the whole file, for JSON on its
+// first SniffLen bytes):
+//   - mostly UTF-8, with a few invalid bytes: each invalid byte sequence is
+//     replaced by U+FFFD (encoding/json does the same inside JSON strings);
+//   - Western European text in Windows-1252 or ISO 8859-1 (accented
+//     letters as single bytes among ASCII): decoded as Windows-1252, so it
+//     stays searchable;
+//   - anything else (Windows-1251, GBK, Shift-JIS ...: runs of non-ASCII
+//     bytes, which any single-byte code page would turn into mojibake no
+//     search matches) is an error asking for a conversion to UTF-8.
+//
+// Content that is not text at all (a NUL byte, or more than one byte in
+// twenty of its head a control character other than tab, line and page
+// breaks and escape) is an error.
 package convo
 
 import (
@@ -24,9 +34,9 @@ import (
 	"path"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
+	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
 )
@@ -148,40 +158,24 @@ func Detect(name string, head []byte) (Format, error) {
 	return FormatMarkdown, nil
 }
 
-// binaryAt reports whether head is not text, and the offset of the first byte
-// that says so: a NUL, or more than one byte in ten being a control character
-// or part of an invalid UTF-8 sequence (text in a legacy 8-bit encoding has
-// far fewer, binary formats far more).
+// binaryAt reports whether head is not text, and the offset of the first
+// byte that says so: a NUL, or more than one byte in twenty being a control
+// character. Bytes that are not valid UTF-8 say nothing here: text in a
+// legacy encoding is full of them, and is judged by sniffEncoding.
 func binaryAt(head []byte) (int, bool) {
 	if i := bytes.IndexByte(head, 0); i >= 0 {
 		return i, true
 	}
 	bad, first := 0, -1
-	for i := 0; i < len(head); {
-		c := head[i]
-		if c < utf8.RuneSelf {
-			if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1b) || c == 0x7f {
-				bad++
-				if first < 0 {
-					first = i
-				}
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(head[i:])
-		if r == utf8.RuneError && size == 1 {
-			if !utf8.FullRune(head[i:]) {
-				break // a character cut off by the end of head
-			}
+	for i, c := range head {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1b) || c == 0x7f {
 			bad++
 			if first < 0 {
 				first = i
 			}
 		}
-		i += size
 	}
-	return first, bad*10 > len(head)
+	return first, bad*20 > len(head)
 }
 
 // Parse reads the conversations of one file and calls fn for each one that has
@@ -222,6 +216,14 @@ func Parse(name string, r io.Reader, fn func(Conversation) error) error {
 			return nil
 		}
 		return err
+	}
+	if format != FormatMarkdown { // markdown is judged whole, once read
+		switch sniffEncoding(head, len(head) >= SniffLen) {
+		case encWindows1252:
+			br = bufio.NewReaderSize(transform.NewReader(br, charmap.Windows1252.NewDecoder()), SniffLen)
+		case encUnknown:
+			return legacyError(name)
+		}
 	}
 	switch format {
 	case FormatMarkdown:

@@ -46,6 +46,8 @@ func TestDetect(t *testing.T) {
 		{"a.md", "# Title\n\n**User:** hi", FormatMarkdown, ""},
 		{"a.txt", "", FormatMarkdown, ""},
 		{"a.txt", "caf\xe9 cr\xe8me, na\xefve and other Latin-1 words in a longer sentence", FormatMarkdown, ""},
+		{"a.txt", "\xcf\xf0\xe8\xe2\xe5\xf2, \xea\xe0\xea \xe4\xe5\xeb\xe0?", FormatMarkdown, ""}, // Windows-1251: no binary
+		{"a.md", "\x1b[1mbold\x1b[0m and a bell\x07 in a terminal log", FormatMarkdown, ""},
 		{"a.md", "\xef\xbb\xbfUser: hi", FormatMarkdown, ""},
 		{"a.md", "\xff\xfeU\x00:\x00 \x00h\x00i\x00", FormatMarkdown, ""},
 		{"a.md", "PK\x03\x04\x14\x00\x06\x00", 0, "binary content (byte 5)"},
@@ -633,6 +635,9 @@ func TestExportIsStreamed(t *testing.T) {
 	}
 }
 
+// Text in UTF-8, UTF-16 with a byte order mark or Windows-1252 is read;
+// UTF-8 with a few damaged bytes keeps the rest; other legacy encodings,
+// which would decode to mojibake, and binary content are errors.
 func TestEncodings(t *testing.T) {
 	utf16be := func(s string) string {
 		b := []byte{0xFE, 0xFF}
@@ -641,21 +646,41 @@ func TestEncodings(t *testing.T) {
 		}
 		return string(b)
 	}
-	tests := []struct{ name, content, want string }{
-		{"a.json", "\xef\xbb\xbf" + `[{"role":"user","content":"bom"}]`, "**User:** bom"},
-		{"a.jsonl", "\xef\xbb\xbf" + `{"role":"user","content":"bom"}`, "**User:** bom"},
-		{"a.md", utf16be("User: grüß dich\n"), "User: grüß dich"},
-		{"a.json", utf16be(`[{"role":"user","content":"wide"}]`), "**User:** wide"},
-		{"a.md", "User: caf\xe9", "User: caf\uFFFD"},
-		{"a.jsonl", `{"role":"user","content":"caf` + "\xe9" + `"}`, "**User:** caf\uFFFD"},
+	const (
+		frCP1252 = "Moi : O\xf9 est la cl\xe9 ? \xc7a d\xe9pend de l'\xe9t\xe9.\n"
+		deCP1252 = "User: K\xf6nnen Sie mir helfen? Die Gr\xf6\xdfe \x84passt\x93 nicht.\n"
+		ruCP1251 = "User: \xcf\xf0\xe8\xe2\xe5\xf2, \xea\xe0\xea \xe4\xe5\xeb\xe0?\n"                   // Привет, как дела?
+		zhGBK    = "\xd3\xc3\xbb\xa7\xa3\xba\xb1\xa1\xba\xc9\xb2\xe8\xd4\xf5\xc3\xb4\xc5\xdd\xa3\xbf\n" // 用户：薄荷茶怎么泡？
+	)
+	legacy := "not UTF-8 text (a legacy encoding"
+	tests := []struct{ name, content, want, err string }{
+		{"a.json", "\xef\xbb\xbf" + `[{"role":"user","content":"bom"}]`, "**User:** bom", ""},
+		{"a.jsonl", "\xef\xbb\xbf" + `{"role":"user","content":"bom"}`, "**User:** bom", ""},
+		{"a.md", utf16be("User: grüß dich\n"), "User: grüß dich", ""},
+		{"a.json", utf16be(`[{"role":"user","content":"wide"}]`), "**User:** wide", ""},
+		{"a.md", "User: caf\xe9", "User: café", ""},
+		{"a.txt", frCP1252, "Moi : Où est la clé ? Ça dépend de l'été.", ""},
+		{"a.md", deCP1252, "User: Können Sie mir helfen? Die Größe „passt“ nicht.", ""},
+		{"a.jsonl", `{"role":"user","content":"caf` + "\xe9" + `"}`, "**User:** café", ""},
+		{"a.json", `[{"role":"user","content":"` + strings.TrimSuffix(frCP1252, "\n") + `"}]`, "**User:** Moi : Où est la clé ? Ça dépend de l'été.", ""},
+		{"a.md", "User: naïve café, déjà vu \xff and more", "User: naïve café, déjà vu \uFFFD and more", ""},
+		{"a.md", ruCP1251, "", legacy},
+		{"a.txt", zhGBK, "", legacy},
+		{"a.jsonl", `{"role":"user","content":"` + strings.TrimSpace(ruCP1251) + `"}`, "", legacy},
+		{"a.md", "User: caf\xe9 \x81", "", legacy}, // 0x81 is no Windows-1252 character
+		{"a.md", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "", "binary content (byte 8)"},
+		{"a.txt", "\x7fELF\x02\x01\x01\x03\x02\x01\x01\x03\x02 and a little text", "", "binary content (byte 0)"},
 	}
 	for _, tt := range tests {
 		convs, err := parseString(t, tt.name, tt.content)
-		if err != nil {
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) || recall.ErrorCode(err) != recall.EINVALID {
+				t.Errorf("%s %q: error %v, want EINVALID containing %q", tt.name, tt.content, err, tt.err)
+			}
+		case err != nil:
 			t.Errorf("%s %q: %v", tt.name, tt.content, err)
-			continue
-		}
-		if len(convs) != 1 || len(convs[0].Messages) != 1 || convs[0].Messages[0] != tt.want {
+		case len(convs) != 1 || len(convs[0].Messages) != 1 || convs[0].Messages[0] != tt.want:
 			t.Errorf("%s %q: got %+v, want one message %q", tt.name, tt.content, convs, tt.want)
 		}
 	}

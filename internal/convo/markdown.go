@@ -23,7 +23,14 @@ func parseMarkdownFile(name string, r io.Reader, src *sourceReader, fn func(Conv
 	}
 	text := string(data)
 	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, "\uFFFD")
+		switch sniffEncoding(data, false) {
+		case encUTF8:
+			text = strings.ToValidUTF8(text, "\uFFFD")
+		case encWindows1252:
+			text = decodeWindows1252(data)
+		default:
+			return legacyError(name)
+		}
 	}
 	c := parseMarkdown(name, text)
 	if len(c.Messages) == 0 {
