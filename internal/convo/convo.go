@@ -54,9 +54,10 @@ type Conversation struct {
 	// when its date line gives a time of day too.
 	Created, Updated time.Time
 	// Messages are the message blocks in order, never empty strings. Blocks
-	// of markdown are verbatim apart from line endings (CRLF becomes LF) and
-	// blank lines trimmed at their edges; messages of JSON formats are
-	// rendered as "**Speaker:** text".
+	// of markdown are verbatim apart from line endings (CRLF becomes LF),
+	// blank lines trimmed at their edges and images embedded as data URIs
+	// shown as "[image]"; messages of JSON formats are rendered as
+	// "**Speaker:** text".
 	Messages []string
 }
 

@@ -32,11 +32,49 @@ func parseMarkdownFile(name string, r io.Reader, src *sourceReader, fn func(Conv
 			return legacyError(name)
 		}
 	}
-	c := parseMarkdown(name, text)
+	c := parseMarkdown(name, withoutDataImages(text))
 	if len(c.Messages) == 0 {
 		return nil
 	}
 	return fn(c)
+}
+
+var (
+	// mdDataImage is a markdown image whose source is a data URI, with
+	// an optional title: ![alt](data:image/png;base64,... "title").
+	// Base64 may be wrapped over lines.
+	mdDataImage = regexp.MustCompile(`!\[([^\]\n]{0,500})\]\(\s*<?data:[^)>"]*>?(?:\s+"[^"\n]*")?\s*\)`)
+	// htmlDataImage is an HTML img element whose src is a data URI.
+	htmlDataImage = regexp.MustCompile(`(?i)<img\s[^>]*?\bsrc\s*=\s*(?:"data:[^"]*"|'data:[^']*'|data:[^\s>]*)[^>]*>`)
+	htmlAlt       = regexp.MustCompile(`(?i)\balt\s*=\s*(?:"([^"]*)"|'([^']*)')`)
+)
+
+// withoutDataImages replaces images embedded as data URIs, markdown
+// (![alt](data:...)) or HTML (<img src="data:...">), by "[image]" or
+// "[image: alt]", as the JSON formats show an image. The base64 of a
+// screenshot is hundreds of kilobytes of text that no search can match,
+// which would otherwise fill a hundred chunks; images linked by URL are
+// kept as written.
+func withoutDataImages(text string) string {
+	if !strings.Contains(text, "data:") {
+		return text
+	}
+	image := func(alt string) string {
+		if alt = strings.Join(strings.Fields(alt), " "); alt != "" {
+			return "[image: " + alt + "]"
+		}
+		return "[image]"
+	}
+	text = mdDataImage.ReplaceAllStringFunc(text, func(m string) string {
+		return image(mdDataImage.FindStringSubmatch(m)[1])
+	})
+	return htmlDataImage.ReplaceAllStringFunc(text, func(m string) string {
+		alt := ""
+		if a := htmlAlt.FindStringSubmatch(m); a != nil {
+			alt = a[1] + a[2]
+		}
+		return image(alt)
+	})
 }
 
 // parseMarkdown splits a transcript into message blocks at its turn markers.

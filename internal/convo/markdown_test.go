@@ -247,3 +247,30 @@ func checkKeepsText(in string, blocks []string) string {
 }
 
 func quote(s string) string { return "\"" + s + "\"" }
+
+// An image embedded as a data URI reads as [image] (with its alt text),
+// not as the kilobytes of base64 it holds; other images and links stay.
+func TestDataImages(t *testing.T) {
+	b64 := strings.Repeat("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9Q", 3000) // 198 KB
+	tests := []struct{ in, want string }{
+		{"**User:** my screenshot ![img](data:image/png;base64," + b64 + ") looks odd", "**User:** my screenshot [image: img] looks odd"},
+		{"User: ![](data:image/gif;base64,R0lGODlhAQABAAAAACw=)", "User: [image]"},
+		{"User: ![a  chart](data:image/png;base64,iVBOR\nw0KGgo= \"Q2 sales\")", "User: [image: a chart]"},
+		{"User: ![x](<data:image/png;base64,iVBOR>)", "User: [image: x]"},
+		{`User: <img src="data:image/png;base64,` + b64 + `" alt="the error dialog" width="300">`, "User: [image: the error dialog]"},
+		{`User: <IMG alt='logo' SRC='data:image/svg+xml;utf8,<svg/>'> and text`, "User: [image: logo] and text"},
+		{`User: <img src=data:image/png;base64,iVBOR>`, "User: [image]"},
+		{"User: ![photo](https://example.com/a.png) and [a link](data:text/plain,hi)", "User: ![photo](https://example.com/a.png) and [a link](data:text/plain,hi)"},
+		{"User: the data: scheme, as in ![x](data:", "User: the data: scheme, as in ![x](data:"},
+	}
+	for _, tt := range tests {
+		convs, err := parseString(t, "chat.md", tt.in)
+		if err != nil || len(convs) != 1 {
+			t.Errorf("%.60q: %d conversations, %v", tt.in, len(convs), err)
+			continue
+		}
+		if got := strings.Join(convs[0].Messages, "\n\n"); got != tt.want {
+			t.Errorf("%.60q: got %.200q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
