@@ -32,8 +32,10 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
 	"golang.org/x/text/encoding/charmap"
@@ -46,7 +48,9 @@ import (
 type Conversation struct {
 	// ID is "" for a file that is one conversation, and the conversation's
 	// id inside an export (the sweep names it "<export path>/<id>").
-	ID    string
+	ID string
+	// Title is the one the file gives; a conversation of an export that
+	// has none is titled by the first line of its first user message.
 	Title string
 	// Date is "YYYY-MM-DD", "YYYY-MM" or "YYYY", or "" when unknown.
 	Date string
@@ -194,7 +198,7 @@ func binaryAt(head []byte) (int, bool) {
 // otherwise be indexed as if it were whole. An error from fn stops Parse and
 // is returned as it is; errors reading r are returned wrapped, without a code.
 func Parse(name string, r io.Reader, fn func(Conversation) error) error {
-	fn = withoutNUL(fn)
+	fn = withoutNUL(withTitle(fn))
 	src := &sourceReader{r: r}
 	br := bufio.NewReaderSize(src, SniffLen)
 	head, err := br.Peek(SniffLen)
@@ -241,6 +245,63 @@ func Parse(name string, r io.Reader, fn func(Conversation) error) error {
 		return parseClaude(name, br, src, fn)
 	}
 }
+
+// withTitle gives a conversation of an export that has no title one made
+// from its first line (see fallbackTitle): a search result or a list of
+// sources would show only its date. A conversation that is a whole file
+// needs none: it is known by its file name.
+func withTitle(fn func(Conversation) error) func(Conversation) error {
+	return func(c Conversation) error {
+		if c.Title == "" && c.ID != "" {
+			c.Title = fallbackTitle(c.Messages)
+		}
+		return fn(c)
+	}
+}
+
+// titleLen is the most characters of a title made from a message.
+const titleLen = 80
+
+// fallbackTitle is the first line of text of the first user message (or
+// of the first message, when no turn is the user's), without its speaker
+// label, markdown markers and placeholders such as "[image]", cut to about
+// titleLen characters at a word boundary.
+func fallbackTitle(messages []string) string {
+	first := ""
+	for _, m := range messages {
+		if text, ok := strings.CutPrefix(m, "**User:**"); ok {
+			first = text
+			break
+		}
+	}
+	if first == "" && len(messages) > 0 {
+		first = messages[0]
+		if strings.HasPrefix(first, "**") {
+			if _, text, ok := strings.Cut(first[2:], ":**"); ok {
+				first = text
+			}
+		}
+	}
+	for line := range strings.Lines(first) {
+		line = strings.TrimLeft(strings.TrimSpace(line), "#>*-+ \t")
+		if line == "" || strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") || placeholder.MatchString(line) {
+			continue
+		}
+		line = strings.Join(strings.Fields(line), " ")
+		if utf8.RuneCountInString(line) <= titleLen {
+			return line
+		}
+		cut := line[:len(string([]rune(line)[:titleLen]))]
+		if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
+			cut = cut[:i]
+		}
+		return strings.TrimRight(cut, " ,;:.-") + "…"
+	}
+	return ""
+}
+
+// placeholder is a line that stands for something not shown as text.
+var placeholder = regexp.MustCompile(`^\[(?:image|file|artifact)\b[^\]]*\]$`)
 
 // withoutNUL passes conversations on with every NUL character replaced by
 // U+FFFD, as invalid UTF-8 is. A text file with a NUL byte is refused as

@@ -773,6 +773,40 @@ func TestChatGPTMarkers(t *testing.T) {
 	}
 }
 
+// A conversation of an export without a title is named by its first user
+// line; a whole file is not (the sweep names it by its file name).
+func TestFallbackTitle(t *testing.T) {
+	long := "Could you help me plan a week of vegetarian dinners for two people who both dislike mushrooms and olives?"
+	tests := []struct {
+		messages []string
+		want     string
+	}{
+		{[]string{"**User:** What is the capital of Australia?", "**Assistant:** Canberra."}, "What is the capital of Australia?"},
+		{[]string{"**Assistant:** Hello!", "**User:**\n```go\nfmt.Println(1)\n```"}, "fmt.Println(1)"},
+		{[]string{"**User:** [image]\nWhat is in this picture?"}, "What is in this picture?"},
+		{[]string{"**User:**\n## Plan\n- step one"}, "Plan"},
+		{[]string{"**User:** " + long}, "Could you help me plan a week of vegetarian dinners for two people who both…"},
+		{[]string{"**User:** " + strings.Repeat("薄荷", 50)}, strings.Repeat("薄荷", 40) + "…"},
+		{[]string{"**Ingrid:** So pasta takes   longer?"}, "So pasta takes longer?"},
+		{[]string{"plain text"}, "plain text"},
+		{[]string{"**User:** [image]"}, ""},
+	}
+	for _, tt := range tests {
+		if got := fallbackTitle(tt.messages); got != tt.want {
+			t.Errorf("fallbackTitle(%q) = %q, want %q", tt.messages, got, tt.want)
+		}
+	}
+	in := `[{"uuid":"c1","name":"  ","chat_messages":[{"sender":"human","text":"Why is the sky blue?\nAsking for a friend."}]},` +
+		`{"uuid":"c2","name":"Named","chat_messages":[{"sender":"human","text":"hi"}]}]`
+	convs, err := parseString(t, "conversations.json", in)
+	if err != nil || len(convs) != 2 || convs[0].Title != "Why is the sky blue?" || convs[1].Title != "Named" {
+		t.Errorf("export titles: %+v, %v", convs, err)
+	}
+	if convs, err := parseString(t, "log.jsonl", `{"role":"user","content":"hi"}`); err != nil || convs[0].Title != "" {
+		t.Errorf("a whole file got a title: %+v, %v", convs, err)
+	}
+}
+
 // Without current_node, an orphan node (its parent pruned) does not stand
 // for the whole conversation.
 func TestChatGPTMissingCurrentNodeWithOrphan(t *testing.T) {
