@@ -533,6 +533,8 @@ func TestMoreMalformedJSON(t *testing.T) {
 		{"c.json", `{"uuid":"a","chat_messages":[{"sender":"human","text":"hi"}]} {"uuid":"b"}`, `data after the end of the object, at byte`},
 		{"c.json", `{"uuid":"a","chat_messages":[{"sender":"human","text":"hi"}]`, `element [0] (after byte 0): truncated`},
 		{"c.json", `{"id":"../a","mapping":{}}`, `element [0] has an unusable conversation id`},
+		{"c.json", `{"conversations":[{"id":"c","title":"t","mapping":{}}]}`, `element [0]: "conversations" holds no messages (want objects with "role" and "content", or "from" and "value"); its first has the keys "id", "mapping", "title"`},
+		{"c.jsonl", `{"messages":[{"id":1},{"id":2}]}`, `line 1: "messages" holds no messages`},
 		{"c.jsonl", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\"", `line 2: malformed JSON at byte`},
 		{"c.json", `[{"id":"a","messages":[]},{"title":"x"}]`, `element [1] has no "messages" or "conversations" array`},
 		{"c.json", `[{"id":"a","messages":[]},{"id":"a","messages":[]}]`, `elements [0] and [1] have the same conversation id "a"`},

@@ -175,6 +175,13 @@ func (l *chatLine) conversation(id string) (c Conversation, whole bool, err erro
 			return Conversation{}, true, fmt.Errorf("%q[%d]: %v", field, i, err)
 		}
 	}
+	if len(msgs) > 0 && !log.known {
+		// Not messages: an export wrapped in an object, say. Passing it
+		// by would look as if it had been read.
+		var elems []json.RawMessage
+		json.Unmarshal(raw, &elems)
+		return Conversation{}, true, fmt.Errorf("%q holds no messages (want objects with \"role\" and \"content\", or \"from\" and \"value\"); its first has %s", field, describeKeys(elems[0]))
+	}
 	log.c.ID = strings.TrimSpace(string(l.ID))
 	if log.c.ID == "" {
 		log.c.ID = id
