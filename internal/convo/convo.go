@@ -2,9 +2,9 @@
 // date and the verbatim message blocks the chunker packs into chunks.
 //
 // It reads markdown and plain-text transcripts, ChatGPT and Claude.ai data
-// exports (conversations.json), and JSON chat logs: JSON lines, or a JSON
-// array of messages, and fine-tuning sets of one conversation per line or
-// array element. Exports are streamed one conversation at a time, so
+// exports (conversations.json), and JSON chat logs: JSON lines (Claude Code
+// sessions and Codex CLI rollouts among them), or a JSON array of messages,
+// and fine-tuning sets of one conversation per line or array element. Exports are streamed one conversation at a time, so
 // memory follows the largest conversation, not the size of the file.
 //
 // Text is read as UTF-8. UTF-16 text with a byte order mark, as some

@@ -449,7 +449,7 @@ func TestChatLogShapes(t *testing.T) {
 		{"blank lines only", "\n  \n", nil, ""},
 		{"no line is a message", `{"type":"meta"}` + "\n" + `{"type":"meta","n":2}`, nil,
 			`no line is a chat message or a conversation (want "role" and "content", "messages" or "conversations"); line 1 has the key "type": unknown JSON lines format`},
-		{"a wrapped log", `{"timestamp":"2025-09-01T10:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":"x"}}`, nil,
+		{"a wrapped log that is no Codex rollout", `{"timestamp":"2025-09-01T10:00:00Z","type":"log_entry","payload":{"type":"message","role":"user","content":"x"}}`, nil,
 			`line 1 has the keys "payload", "timestamp", "type"`},
 	}
 	for _, tt := range tests {
@@ -467,6 +467,74 @@ func TestChatLogShapes(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// A Codex rollout is one conversation of its user and assistant messages,
+// without the messages Codex writes for the model, its tool traffic, or
+// the copies of each message its events hold.
+func TestCodexRollout(t *testing.T) {
+	meta := `{"timestamp":"2025-10-14T08:31:02.118Z","type":"session_meta","payload":{"id":"s","timestamp":"2025-10-14T08:31:02.101Z","cwd":"/w"}}`
+	item := func(role, parts string) string {
+		return `{"timestamp":"2025-10-14T08:31:15Z","type":"response_item","payload":{"type":"message","role":"` + role + `","content":` + parts + `}}`
+	}
+	text := func(s string) string { return `[{"type":"input_text","text":` + strconv.Quote(s) + `}]` }
+	event := func(typ, msg string) string {
+		return `{"timestamp":"2025-10-14T08:31:16Z","type":"event_msg","payload":{"type":"` + typ + `","message":` + strconv.Quote(msg) + `}}`
+	}
+	ask := item("user", text("why is the total off by a cent?"))
+	tests := []chatLogCase{
+		{"items, not their copies in events", meta + "\n" + ask + "\n" + event("user_message", "why is the total off by a cent?") + "\n" +
+			item("assistant", `[{"type":"output_text","text":"Each line is rounded."}]`) + "\n" + event("agent_message", "Each line is rounded."),
+			[]string{"**User:** why is the total off by a cent?", "**Assistant:** Each line is rounded."}},
+		{"events when there are no items", meta + "\n" + event("user_message", "<environment_context>\n<cwd>/w</cwd>\n</environment_context>") + "\n" +
+			event("user_message", "add a 404 page") + "\n" + event("agent_message", "Added it."),
+			[]string{"**User:** add a 404 page", "**Assistant:** Added it."}},
+		{"developer and system messages", meta + "\n" + item("developer", text("<permissions instructions>x</permissions instructions>")) + "\n" +
+			item("system", text("be brief")) + "\n" + ask,
+			[]string{"**User:** why is the total off by a cent?"}},
+		{"AGENTS.md, with and without a path, any case", meta + "\n" +
+			item("user", text("# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nrun tests\n</INSTRUCTIONS>")) + "\n" +
+			item("user", text("# AGENTS.md instructions\n\n<INSTRUCTIONS>\nrun tests\n</instructions>\n")) + "\n" + ask,
+			[]string{"**User:** why is the total off by a cent?"}},
+		{"a fragment in one part marks the whole message", meta + "\n" +
+			item("user", `[{"type":"input_text","text":"<environment_context><cwd>/w</cwd></environment_context>"},{"type":"input_text","text":"<user_instructions>be brief</user_instructions>"}]`) + "\n" + ask,
+			[]string{"**User:** why is the total off by a cent?"}},
+		{"a tag that is not a whole fragment is the user's text", meta + "\n" + item("user", text("what does <environment_context> hold?")),
+			[]string{"**User:** what does <environment_context> hold?"}},
+		{"a shell command without its output", meta + "\n" +
+			item("user", text("<user_shell_command>\n<command>\ngit status\n</command>\n<result>\nExit code: 0\nOutput:\nclean\n</result>\n</user_shell_command>")),
+			[]string{"**User:** ! git status"}},
+		{"tool calls, reasoning, compaction", meta + "\n" + ask + "\n" +
+			`{"timestamp":"t","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"thinking"}]}}` + "\n" +
+			`{"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{}","call_id":"c"}}` + "\n" +
+			`{"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"ok"}}` + "\n" +
+			`{"timestamp":"t","type":"compacted","payload":{"message":"summary of the session"}}` + "\n" +
+			`{"timestamp":"t","type":"turn_context","payload":{"cwd":"/w","model":"gpt-5-codex"}}`,
+			[]string{"**User:** why is the total off by a cent?"}},
+		{"an older rollout", `{"id":"s","timestamp":"2025-08-18T01:16:13.522Z","instructions":null}` + "\n" + `{"record_type":"state"}` + "\n" +
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n<cwd>/w</cwd>\n</environment_context>"}]}` + "\n" +
+			`{"type":"message","role":"user","content":[{"type":"input_text","text":"fix the spinner"}]}` + "\n" +
+			`{"type":"function_call","name":"shell","arguments":"{}","call_id":"c"}` + "\n" +
+			`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Fixed."}]}`,
+			[]string{"**User:** fix the spinner", "**Assistant:** Fixed."}},
+	}
+	checkChatLogs(t, tests)
+
+	// A session that only started holds no conversation, and is no error;
+	// one without session_meta is dated by its first line.
+	if convs, err := parseString(t, "rollout.jsonl", meta+"\n"); err != nil || len(convs) != 0 {
+		t.Errorf("meta only: %d conversations, %v", len(convs), err)
+	}
+	convs, err := parseString(t, "rollout.jsonl", ask)
+	if err != nil || len(convs) != 1 || convs[0].Date != "2025-10-14" || convs[0].Title != "why is the total off by a cent?" {
+		t.Errorf("no meta: %+v, %v", convs, err)
+	}
+	// A message whose content is of the wrong type is text lost: it fails
+	// the file, naming the line.
+	_, err = parseString(t, "rollout.jsonl", meta+"\n"+item("user", "42"))
+	if err == nil || !strings.Contains(err.Error(), "line 2: \"content\" is neither text nor content blocks") || recall.ErrorCode(err) != recall.EINVALID {
+		t.Errorf("wrong content type: %v", err)
 	}
 }
 

@@ -52,6 +52,11 @@ type chatLine struct {
 	Messages      json.RawMessage `json:"messages"`
 	Conversations json.RawMessage `json:"conversations"`
 	ID            looseString     `json:"id"`
+
+	// A line of a Codex rollout: its item ("payload"), or, in the header
+	// of an older rollout, the model's instructions (see codexStart).
+	Payload      json.RawMessage `json:"payload"`
+	Instructions json.RawMessage `json:"instructions"`
 }
 
 // claudeCodeBookkeeping are the types of the lines of a Claude Code
@@ -75,7 +80,9 @@ func (s *looseString) UnmarshalJSON(b []byte) error {
 // parseJSONL reads a chat log of one JSON object per line: one
 // conversation, or, when lines hold a conversation each ("messages" or
 // "conversations", as fine-tuning sets have them), one conversation per
-// line, its id the line's "id" or else its line number. Lines are read
+// line, its id the line's "id" or else its line number. A Codex CLI
+// session rollout, told by its first line, is read as one (see
+// codexRollout). Lines are read
 // whole however long they are. Blank lines are skipped, and so are objects
 // without text (tool calls, metadata). A malformed line fails the whole
 // file, naming the line: the rest would be indexed as if it were the
@@ -88,6 +95,7 @@ func parseJSONL(name string, r io.Reader, src *sourceReader, fn func(Conversatio
 		br = bufio.NewReader(r)
 	}
 	var log chatLog
+	var codex *codexRollout // when the file is a Codex rollout
 	ids := exportIDs{lines: true}
 	var first []byte // the first line, to describe a file of unknown shape
 	var off int64    // of the line in the file
@@ -104,8 +112,15 @@ func parseJSONL(name string, r io.Reader, src *sourceReader, fn func(Conversatio
 			}
 			if first == nil {
 				first = t
+				if codexStart(&l) {
+					codex = &codexRollout{}
+				}
 			}
-			if c, whole, cerr := l.conversation(strconv.Itoa(n)); whole {
+			if codex != nil {
+				if cerr := codex.add(&l); cerr != nil {
+					return invalidf(name, "line %d: %v", n, cerr)
+				}
+			} else if c, whole, cerr := l.conversation(strconv.Itoa(n)); whole {
 				if cerr != nil {
 					return invalidf(name, "line %d: %v", n, cerr)
 				}
@@ -127,6 +142,9 @@ func parseJSONL(name string, r io.Reader, src *sourceReader, fn func(Conversatio
 			return src.fail(name, err)
 		}
 		off += int64(len(line))
+	}
+	if codex != nil {
+		return deliver(codex.conversation(), fn)
 	}
 	if first != nil && !log.known {
 		return invalidf(name, "no line is a chat message or a conversation (want \"role\" and \"content\", \"messages\" or \"conversations\"); line 1 has %s: unknown JSON lines format", describeKeys(first))
@@ -377,35 +395,51 @@ func authorName(raw json.RawMessage) string {
 // blocks whose text blocks are joined by blank lines. Images show as
 // "[image]"; tool calls, tool results and thinking blocks are left out.
 func contentText(raw json.RawMessage, field string) (string, error) {
+	blocks, err := contentBlocks(raw, field)
+	return blocksText(blocks), err
+}
+
+// contentBlocks reads message content as blocks: a string is one text
+// block.
+func contentBlocks(raw json.RawMessage, field string) ([]contentBlock, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return nil, nil
 	}
-	type block struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	var blocks []block
+	var blocks []contentBlock
 	switch raw[0] {
 	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fmt.Errorf("%q: %s", field, describeJSON(err, 0))
+			return nil, fmt.Errorf("%q: %s", field, describeJSON(err, 0))
 		}
-		return s, nil
+		blocks = []contentBlock{{Type: "text", Text: s}}
 	case '{':
-		var b block
+		var b contentBlock
 		if err := json.Unmarshal(raw, &b); err != nil {
-			return "", fmt.Errorf("%q: %s", field, describeJSON(err, 0))
+			return nil, fmt.Errorf("%q: %s", field, describeJSON(err, 0))
 		}
-		blocks = []block{b}
+		blocks = []contentBlock{b}
 	case '[':
 		if err := json.Unmarshal(raw, &blocks); err != nil {
-			return "", fmt.Errorf("%q: %s", field, describeJSON(err, 0))
+			return nil, fmt.Errorf("%q: %s", field, describeJSON(err, 0))
 		}
 	default:
-		return "", fmt.Errorf("%q is neither text nor content blocks", field)
+		return nil, fmt.Errorf("%q is neither text nor content blocks", field)
 	}
+	return blocks, nil
+}
+
+// contentBlock is one block of message content, as the OpenAI and
+// Anthropic APIs write it.
+type contentBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// blocksText joins the text blocks of content by blank lines, an image
+// showing as "[image]"; other blocks are left out.
+func blocksText(blocks []contentBlock) string {
 	var parts []string
 	for _, b := range blocks {
 		switch {
@@ -416,7 +450,7 @@ func contentText(raw json.RawMessage, field string) (string, error) {
 			parts = append(parts, b.Text)
 		}
 	}
-	return strings.Join(parts, "\n\n"), nil
+	return strings.Join(parts, "\n\n")
 }
 
 // rawTime reads a timestamp written as text (as isoTime reads it) or as
