@@ -74,6 +74,7 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 		}
 		c := Conversation{ID: id, Title: strings.TrimSpace(g.Title), Created: time.Time(g.CreateTime), Updated: time.Time(g.UpdateTime)}
 		var firstMessage, lastMessage time.Time
+		var doc gptCanvas // the canvas document last created on the branch
 		for _, nodeID := range g.branch() {
 			m := g.Mapping[nodeID].Message
 			if at := time.Time(m.CreateTime); !at.IsZero() {
@@ -82,7 +83,13 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 				}
 				lastMessage = at
 			}
-			text := m.text()
+			var text string
+			switch m.Recipient {
+			case gptCanvasCreate, gptCanvasUpdate:
+				text = doc.apply(m.Recipient, m.payload())
+			default:
+				text = m.text()
+			}
 			if m.Author.Role == "assistant" {
 				text = withoutGPTMarkers(text)
 			}
@@ -192,11 +199,12 @@ func (m *gptMessage) visible() bool {
 // gptShownRecipient reports whether an assistant message to recipient is
 // part of the conversation. One to a tool is a call the user never read as
 // an answer: a search query, an image prompt, a memory the model saves.
-// Code for the code interpreter ("python") is the exception: the
+// Code for the code interpreter ("python") is an exception: the
 // conversation shows it (collapsed under "Analyzed"), and it is often what
 // the user asked for, so it is kept, fenced, as Claude's artifacts are.
+// So are the documents the model writes in a canvas (see gptCanvas).
 func gptShownRecipient(r string) bool {
-	return r == "" || r == "all" || r == "python"
+	return r == "" || r == "all" || r == "python" || r == gptCanvasCreate || r == gptCanvasUpdate
 }
 
 // text joins the string parts of a message. An image part shows as
@@ -239,6 +247,91 @@ func (m *gptMessage) text() string {
 		return m.Content.Text
 	}
 	return strings.Join(parts, "\n")
+}
+
+// The calls that write a canvas document: create one, or change the one
+// open.
+const (
+	gptCanvasCreate = "canmore.create_textdoc"
+	gptCanvasUpdate = "canmore.update_textdoc"
+)
+
+// gptCanvas is a canvas document: what the user saw beside the
+// conversation, and often what they asked for (a letter, a program). The
+// model writes it in a call whose JSON input is, to create one, its name,
+// its type ("document", or "code/<language>") and its content, and to
+// change it, updates each replacing what a regular expression matches.
+// The export keeps only the calls, not the document they made.
+type gptCanvas struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	Content string `json:"content"`
+	Updates []struct {
+		Pattern     string `json:"pattern"`
+		Replacement string `json:"replacement"`
+	} `json:"updates"`
+}
+
+// apply reads a call to recipient with input payload, and renders the
+// document it shows as Claude's artifacts are: "[canvas: name]", then the
+// content, code fenced in its language, a document as written (it is
+// prose the canvas shows formatted). An update that rewrites the whole
+// document (one pattern matching everything, as the model is told to write
+// code updates) shows the new version under the name of the document last
+// created; any other update is left out, as Claude's artifact updates are:
+// its replacement is a piece whose place the export does not keep, and
+// may refer to what the pattern matched (\1). A call whose input does not
+// read is left out, as it never fails the export.
+func (doc *gptCanvas) apply(recipient, payload string) string {
+	var call gptCanvas
+	if json.Unmarshal([]byte(payload), &call) != nil {
+		return ""
+	}
+	if recipient == gptCanvasCreate {
+		call.Updates = nil
+		*doc = call
+	} else {
+		if len(call.Updates) != 1 || !gptWholeDocument(call.Updates[0].Pattern) {
+			return ""
+		}
+		doc.Content = call.Updates[0].Replacement
+	}
+	if strings.TrimSpace(doc.Content) == "" {
+		return ""
+	}
+	out := doc.Content
+	if lang, ok := strings.CutPrefix(doc.Type, "code/"); ok {
+		out = codeBlock(lang, doc.Content)
+	}
+	if n := strings.TrimSpace(doc.Name); n != "" && !strings.Contains(n, "\n") {
+		out = "[canvas: " + n + "]\n" + out
+	}
+	return out
+}
+
+// gptWholeDocument reports whether an update's pattern matches a whole
+// document: ".*", which the model is told to use to rewrite one, with
+// anchors or a dotall flag.
+func gptWholeDocument(pattern string) bool {
+	p := strings.TrimPrefix(strings.TrimSpace(pattern), "(?s)")
+	p = strings.TrimSuffix(strings.TrimPrefix(p, "^"), "$")
+	return p == ".*" || p == "[\\s\\S]*"
+}
+
+// payload is the input of a call to a tool: the text of a code message, or
+// its parts.
+func (m *gptMessage) payload() string {
+	if m.Content.Text != "" {
+		return m.Content.Text
+	}
+	var parts []string
+	for _, raw := range m.Content.Parts {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "")
 }
 
 // The private-use characters that delimit ChatGPT's inline references in

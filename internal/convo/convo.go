@@ -301,7 +301,7 @@ func fallbackTitle(messages []string) string {
 }
 
 // placeholder is a line that stands for something not shown as text.
-var placeholder = regexp.MustCompile(`^\[(?:image|file|artifact)\b[^\]]*\]$`)
+var placeholder = regexp.MustCompile(`^\[(?:image|file|artifact|canvas)\b[^\]]*\]$`)
 
 // withoutNUL passes conversations on with every NUL character replaced by
 // U+FFFD, as invalid UTF-8 is. A text file with a NUL byte is refused as

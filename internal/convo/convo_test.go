@@ -797,18 +797,54 @@ func TestChatGPTToolCalls(t *testing.T) {
 		[3]string{"tool", "all", `{"content_type":"execution_output","text":"2"}`},
 		[3]string{"assistant", "", `{"content_type":"text","parts":["The result is 2."]}`},
 	)
-	convs, err := parseString(t, "conversations.json", in)
-	if err != nil || len(convs) != 1 {
-		t.Fatalf("%d conversations, %v", len(convs), err)
-	}
-	want := []string{
+	checkGPTMessages(t, in,
 		"**User:** Find flights to Goa",
 		"**Assistant:** Here are 3 flights.",
 		"**Assistant:**\n```python\nprint(1+1)\n```",
 		"**Assistant:** The result is 2.",
+	)
+}
+
+// checkGPTMessages checks that the export in, of one conversation, reads as
+// the messages want.
+func checkGPTMessages(t *testing.T, in string, want ...string) {
+	t.Helper()
+	convs, err := parseString(t, "conversations.json", in)
+	if err != nil || len(convs) != 1 {
+		t.Fatalf("%d conversations, %v", len(convs), err)
 	}
 	if got := convs[0].Messages; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// A canvas document is shown as it was created, and as a whole rewrite
+// made it; an update of a piece of it, and the model's comments on it, are
+// left out.
+func TestChatGPTCanvas(t *testing.T) {
+	code := func(v string) string {
+		return fmt.Sprintf(`{"content_type":"code","language":"json","text":%q}`, v)
+	}
+	in := gptExport(
+		[3]string{"user", "all", `{"content_type":"text","parts":["Write the letter in a canvas"]}`},
+		[3]string{"assistant", "canmore.create_textdoc", code(`{"name":"Letter","type":"document","content":"Dear Ann,\n\nThanks."}`)},
+		[3]string{"tool", "all", `{"content_type":"text","parts":["Successfully created text document 'Letter'"]}`},
+		[3]string{"assistant", "canmore.update_textdoc", code(`{"updates":[{"pattern":"Ann","replacement":"Anna"}]}`)},
+		[3]string{"assistant", "canmore.comment_textdoc", code(`{"comments":[{"pattern":"Thanks","comment":"Say for what"}]}`)},
+		[3]string{"assistant", "canmore.create_textdoc", `{"content_type":"text","parts":["{\"name\":\"totals\",\"type\":\"code/python\",\"content\":\"print(1)\"}"]}`},
+		[3]string{"assistant", "canmore.update_textdoc", code(`{"updates":[{"pattern":"(?s)^.*$","multiple":false,"replacement":"print(2)"}]}`)},
+		[3]string{"assistant", "canmore.update_textdoc", code(`{"updates":[{"pattern":".*","replacement":"print(3)"},{"pattern":"3","replacement":"4"}]}`)},
+		[3]string{"assistant", "canmore.create_textdoc", code(`not JSON`)},
+		[3]string{"assistant", "canmore.create_textdoc", code(`{"name":"empty","type":"document","content":" "}`)},
+	)
+	checkGPTMessages(t, in,
+		"**User:** Write the letter in a canvas",
+		"**Assistant:** [canvas: Letter]\nDear Ann,\n\nThanks.",
+		"**Assistant:** [canvas: totals]\n```python\nprint(1)\n```",
+		"**Assistant:** [canvas: totals]\n```python\nprint(2)\n```",
+	)
+	if got := fallbackTitle([]string{"**Assistant:** [canvas: Letter]\nDear Ann,"}); got != "Dear Ann," {
+		t.Errorf("fallback title %q, want the document's first line", got)
 	}
 }
 
