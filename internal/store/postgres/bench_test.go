@@ -1,14 +1,21 @@
 package postgres
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/search"
 	"github.com/recall-mcp/recall/internal/store/postgres/pgtest"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
 	"github.com/recall-mcp/recall/internal/store/storetest"
 )
 
@@ -136,4 +143,169 @@ func BenchmarkSmallWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Index load corpus: the first loadSources sources of storetest's corpus
+// (10 chunks of 2000 characters each), every text with a vector of
+// loadUnits 384-dim units, about what the MCP load test's texts have (7.0
+// units a chunk), written alike into a PostgreSQL and a SQLite store.
+const (
+	loadSources = 1000
+	loadUnits   = 7
+	loadDim     = 384
+)
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+	loadPG   string // URL of the PostgreSQL database
+	loadDir  string // directory of the SQLite database (TestMain removes it)
+)
+
+// errEnough stops storetest's corpus early.
+var errEnough = errors.New("enough sources")
+
+// loadCorpus writes (once per run) the index load corpus into both stores.
+func loadCorpus(b *testing.B) (pgURL, litePath string) {
+	dsn := pgtest.Shared(b, "load")
+	loadOnce.Do(func() {
+		start := time.Now()
+		dir, err := os.MkdirTemp("", "recall-load-bench-")
+		if err != nil {
+			loadErr = err
+			return
+		}
+		loadDir = dir
+		pg, err := Open(ctx, dsn, Options{})
+		if err != nil {
+			loadErr = err
+			return
+		}
+		defer pg.Close()
+		lite, err := sqlite.Open(ctx, filepath.Join(dir, "recall.db"), sqlite.Options{})
+		if err != nil {
+			loadErr = err
+			return
+		}
+		defer lite.Close()
+		space := recall.VectorSpace{Name: "bench", Provider: "bench", Model: "bench", Dim: loadDim, Normalized: true}
+		for _, st := range []recall.Store{pg, lite} {
+			if _, loadErr = st.CreateSpace(ctx, space); loadErr != nil {
+				return
+			}
+		}
+		r := rand.New(rand.NewPCG(19, 23))
+		written := 0
+		err = storetest.NewCorpus().Batches(func(batch []recall.Document) error {
+			var vecs []recall.Vector
+			for _, d := range batch {
+				for _, c := range d.Chunks {
+					vecs = append(vecs, recall.Vector{Space: space.Name, Hash: c.Hash, Vec: unitVectors(r, loadUnits, loadDim)})
+				}
+			}
+			for _, st := range []recall.Store{pg, lite} {
+				if _, err := st.Write(ctx, batch, vecs); err != nil {
+					return err
+				}
+			}
+			if written += len(batch); written >= loadSources {
+				return errEnough
+			}
+			return nil
+		})
+		if !errors.Is(err, errEnough) {
+			loadErr = fmt.Errorf("write the index load corpus: %v", err)
+			return
+		}
+		if _, loadErr = pg.pool.Exec(ctx, `VACUUM ANALYZE`); loadErr != nil {
+			return
+		}
+		loadPG = dsn
+		fmt.Fprintf(os.Stderr, "index load corpus: %d chunks in both stores, built in %v\n",
+			written*storetest.CorpusChunksPerSource, time.Since(start).Round(time.Millisecond))
+	})
+	if loadErr != nil {
+		b.Fatal(loadErr)
+	}
+	return loadPG, filepath.Join(loadDir, "recall.db")
+}
+
+// unitVectors returns n random unit vectors of dim dimensions, concatenated.
+func unitVectors(r *rand.Rand, n, dim int) []float32 {
+	v := make([]float32, n*dim)
+	for u := range n {
+		unit := v[u*dim : (u+1)*dim]
+		var norm float64
+		for i := range unit {
+			x := r.NormFloat64()
+			unit[i] = float32(x)
+			norm += x * x
+		}
+		for i := range unit {
+			unit[i] /= float32(math.Sqrt(norm))
+		}
+	}
+	return v
+}
+
+// BenchmarkIndexLoad measures a server's start-up on each store over
+// 10,000 chunks with 70,000 unit vectors: what it reads (ScanChunks, then
+// ScanVectors of the read space, each chunk counted and dropped) and the
+// whole of search.Engine.LoadIndex (the in-memory full-text and vector
+// indexes built from those scans). Every iteration runs both on PostgreSQL
+// and on SQLite, so the two compare under the same load of the machine; it
+// reports each store's median times and the ratios of the medians:
+//
+//	go test -run '^$' -bench IndexLoad -benchtime 5x ./internal/store/postgres/
+func BenchmarkIndexLoad(b *testing.B) {
+	pgURL, litePath := loadCorpus(b)
+	pg, err := Open(ctx, pgURL, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pg.Close()
+	lite, err := sqlite.Open(ctx, litePath, sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lite.Close()
+	stores := []struct {
+		name string
+		st   recall.Store
+	}{{"pg", pg}, {"sqlite", lite}}
+	times := map[string][]time.Duration{}
+	for b.Loop() {
+		for _, s := range stores {
+			t0 := time.Now()
+			chunks, units := 0, 0
+			if err := s.st.ScanChunks(ctx, func(recall.StoredChunk) error { chunks++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.st.ScanVectors(ctx, "bench", func(_ recall.IndexedChunk, vec []float32) error {
+				units += len(vec) / loadDim
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if want := loadSources * storetest.CorpusChunksPerSource; chunks != want || units != want*loadUnits {
+				b.Fatalf("%s: scanned %d chunks and %d units; want %d and %d", s.name, chunks, units, want, want*loadUnits)
+			}
+			if err := search.New(s.st, search.Options{MemoryLexical: true}).LoadIndex(ctx); err != nil {
+				b.Fatal(err)
+			}
+			times[s.name+"-scan"] = append(times[s.name+"-scan"], t1.Sub(t0))
+			times[s.name+"-load"] = append(times[s.name+"-load"], time.Since(t1))
+		}
+	}
+	median := func(k string) time.Duration {
+		ds := slices.Clone(times[k])
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	for _, k := range []string{"pg-scan", "sqlite-scan", "pg-load", "sqlite-load"} {
+		b.ReportMetric(float64(median(k).Microseconds())/1000, k+"-ms")
+	}
+	b.ReportMetric(float64(median("pg-scan"))/float64(median("sqlite-scan")), "scan-pg/sqlite")
+	b.ReportMetric(float64(median("pg-load"))/float64(median("sqlite-load")), "load-pg/sqlite")
 }

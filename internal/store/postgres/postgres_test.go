@@ -21,7 +21,13 @@ import (
 
 var ctx = context.Background()
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	if loadDir != "" {
+		os.RemoveAll(loadDir) // BenchmarkIndexLoad's SQLite store
+	}
+	os.Exit(code)
+}
 
 func openTest(t *testing.T, dsn string, opts Options) *DB {
 	t.Helper()

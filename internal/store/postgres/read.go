@@ -176,36 +176,84 @@ func (db *DB) ChunksByID(ctx context.Context, ids []int64) ([]recall.StoredChunk
 	return out, nil
 }
 
-// scanPage is how many rows ScanChunks, ScanVectors and Export read per
-// statement.
+// scanPage is how many sources Export reads per statement.
 const scanPage = 512
 
-// ScanChunks calls fn for every chunk, with its text and source, in chunk
-// id order. It reads pages by id (keyset), so the chunks are never all in
-// memory and no connection is held while fn runs: fn may use the store.
-// Each page is read from the committed state at that time.
-func (db *DB) ScanChunks(ctx context.Context, fn func(recall.StoredChunk) error) error {
-	last := int64(0)
-	for {
-		rows, err := db.pool.Query(ctx, `SELECT `+storedChunkCols+storedChunkFrom+
-			` WHERE c.id > $1 ORDER BY c.id LIMIT $2`, last, scanPage)
-		if err != nil {
-			return db.fail(ctx, err, "scan chunks")
+// scanChunkPage is how many chunks ScanChunks and ScanVectors read per
+// statement: pages of a few MB (a chunk's text, or its vector of a few
+// 384-dim units), few enough statements that their round trips do not
+// count.
+const scanChunkPage = 1024
+
+// scanPages calls fn for every item of the pages read returns, in order.
+// read returns the page after the key after, the key of its last row
+// (which need not be an item) and whether more may follow. Pages are read
+// one ahead, by another goroutine: the server reads the next page while
+// fn works through this one (LoadIndex builds its indexes as fast as the
+// server reads, on another core). A connection is held only while a page
+// is read, never while fn runs, so fn may use the store; each page is read
+// from the committed state at that time, as with one statement per page.
+func scanPages[T any](ctx context.Context, read func(ctx context.Context, after int64) ([]T, int64, bool, error), fn func(T) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	type result struct {
+		page []T
+		err  error
+	}
+	pages := make(chan result)
+	go func() {
+		defer close(pages)
+		after := int64(0)
+		for {
+			page, last, more, err := read(ctx, after)
+			select {
+			case pages <- result{page, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || !more {
+				return
+			}
+			after = last
 		}
-		page, err := pgx.CollectRows(rows, scanStoredChunk)
-		if err != nil {
-			return db.fail(ctx, err, "scan chunks")
+	}()
+	// On the way out, stop the reader and wait for it: nothing of the
+	// scan outlives the call.
+	defer func() {
+		cancel()
+		for range pages {
 		}
-		for _, c := range page {
-			if err := fn(c); err != nil {
+	}()
+	for r := range pages {
+		if r.err != nil {
+			return r.err
+		}
+		for _, it := range r.page {
+			if err := fn(it); err != nil {
 				return err
 			}
 		}
-		if len(page) < scanPage {
-			return nil
-		}
-		last = page[len(page)-1].ID
 	}
+	return nil
+}
+
+// ScanChunks calls fn for every chunk, with its text and source, in chunk
+// id order. It reads pages by id (keyset; see scanPages), so the chunks
+// are never all in memory and no connection is held while fn runs: fn may
+// use the store. Each page is read from the committed state at that time.
+func (db *DB) ScanChunks(ctx context.Context, fn func(recall.StoredChunk) error) error {
+	read := func(ctx context.Context, after int64) ([]recall.StoredChunk, int64, bool, error) {
+		rows, err := db.pool.Query(ctx, `SELECT `+storedChunkCols+storedChunkFrom+
+			` WHERE c.id > $1 ORDER BY c.id LIMIT $2`, after, scanChunkPage)
+		if err != nil {
+			return nil, 0, false, db.fail(ctx, err, "scan chunks")
+		}
+		page, err := pgx.CollectRows(rows, scanStoredChunk)
+		if err != nil || len(page) == 0 {
+			return nil, 0, false, db.fail(ctx, err, "scan chunks")
+		}
+		return page, page[len(page)-1].ID, len(page) == scanChunkPage, nil
+	}
+	return scanPages(ctx, read, fn)
 }
 
 // SourcesByHash returns, for each hash, the ids of the sources passing f

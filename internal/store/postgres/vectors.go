@@ -2,12 +2,15 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store"
@@ -306,21 +309,55 @@ func (db *DB) VectorsByHash(ctx context.Context, space string, hashes []string) 
 	if len(hashes) == 0 {
 		return out, nil
 	}
-	rows, err := db.pool.Query(ctx, `SELECT hash, vec::real[] FROM vectors
-		WHERE space = $1 AND hash = ANY($2::text[]) ORDER BY hash, unit`, space, hashes)
+	rows, err := db.pool.Query(ctx, `SELECT v.hash, `+unitsAgg+` FROM vectors v
+		WHERE v.space = $1 AND v.hash = ANY($2::text[]) GROUP BY v.hash`, space, hashes)
 	if err != nil {
 		return nil, db.fail(ctx, err, "read vectors")
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var h string
-		var v []float32
-		if err := rows.Scan(&h, &v); err != nil {
+		var b pgtype.DriverBytes
+		if err := rows.Scan(&h, &b); err != nil {
 			return nil, db.fail(ctx, err, "read vectors")
 		}
-		out[h] = append(out[h], v...)
+		if out[h], err = decodeUnits(b); err != nil {
+			return nil, fmt.Errorf("vector %s in %s: %w", h, space, err)
+		}
 	}
 	return out, db.fail(ctx, rows.Err(), "read vectors")
+}
+
+// unitsAgg aggregates the rows v of one text's vector into what
+// decodeUnits reads: its units in order, each in pgvector's binary format
+// (vector_send), concatenated. The binary format costs the server and the
+// driver a byte swap per value; pgvector's text format, or a cast to
+// real[] (an array of its own, decoded element by element by the driver),
+// cost several times as much (BenchmarkIndexLoad).
+const unitsAgg = `string_agg(vector_send(v.vec), ''::bytea ORDER BY v.unit)`
+
+// decodeUnits decodes units in pgvector's binary format, concatenated:
+// each a 16-bit dimension, 16 unused bits, then that many big-endian
+// float4s. Every unit must have the first one's dimension.
+func decodeUnits(b []byte) ([]float32, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("vector of %d bytes, too short for pgvector's binary format", len(b))
+	}
+	dim := int(binary.BigEndian.Uint16(b))
+	size := 4 + 4*dim
+	if dim == 0 || len(b)%size != 0 {
+		return nil, fmt.Errorf("vector of %d bytes is not whole units of %d dimensions", len(b), dim)
+	}
+	v := make([]float32, 0, len(b)/size*dim)
+	for ; len(b) > 0; b = b[size:] {
+		if int(binary.BigEndian.Uint16(b)) != dim {
+			return nil, fmt.Errorf("vector with units of %d and %d dimensions", dim, binary.BigEndian.Uint16(b))
+		}
+		for i := 4; i < size; i += 4 {
+			v = append(v, math.Float32frombits(binary.BigEndian.Uint32(b[i:])))
+		}
+	}
+	return v, nil
 }
 
 // VectorHashes returns the hashes of the texts with a vector in space.
@@ -332,56 +369,56 @@ func (db *DB) VectorHashes(ctx context.Context, space string) ([]string, error) 
 }
 
 // ScanVectors calls fn for every chunk with a vector in the space, in chunk
-// id order, reading a page of chunks at a time (keyset on the chunk id), so
-// the vectors are never all in memory and no connection is held while fn
-// runs.
+// id order, reading a page of chunks at a time (keyset on the chunk id;
+// see scanPages), so the vectors are never all in memory and no
+// connection is held while fn runs. A page is one statement whose plan
+// does not depend on the store's size: chunks by their primary key, each
+// one's source and vector by theirs, a row per chunk with its units
+// aggregated (unitsAgg); chunks without a vector come back with none, so
+// that the page's last chunk id is known.
 func (db *DB) ScanVectors(ctx context.Context, space string, fn func(c recall.IndexedChunk, vec []float32) error) error {
 	if err := db.spaceExists(ctx, space); err != nil {
 		return err
 	}
-	last := int64(0)
-	for {
-		rows, err := db.pool.Query(ctx, `WITH page AS (
-				SELECT c.id FROM chunks c WHERE c.id > $2
-				AND EXISTS (SELECT 1 FROM vectors v WHERE v.space = $1 AND v.hash = c.hash)
-				ORDER BY c.id LIMIT $3)
-			SELECT `+indexedChunkCols+`, v.vec::real[] FROM page
-			JOIN chunks c ON c.id = page.id JOIN sources s ON s.sid = c.sid
-			JOIN vectors v ON v.space = $1 AND v.hash = c.hash
-			ORDER BY c.id, v.unit`, space, last, scanPage)
+	type item struct {
+		c   recall.IndexedChunk
+		vec []float32
+	}
+	read := func(ctx context.Context, after int64) ([]item, int64, bool, error) {
+		// Planned for these values each time: a prepared statement's
+		// generic plan, not knowing how few chunks the page has, joins
+		// the sources by hashing and sorts the page, vectors and all,
+		// spilling it to disk.
+		rows, err := db.pool.Query(ctx, `SELECT `+indexedChunkCols+`,
+				(SELECT `+unitsAgg+` FROM vectors v WHERE v.space = $1 AND v.hash = c.hash)
+			FROM (SELECT id, hash, sid FROM chunks WHERE id > $2 ORDER BY id LIMIT $3) c
+			JOIN sources s ON s.sid = c.sid ORDER BY c.id`, pgx.QueryExecModeDescribeExec, space, after, scanChunkPage)
 		if err != nil {
-			return db.fail(ctx, err, "scan vectors")
+			return nil, 0, false, db.fail(ctx, err, "scan vectors")
 		}
-		type item struct {
-			c   recall.IndexedChunk
-			vec []float32
-		}
+		defer rows.Close()
 		var page []item
+		n, last := 0, after
 		for rows.Next() {
-			var unit []float32
-			c, err := scanIndexedChunk(rows, &unit)
+			var b pgtype.DriverBytes
+			c, err := scanIndexedChunk(rows, &b)
 			if err != nil {
-				rows.Close()
-				return db.fail(ctx, err, "scan vectors")
+				return nil, 0, false, db.fail(ctx, err, "scan vectors")
 			}
-			if n := len(page); n > 0 && page[n-1].c.ID == c.ID {
-				page[n-1].vec = append(page[n-1].vec, unit...)
+			n, last = n+1, c.ID
+			if b == nil {
 				continue
 			}
-			page = append(page, item{c, unit})
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return db.fail(ctx, err, "scan vectors")
-		}
-		for _, it := range page {
-			if err := fn(it.c, it.vec); err != nil {
-				return err
+			vec, err := decodeUnits(b)
+			if err != nil {
+				return nil, 0, false, fmt.Errorf("vector %s in %s: %w", c.Hash, space, err)
 			}
+			page = append(page, item{c, vec})
 		}
-		if len(page) < scanPage {
-			return nil
+		if err := rows.Err(); err != nil {
+			return nil, 0, false, db.fail(ctx, err, "scan vectors")
 		}
-		last = page[len(page)-1].c.ID
+		return page, last, n == scanChunkPage, nil
 	}
+	return scanPages(ctx, read, func(it item) error { return fn(it.c, it.vec) })
 }
