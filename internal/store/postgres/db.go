@@ -32,7 +32,11 @@
 //
 // Vectors are stored one pgvector row per unit of a text's vector
 // (recall.Vector concatenates a text's units), keyed by space and text
-// hash, so no row passes pgvector's 16,000-dimension limit.
+// hash, so no row passes pgvector's 16,000-dimension limit. They are read
+// in pgvector's binary format, a text's units aggregated into one value
+// (decodeUnits); ScanChunks and ScanVectors, which a server's start-up
+// load reads everything through, read pages of chunks by id a page ahead
+// of their caller (scanPages).
 //
 // Differences from the SQLite store a user could notice: text holding a
 // NUL character or invalid UTF-8 is refused (EINVALID), as PostgreSQL's
