@@ -353,11 +353,7 @@ func TestInterruptedSweepPrintsSummary(t *testing.T) {
 			<-r.Context().Done()
 			return
 		}
-		out := make([][]float32, len(req.Input))
-		for i, s := range req.Input {
-			out[i] = embedtest.Vector(s, 8)
-		}
-		json.NewEncoder(w).Encode(map[string]any{"embeddings": out})
+		json.NewEncoder(w).Encode(map[string]any{"embeddings": vectorsOf(req.Input, 8)})
 	}))
 	defer srv.Close()
 	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "m", srv.URL
@@ -814,4 +810,14 @@ func TestPlainOutputEscapesControlCharacters(t *testing.T) {
 			t.Errorf("%s output is not escaped: %q", name, out)
 		}
 	}
+}
+
+// vectorsOf is what a stand-in embedding service answers for texts: each
+// text's embedtest vector of dim dimensions.
+func vectorsOf(texts []string, dim int) [][]float32 {
+	out := make([][]float32, len(texts))
+	for i, s := range texts {
+		out[i] = embedtest.Vector(s, dim)
+	}
+	return out
 }

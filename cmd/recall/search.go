@@ -102,7 +102,10 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, _, _, err := m.engine(ctx, st, true)
+	// A full-text search of one query reads no vectors: it need not wait
+	// for them to load (seconds on a large archive).
+	lexicalOnly := *sf.queries == "" && req.Mode == recall.ModeLexical
+	eng, _, _, err := m.engine(ctx, st, !lexicalOnly)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,8 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, configured, _, err := m.engine(ctx, st, true)
+	// The engine only writes the vectors here: no search reads an index.
+	eng, configured, _, err := m.engine(ctx, st, false)
 	if err != nil {
 		return err
 	}

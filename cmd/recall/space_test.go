@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/recall-mcp/recall"
-	"github.com/recall-mcp/recall/internal/embed/embedtest"
 	_ "modernc.org/sqlite"
 )
 
@@ -51,11 +50,7 @@ func ollamaHandler(down *atomic.Bool) http.Handler {
 			json.NewEncoder(w).Encode(map[string]string{"error": "model '" + req.Model + "' not found"})
 			return
 		}
-		out := make([][]float32, len(req.Input))
-		for i, s := range req.Input {
-			out[i] = embedtest.Vector(s, dim)
-		}
-		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": out})
+		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": vectorsOf(req.Input, dim)})
 	})
 }
 

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+)
+
+// scanCounter is a store that counts the loads of a vector index.
+type scanCounter struct {
+	recall.Store
+	scans atomic.Int32
+}
+
+func (s *scanCounter) ScanVectors(ctx context.Context, space string, fn func(recall.IndexedChunk, []float32) error) error {
+	s.scans.Add(1)
+	return s.Store.ScanVectors(ctx, space, fn)
+}
+
+// A one-off search loads the vectors only when it can search them: not
+// for --mode lexical, nor without a query embedder (at 100,000 chunks the
+// load was 9 of a search's 10 seconds).
+func TestOneOffSearchLoadsVectorsOnlyToSearchThem(t *testing.T) {
+	env := testEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Input []string }
+		json.NewDecoder(r.Body).Decode(&req)
+		json.NewEncoder(w).Encode(map[string]any{"embeddings": vectorsOf(req.Input, 8)})
+	}))
+	defer srv.Close()
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "m", srv.URL
+	if out, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatalf("sweep: exit %d: %s%s", code, out, errs)
+	}
+
+	search := func(embedder string, args ...string) (recall.SearchResponse, int32) {
+		t.Helper()
+		e := map[string]string{}
+		for k, v := range env {
+			e[k] = v
+		}
+		e["RECALL_EMBEDDER"] = embedder
+		db, err := sqlite.Open(context.Background(), env["RECALL_DB"], sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &scanCounter{Store: db}
+		var out, errb bytes.Buffer
+		m := NewMain()
+		m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
+		m.Getenv = func(k string) string { return e[k] }
+		m.IsTerminal = func() bool { return false }
+		m.store = st
+		m.closers = append(m.closers, db.Close)
+		code := m.Run(context.Background(), append([]string{"search", "--json"}, args...))
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var resp recall.SearchResponse
+		if code != 0 || json.Unmarshal(out.Bytes(), &resp) != nil {
+			t.Fatalf("search %v: exit %d: %s%s", args, code, out.String(), errb.String())
+		}
+		return resp, st.scans.Load()
+	}
+	for _, tt := range []struct {
+		embedder string
+		args     []string
+		mode     string
+		loads    int32
+	}{
+		{"ollama", []string{"sourdough starter"}, recall.ModeHybrid, 1},
+		{"ollama", []string{"--mode", "semantic", "sourdough starter"}, recall.ModeSemantic, 1},
+		{"ollama", []string{"--mode", "lexical", "sourdough starter"}, recall.ModeLexical, 0},
+		{"none", []string{"sourdough starter"}, recall.ModeLexical, 0},
+	} {
+		resp, loads := search(tt.embedder, tt.args...)
+		if loads != tt.loads || resp.Mode != tt.mode || len(resp.Results) == 0 {
+			t.Errorf("embedder %s, search %v: mode %s, %d results, %d index loads; want mode %s, %d loads",
+				tt.embedder, tt.args, resp.Mode, len(resp.Results), loads, tt.mode, tt.loads)
+		}
+	}
+}
