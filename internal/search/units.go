@@ -83,6 +83,12 @@ func newUnitIndex(dim int, fetch func(ctx context.Context, hashes []string) (map
 	return &unitIndex{vx: vindex.NewGrouped(dim, unitFetch, textOf), dim: dim}
 }
 
+// reserve makes room for about n more unit vectors (see loadVectors).
+func (x *unitIndex) reserve(n int) { x.vx.Grow(n) }
+
+// room is how many more unit vectors fit before the index must grow.
+func (x *unitIndex) room() int { return x.vx.Room() }
+
 // has reports whether the text already has its vectors in the index.
 func (x *unitIndex) has(hash string) bool { return x.vx.Has(unitHash(hash, 0)) }
 

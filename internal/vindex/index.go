@@ -140,6 +140,14 @@ func (x *Index) Grow(n int) {
 	x.next = grow(x.next, n)
 }
 
+// Room returns how many more distinct vectors fit in the slabs before
+// they must grow.
+func (x *Index) Room() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return (cap(x.hi) - len(x.hi)) / x.stride
+}
+
 func grow[T any](s []T, n int) []T {
 	if cap(s)-len(s) >= n {
 		return s
