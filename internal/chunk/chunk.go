@@ -257,11 +257,14 @@ func (s *splitter) fill(start, p pos) (int, level) {
 	// own, it does not leave them a chunk by themselves: a question before
 	// a long answer stays with the answer's first part, where a search
 	// finds both. Only where the room is worth it and the cut is as clean
-	// as a sentence end; otherwise the chunk ends between messages.
+	// as a sentence end; otherwise the chunk ends between messages. The
+	// end counts as one between messages: it is as clean as that message
+	// allows, and an overlap (withOverlap) must not buy its context by
+	// cutting a message that fits in a chunk.
 	if i < len(s.msgs) {
 		if m := s.msgs[i]; m.end.r-m.start.r > s.size && limit-m.start.r >= s.size/4 {
 			if e, l := s.cut(m.start, limit, m.end); l >= levelSentence {
-				return e, l
+				return e, levelMessage
 			}
 		}
 	}

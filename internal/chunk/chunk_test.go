@@ -3,6 +3,7 @@ package chunk
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -187,6 +188,49 @@ func TestSplitOverlapKeepsCutClean(t *testing.T) {
 	got := texts(chunks)
 	if len(got) < 2 || got[1] != second {
 		t.Errorf("chunks:\n%s\nwant the second to be %q", show(got), second)
+	}
+}
+
+// A message that fits in a chunk stays whole when a long message after it
+// starts in the room it leaves and the overlap is large (the audit's
+// case: with an overlap of more than a quarter of the chunk, the cut in
+// the long message had let an overlap start that cut the short one).
+func TestSplitLongMessageAfterOneThatFits(t *testing.T) {
+	long := "**Assistant:** " + strings.Repeat("Long answer sentence here. ", 37)
+	mid := "**User:** " + strings.Repeat("A medium follow up, fits in a chunk. ", 7)
+	msgs := []string{"**User:** Short question?", long, mid, long}
+	for _, opt := range []Options{{Size: 400, Overlap: 150}, {Size: 400, Overlap: 200}, {Size: 400}, {Size: 400, Overlap: NoOverlap}} {
+		checkSplit(t, msgs, opt) // fails on a message that fits in a chunk but was cut
+	}
+}
+
+// Random conversations of short, medium and over-long messages, with
+// overlaps up to half the chunk: every promise of checkSplit holds.
+func TestSplitRandomLargeOverlaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for range 2000 {
+		size := 200 + r.IntN(400)
+		var msgs []string
+		for range 2 + r.IntN(8) {
+			var n int
+			switch r.IntN(3) {
+			case 0:
+				n = 10 + r.IntN(size/4)
+			case 1:
+				n = size/4 + r.IntN(size*3/4)
+			default:
+				n = size + r.IntN(2*size)
+			}
+			var b strings.Builder
+			for b.Len() < n {
+				b.WriteString(prose(20+r.IntN(60), r.IntN(24)) + ". ")
+			}
+			msgs = append(msgs, "**User:** "+strings.TrimSpace(b.String()))
+		}
+		checkSplit(t, msgs, Options{Size: size, Overlap: size / (2 + r.IntN(3))})
+		if t.Failed() {
+			return
+		}
 	}
 }
 
