@@ -118,6 +118,12 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		fmt.Fprintf(m.Stderr, "recall: %s: not sweeping (--no-wait)\n", recall.ErrorMessage(err))
 		return exitError(exitBusy)
 	}
+	if errors.Is(err, ingest.ErrNotSwept) {
+		return err // interrupted while it waited: nothing ran, to record or log
+	}
+	if !res.Started.IsZero() {
+		started = res.Started.UTC()
+	}
 	if *prune && !*dry && res.FilesRemoved > 0 {
 		pruned := res.FilesRemoved
 		m.audit("cli sweep prune", started, &pruned, &err)

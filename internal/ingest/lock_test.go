@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
@@ -66,6 +67,14 @@ func TestOneSweepOfAVaultAtATime(t *testing.T) {
 		t.Fatalf("dry run beside a sweep: %+v, %v", res, err)
 	}
 
+	// A sweep interrupted while it waits never began: ErrNotSwept, with
+	// the interruption, and nothing to record.
+	wctx, cancel := context.WithCancel(ctx)
+	res, err = Sweep(wctx, b, b, root, Options{Embedder: second, Space: sp.Name, Wait: func(error) { cancel() }})
+	if !errors.Is(err, ErrNotSwept) || !errors.Is(err, context.Canceled) || !res.Started.IsZero() {
+		t.Fatalf("a sweep interrupted while it waits: %+v, %v; want ErrNotSwept and context.Canceled", res, err)
+	}
+
 	// A sweep that waits runs once the first is done, and finds its work
 	// done.
 	waiting := make(chan error, 1)
@@ -80,6 +89,7 @@ func TestOneSweepOfAVaultAtATime(t *testing.T) {
 	if busy := <-waiting; !errors.Is(busy, store.ErrVaultBusy) {
 		t.Fatalf("told to wait with %v", busy)
 	}
+	waitedFrom := time.Now()
 	close(first.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -87,5 +97,8 @@ func TestOneSweepOfAVaultAtATime(t *testing.T) {
 	res = <-waited
 	if res.FilesChanged != 0 || res.FilesSkipped != 2 || second.Calls() != 0 {
 		t.Fatalf("the sweep that waited: %+v, %d embedder calls; want everything unchanged", res, second.Calls())
+	}
+	if !res.Started.After(waitedFrom) {
+		t.Errorf("the sweep that waited says it started at %v, before the first sweep ended (%v): its time includes the wait", res.Started, waitedFrom)
 	}
 }

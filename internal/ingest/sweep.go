@@ -21,6 +21,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/convo"
+	"github.com/recall-mcp/recall/internal/store"
 )
 
 // Writer is where a sweep writes: the store itself, or the search engine that
@@ -100,7 +101,15 @@ type Result struct {
 	ConversationsRemoved int      `json:"conversations_removed,omitempty"`
 	Removed              []string `json:"-"` // vault-relative paths of files gone since the last sweep
 	Interrupted          bool     `json:"-"`
+	// Started is when the sweep began its work, after any wait for
+	// another sweep of the vault (zero when it never began).
+	Started time.Time `json:"-"`
 }
+
+// ErrNotSwept is wrapped by Sweep's error when it stopped before it began
+// (interrupted while it waited for another sweep of the vault): there is
+// no sweep to record or log.
+var ErrNotSwept = errors.New("the sweep did not begin")
 
 // Outcome names how a sweep that returned err ended, as sweep records and
 // logs say it: ok, failures (some files failed), interrupted or error.
@@ -173,9 +182,13 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	if !opt.DryRun {
 		unlock, err := st.LockVault(ctx, abs, opt.Wait)
 		if err != nil {
-			return Result{}, err
+			if errors.Is(err, store.ErrVaultBusy) {
+				return Result{}, err
+			}
+			return Result{}, fmt.Errorf("%w: %w", ErrNotSwept, err)
 		}
 		defer unlock()
+		start = now() // the time and figures are this sweep's, not the wait's
 	}
 
 	files, walkFailures, err := walk(ctx, abs)
@@ -187,7 +200,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		return Result{}, fmt.Errorf("read manifest: %w", err)
 	}
 
-	var res Result
+	res := Result{Started: start}
 	res.FilesSeen = len(files) + len(walkFailures)
 	res.FilesFailed = len(walkFailures)
 	for _, f := range walkFailures {

@@ -202,6 +202,7 @@ func TestSweepDryRunPredictsSweep(t *testing.T) {
 	}
 	real, log := sweep(t, st, root, Options{Prune: true})
 	dry.Seconds, real.Seconds = 0, 0
+	dry.Started, real.Started = time.Time{}, time.Time{}
 	if fmt.Sprint(dry) != fmt.Sprint(real) || undated(dryLog) != undated(log) {
 		t.Errorf("dry run %+v %q\nsweep   %+v %q", dry, dryLog, real, log)
 	}

@@ -40,10 +40,13 @@ var held = struct {
 	paths map[string]bool
 }{paths: map[string]bool{}}
 
-// TryLock takes the lock on the file at path, creating it, and writes note
-// into it. When another holder, in this process or another, has the lock,
-// it returns ErrLocked and that holder's note ("" when unknown).
-func TryLock(path, note string) (*Lock, string, error) {
+// TryLock takes the lock on the file at path, creating it with permissions
+// perm (beyond the umask, as SQLite gives a database's -wal and -shm files
+// the database's own: every user who may write the database must be able
+// to take its locks), and writes note into it. When another holder, in
+// this process or another, has the lock, it returns ErrLocked and that
+// holder's note ("" when unknown).
+func TryLock(path, note string, perm os.FileMode) (*Lock, string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, "", err
@@ -55,7 +58,7 @@ func TryLock(path, note string) (*Lock, string, error) {
 	}
 	held.paths[abs] = true
 	held.Unlock()
-	release, holder, err := lock(abs, note)
+	release, holder, err := lock(abs, note, perm)
 	if err != nil {
 		forget(abs)
 		return nil, holder, err

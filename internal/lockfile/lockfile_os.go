@@ -11,10 +11,14 @@ const crashLeavesLock = false
 
 // lock takes the system's exclusive lock on the file (tryLock), which it
 // releases when the file is closed, and so when the process ends.
-func lock(path, note string) (release func(), holder string, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+func lock(path, note string, perm os.FileMode) (release func(), holder string, err error) {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
 	if err != nil {
 		return nil, "", err
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		f.Chmod(perm) // the umask took some away; only the creator may, and need, give them back
 	}
 	if err := tryLock(f); err != nil {
 		holder := readNote(f)

@@ -12,8 +12,8 @@ const crashLeavesLock = true
 
 // lock creates the file exclusively: without a system lock, the file's
 // existence is the lock, and a holder that crashed leaves it behind.
-func lock(path, note string) (release func(), holder string, err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+func lock(path, note string, perm os.FileMode) (release func(), holder string, err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, noteOf(path), ErrLocked
 	}

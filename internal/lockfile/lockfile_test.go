@@ -14,21 +14,21 @@ import (
 // processes' do, and the second is told the first's note.
 func TestTryLockInProcess(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.lock")
-	a, _, err := TryLock(p, "first holder")
+	a, _, err := TryLock(p, "first holder", 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, holder, err := TryLock(p, "second"); !errors.Is(err, ErrLocked) || holder != "first holder" {
+	if _, holder, err := TryLock(p, "second", 0o600); !errors.Is(err, ErrLocked) || holder != "first holder" {
 		t.Fatalf("second lock while held: holder %q, err %v", holder, err)
 	}
-	other, _, err := TryLock(filepath.Join(filepath.Dir(p), "y.lock"), "other")
+	other, _, err := TryLock(filepath.Join(filepath.Dir(p), "y.lock"), "other", 0o600)
 	if err != nil {
 		t.Fatalf("another file: %v", err)
 	}
 	other.Unlock()
 	a.Unlock()
 	a.Unlock() // harmless
-	b, _, err := TryLock(p, "second")
+	b, _, err := TryLock(p, "second", 0o600)
 	if err != nil {
 		t.Fatalf("after unlock: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestHolderProcess(t *testing.T) {
 	if p == "" {
 		t.Skip("run by TestLockDiesWithProcess")
 	}
-	if _, _, err := TryLock(p, fmt.Sprintf("process %d", os.Getpid())); err != nil {
+	if _, _, err := TryLock(p, fmt.Sprintf("process %d", os.Getpid()), 0o600); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
@@ -76,14 +76,14 @@ func TestLockDiesWithProcess(t *testing.T) {
 		t.Fatalf("child: %q %v", line, err)
 	}
 	want := fmt.Sprintf("process %d", cmd.Process.Pid)
-	if _, holder, err := TryLock(p, "parent"); !errors.Is(err, ErrLocked) || holder != want {
+	if _, holder, err := TryLock(p, "parent", 0o600); !errors.Is(err, ErrLocked) || holder != want {
 		t.Fatalf("lock held by a child: holder %q, err %v; want %q", holder, err, want)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	l, _, err := TryLock(p, "parent")
+	l, _, err := TryLock(p, "parent", 0o600)
 	if err != nil {
 		t.Fatalf("lock of a killed process: %v", err)
 	}

@@ -20,7 +20,7 @@ func lockManifest(manifest string) (unlock func(), err error) {
 		return nil, err
 	}
 	p := manifest + ".lock"
-	l, holder, err := lockfile.TryLock(p, strconv.Itoa(os.Getpid()))
+	l, holder, err := lockfile.TryLock(p, strconv.Itoa(os.Getpid()), 0o600)
 	if errors.Is(err, lockfile.ErrLocked) {
 		if holder != "" {
 			holder = " (process " + holder + ")"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/recall-mcp/recall"
 )
@@ -32,3 +33,9 @@ func LockHolder() string {
 	}
 	return fmt.Sprintf("process %d on %s", os.Getpid(), host)
 }
+
+// VaultLockRetry is how often a LockVault that waits tries the lock again.
+// Trying costs a system call or a statement; a wait blocked in the lock
+// instead (pg_advisory_lock) outlived a client interrupted meanwhile, its
+// session left queued on the server holding a connection slot.
+const VaultLockRetry = 250 * time.Millisecond

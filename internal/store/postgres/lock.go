@@ -41,8 +41,8 @@ func vaultLockKey(vault string) int32 {
 func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)) (func(), error) {
 	cfg := db.pool.Config().ConnConfig
 	cfg.RuntimeParams["application_name"] = holderPrefix + store.LockHolder()
-	// The wait for the lock is one statement as long as another's sweep:
-	// no timeout configured for the role may cut it short.
+	// No statement or lock timeout configured for the role applies to
+	// the lock's statements.
 	cfg.RuntimeParams["statement_timeout"] = "0"
 	cfg.RuntimeParams["lock_timeout"] = "0"
 	cfg.RuntimeParams["tcp_keepalives_idle"] = "60"
@@ -69,9 +69,22 @@ func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)
 			return nil, busy
 		}
 		wait(busy)
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, vaultLockClass, key); err != nil {
-			closeConn()
-			return nil, db.fail(ctx, err, "wait for the sweep lock of %s", vault)
+		// Tried again and again rather than waited for in one statement:
+		// a client interrupted while the server blocked in
+		// pg_advisory_lock left its session queued there.
+		t := time.NewTicker(store.VaultLockRetry)
+		defer t.Stop()
+		for !ok {
+			select {
+			case <-ctx.Done():
+				closeConn()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+			if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, vaultLockClass, key).Scan(&ok); err != nil {
+				closeConn()
+				return nil, db.fail(ctx, err, "wait for the sweep lock of %s", vault)
+			}
 		}
 	}
 	return func() {

@@ -1,11 +1,13 @@
 package postgres
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
 	"github.com/recall-mcp/recall/internal/store/postgres/pgtest"
 	"github.com/recall-mcp/recall/internal/store/storetest"
 )
@@ -655,4 +658,67 @@ func TestVaultLockShared(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	storetest.VaultLockShared(t, a, b)
+}
+
+// A sweep killed while it waits for the lock leaves no session behind: one
+// blocked in pg_advisory_lock outlived its process (the server does not
+// read from a session waiting for a lock), queued there and holding a
+// connection slot until the holder let go.
+func TestVaultLockWaiterKilled(t *testing.T) {
+	const vault = "/vaults/waited-for"
+	if dsn := os.Getenv("RECALL_TEST_LOCK_WAITER"); dsn != "" {
+		db, err := Open(ctx, dsn, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.LockVault(ctx, vault, func(error) { fmt.Println("waiting") })
+		t.Fatal("the waiter got the lock")
+	}
+	dsn := pgtest.Server(t)
+	a := openTest(t, dsn, Options{})
+	defer a.Close()
+	unlock, err := a.LockVault(ctx, vault, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	sessions := func() int {
+		var n int
+		if err := a.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name LIKE $1`, holderPrefix+"%").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestVaultLockWaiterKilled$")
+	cmd.Env = append(os.Environ(), "RECALL_TEST_LOCK_WAITER="+dsn)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "waiting\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the waiter said %q", line)
+	}
+	// Let its wait get under way on the server, then kill it.
+	time.Sleep(2 * store.VaultLockRetry)
+	if n := sessions(); n != 2 {
+		t.Errorf("%d sweep lock sessions while one holds and one waits, want 2", n)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	// The server ends a session a moment after its client goes.
+	n := sessions()
+	for i := 0; i < 100 && n != 1; i++ {
+		time.Sleep(50 * time.Millisecond)
+		n = sessions()
+	}
+	if n != 1 {
+		t.Errorf("%d sweep lock sessions 5 s after the waiter was killed, want the holder's alone", n)
+	}
 }

@@ -6,26 +6,38 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/recall-mcp/recall/internal/lockfile"
 	"github.com/recall-mcp/recall/internal/store"
 )
 
-// waitEvery is how often a waiting LockVault tries again: a file lock
-// costs a system call, and nothing tells a waiter when one is released.
-const waitEvery = 250 * time.Millisecond
-
 // LockVault takes the vault's sweep lock: a system file lock (see
 // lockfile) on a file beside the database, named by the database and a
 // hash of the vault, which every process opening this database file finds
 // and which the system releases with the process that held it. The file
 // holds the holder's name and stays when released.
+//
+// The file is named after the database file itself, its symbolic links
+// resolved as SQLite resolves them, so that a process that opened the
+// database through a link finds the same lock; and it has the database
+// file's permissions, so that every user who may write the database may
+// take it.
 func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)) (func(), error) {
+	file := db.path
+	if p, err := filepath.EvalSymlinks(file); err == nil {
+		file = p
+	}
+	perm := os.FileMode(0o600)
+	if fi, err := os.Stat(file); err == nil {
+		perm = fi.Mode().Perm()
+	}
 	sum := sha256.Sum256([]byte(vault))
-	path := db.path + "-sweep-" + hex.EncodeToString(sum[:8]) + ".lock"
+	path := file + "-sweep-" + hex.EncodeToString(sum[:8]) + ".lock"
 	for {
-		l, holder, err := lockfile.TryLock(path, store.LockHolder())
+		l, holder, err := lockfile.TryLock(path, store.LockHolder(), perm)
 		if err == nil {
 			return l.Unlock, nil
 		}
@@ -38,7 +50,7 @@ func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)
 		}
 		wait(busy)
 		wait = func(error) {}
-		t := time.NewTimer(waitEvery)
+		t := time.NewTimer(store.VaultLockRetry)
 		select {
 		case <-ctx.Done():
 			t.Stop()

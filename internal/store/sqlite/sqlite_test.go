@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
 	"github.com/recall-mcp/recall/internal/store/storetest"
 )
 
@@ -558,6 +559,49 @@ func TestIntegrityCheckSeesDrift(t *testing.T) {
 func TestVaultLockShared(t *testing.T) {
 	a, b := openTwo(t)
 	storetest.VaultLockShared(t, a, b)
+}
+
+// A handle that opened the database through a symbolic link takes the
+// same sweep lock as one that opened the file itself, as SQLite resolves
+// the link to the same database; and the lock file has the database
+// file's permissions, so another user who may write the database may take
+// it (it was created for its first taker alone).
+func TestVaultLockFileFollowsTheDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "recall.db")
+	a, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	b, err := Open(ctx, link, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := os.Chmod(path, 0o660); err != nil {
+		t.Fatal(err)
+	}
+	const vault = "/vaults/linked"
+	unlock, err := a.LockVault(ctx, vault, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := b.LockVault(ctx, vault, nil); !errors.Is(err, store.ErrVaultBusy) {
+		t.Errorf("the vault's lock through a link to the database: %v, want it busy", err)
+	}
+	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
+	if len(locks) != 1 {
+		t.Fatalf("lock files %v, want one", locks)
+	}
+	if fi, err := os.Stat(locks[0]); err != nil || fi.Mode().Perm() != 0o660 {
+		t.Errorf("lock file %s: %v, mode %v; want the database's 0660", locks[0], err, fi.Mode().Perm())
+	}
 }
 
 // openTwo opens two handles on one new database file, as two processes
