@@ -235,17 +235,43 @@ func (db *DB) dsnMode(mode string) string {
 // runs both.
 // checkFirst runs check on a connection of its own that cannot write, when
 // the file holds a database already.
+//
+// A process killed in the first transaction of a new database, before it
+// turned the database to WAL, leaves a hot rollback journal, which only a
+// connection that may write can roll back (SQLite's own recovery: the
+// unfinished transaction is undone); one that cannot fails with
+// SQLITE_READONLY_ROLLBACK, and the database could never be opened again.
+// A store that may write lets a writer connection roll it back, then checks.
 func (db *DB) checkFirst(ctx context.Context) error {
 	if fi, err := os.Stat(db.path); err != nil || fi.Size() == 0 {
 		return nil // new: nothing to check
 	}
-	ro, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
+	check := func() error {
+		ro, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
+		if err != nil {
+			return fmt.Errorf("open %s: %w", db.path, err)
+		}
+		defer ro.Close()
+		ro.SetMaxOpenConns(1)
+		return db.check(ctx, ro)
+	}
+	err := check()
+	if extendedCode(err) != sqlite3.SQLITE_READONLY_ROLLBACK || db.opts.ReadOnly {
+		return err
+	}
+	rw, err := sql.Open("sqlite", db.dsnMode("writer"))
 	if err != nil {
 		return fmt.Errorf("open %s: %w", db.path, err)
 	}
-	defer ro.Close()
-	ro.SetMaxOpenConns(1)
-	return db.check(ctx, ro)
+	var n int
+	err = rw.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n)
+	if cerr := rw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return db.openErr(err)
+	}
+	return check()
 }
 
 func (db *DB) check(ctx context.Context, conn *sql.DB) error {
@@ -323,11 +349,17 @@ func isCorrupt(err error) bool {
 
 // sqliteCode is the primary result code of a SQLite error (0 for others).
 func sqliteCode(err error) int {
+	return extendedCode(err) & 0xff
+}
+
+// extendedCode is the extended result code of a SQLite error (0 for
+// others).
+func extendedCode(err error) int {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return 0
 	}
-	return se.Code() & 0xff
+	return se.Code()
 }
 
 // IntegrityCheck runs SQLite's full PRAGMA integrity_check, the FTS5

@@ -3,11 +3,13 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -219,15 +221,7 @@ func TestCorruptFileKeepsItsLog(t *testing.T) {
 	}
 	// Copy the files while the store is open: the log holds commits.
 	path := filepath.Join(dir, "recall.db")
-	for _, sfx := range []string{"", "-wal"} {
-		b, err := os.ReadFile(live + sfx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path+sfx, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyFiles(t, live, path, "", "-wal")
 	db.Close()
 	wal, _ := os.ReadFile(path + "-wal")
 	if len(wal) == 0 {
@@ -618,4 +612,71 @@ func openTwo(t *testing.T) (a, b *DB) {
 		return db
 	}
 	return open(), open()
+}
+
+// A process killed in the first transaction of a new database, before it
+// turned it to WAL, leaves a hot rollback journal: Open rolls it back
+// (SQLite's own recovery) instead of failing "attempt to write a readonly
+// database" on its read-only check, forever (a crash test caught it).
+func TestOpenRollsBackAHotJournal(t *testing.T) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live.db")
+	// A page cache of a few pages spills the transaction into the file,
+	// after syncing the journal that can undo it.
+	c, err := sql.Open("sqlite", "file:"+live+"?_pragma=journal_mode(DELETE)&_pragma=cache_size(2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetMaxOpenConns(1)
+	if _, err := c.Exec(`CREATE TABLE t (x); INSERT INTO t VALUES ('kept')`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)
+		INSERT INTO t SELECT 'undone ' || i || printf('%.1000c', 'x') FROM n`); err != nil {
+		t.Fatal(err)
+	}
+	// Copy the files while the transaction is open: the journal is hot.
+	path := filepath.Join(dir, "recall.db")
+	copyFiles(t, live, path, "", "-journal")
+	tx.Rollback()
+
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a database with a hot journal: %v", err)
+	}
+	var rows []string
+	r, err := db.rw.Query(`SELECT x FROM t`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r.Next() {
+		var x string
+		r.Scan(&x)
+		rows = append(rows, x)
+	}
+	r.Close()
+	db.Close()
+	if !slices.Equal(rows, []string{"kept"}) {
+		t.Errorf("after the rollback the table holds %q, want the committed row alone", rows)
+	}
+}
+
+// copyFiles copies the files from+suffix to to+suffix, for each suffix: a
+// database and its journal or log as they are at that moment.
+func copyFiles(t *testing.T, from, to string, suffixes ...string) {
+	t.Helper()
+	for _, sfx := range suffixes {
+		b, err := os.ReadFile(from + sfx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to+sfx, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
