@@ -256,8 +256,11 @@ func (db *DB) checkFirst(ctx context.Context) error {
 		return db.check(ctx, ro)
 	}
 	err := check()
-	if extendedCode(err) != sqlite3.SQLITE_READONLY_ROLLBACK || db.opts.ReadOnly {
+	if extendedCode(err) != sqlite3.SQLITE_READONLY_ROLLBACK {
 		return err
+	}
+	if db.opts.ReadOnly {
+		return recall.WrapError(recall.EUNAVAILABLE, err, "%s holds the unfinished first transaction of a process that stopped; a command that writes (recall sweep) rolls it back", db.path)
 	}
 	rw, err := sql.Open("sqlite", db.dsnMode("writer"))
 	if err != nil {

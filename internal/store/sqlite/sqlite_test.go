@@ -645,6 +645,10 @@ func TestOpenRollsBackAHotJournal(t *testing.T) {
 	copyFiles(t, live, path, "", "-journal")
 	tx.Rollback()
 
+	// A read-only store cannot roll it back, and says what will.
+	if _, err := Open(ctx, path, Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "recall sweep") {
+		t.Errorf("read-only Open of a database with a hot journal: %v, want it to say what rolls it back", err)
+	}
 	db, err := Open(ctx, path, Options{})
 	if err != nil {
 		t.Fatalf("Open of a database with a hot journal: %v", err)
