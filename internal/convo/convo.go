@@ -222,8 +222,13 @@ func Parse(name string, r io.Reader, fn func(Conversation) error) error {
 		}
 		return err
 	}
-	if format != FormatMarkdown { // markdown is judged whole, once read
-		switch sniffEncoding(head, len(head) >= SniffLen) {
+	// Markdown is judged whole, once read. JSON is judged here only when
+	// the head is the whole file: a large export judged by its head could
+	// be decoded as Windows-1252 for one stray byte in it, turning every
+	// accented letter after it to mojibake; JSON is UTF-8 (RFC 8259), and
+	// a large file's stray bytes become U+FFFD as encoding/json makes them.
+	if format != FormatMarkdown && len(head) < SniffLen {
+		switch sniffEncoding(head, false) {
 		case encWindows1252:
 			br = bufio.NewReaderSize(transform.NewReader(br, charmap.Windows1252.NewDecoder()), SniffLen)
 		case encUnknown:

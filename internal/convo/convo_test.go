@@ -734,6 +734,7 @@ func TestEncodings(t *testing.T) {
 		{"a.jsonl", `{"role":"user","content":"caf` + "\xe9" + `"}`, "**User:** café", ""},
 		{"a.json", `[{"role":"user","content":"` + strings.TrimSuffix(frCP1252, "\n") + `"}]`, "**User:** Moi : Où est la clé ? Ça dépend de l'été.", ""},
 		{"a.md", "User: naïve café, déjà vu \xff and more", "User: naïve café, déjà vu \uFFFD and more", ""},
+		{"a.md", "User: Caf\xc3\xa9 ok, stray \xff and \xfe and \x80 bytes", "User: Café ok, stray \uFFFD and \uFFFD and \uFFFD bytes", ""},
 		{"a.md", ruCP1251, "", legacy},
 		{"a.txt", zhGBK, "", legacy},
 		{"a.jsonl", `{"role":"user","content":"` + strings.TrimSpace(ruCP1251) + `"}`, "", legacy},
@@ -753,6 +754,33 @@ func TestEncodings(t *testing.T) {
 		case len(convs) != 1 || len(convs[0].Messages) != 1 || convs[0].Messages[0] != tt.want:
 			t.Errorf("%s %q: got %+v, want one message %q", tt.name, tt.content, convs, tt.want)
 		}
+	}
+}
+
+// A large export is not judged by its head: one stray byte among the ASCII
+// of its first conversations made the whole stream Windows-1252, and every
+// accented letter after them mojibake.
+func TestLargeExportKeepsUTF8AfterAStrayByte(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 700 {
+		text := "plain ascii text of a conversation, long enough to fill the head of the file"
+		if i == 0 {
+			text = "a stray \x92 byte " + text
+		}
+		fmt.Fprintf(&b, `{"uuid":"c%d","name":"n%d","chat_messages":[{"uuid":"m","sender":"human","text":"%s"}]},`, i, i, text)
+	}
+	b.WriteString(`{"uuid":"late","name":"Café","chat_messages":[{"uuid":"m","sender":"human","text":"Grüße aus Köln"}]}]`)
+	if b.Len() <= SniffLen {
+		t.Fatal("the export fits in the head: this test proves nothing")
+	}
+	convs, err := parseString(t, "conversations.json", strings.Replace(b.String(), `\x92`, "\x92", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := convs[len(convs)-1]
+	if last.Title != "Café" || last.Messages[0] != "**User:** Grüße aus Köln" {
+		t.Errorf("the last conversation: %q %q", last.Title, last.Messages)
 	}
 }
 

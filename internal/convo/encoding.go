@@ -28,7 +28,11 @@ const (
 // is then ignored.
 //
 // Text with valid multi-byte UTF-8 sequences at least as often as invalid
-// bytes is UTF-8 with damage. Otherwise text whose non-ASCII bytes stand
+// bytes is UTF-8 with damage; so is text with any valid one whose invalid
+// bytes each stand alone between ASCII ("Café" and three stray bytes stay
+// "Café"): a Western code page almost never forms a valid sequence by
+// chance, and the multi-byte encodings that do (GBK) put their invalid
+// bytes beside other high bytes. Otherwise text whose non-ASCII bytes stand
 // alone or in pairs between ASCII (the accented letters of Western
 // European words: "caf\xe9", "Gr\xf6\xdfe") is Windows-1252, unless it holds
 // a byte Windows-1252 leaves undefined. Anything else, in practice runs of
@@ -37,7 +41,7 @@ const (
 // mojibake no search would ever match, and a clear error that asks for a
 // conversion is better than that.
 func sniffEncoding(b []byte, cut bool) textEncoding {
-	var multi, invalid, short, run int
+	var multi, invalid, isolated, short, run int
 	end := func() {
 		if run > 0 && run <= 2 {
 			short += run
@@ -63,6 +67,9 @@ func sniffEncoding(b []byte, cut bool) textEncoding {
 			break // a character cut off by the end of b
 		}
 		invalid++
+		if (i == 0 || b[i-1] < utf8.RuneSelf) && (i+1 == len(b) || b[i+1] < utf8.RuneSelf) {
+			isolated++
+		}
 		run++
 		switch c {
 		case 0x81, 0x8D, 0x8F, 0x90, 0x9D:
@@ -72,7 +79,7 @@ func sniffEncoding(b []byte, cut bool) textEncoding {
 	}
 	end()
 	switch {
-	case invalid == 0 || multi >= invalid:
+	case invalid == 0 || multi >= invalid || multi > 0 && isolated == invalid:
 		return encUTF8
 	case !undefined && short*10 >= invalid*9:
 		return encWindows1252
