@@ -101,26 +101,45 @@ const claudeRoot = "00000000-0000-4000-8000-000000000000"
 // the user replaced. Older exports carry no parent ids, and their array
 // order is the conversation.
 //
-// A walk that breaks, on a parent the export does not hold or on a cycle,
-// falls back to array order: the ids then do not describe the
+// Array order is kept, too, when the ids say nothing of order (every
+// parent is the root), when the tree does not fork (nothing was replaced),
+// and when a walk breaks, on a parent the export does not hold, a message
+// other than the first without one, or a cycle: the ids then do not describe the
 // conversation, and the branch up to the break would silently drop its
 // beginning, while array order loses nothing (at worst it also holds a
 // replaced branch, text the conversation did once show).
 func claudeBranch(msgs []claudeMessage, leaf string) []claudeMessage {
 	byID := make(map[string]int, len(msgs))
-	linked := false
 	for i, m := range msgs {
 		if m.UUID != "" {
 			byID[m.UUID] = i
 		}
-		linked = linked || m.Parent != ""
 	}
-	if !linked || len(msgs) == 0 {
+	// The ids describe a tree only when some message hangs off another
+	// (an export whose every parent is the root says nothing of order),
+	// and a branch drops messages only where the tree forks.
+	children := map[string]int{}
+	linked := false
+	for _, m := range msgs {
+		p := m.Parent
+		if p == claudeRoot {
+			p = ""
+		}
+		if _, ok := byID[p]; ok && p != "" {
+			linked = true
+		}
+		children[p]++
+	}
+	forks := false
+	for _, n := range children {
+		forks = forks || n > 1
+	}
+	if !linked || !forks || len(msgs) == 0 {
 		return msgs
 	}
 	at, ok := byID[leaf]
-	if !ok {
-		at = len(msgs) - 1
+	if !ok || children[leaf] > 0 {
+		at = len(msgs) - 1 // no leaf, or one that is not (a stale one would drop what followed it)
 	}
 	var branch []claudeMessage
 	seen := map[int]bool{}
@@ -131,11 +150,11 @@ func claudeBranch(msgs []claudeMessage, leaf string) []claudeMessage {
 		seen[at] = true
 		branch = append(branch, msgs[at])
 		p := msgs[at].Parent
-		if p == "" || p == claudeRoot {
+		if p == claudeRoot || p == "" && at == 0 {
 			break
 		}
 		if at, ok = byID[p]; !ok {
-			return msgs // a parent the export does not hold
+			return msgs // a parent the export does not hold, or none but the first's
 		}
 	}
 	slices.Reverse(branch)

@@ -223,6 +223,21 @@ func TestClaudeBranch(t *testing.T) {
 		{"a cycle: array order", conv("",
 			msg("q", `"a"`, "human", "one"), msg("a", `"q"`, "assistant", "two")),
 			[]string{"one", "two"}},
+		// From an audit: each of these kept part of the conversation only.
+		{"every parent the root: array order", conv("",
+			msg("m1", root, "human", "Q1"), msg("m2", root, "assistant", "A1"),
+			msg("m3", root, "human", "Q2"), msg("m4", root, "assistant", "A2")),
+			[]string{"Q1", "A1", "Q2", "A2"}},
+		{"parent ids from the third message on: array order", conv("",
+			msg("m1", "", "human", "Q1"), msg("m2", "", "assistant", "A1"),
+			msg("m3", `"m2"`, "human", "Q2"), msg("m4", `"m3"`, "assistant", "A2")),
+			[]string{"Q1", "A1", "Q2", "A2"}},
+		{"a stale leaf, with messages after it", conv("m2",
+			msg("m1", root, "human", "Q1"), msg("m2", `"m1"`, "assistant", "A1"),
+			msg("m3", `"m2"`, "human", "Q2"), msg("m4", `"m3"`, "assistant", "A2")),
+			[]string{"Q1", "A1", "Q2", "A2"}},
+		{"a stale leaf in a tree that forks: the last message's branch", conv("q",
+			regenerated...), []string{"capital of Australia?", "Canberra."}},
 	}
 	for _, tt := range tests {
 		convs, err := parseString(t, "conversations.json", tt.in)
