@@ -204,7 +204,7 @@ func (m *gptMessage) visible() bool {
 // the user asked for, so it is kept, fenced, as Claude's artifacts are.
 // So are the documents the model writes in a canvas (see gptCanvas).
 func gptShownRecipient(r string) bool {
-	return r == "" || r == "all" || r == "python" || r == gptCanvasCreate || r == gptCanvasUpdate
+	return r == "" || strings.EqualFold(r, "all") || strings.EqualFold(r, "python") || r == gptCanvasCreate || r == gptCanvasUpdate
 }
 
 // text joins the string parts of a message. An image part shows as

@@ -173,7 +173,9 @@ func binaryAt(head []byte) (int, bool) {
 	}
 	bad, first := 0, -1
 	for i, c := range head {
-		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1b) || c == 0x7f {
+		// Terminal logs hold bells and backspaces (title sequences, line
+		// editing), escapes (colours) and form feeds: text all the same.
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != 0x1b && c != 0x07 && c != 0x08) || c == 0x7f {
 			bad++
 			if first < 0 {
 				first = i

@@ -434,6 +434,11 @@ func TestClaudeCodeInternalLines(t *testing.T) {
 			[]string{"**User:** what does <command-name>/x</command-name> mean?"}},
 		{"a command among other text stays as written", turn("user", "", `"<command-name>/x</command-name> and more"`),
 			[]string{"**User:** <command-name>/x</command-name> and more"}},
+		// From an audit: the filters took answers that quote the tags.
+		{"an answer that starts with a tag is the answer", turn("assistant", "", `[{"type":"text","text":"<bash-stdout> is the tag holding a command's output."}]`),
+			[]string{"**Assistant:** <bash-stdout> is the tag holding a command's output."}},
+		{"an answer's quoted reminder stays", turn("assistant", "", `[{"type":"text","text":"It said <system-reminder>empty</system-reminder> here."}]`),
+			[]string{"**Assistant:** It said <system-reminder>empty</system-reminder> here."}},
 	}
 	checkChatLogs(t, tests)
 }
@@ -755,6 +760,7 @@ func TestEncodings(t *testing.T) {
 		{"a.jsonl", `{"role":"user","content":"` + strings.TrimSpace(ruCP1251) + `"}`, "", legacy},
 		{"a.md", "User: caf\xe9 \x81", "", legacy}, // 0x81 is no Windows-1252 character
 		{"a.md", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "", "binary content (byte 8)"},
+		{"a.txt", strings.Repeat("\x1b]0;user@host: ~\x07\x1b[?2004h$ make\x07\x08\r\n", 30), strings.TrimSpace(strings.Repeat("\x1b]0;user@host: ~\x07\x1b[?2004h$ make\x07\x08\n", 30)), ""}, // a terminal log
 		{"a.txt", "\x7fELF\x02\x01\x01\x03\x02\x01\x01\x03\x02 and a little text", "", "binary content (byte 0)"},
 	}
 	for _, tt := range tests {
@@ -839,12 +845,14 @@ func TestChatGPTToolCalls(t *testing.T) {
 		[3]string{"assistant", "python", code("python", "print(1+1)")},
 		[3]string{"tool", "all", `{"content_type":"execution_output","text":"2"}`},
 		[3]string{"assistant", "", `{"content_type":"text","parts":["The result is 2."]}`},
+		[3]string{"assistant", "All", `{"content_type":"text","parts":["Anything else?"]}`},
 	)
 	checkGPTMessages(t, in,
 		"**User:** Find flights to Goa",
 		"**Assistant:** Here are 3 flights.",
 		"**Assistant:**\n```python\nprint(1+1)\n```",
 		"**Assistant:** The result is 2.",
+		"**Assistant:** Anything else?",
 	)
 }
 

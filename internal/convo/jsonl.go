@@ -324,8 +324,13 @@ func (log *chatLog) add(l *chatLine) error {
 		if l.internal() {
 			return nil
 		}
-		if text = claudeCodeText(text); text == "" {
-			return nil
+		// What the session adds to a turn (reminders, command wrappers,
+		// command output) comes in the user's turns; an answer that
+		// quotes such a tag is the answer.
+		if l.Type == "user" {
+			if text = claudeCodeText(text); text == "" {
+				return nil
+			}
 		}
 	}
 	if t := strings.ToLower(string(l.Type)); role == "" && (t == "user" || t == "assistant" || hiddenRoles[t]) {

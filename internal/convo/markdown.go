@@ -43,7 +43,11 @@ var (
 	// mdDataImage is a markdown image whose source is a data URI, with
 	// an optional title: ![alt](data:image/png;base64,... "title").
 	// Base64 may be wrapped over lines.
-	mdDataImage = regexp.MustCompile(`!\[([^\]\n]{0,500})\]\(\s*<?data:[^)>"]*>?(?:\s+"[^"\n]*")?\s*\)`)
+	// The URI itself is only what a data URI may hold (a media type, its
+	// parameters, then base64 or percent-encoded data, wrapped lines
+	// included): a "![x](data:" typed in prose must not take the text up
+	// to the next parenthesis with it.
+	mdDataImage = regexp.MustCompile(`!\[([^\]\n]{0,500})\]\(\s*<?data:[\w.+-]*/?[\w.+-]*(?:;[\w.+-]+(?:=[\w.+-]+)?)*,[A-Za-z0-9+/=%_.~\-\r\n]*>?(?:\s+"[^"\n]*")?\s*\)`)
 	// htmlDataImage is an HTML img element whose src is a data URI.
 	htmlDataImage = regexp.MustCompile(`(?i)<img\s[^>]*?\bsrc\s*=\s*(?:"data:[^"]*"|'data:[^']*'|data:[^\s>]*)[^>]*>`)
 	htmlAlt       = regexp.MustCompile(`(?i)\balt\s*=\s*(?:"([^"]*)"|'([^']*)')`)

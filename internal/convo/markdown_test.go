@@ -262,6 +262,9 @@ func TestDataImages(t *testing.T) {
 		{`User: <img src=data:image/png;base64,iVBOR>`, "User: [image]"},
 		{"User: ![photo](https://example.com/a.png) and [a link](data:text/plain,hi)", "User: ![photo](https://example.com/a.png) and [a link](data:text/plain,hi)"},
 		{"User: the data: scheme, as in ![x](data:", "User: the data: scheme, as in ![x](data:"},
+		// From an audit: prose up to the next parenthesis went with it.
+		{"User: what if I write ![x](data: then keep typing\nimportant words like kubernetes\nuntil a paren (like this) later.",
+			"User: what if I write ![x](data: then keep typing\nimportant words like kubernetes\nuntil a paren (like this) later."},
 	}
 	for _, tt := range tests {
 		convs, err := parseString(t, "chat.md", tt.in)
