@@ -9,8 +9,9 @@
 //
 // Text is read as UTF-8. UTF-16 text with a byte order mark, as some
 // Windows tools write it, is decoded. Text that is not valid UTF-8 is read
-// as follows (for a text file judged on the whole file, for JSON on its
-// first SniffLen bytes):
+// as follows, judged on the whole file (a JSON file longer than SniffLen
+// bytes is read as UTF-8, its invalid bytes replaced by U+FFFD: judged by
+// its head, one stray byte there decoded the rest as Windows-1252):
 //   - mostly UTF-8, with a few invalid bytes: each invalid byte sequence is
 //     replaced by U+FFFD (encoding/json does the same inside JSON strings);
 //   - Western European text in Windows-1252 or ISO 8859-1 (accented
@@ -22,7 +23,7 @@
 //
 // Content that is not text at all (a NUL byte, or more than one byte in
 // twenty of its head a control character other than tab, line and page
-// breaks and escape) is an error.
+// breaks, escape, bell and backspace) is an error.
 package convo
 
 import (
