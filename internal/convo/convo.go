@@ -295,7 +295,10 @@ func fallbackTitle(messages []string) string {
 		if line == "" || strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") || placeholder.MatchString(line) {
 			continue
 		}
-		line = strings.Join(strings.Fields(line), " ")
+		line = strings.Join(strings.Fields(emphasis.Replace(line)), " ")
+		if line == "" {
+			continue
+		}
 		if utf8.RuneCountInString(line) <= titleLen {
 			return line
 		}
@@ -307,6 +310,10 @@ func fallbackTitle(messages []string) string {
 	}
 	return ""
 }
+
+// emphasis drops markdown's bold markers from a title: a title reads as
+// plain text wherever it is shown.
+var emphasis = strings.NewReplacer("**", "", "__", "")
 
 // placeholder is a line that stands for something not shown as text.
 var placeholder = regexp.MustCompile(`^\[(?:image|file|artifact|canvas)\b[^\]]*\]$`)

@@ -947,6 +947,8 @@ func TestFallbackTitle(t *testing.T) {
 		{[]string{"**Ingrid:** So pasta takes   longer?"}, "So pasta takes longer?"},
 		{[]string{"plain text"}, "plain text"},
 		{[]string{"**User:** [image]"}, ""},
+		{[]string{"**Assistant:** **Answer:** y"}, "Answer: y"},
+		{[]string{"**User:** is __this__ **the** way?"}, "is this the way?"},
 	}
 	for _, tt := range tests {
 		if got := fallbackTitle(tt.messages); got != tt.want {
