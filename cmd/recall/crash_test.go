@@ -112,39 +112,59 @@ func TestCrashDuringSweep(t *testing.T) {
 	genVault(t, vault, 400, 7)
 
 	clean := filepath.Join(t.TempDir(), "clean.db")
-	if out, err := exec.Command(bin, "--db", clean, "--embedder", "none", "sweep", vault).CombinedOutput(); err != nil {
-		t.Fatalf("clean sweep: %v\n%s", err, out)
-	}
+	sweepWith(t, bin, nil, clean, vault)
 	want := checkStore(t, clean)
 
 	crashed := filepath.Join(t.TempDir(), "crashed.db")
+	kills := crashSweeps(t, bin, nil, crashed, vault, 12, 400*time.Millisecond, func(round int) {
+		if round == 5 {
+			// Change the vault between crashes, as a user would.
+			genVault(t, vault, 420, 8)
+			sweepWith(t, bin, nil, clean, vault)
+			want = checkStore(t, clean)
+		}
+	})
+	t.Logf("killed %d sweeps", kills)
+	sweepWith(t, bin, nil, crashed, vault)
+	if got := checkStore(t, crashed); got != want {
+		t.Fatalf("after crashes and a re-run the store differs from an uninterrupted sweep")
+	}
+}
+
+// sweepWith runs the binary's sweep of vault into db, without a model, in
+// the environment env (nil: this process's).
+func sweepWith(t *testing.T, bin string, env []string, db, vault string) {
+	t.Helper()
+	c := exec.Command(bin, "--db", db, "--embedder", "none", "sweep", vault)
+	c.Env = env
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("sweep into %s: %v\n%s", db, err, out)
+	}
+}
+
+// crashSweeps runs `sweep --full` of vault into db rounds times, killing
+// each with SIGKILL after a random moment of up to maxDelay, and checks the
+// store after every kill (checkStore); after each round it calls between,
+// when given. It returns how many sweeps were killed before they ended.
+func crashSweeps(t *testing.T, bin string, env []string, db, vault string, rounds int, maxDelay time.Duration, between func(round int)) int {
+	t.Helper()
 	r := rand.New(rand.NewPCG(11, 12))
 	kills := 0
-	for round := range 12 {
-		cmd := exec.Command(bin, "--db", crashed, "--embedder", "none", "sweep", "--full", vault)
+	for round := range rounds {
+		cmd := exec.Command(bin, "--db", db, "--embedder", "none", "sweep", "--full", vault)
+		cmd.Env = env
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(10+r.IntN(400)) * time.Millisecond)
+		time.Sleep(10*time.Millisecond + time.Duration(r.Int64N(int64(maxDelay))))
 		if cmd.Process.Kill() == nil {
 			kills++
 		}
 		cmd.Wait()
-		checkStore(t, crashed) // integrity and completeness after every kill
-		if round == 5 {
-			// Change the vault between crashes, as a user would.
-			genVault(t, vault, 420, 8)
-			if out, err := exec.Command(bin, "--db", clean, "--embedder", "none", "sweep", vault).CombinedOutput(); err != nil {
-				t.Fatalf("clean sweep: %v\n%s", err, out)
-			}
-			want = checkStore(t, clean)
+		checkStore(t, db) // integrity and completeness after every kill
+		if between != nil {
+			between(round)
 		}
 	}
-	t.Logf("killed %d sweeps", kills)
-	if out, err := exec.Command(bin, "--db", crashed, "--embedder", "none", "sweep", vault).CombinedOutput(); err != nil {
-		t.Fatalf("final sweep: %v\n%s", err, out)
-	}
-	if got := checkStore(t, crashed); got != want {
-		t.Fatalf("after crashes and a re-run the store differs from an uninterrupted sweep")
-	}
+	return kills
 }

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -189,9 +187,8 @@ func TestPostgresServeFollowsOtherWriters(t *testing.T) {
 	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
 		t.Fatal(errs)
 	}
-	url, stderr, stop := startServe(t, env)
+	url, stderr, stop := startServeLoaded(t, env)
 	defer stop()
-	waitFor(t, func() bool { return strings.Contains(stderr.String(), "vector index loaded") }, "the index to load")
 	if strings.Contains(stderr.String(), testPassword) {
 		t.Errorf("the server logged the database password:\n%s", stderr.String())
 	}
@@ -275,29 +272,10 @@ func TestCrashDuringSweepPostgres(t *testing.T) {
 	genVault(t, vault, 300, 7)
 	clean, crashed := pgtest.Server(t), pgtest.Server(t)
 	env := []string{"HOME=" + t.TempDir()}
-	runBin := func(args ...string) *exec.Cmd {
-		c := exec.Command(bin, args...)
-		c.Env = env
-		return c
-	}
-	if out, err := runBin("--db", clean, "--embedder", "none", "sweep", vault).CombinedOutput(); err != nil {
-		t.Fatalf("clean sweep: %v\n%s", err, out)
-	}
+	sweepWith(t, bin, env, clean, vault)
 	want := checkStore(t, clean)
-	r := rand.New(rand.NewPCG(11, 12))
-	for range 8 {
-		cmd := runBin("--db", crashed, "--embedder", "none", "sweep", "--full", vault)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(10+r.IntN(600)) * time.Millisecond)
-		cmd.Process.Kill()
-		cmd.Wait()
-		checkStore(t, crashed)
-	}
-	if out, err := runBin("--db", crashed, "--embedder", "none", "sweep", vault).CombinedOutput(); err != nil {
-		t.Fatalf("final sweep: %v\n%s", err, out)
-	}
+	crashSweeps(t, bin, env, crashed, vault, 8, 600*time.Millisecond, nil)
+	sweepWith(t, bin, env, crashed, vault)
 	if got := checkStore(t, crashed); got != want {
 		t.Fatalf("after crashes the store differs from an uninterrupted sweep")
 	}

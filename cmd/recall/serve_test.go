@@ -38,6 +38,16 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// startServeLoaded is startServe once the server has built its in-memory
+// indexes, which it does in the background: a change made before they are
+// loaded would be read by the load itself, not followed.
+func startServeLoaded(t *testing.T, env map[string]string, args ...string) (string, *lockedBuffer, func() int) {
+	t.Helper()
+	url, stderr, stop := startServe(t, env, args...)
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "vector index loaded") }, "the index to load")
+	return url, stderr, stop
+}
+
 var listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)\n`)
 
 // startServe runs `recall serve` in-process on a free port and returns its
@@ -281,11 +291,8 @@ func TestSweepRemote(t *testing.T) {
 func TestServeFollowsSweepOfAnotherProcess(t *testing.T) {
 	env := testEnv(t)
 	env["RECALL_TOKEN"] = serveToken
-	url, stderr, stop := startServe(t, env)
+	url, stderr, stop := startServeLoaded(t, env)
 	defer stop()
-	// The server builds its in-memory indexes in the background; a change
-	// made before they are loaded would be read by the load itself.
-	waitFor(t, func() bool { return strings.Contains(stderr.String(), "vector index loaded") }, "the index to load")
 
 	vault := t.TempDir()
 	note := filepath.Join(vault, "axolotl.md")

@@ -307,9 +307,8 @@ func TestServeFollowsSpaceSwitch(t *testing.T) {
 	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
 		t.Fatal(errs)
 	}
-	url, stderr, stop := startServe(t, env)
+	url, stderr, stop := startServeLoaded(t, env)
 	defer stop()
-	waitFor(t, func() bool { return strings.Contains(stderr.String(), "vector index loaded") }, "the index to load")
 	readSpace := func() string {
 		code, body := get(t, url+"/api/stats", serveToken)
 		var st struct {

@@ -42,11 +42,7 @@ const migrationsTable = "recall_schema_migrations"
 // finds every migration applied. With existing, a database recall has not
 // set up is refused (ENOTFOUND) instead.
 func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	set, applied, err := schemaState(ctx, pool, len(ms))
+	ms, set, applied, err := schemaState(ctx, pool)
 	switch {
 	case err != nil:
 		return err
@@ -99,11 +95,7 @@ var errNoSchema = recall.Errorf(recall.ENOTFOUND, "this database holds no recall
 // checkSchema is migrate for a read-only store: it changes nothing, and
 // refuses a schema that is missing, older or newer than this binary's.
 func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	set, applied, err := schemaState(ctx, pool, len(ms))
+	ms, set, applied, err := schemaState(ctx, pool)
 	switch {
 	case err != nil:
 		return err
@@ -115,20 +107,23 @@ func checkSchema(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// schemaState tells whether recall has set the database up and which
-// schema versions it has applied, refusing (ErrNewerSchema) a version
-// newer than the known migrations. It only reads.
-func schemaState(ctx context.Context, pool *pgxpool.Pool, known int) (set bool, applied []int, err error) {
+// schemaState returns this binary's migrations, whether recall has set the
+// database up, and which schema versions it has applied, refusing
+// (ErrNewerSchema) a version newer than the migrations. It only reads.
+func schemaState(ctx context.Context, pool *pgxpool.Pool) (ms []migration, set bool, applied []int, err error) {
+	if ms, err = migrations(); err != nil {
+		return nil, false, nil, err
+	}
 	tx, err := pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return false, nil, err
+		return nil, false, nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, migrationsTable).Scan(&set); err != nil || !set {
-		return false, nil, err
+		return ms, false, nil, err
 	}
-	applied, err = knownVersions(ctx, tx, known)
-	return true, applied, err
+	applied, err = knownVersions(ctx, tx, len(ms))
+	return ms, true, applied, err
 }
 
 // knownVersions returns the schema versions applied to the database,
