@@ -44,6 +44,7 @@ type Main struct {
 	g       globals
 	fusion  string // --fusion of search and eval
 	serving bool   // serve or mcp: never keep a client waiting on a model
+	reading bool   // a one-off command that only reads (openReading)
 	cfg     config
 	store   recall.Store
 	closers []func() error
@@ -84,6 +85,7 @@ func commands() []command {
 		{"search", "search the archive (and memories)", (*Main).cmdSearch},
 		{"context", "show the chunks around a search result", (*Main).cmdContext},
 		{"stats", "show what the store holds", (*Main).cmdStats},
+		{"check", "check the whole database for damage and broken invariants", (*Main).cmdCheck},
 		{"eval", "measure retrieval quality on a query set", (*Main).cmdEval},
 		{"memory", "save, get, delete and find key-value memories", (*Main).cmdMemory},
 		{"diary", "write and read dated diary entries", (*Main).cmdDiary},
@@ -382,7 +384,7 @@ func (m *Main) open(ctx context.Context, existing bool) (recall.Store, error) {
 	if isPostgres(loc) {
 		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing})
 	} else {
-		st, err = sqlite.Open(ctx, loc, sqlite.Options{})
+		st, err = sqlite.Open(ctx, loc, sqlite.Options{CheckOnRead: m.reading})
 	}
 	if err != nil {
 		return nil, err
@@ -409,6 +411,17 @@ func (m *Main) openExisting(ctx context.Context) (recall.Store, error) {
 		}
 	}
 	return m.open(ctx, true)
+}
+
+// openReading opens the database for a one-off command that only reads
+// it: SQLite checks the pages the command reads, not the whole file (see
+// sqlite.Options.CheckOnRead), so a search of a large store does not
+// first read all of it.
+func (m *Main) openReading(ctx context.Context) (recall.Store, error) {
+	if m.store == nil {
+		m.reading = true
+	}
+	return m.openExisting(ctx)
 }
 
 // env returns the first non-empty of a flag value and an environment variable.

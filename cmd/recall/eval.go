@@ -39,7 +39,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := m.openExisting(ctx)
+	st, err := m.openReading(ctx)
 	if err != nil {
 		return err
 	}

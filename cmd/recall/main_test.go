@@ -559,6 +559,7 @@ func TestReadOnlyCommandsNeedADatabase(t *testing.T) {
 		{"search", "x"},
 		{"search", "--queries", qf},
 		{"stats"},
+		{"check"},
 		{"context", "a.md", "0"},
 		{"eval", "--queries", qf},
 		{"export"},

@@ -17,7 +17,8 @@ import (
 
 // memoryService builds the memory service over the configured store and
 // embedder; open is m.openStore for a command that writes, creating the
-// database if needed, else m.openExisting.
+// database if needed, m.openReading for one that only reads, else
+// m.openExisting.
 func (m *Main) memoryService(ctx context.Context, open func(context.Context) (recall.Store, error)) (*memory.Service, error) {
 	st, err := open(ctx)
 	if err != nil {
@@ -147,7 +148,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if len(pos) != 1 {
 			return usagef("memory get takes one KEY")
 		}
-		svc, err := m.memoryService(ctx, m.openExisting)
+		svc, err := m.memoryService(ctx, m.openReading)
 		if err != nil {
 			return err
 		}
@@ -204,7 +205,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if err := m.parseNone(fs, args, "memory find [flags]", "use --prefix P for keys starting with P"); err != nil {
 			return err
 		}
-		svc, err := m.memoryService(ctx, m.openExisting)
+		svc, err := m.memoryService(ctx, m.openReading)
 		if err != nil {
 			return err
 		}
@@ -290,7 +291,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		if len(pos) != 1 {
 			return usagef("diary read takes one DATE")
 		}
-		svc, err := m.memoryService(ctx, m.openExisting)
+		svc, err := m.memoryService(ctx, m.openReading)
 		if err != nil {
 			return err
 		}
@@ -304,7 +305,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		if err := m.parseNone(fs, args, "diary recent [--days N] [--json]", "use --days N for the last N days"); err != nil {
 			return err
 		}
-		svc, err := m.memoryService(ctx, m.openExisting)
+		svc, err := m.memoryService(ctx, m.openReading)
 		if err != nil {
 			return err
 		}

@@ -113,6 +113,9 @@ func TestPostgresCommands(t *testing.T) {
 	if !strings.Contains(out, "postgres://") || strings.Contains(out, testPassword) {
 		t.Errorf("stats should name the database without its password:\n%s", out)
 	}
+	if out, errs, code := run(t, env, "check"); code != 0 || !strings.HasPrefix(out, "ok: postgres://") || strings.Contains(out, testPassword) {
+		t.Errorf("check: exit %d %q %s", code, out, errs)
+	}
 	// Every form a password can take in a connection string: the URL's
 	// user part, its query, libpq's key=value form, and a URL whose
 	// password holds an unescaped @ (which parsers read differently).

@@ -98,7 +98,7 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 	if err := m.checkSearchFlags("--limit", req.Limit, req.PerSource, req.Mode, req.Filter); err != nil {
 		return err
 	}
-	st, err := m.openExisting(ctx)
+	st, err := m.openReading(ctx)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	default:
 		return usagef("--kind must be archive, memory or diary")
 	}
-	st, err := m.openExisting(ctx)
+	st, err := m.openReading(ctx)
 	if err != nil {
 		return err
 	}

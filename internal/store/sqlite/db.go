@@ -53,6 +53,16 @@ type Options struct {
 	// and only add to the ranking (default 2000); no query ranks more than
 	// twice as many. See Lexical.
 	LexicalBudget int
+	// CheckOnRead is for a one-off command that reads: instead of walking
+	// the whole file at open (see check), which reads every page of a
+	// large store (1.2 s warm, 23 s with a cold page cache at 100k chunks
+	// for a search that reads a few hundred pages), Open checks only the
+	// schema, and every page a query reads is checked as it is read
+	// (cell_size_check); damage met that way is reported as ErrCorrupt,
+	// like damage found at open. The whole file is still checked when a
+	// log holds commits another process left (closing last, this store
+	// would fold them into the file) or when the schema needs migrating.
+	CheckOnRead bool
 }
 
 func (o *Options) defaults() {
@@ -223,6 +233,9 @@ func (db *DB) dsnMode(mode string) string {
 		// with pread: a full-text search over 100k chunks touches thousands
 		// of pages, and the system calls were a fifth of its time.
 		q = append(q, "_pragma=query_only(1)", "_pragma=mmap_size(2147418112)")
+		if db.opts.CheckOnRead {
+			q = append(q, "_pragma=cell_size_check(1)")
+		}
 	}
 	return "file:" + esc.Replace(db.path) + "?" + strings.Join(q, "&")
 }
@@ -253,6 +266,17 @@ func (db *DB) checkFirst(ctx context.Context) error {
 		}
 		defer ro.Close()
 		ro.SetMaxOpenConns(1)
+		if db.opts.CheckOnRead && !db.logPending() {
+			if err := checkSchema(ctx, ro); err == nil {
+				return nil
+			} else if isCorrupt(err) {
+				return db.openErr(err)
+			} else if extendedCode(err) == sqlite3.SQLITE_READONLY_ROLLBACK {
+				return err
+			}
+			// Older (to be migrated) or newer: the whole check first, and
+			// the migration says what it finds.
+		}
 		return db.check(ctx, ro)
 	}
 	err := check()
@@ -275,6 +299,21 @@ func (db *DB) checkFirst(ctx context.Context) error {
 		return db.openErr(err)
 	}
 	return check()
+}
+
+// logPending reports whether a write-ahead log or rollback journal beside
+// the file may hold something: a log a clean close leaves behind is gone
+// (or, while another process has the file open, is that process's to
+// fold in; it cannot be told apart from one left by a crash, so either
+// gets the whole check).
+func (db *DB) logPending() bool {
+	for _, suffix := range []string{"-wal", "-journal"} {
+		fi, err := os.Stat(db.path + suffix)
+		if err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 func (db *DB) check(ctx context.Context, conn *sql.DB) error {
@@ -497,7 +536,7 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 		return fmt.Errorf("%s%w", what, cerr)
 	}
 	if isCorrupt(err) {
-		return fmt.Errorf("%s%s: %w: %v", what, db.path, ErrCorrupt, err)
+		return fmt.Errorf("%s%s: %w: %v; restore a backup (recall check checks the whole file)", what, db.path, ErrCorrupt, err)
 	}
 	if sqliteCode(err) == sqlite3.SQLITE_FULL {
 		// No path: the message may reach a remote client.

@@ -184,6 +184,131 @@ func TestCorruptFileRefused(t *testing.T) {
 	})
 }
 
+// A store opened for a one-off read (CheckOnRead) does not walk the whole
+// file at open: damage in pages it does not read lets it open, where the
+// whole check refuses the file. Damage in a page a query reads is reported
+// as ErrCorrupt, and the file is never written. When a log beside the file
+// holds commits, the whole file is checked as for any other open.
+func TestCheckOnRead(t *testing.T) {
+	t.Run("no log", func(t *testing.T) {
+		path, damaged := damagedTexts(t, false)
+		if _, err := Open(ctx, path, Options{}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open with the whole check: %v; want ErrCorrupt", err)
+		}
+		db, err := Open(ctx, path, Options{CheckOnRead: true})
+		if err != nil {
+			t.Fatalf("Open for reading, with the damage in pages it has not read: %v", err)
+		}
+		st, err := db.Stats(ctx)
+		if err != nil || st.Chunks != 2000 {
+			t.Errorf("Stats, which reads no text: %d chunks, %v", st.Chunks, err)
+		}
+		_, err = db.Chunks(ctx, "f/1234.md", 0, 1)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("reading a damaged text: %v; want ErrCorrupt", err)
+		}
+		db.Close()
+		if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
+			t.Errorf("the damaged file was written to")
+		}
+		for _, sfx := range []string{"-wal", "-shm"} {
+			if _, err := os.Stat(path + sfx); err == nil {
+				t.Errorf("%s left beside the database", sfx)
+			}
+		}
+	})
+	t.Run("a log holding commits", func(t *testing.T) {
+		path, damaged := damagedTexts(t, true)
+		wal, _ := os.ReadFile(path + "-wal")
+		if _, err := Open(ctx, path, Options{CheckOnRead: true}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Open for reading with a log to fold in: %v; want ErrCorrupt", err)
+		}
+		if after, err := os.ReadFile(path + "-wal"); err != nil || !bytes.Equal(after, wal) {
+			t.Errorf("the log of a refused database was changed or deleted: %v", err)
+		}
+		if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
+			t.Errorf("the refused database file was written to")
+		}
+	})
+}
+
+// damagedTexts makes a database of 2000 filler sources and overwrites the
+// leaf pages of its chunk texts, which neither the schema nor Stats read.
+// With withLog, the write-ahead log beside it holds a later commit, as a
+// process that stopped without closing leaves it. It returns the path and
+// the damaged file's bytes.
+func damagedTexts(t *testing.T, withLog bool) (string, []byte) {
+	t.Helper()
+	path, pageSize, pages := fillerCopy(t, withLog)
+	if len(pages) < 10 {
+		t.Fatalf("chunk_texts has %d leaf pages; want enough to damage", len(pages))
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := []byte(strings.Repeat("\xde\xad\xbe\xef", int(pageSize)/4))
+	for _, p := range pages {
+		if _, err := f.WriteAt(junk, (p-1)*pageSize); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	damaged, _ := os.ReadFile(path)
+	return path, damaged
+}
+
+// fillerCopy makes a database of 2000 filler sources and copies it to
+// another path, with (withLog) a write-ahead log holding a later commit, as
+// a process that stopped without closing leaves it. It returns the copy's
+// path, the page size and the leaf pages of the chunk texts.
+func fillerCopy(t *testing.T, withLog bool) (string, int64, []int64) {
+	t.Helper()
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live.db")
+	db, err := Open(ctx, live, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiller(t, db, 2000)
+	var pageSize int64
+	if err := db.ro.QueryRow(`SELECT page_size FROM pragma_page_size()`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	var pages []int64
+	rows, err := db.ro.Query(`SELECT pageno FROM dbstat WHERE name = 'chunk_texts' AND pagetype = 'leaf'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var p int64
+		if err := rows.Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, p)
+	}
+	rows.Close()
+	db.Close()
+	path := filepath.Join(dir, "recall.db")
+	if !withLog {
+		copyFiles(t, live, path, "")
+		return path, pageSize, pages
+	}
+	if db, err = Open(ctx, live, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, _, err := db.Delete(ctx, "f/0007.md"); err != nil {
+		t.Fatal(err)
+	}
+	// Copy the files while the store is open: the log holds commits.
+	copyFiles(t, live, path, "", "-wal")
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+		t.Fatal("no log to keep: this test proves nothing")
+	}
+	return path, pageSize, pages
+}
+
 func writeFiller(t *testing.T, db *DB, n int) {
 	t.Helper()
 	var docs []recall.Document
@@ -205,24 +330,7 @@ func writeFiller(t *testing.T, db *DB, n int) {
 // on finding it corrupt was the last connection, which checkpoints; so
 // would a read-only store's readers, which can delete the log.
 func TestCorruptFileKeepsItsLog(t *testing.T) {
-	dir := t.TempDir()
-	live := filepath.Join(dir, "live.db")
-	db, err := Open(ctx, live, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFiller(t, db, 2000)
-	db.Close()
-	if db, err = Open(ctx, live, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := db.Delete(ctx, "f/0007.md"); err != nil {
-		t.Fatal(err)
-	}
-	// Copy the files while the store is open: the log holds commits.
-	path := filepath.Join(dir, "recall.db")
-	copyFiles(t, live, path, "", "-wal")
-	db.Close()
+	path, _, _ := fillerCopy(t, true)
 	wal, _ := os.ReadFile(path + "-wal")
 	if len(wal) == 0 {
 		t.Fatal("no log to keep: this test proves nothing")

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Times one-off commands against a database with two recall binaries,
+# alternated: each command once with a cold page cache (when this runs as
+# root and can drop caches) and once right after, warm.
+#
+#   bench/oneoff.sh OLD_BINARY NEW_BINARY [ROUNDS]
+#
+# RECALL_DB names the database (default: the MCP load test's,
+# /tmp/recall-mcp-load/recall.db, made by bench/mcp-load.sh). Prints one
+# line per round, binary and command: "round binary cold S warm S command".
+set -euo pipefail
+old=${1:?usage: bench/oneoff.sh OLD_BINARY NEW_BINARY [ROUNDS]}
+new=${2:?usage: bench/oneoff.sh OLD_BINARY NEW_BINARY [ROUNDS]}
+rounds=${3:-3}
+export RECALL_DB=${RECALL_DB:-/tmp/recall-mcp-load/recall.db}
+[ -e "$RECALL_DB" ] || { echo "no database at $RECALL_DB (run bench/mcp-load.sh first)" >&2; exit 1; }
+
+cold=yes
+if ! { sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
+  echo "cannot drop the page cache (not root?): cold figures are warm ones" >&2
+  cold=no
+fi
+seconds() { # command...: wall seconds
+  local s e
+  s=$(date +%s.%N)
+  "$@" >/dev/null 2>&1 || true
+  e=$(date +%s.%N)
+  echo "$e - $s" | bc
+}
+for round in $(seq "$rounds"); do
+  for label in old new; do
+    bin=$old
+    [ "$label" = new ] && bin=$new
+    for cmd in "stats" "search --mode lexical garden tomatoes" "memory find"; do
+      [ "$cold" = yes ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
+      c=$(seconds "$bin" $cmd)
+      w=$(seconds "$bin" $cmd)
+      echo "$round $label cold $c warm $w $cmd"
+    done
+  done
+done

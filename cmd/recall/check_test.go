@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// One-off commands that read check the pages they read, not the whole file
+// (a search of a large store would first read all of it); damage met is
+// reported, the file is not written, and `recall check`, like every
+// command that writes, checks the whole file.
+func TestOneOffReadsCheckWhatTheyRead(t *testing.T) {
+	env := testEnv(t)
+	vault := t.TempDir()
+	for i := range 300 {
+		text := fmt.Sprintf("# Talk %d\n\n**User:** what about topic %d?\n\n**Assistant:** %s\n", i, i, strings.Repeat("a fairly long answer about gardens and tomatoes. ", 20))
+		if err := os.WriteFile(filepath.Join(vault, fmt.Sprintf("t%03d.md", i)), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, errs, code := run(t, env, "sweep", vault); code != 0 {
+		t.Fatalf("sweep: exit %d %s", code, errs)
+	}
+	if out, errs, code := run(t, env, "check"); code != 0 || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("check of a sound database: exit %d %q %s", code, out, errs)
+	}
+
+	path := env["RECALL_DB"]
+	conn, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pageSize int64
+	var pages []int64
+	if err := conn.QueryRow(`SELECT page_size FROM pragma_page_size()`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.Query(`SELECT pageno FROM dbstat WHERE name = 'chunk_texts' AND pagetype = 'leaf'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var p int64
+		rows.Scan(&p)
+		pages = append(pages, p)
+	}
+	rows.Close()
+	conn.Close()
+	if len(pages) < 5 {
+		t.Fatalf("%d leaf pages of text: too few to damage", len(pages))
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, int(pageSize)/4)
+	for _, p := range pages {
+		f.WriteAt(junk, (p-1)*pageSize)
+	}
+	f.Close()
+	damaged, _ := os.ReadFile(path)
+
+	if out, errs, code := run(t, env, "stats"); code != 0 || !strings.Contains(out, "chunks:") {
+		t.Errorf("stats, which reads no text: exit %d %q %s", code, out, errs)
+	}
+	for _, c := range [][]string{
+		{"search", "--mode", "lexical", "tomatoes"},
+		{"check"},
+		{"sweep", vault},
+	} {
+		out, errs, code := run(t, env, c...)
+		if code == 0 || !strings.Contains(errs, "database is corrupt") || !strings.Contains(errs, "restore a backup") {
+			t.Errorf("%v on damaged text: exit %d, stdout %q, stderr %q", c, code, out, errs)
+		}
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
+		t.Errorf("the damaged file was written to")
+	}
+}
