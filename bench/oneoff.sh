@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Times one-off commands against a database with two recall binaries,
-# alternated: each command once with a cold page cache (when this runs as
-# root and can drop caches) and once right after, warm.
+# Times one-off commands, and how soon `recall mcp` answers initialize,
+# against a database with two recall binaries, alternated: each once with
+# a cold page cache (when this runs as root and can drop caches) and once
+# right after, warm.
 #
 #   bench/oneoff.sh OLD_BINARY NEW_BINARY [ROUNDS]
 #
@@ -20,6 +21,20 @@ if ! { sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
   echo "cannot drop the page cache (not root?): cold figures are warm ones" >&2
   cold=no
 fi
+# mcp_init BINARY: seconds until `recall mcp` answers initialize.
+mcp_init() {
+  python3 - "$1" <<'PY'
+import json, subprocess, sys, time
+t = time.time()
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+p.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}\n')
+p.stdin.flush()
+json.loads(p.stdout.readline())
+print("%.3f" % (time.time() - t))
+p.stdin.close()
+p.wait()
+PY
+}
 seconds() { # command...: wall seconds
   local s e
   s=$(date +%s.%N)
@@ -37,5 +52,9 @@ for round in $(seq "$rounds"); do
       w=$(seconds "$bin" $cmd)
       echo "$round $label cold $c warm $w $cmd"
     done
+    [ "$cold" = yes ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
+    c=$(mcp_init "$bin")
+    w=$(mcp_init "$bin")
+    echo "$round $label cold $c warm $w mcp initialize"
   done
 done

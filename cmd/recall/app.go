@@ -384,7 +384,7 @@ func (m *Main) open(ctx context.Context, existing bool) (recall.Store, error) {
 	if isPostgres(loc) {
 		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing})
 	} else {
-		st, err = sqlite.Open(ctx, loc, sqlite.Options{CheckOnRead: m.reading})
+		st, err = sqlite.Open(ctx, loc, sqlite.Options{Check: m.checkMode()})
 	}
 	if err != nil {
 		return nil, err
@@ -415,13 +415,27 @@ func (m *Main) openExisting(ctx context.Context) (recall.Store, error) {
 
 // openReading opens the database for a one-off command that only reads
 // it: SQLite checks the pages the command reads, not the whole file (see
-// sqlite.Options.CheckOnRead), so a search of a large store does not
+// sqlite.CheckOnRead), so a search of a large store does not
 // first read all of it.
 func (m *Main) openReading(ctx context.Context) (recall.Store, error) {
 	if m.store == nil {
 		m.reading = true
 	}
 	return m.openExisting(ctx)
+}
+
+// checkMode is how much of a SQLite file Open checks: a server opens at
+// once and checks the whole file in the background (a client that starts
+// it waits on initialize), a one-off read checks what it reads, a command
+// that writes checks everything first.
+func (m *Main) checkMode() sqlite.CheckMode {
+	switch {
+	case m.serving:
+		return sqlite.CheckInBackground
+	case m.reading:
+		return sqlite.CheckOnRead
+	}
+	return sqlite.CheckAtOpen
 }
 
 // env returns the first non-empty of a flag value and an environment variable.

@@ -13,7 +13,8 @@ import (
 // One-off commands that read check the pages they read, not the whole file
 // (a search of a large store would first read all of it); damage met is
 // reported, the file is not written, and `recall check`, like every
-// command that writes, checks the whole file.
+// command that writes, checks the whole file. A server checks it in the
+// background.
 func TestOneOffReadsCheckWhatTheyRead(t *testing.T) {
 	env := testEnv(t)
 	vault := t.TempDir()
@@ -78,6 +79,19 @@ func TestOneOffReadsCheckWhatTheyRead(t *testing.T) {
 			t.Errorf("%v on damaged text: exit %d, stdout %q, stderr %q", c, code, out, errs)
 		}
 	}
+
+	// A server starts at once and checks the whole file in the background:
+	// it says what it found, answers reads, and refuses writes.
+	env["RECALL_TOKEN"] = serveToken
+	url, stderr, stop := startServe(t, env)
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "database check") }, "the server's check")
+	if code, body := get(t, url+"/api/stats", serveToken); code != 200 || !strings.Contains(body, `"sources"`) {
+		t.Errorf("stats from a server on a damaged file: %d %s", code, body)
+	}
+	if code, body := send(t, "PUT", url+"/api/memories/note_x", serveToken, `{"value":"a value"}`); code != 503 || !strings.Contains(body, "damaged") || strings.Contains(body, path) {
+		t.Errorf("a memory saved to a damaged file: %d %s", code, body)
+	}
+	stop()
 	if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
 		t.Errorf("the damaged file was written to")
 	}

@@ -29,6 +29,12 @@ type RepairState struct {
 	LastRun   string `json:"last_run,omitempty"` // RFC 3339, UTC
 }
 
+// fileChecker is a store that checks its file after opening (SQLite's
+// CheckInBackground): FileChecked waits for the outcome.
+type fileChecker interface {
+	FileChecked(ctx context.Context) error
+}
+
 type background struct {
 	eng *search.Engine
 	st  recall.Store
@@ -145,6 +151,17 @@ func (b *background) nudge() {
 // run loads the index, then repairs page by page until ctx ends.
 func (b *background) run(ctx context.Context) {
 	start := b.now()
+	if c, ok := b.st.(fileChecker); ok {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			if err := c.FileChecked(ctx); err != nil && ctx.Err() == nil {
+				// Damage holds every write (the error says so); reads of
+				// what is intact go on.
+				b.log.Error("database check", "err", err)
+			}
+		}()
+	}
 	if err := b.eng.LoadIndex(ctx); err != nil {
 		if ctx.Err() != nil {
 			return

@@ -53,17 +53,38 @@ type Options struct {
 	// and only add to the ranking (default 2000); no query ranks more than
 	// twice as many. See Lexical.
 	LexicalBudget int
-	// CheckOnRead is for a one-off command that reads: instead of walking
-	// the whole file at open (see check), which reads every page of a
-	// large store (1.2 s warm, 23 s with a cold page cache at 100k chunks
-	// for a search that reads a few hundred pages), Open checks only the
-	// schema, and every page a query reads is checked as it is read
-	// (cell_size_check); damage met that way is reported as ErrCorrupt,
-	// like damage found at open. The whole file is still checked when a
-	// log holds commits another process left (closing last, this store
-	// would fold them into the file) or when the schema needs migrating.
-	CheckOnRead bool
+	// Check is how much of an existing file Open checks (CheckAtOpen,
+	// the zero value: all of it).
+	Check CheckMode
 }
+
+// CheckMode says when a store checks an existing file for damage.
+//
+// Walking the whole file (PRAGMA quick_check of every table; see check)
+// reads every page: 1.2 s warm and 20 s or more with a cold page cache at
+// 100k chunks, for a search that reads a few hundred pages and a server
+// that a client starts and waits on. CheckOnRead and CheckInBackground
+// leave that walk out of Open: it checks the schema, and every page a
+// query reads is checked as it is read (cell_size_check); damage met that
+// way is reported as ErrCorrupt, like damage found at open. Both still
+// walk the whole file in Open when a log beside it holds commits (closing
+// last, the store would fold them into the file, and a damaged file must
+// be refused as it is) or when the schema needs migrating.
+type CheckMode int
+
+const (
+	// CheckAtOpen walks the whole file before Open returns: for a command
+	// that writes, so it never writes into a damaged file.
+	CheckAtOpen CheckMode = iota
+	// CheckOnRead checks only what is read: for a one-off command that
+	// reads.
+	CheckOnRead
+	// CheckInBackground walks the whole file after Open returns, on a
+	// connection of its own, while the store answers reads: for a server.
+	// Writes wait for the walk and fail with its ErrCorrupt error if it
+	// finds damage (reads go on); FileChecked reports the outcome.
+	CheckInBackground
+)
 
 func (o *Options) defaults() {
 	if o.Readers <= 0 {
@@ -99,6 +120,15 @@ type DB struct {
 
 	watchMu sync.Mutex
 	watch   watcher // answers Census
+
+	// walkLeft: Open checked the schema only (see CheckMode).
+	walkLeft bool
+	// checked is closed when a background walk over the file has ended
+	// (CheckInBackground), with checkErr what it found; nil when there is
+	// none. stopCheck cancels it.
+	checked   chan struct{}
+	checkErr  error
+	stopCheck context.CancelFunc
 }
 
 var _ recall.Store = (*DB)(nil)
@@ -176,6 +206,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("open %s: %w", abs, err)
 		}
 	}
+	if db.walkLeft && opts.Check == CheckInBackground {
+		db.checkInBackground()
+	}
 	return db, nil
 }
 
@@ -233,7 +266,7 @@ func (db *DB) dsnMode(mode string) string {
 		// with pread: a full-text search over 100k chunks touches thousands
 		// of pages, and the system calls were a fifth of its time.
 		q = append(q, "_pragma=query_only(1)", "_pragma=mmap_size(2147418112)")
-		if db.opts.CheckOnRead {
+		if db.opts.Check != CheckAtOpen {
 			q = append(q, "_pragma=cell_size_check(1)")
 		}
 	}
@@ -266,8 +299,9 @@ func (db *DB) checkFirst(ctx context.Context) error {
 		}
 		defer ro.Close()
 		ro.SetMaxOpenConns(1)
-		if db.opts.CheckOnRead && !db.logPending() {
+		if db.opts.Check != CheckAtOpen && !db.logPending() {
 			if err := checkSchema(ctx, ro); err == nil {
+				db.walkLeft = true
 				return nil
 			} else if isCorrupt(err) {
 				return db.openErr(err)
@@ -314,6 +348,60 @@ func (db *DB) logPending() bool {
 		}
 	}
 	return false
+}
+
+// checkInBackground walks the whole file on a connection of its own
+// (CheckInBackground); writes wait for it (awaitCheck).
+func (db *DB) checkInBackground() {
+	ctx, cancel := context.WithCancel(context.Background())
+	db.checked, db.stopCheck = make(chan struct{}), cancel
+	go func() {
+		defer close(db.checked)
+		ro, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
+		if err != nil {
+			db.checkErr = fmt.Errorf("open %s: %w", db.path, err)
+			return
+		}
+		defer ro.Close()
+		ro.SetMaxOpenConns(1)
+		db.checkErr = db.check(ctx, ro)
+		if ctx.Err() != nil {
+			db.checkErr = recall.Errorf(recall.EUNAVAILABLE, "the store was closed while it checked %s", db.path)
+		}
+	}()
+}
+
+// awaitCheck waits for the background walk over the file, if there is
+// one, and returns the damage it found (nil also when it could not run:
+// FileChecked reports that, and writes go on as a store that checks only
+// what it reads would).
+func (db *DB) awaitCheck(ctx context.Context) error {
+	if err := db.FileChecked(ctx); errors.Is(err, ErrCorrupt) || ctx.Err() != nil {
+		return err
+	}
+	return nil
+}
+
+// FileChecked waits until the whole file has been checked and returns what
+// the check found: nil; an error wrapping ErrCorrupt, after which every
+// write fails with it; or the error that kept the check from running. It
+// returns nil at once unless the store was opened with CheckInBackground
+// and left the walk to the background.
+func (db *DB) FileChecked(ctx context.Context) error {
+	if db.checked == nil {
+		return nil
+	}
+	select {
+	case <-db.checked:
+		if errors.Is(db.checkErr, ErrCorrupt) {
+			// The detail goes to the server's log; a client is told why
+			// its write was refused, not where the file is.
+			return recall.WrapError(recall.EUNAVAILABLE, db.checkErr, "the database file is damaged: writes are refused until it is restored from a backup")
+		}
+		return db.checkErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (db *DB) check(ctx context.Context, conn *sql.DB) error {
@@ -474,6 +562,10 @@ func (db *DB) Path() string { return db.path }
 // Close closes every connection. The WAL is checkpointed by SQLite when the
 // last connection closes.
 func (db *DB) Close() error {
+	if db.stopCheck != nil {
+		db.stopCheck()
+		<-db.checked
+	}
 	var errs []error
 	db.stmtMu.Lock()
 	for _, st := range db.stmts {
@@ -550,6 +642,9 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if db.rw == nil {
 		return ErrReadOnly
+	}
+	if err := db.awaitCheck(ctx); err != nil {
+		return err
 	}
 	if fi, err := os.Stat(db.path + "-wal"); err == nil && fi.Size() > walRestartBytes {
 		// SQLite starts the log over only when a writer begins after a

@@ -195,7 +195,7 @@ func TestCheckOnRead(t *testing.T) {
 		if _, err := Open(ctx, path, Options{}); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("Open with the whole check: %v; want ErrCorrupt", err)
 		}
-		db, err := Open(ctx, path, Options{CheckOnRead: true})
+		db, err := Open(ctx, path, Options{Check: CheckOnRead})
 		if err != nil {
 			t.Fatalf("Open for reading, with the damage in pages it has not read: %v", err)
 		}
@@ -220,7 +220,7 @@ func TestCheckOnRead(t *testing.T) {
 	t.Run("a log holding commits", func(t *testing.T) {
 		path, damaged := damagedTexts(t, true)
 		wal, _ := os.ReadFile(path + "-wal")
-		if _, err := Open(ctx, path, Options{CheckOnRead: true}); !errors.Is(err, ErrCorrupt) {
+		if _, err := Open(ctx, path, Options{Check: CheckOnRead}); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("Open for reading with a log to fold in: %v; want ErrCorrupt", err)
 		}
 		if after, err := os.ReadFile(path + "-wal"); err != nil || !bytes.Equal(after, wal) {
@@ -232,8 +232,64 @@ func TestCheckOnRead(t *testing.T) {
 	})
 }
 
+// A store opened for a server (CheckInBackground) opens without walking
+// the file and walks it in the background: on a damaged file writes fail
+// with ErrCorrupt and write nothing, reads of what is intact go on; on a
+// sound one, writes wait for the walk and then succeed.
+func TestCheckInBackground(t *testing.T) {
+	path, damaged := damagedTexts(t, false)
+	db, err := Open(ctx, path, Options{Check: CheckInBackground})
+	if err != nil {
+		t.Fatalf("Open for a server, with the damage in pages it has not read: %v", err)
+	}
+	if err := db.FileChecked(ctx); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("FileChecked of a damaged file: %v; want ErrCorrupt", err)
+	}
+	if st, err := db.Stats(ctx); err != nil || st.Chunks != 2000 {
+		t.Errorf("Stats after the check failed: %d chunks, %v", st.Chunks, err)
+	}
+	writeOne := func(db *DB) error {
+		text := "a memory saved while the check runs"
+		_, err := db.Write(ctx, []recall.Document{{
+			Source: recall.Source{ID: "new.md", Kind: recall.KindArchive, Title: "New"},
+			Chunks: []recall.Chunk{{Text: text, Hash: recall.TextHash(text)}},
+		}}, nil)
+		return err
+	}
+	if err := writeOne(db); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a write to a damaged file: %v; want ErrCorrupt", err)
+	}
+	db.Close()
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
+		t.Errorf("the damaged file was written to")
+	}
+
+	path, _, _ = fillerCopy(t, false)
+	db, err = Open(ctx, path, Options{Check: CheckInBackground})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOne(db); err != nil {
+		t.Errorf("a write to a sound file: %v", err)
+	}
+	if err := db.FileChecked(ctx); err != nil {
+		t.Errorf("FileChecked of a sound file: %v", err)
+	}
+	db.Close()
+
+	// Closed while it checks: Close stops the walk and waits for it.
+	db, err = Open(ctx, path, Options{Check: CheckInBackground})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Errorf("Close during the check: %v", err)
+	}
+}
+
 // damagedTexts makes a database of 2000 filler sources and overwrites the
-// leaf pages of its chunk texts, which neither the schema nor Stats read.
+// leaf pages of its chunk texts but the last, which neither the schema nor
+// Stats nor a new row reads.
 // With withLog, the write-ahead log beside it holds a later commit, as a
 // process that stopped without closing leaves it. It returns the path and
 // the damaged file's bytes.
@@ -261,7 +317,7 @@ func damagedTexts(t *testing.T, withLog bool) (string, []byte) {
 // fillerCopy makes a database of 2000 filler sources and copies it to
 // another path, with (withLog) a write-ahead log holding a later commit, as
 // a process that stopped without closing leaves it. It returns the copy's
-// path, the page size and the leaf pages of the chunk texts.
+// path, the page size and the leaf pages of the chunk texts but the last.
 func fillerCopy(t *testing.T, withLog bool) (string, int64, []int64) {
 	t.Helper()
 	dir := t.TempDir()
@@ -276,7 +332,9 @@ func fillerCopy(t *testing.T, withLog bool) (string, int64, []int64) {
 		t.Fatal(err)
 	}
 	var pages []int64
-	rows, err := db.ro.Query(`SELECT pageno FROM dbstat WHERE name = 'chunk_texts' AND pagetype = 'leaf'`)
+	// In key order, and not the last: a new row goes to the last leaf, so
+	// a write can succeed on the damaged file.
+	rows, err := db.ro.Query(`SELECT pageno FROM dbstat WHERE name = 'chunk_texts' AND pagetype = 'leaf' ORDER BY path`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +346,7 @@ func fillerCopy(t *testing.T, withLog bool) (string, int64, []int64) {
 		pages = append(pages, p)
 	}
 	rows.Close()
+	pages = pages[:len(pages)-1]
 	db.Close()
 	path := filepath.Join(dir, "recall.db")
 	if !withLog {
