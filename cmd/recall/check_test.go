@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,15 @@ func TestOneOffReadsCheckWhatTheyRead(t *testing.T) {
 	}
 	if out, errs, code := run(t, env, "check"); code != 0 || !strings.HasPrefix(out, "ok: ") {
 		t.Fatalf("check of a sound database: exit %d %q %s", code, out, errs)
+	}
+	backups := t.TempDir()
+	backup := filepath.Join(backups, "backup.jsonl")
+	if _, errs, code := run(t, env, "export", "--out", backup); code != 0 {
+		t.Fatalf("export: exit %d %s", code, errs)
+	}
+	saved, _ := os.ReadFile(backup)
+	if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 || len(saved) == 0 {
+		t.Fatalf("export file: %v, %v", fi, err)
 	}
 
 	path := env["RECALL_DB"]
@@ -73,11 +83,26 @@ func TestOneOffReadsCheckWhatTheyRead(t *testing.T) {
 		{"search", "--mode", "lexical", "tomatoes"},
 		{"check"},
 		{"sweep", vault},
+		{"export", "--out", backup},
 	} {
 		out, errs, code := run(t, env, c...)
 		if code == 0 || !strings.Contains(errs, "database is corrupt") || !strings.Contains(errs, "restore a backup") {
 			t.Errorf("%v on damaged text: exit %d, stdout %q, stderr %q", c, code, out, errs)
 		}
+	}
+	out, _, code := run(t, env, "check", "--json")
+	var res struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != exitFailure || res.OK || !strings.Contains(res.Error, "database is corrupt") {
+		t.Errorf("check --json of a damaged file: exit %d, %q", code, out)
+	}
+	if now, _ := os.ReadFile(backup); !bytes.Equal(now, saved) {
+		t.Errorf("a failed export changed the previous one")
+	}
+	if left, _ := os.ReadDir(backups); len(left) != 1 {
+		t.Errorf("export left files beside its output: %v", left)
 	}
 
 	// A server starts at once and checks the whole file in the background:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -82,30 +83,41 @@ func (m *Main) cmdStats(ctx context.Context, args []string) error {
 // one-off commands check only the pages they read (openReading).
 func (m *Main) cmdCheck(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	asJSON := fs.Bool("json", false, "print one JSON object, also when the check fails")
 	if err := m.parseNone(fs, args, "check [--json]", ""); err != nil {
 		return err
 	}
 	start := time.Now()
-	st, err := m.openReading(ctx)
+	err := func() error {
+		st, err := m.openReading(ctx)
+		if err != nil {
+			return err
+		}
+		c, ok := st.(interface{ IntegrityCheck(context.Context) error })
+		if !ok {
+			return fmt.Errorf("this store cannot be checked")
+		}
+		return c.IntegrityCheck(ctx)
+	}()
+	secs := time.Since(start).Seconds()
+	if *asJSON {
+		out := struct {
+			OK      bool    `json:"ok"`
+			Seconds float64 `json:"seconds"`
+			Error   string  `json:"error,omitempty"`
+		}{err == nil, secs, ""}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		if jerr := json.NewEncoder(m.Stdout).Encode(out); jerr != nil && err == nil {
+			return jerr
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
-	c, ok := st.(interface{ IntegrityCheck(context.Context) error })
-	if !ok {
-		return fmt.Errorf("this store cannot be checked")
-	}
-	if err := c.IntegrityCheck(ctx); err != nil {
-		return err
-	}
-	secs := time.Since(start).Seconds()
 	path, _ := m.dbPath()
-	if *asJSON {
-		return json.NewEncoder(m.Stdout).Encode(struct {
-			OK      bool    `json:"ok"`
-			Seconds float64 `json:"seconds"`
-		}{true, secs})
-	}
 	fmt.Fprintf(m.Stdout, "ok: %s checked in %.1f s\n", dbDisplay(path), secs)
 	return nil
 }
@@ -131,20 +143,32 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 	}
 	n := 0
 	defer m.audit("cli export", time.Now(), &n, &err)
-	st, err := m.openReading(ctx)
+	// The whole file is checked first (export reads all of it anyway): a
+	// damaged store is refused before anything is written.
+	st, err := m.openExisting(ctx)
 	if err != nil {
 		return err
 	}
 	var w io.Writer = m.Stdout
 	var f *os.File
 	if *out != "" {
-		f, err = os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // memories: owner only
-		if err != nil {
-			return err
-		}
-		if err := f.Chmod(0o600); err != nil { // an existing file keeps its mode otherwise
-			f.Close()
-			return err
+		// Written beside the file and renamed over it once complete: an
+		// export that fails leaves the previous one as it was.
+		if fi, serr := os.Stat(*out); serr == nil && !fi.Mode().IsRegular() {
+			if f, err = os.OpenFile(*out, os.O_WRONLY, 0); err != nil { // a device or pipe
+				return err
+			}
+		} else {
+			// CreateTemp makes it 0600: memories are for their owner only.
+			if f, err = os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".*.tmp"); err != nil {
+				return err
+			}
+			tmp := f.Name()
+			defer func() {
+				if err != nil {
+					os.Remove(tmp)
+				}
+			}()
 		}
 		defer f.Close()
 		w = f
@@ -166,8 +190,18 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	if f != nil {
+		if f.Name() != *out {
+			if err := f.Sync(); err != nil {
+				return err
+			}
+		}
 		if err := f.Close(); err != nil {
 			return err
+		}
+		if f.Name() != *out {
+			if err := os.Rename(f.Name(), *out); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(m.Stderr, "exported %d sources to %s\n", n, *out)
 	}

@@ -77,12 +77,14 @@ const (
 	// that writes, so it never writes into a damaged file.
 	CheckAtOpen CheckMode = iota
 	// CheckOnRead checks only what is read: for a one-off command that
-	// reads.
+	// reads. Should it write after all (a vector space made for a new
+	// embedder), the whole file is walked before that first write, which
+	// fails if it finds damage.
 	CheckOnRead
 	// CheckInBackground walks the whole file after Open returns, on a
 	// connection of its own, while the store answers reads: for a server.
-	// Writes wait for the walk and fail with its ErrCorrupt error if it
-	// finds damage (reads go on); FileChecked reports the outcome.
+	// Writes wait for the walk and fail with its error if it finds damage
+	// or cannot finish (reads go on); FileChecked reports the outcome.
 	CheckInBackground
 )
 
@@ -121,11 +123,12 @@ type DB struct {
 	watchMu sync.Mutex
 	watch   watcher // answers Census
 
-	// walkLeft: Open checked the schema only (see CheckMode).
-	walkLeft bool
-	// checked is closed when a background walk over the file has ended
-	// (CheckInBackground), with checkErr what it found; nil when there is
-	// none. stopCheck cancels it.
+	// walkLeft: Open checked the schema only (see CheckMode), and the
+	// walk over the whole file is startWalk's. checked is closed when the
+	// walk has ended, with checkErr what it found; nil until it starts.
+	// stopCheck cancels it.
+	walkLeft  bool
+	walkOnce  sync.Once
 	checked   chan struct{}
 	checkErr  error
 	stopCheck context.CancelFunc
@@ -207,7 +210,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	if db.walkLeft && opts.Check == CheckInBackground {
-		db.checkInBackground()
+		db.startWalk()
 	}
 	return db, nil
 }
@@ -350,46 +353,52 @@ func (db *DB) logPending() bool {
 	return false
 }
 
-// checkInBackground walks the whole file on a connection of its own
-// (CheckInBackground); writes wait for it (awaitCheck).
-func (db *DB) checkInBackground() {
-	ctx, cancel := context.WithCancel(context.Background())
-	db.checked, db.stopCheck = make(chan struct{}), cancel
-	go func() {
-		defer close(db.checked)
-		ro, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
-		if err != nil {
-			db.checkErr = fmt.Errorf("open %s: %w", db.path, err)
-			return
-		}
-		defer ro.Close()
-		ro.SetMaxOpenConns(1)
-		db.checkErr = db.check(ctx, ro)
-		if ctx.Err() != nil {
-			db.checkErr = recall.Errorf(recall.EUNAVAILABLE, "the store was closed while it checked %s", db.path)
-		}
-	}()
+// startWalk walks the whole file on a connection of its own, once, when
+// Open left the walk out (walkLeft): from Open for CheckInBackground, from
+// the first write (awaitCheck) for CheckOnRead. Writes wait for it.
+func (db *DB) startWalk() {
+	db.walkOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		db.checked, db.stopCheck = make(chan struct{}), cancel
+		go func() {
+			defer close(db.checked)
+			ro, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
+			if err != nil {
+				db.checkErr = fmt.Errorf("open %s: %w", db.path, err)
+				return
+			}
+			defer ro.Close()
+			ro.SetMaxOpenConns(1)
+			db.checkErr = db.check(ctx, ro)
+			if ctx.Err() != nil {
+				db.checkErr = errClosedChecking
+			}
+		}()
+	})
 }
 
-// awaitCheck waits for the background walk over the file, if there is
-// one, and returns the damage it found (nil also when it could not run:
-// FileChecked reports that, and writes go on as a store that checks only
-// what it reads would).
+var errClosedChecking = recall.Errorf(recall.EUNAVAILABLE, "the store was closed before it had checked its file")
+
+// awaitCheck lets a write go on only once the whole file has been checked
+// and found sound: it waits for the walk (starting it if Open left it out)
+// and returns anything that kept it from passing.
 func (db *DB) awaitCheck(ctx context.Context) error {
-	if err := db.FileChecked(ctx); errors.Is(err, ErrCorrupt) || ctx.Err() != nil {
-		return err
-	}
-	return nil
+	return db.FileChecked(ctx)
 }
 
 // FileChecked waits until the whole file has been checked and returns what
 // the check found: nil; an error wrapping ErrCorrupt, after which every
-// write fails with it; or the error that kept the check from running. It
-// returns nil at once unless the store was opened with CheckInBackground
-// and left the walk to the background.
+// write fails with it; or the error that kept the check from running (which
+// also fails every write: a file not known to be sound is not written). It
+// returns nil at once when Open checked the whole file (CheckAtOpen, or a
+// log to fold in) and starts the walk of a CheckOnRead store.
 func (db *DB) FileChecked(ctx context.Context) error {
-	if db.checked == nil {
+	if !db.walkLeft {
 		return nil
+	}
+	db.startWalk()
+	if db.checked == nil { // Close came first
+		return errClosedChecking
 	}
 	select {
 	case <-db.checked:
@@ -562,6 +571,7 @@ func (db *DB) Path() string { return db.path }
 // Close closes every connection. The WAL is checkpointed by SQLite when the
 // last connection closes.
 func (db *DB) Close() error {
+	db.walkOnce.Do(func() {}) // no walk starts from here on
 	if db.stopCheck != nil {
 		db.stopCheck()
 		<-db.checked

@@ -207,6 +207,11 @@ func TestCheckOnRead(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) {
 			t.Errorf("reading a damaged text: %v; want ErrCorrupt", err)
 		}
+		// A write (a read command making the space of a new embedder)
+		// walks the whole file first, and touches nothing damaged itself.
+		if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "sp", Provider: "p", Model: "m", Dim: 2}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("a write from a store opened for reading, on a damaged file: %v; want ErrCorrupt", err)
+		}
 		db.Close()
 		if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
 			t.Errorf("the damaged file was written to")
@@ -215,6 +220,20 @@ func TestCheckOnRead(t *testing.T) {
 			if _, err := os.Stat(path + sfx); err == nil {
 				t.Errorf("%s left beside the database", sfx)
 			}
+		}
+	})
+	t.Run("a write to a sound file", func(t *testing.T) {
+		path, _, _ := fillerCopy(t, false)
+		db, err := Open(ctx, path, Options{Check: CheckOnRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "sp", Provider: "p", Model: "m", Dim: 2}); err != nil {
+			t.Errorf("a write from a store opened for reading: %v", err)
+		}
+		if err := db.FileChecked(ctx); err != nil {
+			t.Errorf("FileChecked after the write: %v", err)
 		}
 	})
 	t.Run("a log holding commits", func(t *testing.T) {
@@ -274,6 +293,19 @@ func TestCheckInBackground(t *testing.T) {
 	}
 	if err := db.FileChecked(ctx); err != nil {
 		t.Errorf("FileChecked of a sound file: %v", err)
+	}
+	db.Close()
+
+	// A walk that could not finish (stopped, an I/O error) lets no write
+	// through: the file is not known to be sound.
+	db, err = Open(ctx, path, Options{Check: CheckInBackground})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-db.checked
+	db.checkErr = errClosedChecking
+	if err := writeOne(db); err == nil {
+		t.Errorf("a write after a walk that did not finish went through")
 	}
 	db.Close()
 
