@@ -33,6 +33,7 @@ type Index struct {
 	hi, lo []byte
 	scales []float32 // int8 code × scale approximates the unit vector
 	hashes []string
+	codes  []int8  // scratch for encode (under mu)
 	heads  []int32 // first chunk slot holding the vector
 	refs   []int32 // number of chunks holding the vector
 	byHash map[string]int32
@@ -212,7 +213,9 @@ func (x *Index) Apply(res recall.WriteResult, vecs map[string][]float32) (skippe
 	return skipped, nil
 }
 
-// prepare checks vec (nil passes) and returns its unit-length copy.
+// prepare checks vec (nil passes): its dimension, and a finite, non-zero
+// length. The index keeps codes of vec's direction (see encode), so vec
+// need not be of unit length and is not copied.
 func (x *Index) prepare(id int64, vec []float32) ([]float32, error) {
 	if vec == nil {
 		return nil, nil
@@ -220,15 +223,15 @@ func (x *Index) prepare(id int64, vec []float32) ([]float32, error) {
 	if len(vec) != x.dim {
 		return nil, recall.Errorf(recall.ECONFLICT, "vector has %d dimensions, the index %d", len(vec), x.dim)
 	}
-	u, ok := unit(vec)
-	if !ok {
+	if _, ok := invNorm(vec); !ok {
 		return nil, recall.Errorf(recall.EINVALID, "vector for chunk %d is zero or not finite", id)
 	}
-	return u, nil
+	return vec, nil
 }
 
-// add indexes c with the unit vector u (nil: reuse the indexed one) and
-// reports false, changing nothing, when c's text has no vector either way.
+// add indexes c with the vector u, checked by prepare (nil: reuse the
+// indexed one) and reports false, changing nothing, when c's text has no
+// vector either way.
 func (x *Index) add(c recall.IndexedChunk, u []float32) bool {
 	if s, dup := x.byID[c.ID]; dup && x.hashes[x.vecOf[s]] == c.Hash {
 		// Same chunk, same text: only its source's attributes can change.
@@ -268,7 +271,10 @@ func (x *Index) addVector(hash string, u []float32) int32 {
 	n := len(x.hi)
 	x.hi = append(x.hi, make([]byte, x.stride)...)
 	x.lo = append(x.lo, make([]byte, x.stride)...)
-	x.scales = append(x.scales, encode(x.hi[n:], x.lo[n:], u))
+	if len(x.codes) == 0 {
+		x.codes = make([]int8, paddedDim(x.dim))
+	}
+	x.scales = append(x.scales, encode(x.hi[n:], x.lo[n:], u, x.codes))
 	x.hashes = append(x.hashes, hash)
 	x.heads = append(x.heads, -1)
 	x.refs = append(x.refs, 0)

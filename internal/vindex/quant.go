@@ -42,14 +42,10 @@ func queryBound(dim int) int {
 // unit returns a unit-length copy of v, or ok false when v is zero or holds
 // NaN or Inf, which no cosine can be computed for.
 func unit(v []float32) (u []float32, ok bool) {
-	var ss float64
-	for _, x := range v {
-		ss += float64(x) * float64(x)
-	}
-	if ss == 0 || math.IsNaN(ss) || math.IsInf(ss, 0) {
+	inv, ok := invNorm(v)
+	if !ok {
 		return nil, false
 	}
-	inv := 1 / math.Sqrt(ss)
 	u = make([]float32, len(v))
 	for i, x := range v {
 		u[i] = float32(float64(x) * inv)
@@ -57,22 +53,45 @@ func unit(v []float32) (u []float32, ok bool) {
 	return u, true
 }
 
-// encode stores the codes of the unit vector u as its high and low digit
-// planes (paddedDim(len(u))/2 bytes each) and returns the code scale.
-func encode(hi, lo []byte, u []float32) float32 {
-	c := make([]int8, paddedDim(len(u)))
-	scale := quantise(c, u)
-	pack(hi, lo, c)
-	return scale
+// invNorm returns 1/|v|, or ok false when v is zero or not finite.
+func invNorm(v []float32) (inv float64, ok bool) {
+	var ss float64
+	for _, x := range v {
+		ss += float64(x) * float64(x)
+	}
+	if ss == 0 || math.IsNaN(ss) || math.IsInf(ss, 0) {
+		return 0, false
+	}
+	return 1 / math.Sqrt(ss), true
 }
 
-// quantise writes the int8 codes of the unit vector u into dst and returns
-// the scale that maps them back.
-func quantise(dst []int8, u []float32) float32 {
-	scale := maxAbs(u) / 127
+// encode stores the codes of v/|v| (v zero-free and finite: see invNorm)
+// as its high and low digit planes (paddedDim(len(v))/2 bytes each), using
+// codes (paddedDim(len(v)) of them) as scratch, and returns the code scale.
+// The codes of a vector are those of any multiple of it, so v is not
+// normalised first; only its scale is.
+func encode(hi, lo []byte, v []float32, codes []int8) float32 {
+	inv, _ := invNorm(v)
+	clear(codes[len(v):])
+	scale := quantise(codes, v)
+	pack(hi, lo, codes)
+	return float32(float64(scale) * inv)
+}
+
+// quantise writes the int8 codes of v into dst and returns the scale that
+// maps them back.
+func quantise(dst []int8, v []float32) float32 {
+	scale := maxAbs(v) / 127
 	inv := 1 / scale
-	for i, x := range u {
-		dst[i] = int8(max(-127, min(127, math.Round(float64(x*inv)))))
+	for i, x := range v {
+		// math.Round (half away from zero), which the compiler does not
+		// inline: a third of a large index's load went to it.
+		c := float64(x * inv)
+		if c < 0 {
+			dst[i] = int8(max(-127, int32(c-0.5)))
+		} else {
+			dst[i] = int8(min(127, int32(c+0.5)))
+		}
 	}
 	return scale
 }
@@ -100,12 +119,15 @@ func encodeQuery(dst []int16, u []float32, bound int) float32 {
 	return scale
 }
 
+// maxAbs is the largest magnitude in v, which is finite (see invNorm):
+// the magnitudes compared as their bits, which order finite floats alike,
+// compile to a branchless loop, where max on floats must mind NaN.
 func maxAbs(v []float32) float32 {
-	var m float32
+	var m uint32
 	for _, x := range v {
-		m = max(m, float32(math.Abs(float64(x))))
+		m = max(m, math.Float32bits(x)&0x7fffffff)
 	}
-	return m
+	return math.Float32frombits(m)
 }
 
 // dot is the float dot product of rescoring: the encoder's kernel (AVX2
