@@ -53,14 +53,20 @@ func unit(v []float32) (u []float32, ok bool) {
 	return u, true
 }
 
-// invNorm returns 1/|v|, or ok false when v is zero or not finite.
+// invNorm returns 1/|v|, or ok false when v is zero or not finite. The
+// sum of squares is the float32 kernel's (a tenth of a large index's load
+// went to summing it in float64); only when that overflows or underflows
+// is it summed again in float64, which holds any finite float32 vector's.
 func invNorm(v []float32) (inv float64, ok bool) {
-	var ss float64
-	for _, x := range v {
-		ss += float64(x) * float64(x)
-	}
+	ss := float64(kernel.Dot(v, v))
 	if ss == 0 || math.IsNaN(ss) || math.IsInf(ss, 0) {
-		return 0, false
+		ss = 0
+		for _, x := range v {
+			ss += float64(x) * float64(x)
+		}
+		if ss == 0 || math.IsNaN(ss) || math.IsInf(ss, 0) {
+			return 0, false
+		}
 	}
 	return 1 / math.Sqrt(ss), true
 }

@@ -122,3 +122,25 @@ func decode(codes []int8, step, offset func(j int) float32) []float32 {
 	}
 	return v
 }
+
+// invNorm sums squares in float32 and again in float64 only when that
+// overflows or underflows: vectors of huge or tiny finite components are
+// still indexable, zero and non-finite ones are not.
+func TestInvNorm(t *testing.T) {
+	for _, c := range []struct {
+		v    []float32
+		want float64 // 0: not ok
+	}{
+		{[]float32{3, 4}, 0.2},
+		{[]float32{3e30, 4e30}, 0.2e-30},
+		{[]float32{3e-30, 4e-30}, 0.2e30},
+		{[]float32{0, 0}, 0},
+		{[]float32{1, float32(math.NaN())}, 0},
+		{[]float32{1, float32(math.Inf(1))}, 0},
+	} {
+		inv, ok := invNorm(c.v)
+		if ok != (c.want != 0) || ok && math.Abs(inv-c.want)/c.want > 1e-6 {
+			t.Errorf("invNorm(%v) = %g, %v; want %g", c.v, inv, ok, c.want)
+		}
+	}
+}
