@@ -66,10 +66,13 @@ type Options struct {
 // that a client starts and waits on. CheckOnRead and CheckInBackground
 // leave that walk out of Open: it checks the schema, and every page a
 // query reads is checked as it is read (cell_size_check); damage met that
-// way is reported as ErrCorrupt, like damage found at open. Both still
-// walk the whole file in Open when a log beside it holds commits (closing
-// last, the store would fold them into the file, and a damaged file must
-// be refused as it is) or when the schema needs migrating.
+// way is reported as ErrCorrupt, like damage found at open. Both walk the
+// whole file in Open when the schema needs migrating. When a log beside
+// the file holds commits (a running server's, or one a crash left),
+// CheckInBackground walks it in Open too, since its writer, closing last,
+// would fold the log into the file and a damaged file must be refused as
+// it is; CheckOnRead reads beside the log with connections that cannot
+// fold it (noFold).
 type CheckMode int
 
 const (
@@ -123,6 +126,12 @@ type DB struct {
 	watchMu sync.Mutex
 	watch   watcher // answers Census
 
+	// noFold: a one-off read opened beside a log that holds commits,
+	// without checking the whole file; its readers cannot write (mode=ro),
+	// so closing last they leave the log as it is, where a query_only
+	// reader would fold it into the file. Its writer connects only for a
+	// write, after the walk.
+	noFold bool
 	// walkLeft: Open checked the schema only (see CheckMode), and the
 	// walk over the whole file is startWalk's. checked is closed when the
 	// walk has ended, with checkErr what it found; nil until it starts.
@@ -178,17 +187,25 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.rw.SetMaxIdleConns(1)
 		db.rw.SetConnMaxIdleTime(0)
 		db.rw.SetConnMaxLifetime(0)
-		if err := migrate(ctx, db.rw); err != nil {
-			db.rw.Close()
-			return nil, fmt.Errorf("open %s: %w", abs, err)
+		// A store that checked only the schema (walkLeft), and found it
+		// current, has nothing to migrate and opens no write connection
+		// until it writes: closing last, that connection would fold a
+		// log into a file not yet checked (see noFold).
+		if !db.walkLeft {
+			if err := migrate(ctx, db.rw); err != nil {
+				db.rw.Close()
+				return nil, fmt.Errorf("open %s: %w", abs, err)
+			}
 		}
 		// From here on the writer waits for the write lock itself (see
-		// begin): SQLite's own wait polls ever more slowly, up to every
-		// 100 ms, and kept missing the moments between another
-		// process's back-to-back transactions.
-		if _, err := db.rw.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
-			db.rw.Close()
-			return nil, fmt.Errorf("open %s: %w", abs, err)
+		// begin, which sets this again): SQLite's own wait polls ever more
+		// slowly, up to every 100 ms, and kept missing the moments between
+		// another process's back-to-back transactions.
+		if !db.walkLeft {
+			if _, err := db.rw.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+				db.rw.Close()
+				return nil, fmt.Errorf("open %s: %w", abs, err)
+			}
 		}
 		if db.ckpt, err = startCheckpointer(db.dsn(true)); err != nil {
 			db.rw.Close()
@@ -268,7 +285,12 @@ func (db *DB) dsnMode(mode string) string {
 		// Readers map the database file instead of reading it page by page
 		// with pread: a full-text search over 100k chunks touches thousands
 		// of pages, and the system calls were a fifth of its time.
-		q = append(q, "_pragma=query_only(1)", "_pragma=mmap_size(2147418112)")
+		q = append(q, "_pragma=mmap_size(2147418112)")
+		if db.noFold {
+			q = append(q, "mode=ro")
+		} else {
+			q = append(q, "_pragma=query_only(1)")
+		}
 		if db.opts.Check != CheckAtOpen {
 			q = append(q, "_pragma=cell_size_check(1)")
 		}
@@ -302,9 +324,13 @@ func (db *DB) checkFirst(ctx context.Context) error {
 		}
 		defer ro.Close()
 		ro.SetMaxOpenConns(1)
-		if db.opts.Check != CheckAtOpen && !db.logPending() {
+		wal, journal := db.logsPending()
+		light := db.opts.Check == CheckOnRead && !journal ||
+			db.opts.Check == CheckInBackground && !wal && !journal
+		if light {
 			if err := checkSchema(ctx, ro); err == nil {
 				db.walkLeft = true
+				db.noFold = wal
 				return nil
 			} else if isCorrupt(err) {
 				return db.openErr(err)
@@ -338,19 +364,19 @@ func (db *DB) checkFirst(ctx context.Context) error {
 	return check()
 }
 
-// logPending reports whether a write-ahead log or rollback journal beside
-// the file may hold something: a log a clean close leaves behind is gone
-// (or, while another process has the file open, is that process's to
-// fold in; it cannot be told apart from one left by a crash, so either
-// gets the whole check).
-func (db *DB) logPending() bool {
-	for _, suffix := range []string{"-wal", "-journal"} {
+// logsPending reports whether a write-ahead log or a rollback journal
+// beside the file may hold something: a clean close leaves neither.
+// A log that another process has open (a server's) cannot be told apart
+// from one a crash left: a store that would fold it into the file when it
+// closes last (a server's writer) checks the whole file first, and a
+// one-off read leaves it as it is (noFold). A journal is rolled back by a
+// writer before anything reads the file (see checkFirst).
+func (db *DB) logsPending() (wal, journal bool) {
+	pending := func(suffix string) bool {
 		fi, err := os.Stat(db.path + suffix)
-		if err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return true
-		}
+		return err == nil && fi.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist)
 	}
-	return false
+	return pending("-wal"), pending("-journal")
 }
 
 // startWalk walks the whole file on a connection of its own, once, when
@@ -506,10 +532,9 @@ func extendedCode(err error) int {
 // text is held by a chunk, every source's chunk count is its number of
 // chunks, every chunk has its text. Any failure wraps ErrCorrupt.
 func (db *DB) IntegrityCheck(ctx context.Context) error {
-	conn := db.rw
-	if conn == nil {
-		conn = db.ro
-	}
+	// Through a reader: a writer that connected for the check and closed
+	// last would fold a log into a file the check finds damaged.
+	conn := db.ro
 	problems, err := pragmaLines(ctx, conn, "PRAGMA integrity_check")
 	if err != nil {
 		if isCorrupt(err) {

@@ -237,16 +237,58 @@ func TestCheckOnRead(t *testing.T) {
 		}
 	})
 	t.Run("a log holding commits", func(t *testing.T) {
+		// As beside a running server, or after a crash: the read sees the
+		// log's commits and leaves log and file as they are, also when
+		// it closes last, and also when it tries to write.
 		path, damaged := damagedTexts(t, true)
 		wal, _ := os.ReadFile(path + "-wal")
-		if _, err := Open(ctx, path, Options{Check: CheckOnRead}); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("Open for reading with a log to fold in: %v; want ErrCorrupt", err)
+		db, err := Open(ctx, path, Options{Check: CheckOnRead})
+		if err != nil {
+			t.Fatalf("Open for reading beside a log: %v", err)
 		}
+		if _, err := db.Source(ctx, "f/0007.md"); recall.ErrorCode(err) != recall.ENOTFOUND {
+			t.Errorf("a source the log deletes: %v; want not found", err)
+		}
+		if st, err := db.Stats(ctx); err != nil || st.Chunks != 1999 {
+			t.Errorf("Stats: %d chunks, %v; want the log's 1999", st.Chunks, err)
+		}
+		if _, err := db.Chunks(ctx, "f/1234.md", 0, 1); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("reading a damaged text: %v; want ErrCorrupt", err)
+		}
+		if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "sp", Provider: "p", Model: "m", Dim: 2}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("a write: %v; want ErrCorrupt", err)
+		}
+		if err := db.IntegrityCheck(ctx); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("IntegrityCheck: %v; want ErrCorrupt", err)
+		}
+		db.Close()
 		if after, err := os.ReadFile(path + "-wal"); err != nil || !bytes.Equal(after, wal) {
-			t.Errorf("the log of a refused database was changed or deleted: %v", err)
+			t.Errorf("the log was changed or deleted: %v", err)
 		}
 		if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
-			t.Errorf("the refused database file was written to")
+			t.Errorf("the damaged file was written to")
+		}
+	})
+	t.Run("a log holding commits, sound file", func(t *testing.T) {
+		path, _, _ := fillerCopy(t, true)
+		db, err := Open(ctx, path, Options{Check: CheckOnRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "sp", Provider: "p", Model: "m", Dim: 2}); err != nil {
+			t.Errorf("a write after the walk: %v", err)
+		}
+		db.Close()
+		db, err = Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if sps, err := db.Spaces(ctx); err != nil || len(sps) != 1 {
+			t.Errorf("the space written: %v, %v", sps, err)
+		}
+		if _, err := db.Source(ctx, "f/0007.md"); recall.ErrorCode(err) != recall.ENOTFOUND {
+			t.Errorf("the log's delete was lost: %v", err)
 		}
 	})
 }
