@@ -202,7 +202,7 @@ func (m *Main) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&m.g.db, "db", m.g.db, "database `path`, or a postgres:// URL (env RECALL_DB; default under the user's data directory)")
 	fs.StringVar(&m.g.embedder, "embedder", m.g.embedder, "embedding `provider`: builtin, ollama, openai, cloudflare or none (env RECALL_EMBEDDER)")
 	fs.StringVar(&m.g.model, "model", m.g.model, "embedding model `name or directory` (env RECALL_MODEL)")
-	fs.StringVar(&m.g.config, "config", m.g.config, "config file `path` (env RECALL_CONFIG; default <config dir>/recall/config)")
+	fs.StringVar(&m.g.config, "config", m.g.config, "config file `path` (env RECALL_CONFIG; default $XDG_CONFIG_HOME/recall/config, else ~/.config/recall/config)")
 }
 
 // parse parses a subcommand's flags, accepting flags before, between and

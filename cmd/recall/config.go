@@ -23,7 +23,8 @@ import (
 type config map[string]string
 
 // loadConfig reads the config file: --config, RECALL_CONFIG, or
-// <user config dir>/recall/config. A missing default file is not an error.
+// $XDG_CONFIG_HOME/recall/config, else ~/.config/recall/config (on every
+// system). A missing default file is not an error.
 func (m *Main) loadConfig() (config, error) {
 	path := m.env(m.g.config, "RECALL_CONFIG")
 	explicit := path != ""

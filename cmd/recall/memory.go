@@ -231,7 +231,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(m.Stdout, `usage:
-  recall diary write [--date YYYY-MM-DD] [--replace] [--owner O] (TEXT | -)
+  recall diary write [--date YYYY-MM-DD] [--replace] [--owner O] [--json] (TEXT | -)
   recall diary read DATE [--owner O] [--json]
   recall diary recent [--days N] [--owner O] [--json]`)
 		if len(args) == 0 {

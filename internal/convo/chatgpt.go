@@ -3,6 +3,7 @@ package convo
 import (
 	"encoding/json"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -346,12 +347,20 @@ const (
 	gptRefSep   = '\ue202'
 )
 
+// gptOldCitation is the inline citation of ChatGPT's earlier browsing and
+// file search, in plain text: "【11†source】", "【4:0†report.pdf】",
+// "【8†L12-L20】".
+var gptOldCitation = regexp.MustCompile(`【\d+(?::\d+)?†[^】\n]{0,200}】`)
+
 // withoutGPTMarkers replaces each inline reference of an answer by what
 // reads naturally in its place: an entity by its display name (the second
 // element of its JSON array), anything else (citations, image groups,
 // navigation lists) by nothing, with the space before it when a space or
 // punctuation follows. Stray delimiters, from a reference cut short, are dropped.
 func withoutGPTMarkers(s string) string {
+	if strings.Contains(s, "†") {
+		s = withoutOldCitations(s)
+	}
 	if !strings.ContainsRune(s, gptRefStart) && !strings.ContainsRune(s, gptRefEnd) {
 		return s
 	}
@@ -397,4 +406,21 @@ func gptEntityName(ref string) string {
 		return ""
 	}
 	return strings.TrimSpace(name)
+}
+
+// withoutOldCitations drops each earlier-style citation (gptOldCitation),
+// with the space before it when a space or punctuation follows.
+func withoutOldCitations(s string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range gptOldCitation.FindAllStringIndex(s, -1) {
+		before, rest := s[last:m[0]], s[m[1]:]
+		if strings.HasSuffix(before, " ") && (rest == "" || strings.ContainsAny(rest[:1], " .,;:!?)\n")) {
+			before = before[:len(before)-1]
+		}
+		b.WriteString(before)
+		last = m[1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }

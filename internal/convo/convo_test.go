@@ -900,7 +900,8 @@ func TestChatGPTCanvas(t *testing.T) {
 }
 
 // ChatGPT's inline references are delimited by private-use characters: a
-// citation goes, an entity reads as its name, other kinds go.
+// citation goes, an entity reads as its name, other kinds go. Earlier
+// plain-text citations go too.
 func TestChatGPTMarkers(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"Here are 3 flights \ue200cite\ue202turn0search1\ue202turn0news4\ue201.", "Here are 3 flights."},
@@ -911,6 +912,10 @@ func TestChatGPTMarkers(t *testing.T) {
 		{"a broken \ue200entity\ue202[\"city\"]\ue201 entity", "a broken entity"},
 		{"cut short \ue200cite\ue202turn0", "cut short citeturn0"},
 		{"no markers at all", "no markers at all"},
+		// Earlier browsing and file search cited in plain text.
+		{"The answer is 42 【11†source】 and done.", "The answer is 42 and done."},
+		{"Revenue grew 8%【4:0†report.pdf】. Costs fell【8†L12-L20】.", "Revenue grew 8%. Costs fell."},
+		{"a dagger † and brackets 【not a citation】 stay", "a dagger † and brackets 【not a citation】 stay"},
 	}
 	for _, tt := range tests {
 		in := gptExport([3]string{"assistant", "all", `{"content_type":"text","parts":[` + strconv.Quote(tt.in) + `]}`})
