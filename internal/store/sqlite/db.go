@@ -146,8 +146,8 @@ type DB struct {
 var _ recall.Store = (*DB)(nil)
 
 // Open opens or creates the database at path, creating parent directories,
-// checks it with PRAGMA quick_check (refusing a corrupt file with
-// ErrCorrupt; see check) and brings its schema up to date.
+// checks it for damage as opts.Check says (refusing a corrupt file with
+// ErrCorrupt; see check and CheckMode) and brings its schema up to date.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" {
 		return nil, recall.Errorf(recall.EINVALID, "database path is empty")
@@ -298,14 +298,9 @@ func (db *DB) dsnMode(mode string) string {
 	return "file:" + esc.Replace(db.path) + "?" + strings.Join(q, "&")
 }
 
-// check runs PRAGMA quick_check on every ordinary table, which walks each
-// b-tree and its indexes in time proportional to the file size. Checking
-// table by table leaves out what a bare quick_check adds: the FTS5 index's
-// own deep check (ten times the cost, seconds on a large store, at every
-// start of a command), and the accounting of unused pages. IntegrityCheck
-// runs both.
-// checkFirst runs check on a connection of its own that cannot write, when
-// the file holds a database already.
+// checkFirst checks the file, when it holds a database already, on a
+// connection of its own that cannot write: all of it (check), or only its
+// schema when opts.Check leaves the walk for later (walkLeft).
 //
 // A process killed in the first transaction of a new database, before it
 // turned the database to WAL, leaves a hot rollback journal, which only a
@@ -381,7 +376,7 @@ func (db *DB) logsPending() (wal, journal bool) {
 
 // startWalk walks the whole file on a connection of its own, once, when
 // Open left the walk out (walkLeft): from Open for CheckInBackground, from
-// the first write (awaitCheck) for CheckOnRead. Writes wait for it.
+// the first write (FileChecked, from writeTx) for CheckOnRead. Writes wait for it.
 func (db *DB) startWalk() {
 	db.walkOnce.Do(func() {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -404,13 +399,6 @@ func (db *DB) startWalk() {
 }
 
 var errClosedChecking = recall.Errorf(recall.EUNAVAILABLE, "the store was closed before it had checked its file")
-
-// awaitCheck lets a write go on only once the whole file has been checked
-// and found sound: it waits for the walk (starting it if Open left it out)
-// and returns anything that kept it from passing.
-func (db *DB) awaitCheck(ctx context.Context) error {
-	return db.FileChecked(ctx)
-}
 
 // FileChecked waits until the whole file has been checked and returns what
 // the check found: nil; an error wrapping ErrCorrupt, after which every
@@ -439,6 +427,12 @@ func (db *DB) FileChecked(ctx context.Context) error {
 	}
 }
 
+// check runs PRAGMA quick_check on every ordinary table, which walks each
+// b-tree and its indexes in time proportional to the file size. Checking
+// table by table leaves out what a bare quick_check adds: the FTS5 index's
+// own deep check (ten times the cost, seconds on a large store, at every
+// start of a command), and the accounting of unused pages. IntegrityCheck
+// runs both.
 func (db *DB) check(ctx context.Context, conn *sql.DB) error {
 	rows, err := conn.QueryContext(ctx,
 		`SELECT name FROM sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name`)
@@ -678,7 +672,9 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if db.rw == nil {
 		return ErrReadOnly
 	}
-	if err := db.awaitCheck(ctx); err != nil {
+	// A write goes on only once the whole file has been checked and found
+	// sound (at once, unless Open left the walk for later).
+	if err := db.FileChecked(ctx); err != nil {
 		return err
 	}
 	if fi, err := os.Stat(db.path + "-wal"); err == nil && fi.Size() > walRestartBytes {
