@@ -55,11 +55,12 @@ func unit(v []float32) (u []float32, ok bool) {
 
 // invNorm returns 1/|v|, or ok false when v is zero or not finite. The
 // sum of squares is the float32 kernel's (a tenth of a large index's load
-// went to summing it in float64); only when that overflows or underflows
-// is it summed again in float64, which holds any finite float32 vector's.
+// went to summing it in float64); only when that overflows or leaves the
+// normal range (losing precision) is it summed again in float64, which
+// holds any finite float32 vector's.
 func invNorm(v []float32) (inv float64, ok bool) {
 	ss := float64(kernel.Dot(v, v))
-	if ss == 0 || math.IsNaN(ss) || math.IsInf(ss, 0) {
+	if ss < 0x1p-126 || math.IsNaN(ss) || math.IsInf(ss, 0) {
 		ss = 0
 		for _, x := range v {
 			ss += float64(x) * float64(x)
@@ -75,31 +76,39 @@ func invNorm(v []float32) (inv float64, ok bool) {
 // as its high and low digit planes (paddedDim(len(v))/2 bytes each), using
 // codes (paddedDim(len(v)) of them) as scratch, and returns the code scale.
 // The codes of a vector are those of any multiple of it, so v is not
-// normalised first; only its scale is.
+// normalised first; only its scale is, in float64, where a tiny vector's
+// own scale could leave float32's range.
 func encode(hi, lo []byte, v []float32, codes []int8) float32 {
 	inv, _ := invNorm(v)
 	clear(codes[len(v):])
-	scale := quantise(codes, v)
+	m := maxAbs(v)
+	quantiseBy(codes, v, m)
 	pack(hi, lo, codes)
-	return float32(float64(scale) * inv)
+	return float32(float64(m) / 127 * inv)
 }
 
 // quantise writes the int8 codes of v into dst and returns the scale that
 // maps them back.
 func quantise(dst []int8, v []float32) float32 {
-	scale := maxAbs(v) / 127
-	inv := 1 / scale
+	m := maxAbs(v)
+	quantiseBy(dst, v, m)
+	return m / 127
+}
+
+// quantiseBy writes the int8 codes of v, whose largest magnitude is m > 0,
+// into dst: 127 for m, in float64 so that any finite m has an inverse.
+func quantiseBy(dst []int8, v []float32, m float32) {
+	inv := 127 / float64(m)
 	for i, x := range v {
 		// math.Round (half away from zero), which the compiler does not
 		// inline: a third of a large index's load went to it.
-		c := float64(x * inv)
+		c := float64(x) * inv
 		if c < 0 {
 			dst[i] = int8(max(-127, int32(c-0.5)))
 		} else {
 			dst[i] = int8(min(127, int32(c+0.5)))
 		}
 	}
-	return scale
 }
 
 // pack splits codes (a multiple of 32 of them) into digit planes.

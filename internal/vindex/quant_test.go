@@ -134,6 +134,8 @@ func TestInvNorm(t *testing.T) {
 		{[]float32{3, 4}, 0.2},
 		{[]float32{3e30, 4e30}, 0.2e-30},
 		{[]float32{3e-30, 4e-30}, 0.2e30},
+		{slices.Repeat([]float32{1e-22}, 384), 1 / math.Sqrt(384) * 1e22}, // a sum of squares below float32's normal range
+		{[]float32{3e-45, 4e-45}, 1 / math.Hypot(float64(float32(3e-45)), float64(float32(4e-45)))},
 		{[]float32{0, 0}, 0},
 		{[]float32{1, float32(math.NaN())}, 0},
 		{[]float32{1, float32(math.Inf(1))}, 0},
@@ -143,4 +145,53 @@ func TestInvNorm(t *testing.T) {
 			t.Errorf("invNorm(%v) = %g, %v; want %g", c.v, inv, ok, c.want)
 		}
 	}
+}
+
+// A vector's codes and scale do not depend on its magnitude, down to
+// float32's smallest: encoding v gives what encoding v/|v| gives.
+func TestEncodeAnyMagnitude(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, mag := range []float64{1e-44, 1e-40, 1e-37, 1e-20, 1, 1e20, 1e37} {
+		for _, dim := range []int{3, 40, 384} {
+			v := gaussian(r, dim)
+			for i := range v {
+				v[i] = float32(float64(v[i]) * mag)
+			}
+			u, ok := unit(v)
+			if !ok {
+				t.Fatalf("magnitude %g: not a vector", mag)
+			}
+			if mag < 1e-38 {
+				continue // v's components are subnormal: its direction is not u's to the bit
+			}
+			p := paddedDim(dim)
+			hi, lo, codes := make([]byte, p/2), make([]byte, p/2), make([]int8, p)
+			wantHi, wantLo := make([]byte, p/2), make([]byte, p/2)
+			want := make([]int8, p)
+			wantScale := quantise(want, u)
+			pack(wantHi, wantLo, want)
+			scale := encode(hi, lo, v, codes)
+			if math.Abs(float64(scale-wantScale)) > 1e-6*float64(wantScale) {
+				t.Errorf("magnitude %g dim %d: scale %g, want %g", mag, dim, scale, wantScale)
+			}
+			if diff := codeDiff(codes[:dim], want[:dim]); diff > 1 {
+				t.Errorf("magnitude %g dim %d: codes differ by %d", mag, dim, diff)
+			}
+		}
+	}
+	// Subnormal components still give full-range codes and a non-zero scale.
+	v := []float32{1e-44, -5e-45, 2e-45}
+	codes := make([]int8, paddedDim(len(v)))
+	hi, lo := make([]byte, len(codes)/2), make([]byte, len(codes)/2)
+	if scale := encode(hi, lo, v, codes); scale <= 0 || codes[0] != 127 || codes[1] >= 0 {
+		t.Errorf("subnormal vector: scale %g, codes %v", scale, codes[:3])
+	}
+}
+
+func codeDiff(a, b []int8) int {
+	d := 0
+	for i := range a {
+		d = max(d, int(a[i])-int(b[i]), int(b[i])-int(a[i]))
+	}
+	return d
 }

@@ -243,7 +243,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // and a dry run left them beside the database. Closing last, a reader
 // folds into the file whatever the log holds (commits of a process that
 // stopped without doing so), which changes no data; a damaged file is
-// refused before any such connection opens (checkFirst).
+// refused before any such connection opens (checkFirst). The exception is
+// a one-off read beside a log that holds commits (noFold): its readers are
+// mode=ro, and leave the log, and an -shm, as they find them.
 func (db *DB) dsn(writer bool) string {
 	if writer {
 		return db.dsnMode("writer")
@@ -521,13 +523,14 @@ func extendedCode(err error) int {
 	return se.Code()
 }
 
-// IntegrityCheck runs SQLite's full PRAGMA integrity_check, the FTS5
-// index's own integrity-check, and the store's invariants: every vector's
-// text is held by a chunk, every source's chunk count is its number of
-// chunks, every chunk has its text. Any failure wraps ErrCorrupt.
+// IntegrityCheck runs SQLite's full PRAGMA integrity_check, which includes
+// the FTS5 index's own check (SQLite 3.44 and later), and the store's
+// invariants: every vector's text is held by a chunk, every source's chunk
+// count is its number of chunks, every chunk has its text. Any failure
+// wraps ErrCorrupt. It reads through the read pool only: a writer that
+// connected for a check and closed last would fold a log into a file the
+// check finds damaged.
 func (db *DB) IntegrityCheck(ctx context.Context) error {
-	// Through a reader: a writer that connected for the check and closed
-	// last would fold a log into a file the check finds damaged.
 	conn := db.ro
 	problems, err := pragmaLines(ctx, conn, "PRAGMA integrity_check")
 	if err != nil {
@@ -538,20 +541,6 @@ func (db *DB) IntegrityCheck(ctx context.Context) error {
 	}
 	if len(problems) > 0 {
 		return db.corrupt("integrity_check", problems)
-	}
-	if db.rw != nil {
-		// The FTS5 check is an INSERT command, so it needs the writer (and
-		// waits for the write lock as writes do).
-		err := db.writeTx(ctx, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
-			return err
-		})
-		if err != nil {
-			if isCorrupt(err) || errors.Is(err, ErrCorrupt) {
-				return db.corrupt("fts5 integrity-check", []string{err.Error()})
-			}
-			return fmt.Errorf("fts5 integrity check: %w", err)
-		}
 	}
 	invariants := []struct{ what, query string }{
 		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)`},

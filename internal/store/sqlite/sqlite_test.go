@@ -764,6 +764,7 @@ func TestIntegrityCheckSeesDrift(t *testing.T) {
 		{"chunk without a full-text row", `DELETE FROM chunks_fts WHERE rowid = (SELECT min(id) FROM chunks)`},
 		{"full-text row without a chunk", `INSERT INTO chunks_fts (rowid, title, body) VALUES (999999, 'x', 'ghost')`},
 		{"vector of the wrong size", `UPDATE vectors SET vec = x'0000803f0000803f0000803f'`},
+		{"fts5 index damaged", `UPDATE chunks_fts_data SET block = zeroblob(length(block)) WHERE id = (SELECT max(id) FROM chunks_fts_data)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openTest(t, Options{})
@@ -786,6 +787,52 @@ func TestIntegrityCheckSeesDrift(t *testing.T) {
 				t.Errorf("IntegrityCheck with a %s: %v", tc.name, err)
 			}
 		})
+	}
+}
+
+// recall check on a one-off read store beside a log whose commits break an
+// invariant: the check says so, and neither the file nor the log is
+// written (it reads only; a writer it connected, or a checkpoint its
+// commit kicked, would fold the log into the file).
+func TestIntegrityCheckBesideALog(t *testing.T) {
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live.db")
+	db, err := Open(ctx, live, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiller(t, db, 50)
+	db.Close()
+	if db, err = Open(ctx, live, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE sources SET chunk_count = chunk_count + 1 WHERE sid = (SELECT min(sid) FROM sources)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "recall.db")
+	copyFiles(t, live, path, "", "-wal")
+	wal, _ := os.ReadFile(path + "-wal")
+	file, _ := os.ReadFile(path)
+	if len(wal) == 0 {
+		t.Fatal("no log: this test proves nothing")
+	}
+	c, err := Open(ctx, path, Options{Check: CheckOnRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.IntegrityCheck(ctx); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "chunk_count") {
+		t.Errorf("IntegrityCheck: %v, want ErrCorrupt naming chunk_count", err)
+	}
+	c.Close()
+	if after, err := os.ReadFile(path + "-wal"); err != nil || !bytes.Equal(after, wal) {
+		t.Errorf("the log was changed or deleted: %v", err)
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, file) {
+		t.Errorf("the file was written to")
 	}
 }
 
