@@ -262,7 +262,7 @@ func loadVectors(ctx context.Context, st recall.Store, space recall.VectorSpace)
 		return nil, err
 	}
 	texts, units := 0, 0
-	err = st.ScanVectors(ctx, space.Name, func(c recall.IndexedChunk, vec []float32) error {
+	add := func(c recall.IndexedChunk, vec []float32) error {
 		if vx.has(c.Hash) {
 			return vx.add(c, nil)
 		}
@@ -275,7 +275,54 @@ func loadVectors(ctx context.Context, st recall.Store, space recall.VectorSpace)
 		}
 		texts, units = texts+1, units+n
 		return vx.add(c, vec)
+	}
+
+	// The scan (SQLite reading the rows) and the encoding of their vectors
+	// into the index each take about half of a load: they run on two
+	// goroutines, the rows passed along in order in batches.
+	type row struct {
+		c   recall.IndexedChunk
+		vec []float32
+	}
+	const batch = 128
+	rows := make(chan []row, 8)
+	var addErr error
+	var failed atomic.Bool
+	added := make(chan struct{})
+	go func() {
+		defer close(added)
+		for b := range rows {
+			for _, r := range b {
+				if addErr != nil {
+					break // drain what the scan already sent
+				}
+				if addErr = add(r.c, r.vec); addErr != nil {
+					failed.Store(true)
+				}
+			}
+		}
+	}()
+	var buf []row
+	errStop := errors.New("stop")
+	err = st.ScanVectors(ctx, space.Name, func(c recall.IndexedChunk, vec []float32) error {
+		if failed.Load() {
+			return errStop
+		}
+		buf = append(buf, row{c, vec})
+		if len(buf) == batch {
+			rows <- buf
+			buf = make([]row, 0, batch)
+		}
+		return nil
 	})
+	if err == nil && len(buf) > 0 {
+		rows <- buf
+	}
+	close(rows)
+	<-added
+	if addErr != nil {
+		return vx, addErr
+	}
 	return vx, err
 }
 

@@ -652,3 +652,58 @@ func TestStoreFullText(t *testing.T) {
 		}
 	}
 }
+
+// faultyScan is a store whose vector scan hands the index a zero vector at
+// row bad, or fails after row fail (0: never), and counts the rows it read.
+type faultyScan struct {
+	*sqlite.DB
+	bad, fail, read int
+}
+
+var errScan = errors.New("the disk went away")
+
+func (s *faultyScan) ScanVectors(ctx context.Context, space string, fn func(recall.IndexedChunk, []float32) error) error {
+	return s.DB.ScanVectors(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
+		s.read++
+		if s.read == s.fail {
+			return errScan
+		}
+		if s.read == s.bad {
+			vec = make([]float32, len(vec))
+		}
+		return fn(c, vec)
+	})
+}
+
+// The index load reads rows and encodes them on two goroutines: a row it
+// cannot encode fails the load and stops the scan, and a scan that fails
+// fails the load with its error.
+func TestLoadIndexFailures(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 8)
+	var docs []recall.Document
+	for i := range 3000 {
+		docs = append(docs, doc(fmt.Sprintf("d/%04d.md", i), fmt.Sprintf("passage number %d about things", i)))
+	}
+	writeDocs(t, st, emb, docs...)
+
+	bad := &faultyScan{DB: st, bad: 10}
+	if err := search.New(bad, search.Options{Embedder: emb}).LoadIndex(ctx); err == nil || !strings.Contains(err.Error(), "zero or not finite") {
+		t.Errorf("load with a zero vector: %v", err)
+	}
+	if bad.read >= 3000 {
+		t.Errorf("the scan read all %d rows after the index failed on row 10", bad.read)
+	}
+	failing := &faultyScan{DB: st, fail: 300}
+	if err := search.New(failing, search.Options{Embedder: emb}).LoadIndex(ctx); !errors.Is(err, errScan) {
+		t.Errorf("load whose scan fails: %v", err)
+	}
+	whole := &faultyScan{DB: st}
+	eng := search.New(whole, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := eng.ReadSpace(); n == 0 || whole.read != 3000 {
+		t.Errorf("a whole load: %d vectors from %d rows", n, whole.read)
+	}
+}
