@@ -67,6 +67,17 @@ func writeDocs(t *testing.T, w interface {
 	}
 }
 
+// writeNumbered embeds and writes n one-chunk documents, the i-th named
+// and worded by the formats with i.
+func writeNumbered(t *testing.T, st *sqlite.DB, emb recall.Embedder, n int, name, text string) {
+	t.Helper()
+	docs := make([]recall.Document, n)
+	for i := range docs {
+		docs[i] = doc(fmt.Sprintf(name, i), fmt.Sprintf(text, i))
+	}
+	writeDocs(t, st, emb, docs...)
+}
+
 func semanticSources(t *testing.T, eng *search.Engine, q string) map[string]bool {
 	t.Helper()
 	r, err := eng.Search(context.Background(), recall.SearchRequest{Query: q, Mode: recall.ModeSemantic, Limit: 20, PerSource: 1})
@@ -86,11 +97,7 @@ func semanticSources(t *testing.T, eng *search.Engine, q string) map[string]bool
 func TestLoadIndexReplaysConcurrentWrites(t *testing.T) {
 	ctx := context.Background()
 	st, emb := newSpaceStore(t, 16)
-	var docs []recall.Document
-	for i := range 3000 {
-		docs = append(docs, doc(fmt.Sprintf("old/%04d.md", i), fmt.Sprintf("old passage number %d about kettles and rivers", i)))
-	}
-	writeDocs(t, st, emb, docs...)
+	writeNumbered(t, st, emb, 3000, "old/%04d.md", "old passage number %d about kettles and rivers")
 
 	eng := search.New(st, search.Options{Embedder: emb, MemoryLexical: true})
 	var wg sync.WaitGroup
@@ -681,11 +688,7 @@ func (s *faultyScan) ScanVectors(ctx context.Context, space string, fn func(reca
 func TestLoadIndexFailures(t *testing.T) {
 	ctx := context.Background()
 	st, emb := newSpaceStore(t, 8)
-	var docs []recall.Document
-	for i := range 3000 {
-		docs = append(docs, doc(fmt.Sprintf("d/%04d.md", i), fmt.Sprintf("passage number %d about things", i)))
-	}
-	writeDocs(t, st, emb, docs...)
+	writeNumbered(t, st, emb, 3000, "d/%04d.md", "passage number %d about things")
 
 	bad := &faultyScan{DB: st, bad: 10}
 	if err := search.New(bad, search.Options{Embedder: emb}).LoadIndex(ctx); err == nil || !strings.Contains(err.Error(), "zero or not finite") {
