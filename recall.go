@@ -310,6 +310,7 @@ type Store interface {
 	// the space, in no particular order.
 	VectorHashes(ctx context.Context, space string) ([]string, error)
 	// ScanVectors calls fn for every chunk that has a vector in the space.
+	// fn may keep c and vec: each call is given its own.
 	ScanVectors(ctx context.Context, space string, fn func(c IndexedChunk, vec []float32) error) error
 
 	// RecordSweep appends a sweep record; Stats reports the latest.

@@ -35,12 +35,12 @@ p.stdin.close()
 p.wait()
 PY
 }
-seconds() { # command...: wall seconds
-  local s e
+seconds() { # command...: wall seconds, and the exit status when not 0
+  local s e rc=0
   s=$(date +%s.%N)
-  "$@" >/dev/null 2>&1 || true
+  "$@" >/dev/null 2>&1 || rc=$?
   e=$(date +%s.%N)
-  echo "$e - $s" | bc
+  if [ "$rc" = 0 ]; then echo "$e - $s" | bc; else echo "$(echo "$e - $s" | bc)(exit $rc)"; fi
 }
 for round in $(seq "$rounds"); do
   for label in old new; do

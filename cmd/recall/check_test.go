@@ -40,6 +40,21 @@ func TestOneOffReadsCheckWhatTheyRead(t *testing.T) {
 	if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 || len(saved) == 0 {
 		t.Fatalf("export file: %v, %v", fi, err)
 	}
+	// Through a symbolic link, the file it names is replaced; the link stays.
+	real := filepath.Join(t.TempDir(), "real.jsonl")
+	link := filepath.Join(t.TempDir(), "link.jsonl")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, env, "export", "--out", link); code != 0 {
+		t.Fatalf("export through a link: exit %d %s", code, errs)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", fi, err)
+	}
+	if b, _ := os.ReadFile(real); !bytes.Equal(b, saved) {
+		t.Errorf("the linked file holds %d bytes, want the export's %d", len(b), len(saved))
+	}
 
 	path := env["RECALL_DB"]
 	conn, err := sql.Open("sqlite", path)

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -151,19 +153,12 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 	}
 	var w io.Writer = m.Stdout
 	var f *os.File
+	tmp, target := "", *out // a complete export is renamed from tmp to target
 	if *out != "" {
-		// Written beside the file and renamed over it once complete: an
-		// export that fails leaves the previous one as it was.
-		if fi, serr := os.Stat(*out); serr == nil && !fi.Mode().IsRegular() {
-			if f, err = os.OpenFile(*out, os.O_WRONLY, 0); err != nil { // a device or pipe
-				return err
-			}
-		} else {
-			// CreateTemp makes it 0600: memories are for their owner only.
-			if f, err = os.CreateTemp(filepath.Dir(*out), "."+filepath.Base(*out)+".*.tmp"); err != nil {
-				return err
-			}
-			tmp := f.Name()
+		if f, tmp, target, err = exportFile(*out); err != nil {
+			return err
+		}
+		if tmp != "" {
 			defer func() {
 				if err != nil {
 					os.Remove(tmp)
@@ -190,7 +185,7 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	if f != nil {
-		if f.Name() != *out {
+		if tmp != "" {
 			if err := f.Sync(); err != nil {
 				return err
 			}
@@ -198,14 +193,51 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 		if err := f.Close(); err != nil {
 			return err
 		}
-		if f.Name() != *out {
-			if err := os.Rename(f.Name(), *out); err != nil {
+		if tmp != "" {
+			if err := os.Rename(tmp, target); err != nil {
 				return err
 			}
 		}
 		fmt.Fprintf(m.Stderr, "exported %d sources to %s\n", n, *out)
 	}
 	return nil
+}
+
+// exportFile opens what export --out writes to. A new or regular file is
+// written as a temporary file beside it (beside the file a symbolic link
+// names), 0600 as memories are their owner's, and renamed over it once
+// complete (tmp and target), so a failed export leaves the previous one
+// as it was. A device or pipe is written directly, and so is a file whose
+// directory does not let a temporary file be made beside it.
+func exportFile(out string) (f *os.File, tmp, target string, err error) {
+	target = out
+	if lfi, err := os.Lstat(out); err == nil && lfi.Mode()&os.ModeSymlink != 0 {
+		if r, err := filepath.EvalSymlinks(out); err == nil {
+			target = r
+		} else if r, err := os.Readlink(out); err == nil { // to a file not made yet
+			if !filepath.IsAbs(r) {
+				r = filepath.Join(filepath.Dir(out), r)
+			}
+			target = r
+		}
+	}
+	fi, statErr := os.Stat(target)
+	if statErr == nil && !fi.Mode().IsRegular() {
+		f, err = os.OpenFile(target, os.O_WRONLY, 0)
+		return f, "", target, err
+	}
+	f, err = os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
+	if err == nil {
+		return f, f.Name(), target, nil
+	}
+	if statErr != nil || !errors.Is(err, fs.ErrPermission) {
+		return nil, "", "", err
+	}
+	f, err = os.OpenFile(target, os.O_WRONLY|os.O_TRUNC, 0)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	return f, "", target, err
 }
 
 func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {

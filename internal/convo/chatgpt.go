@@ -364,7 +364,7 @@ func withoutGPTMarkers(s string) string {
 	if !strings.ContainsRune(s, gptRefStart) && !strings.ContainsRune(s, gptRefEnd) {
 		return s
 	}
-	var b strings.Builder
+	var out []byte
 	for {
 		start := strings.IndexRune(s, gptRefStart)
 		if start < 0 {
@@ -375,22 +375,20 @@ func withoutGPTMarkers(s string) string {
 			break
 		}
 		ref, rest := s[start+len(string(gptRefStart)):start+end], s[start+end+len(string(gptRefEnd)):]
-		before := s[:start]
-		name := gptEntityName(ref)
-		if name == "" && strings.HasSuffix(before, " ") && (rest == "" || strings.ContainsAny(rest[:1], " .,;:!?)\n")) {
-			before = before[:len(before)-1]
+		if name := gptEntityName(ref); name != "" {
+			out = append(append(out, s[:start]...), name...)
+		} else {
+			out = appendBeforeDropped(out, s[:start], rest)
 		}
-		b.WriteString(before)
-		b.WriteString(name)
 		s = rest
 	}
-	b.WriteString(s)
+	out = append(out, s...)
 	return strings.Map(func(r rune) rune {
 		if r == gptRefStart || r == gptRefEnd || r == gptRefSep {
 			return -1
 		}
 		return r
-	}, b.String())
+	}, string(out))
 }
 
 // gptEntityName is the display name of an entity reference
@@ -408,19 +406,25 @@ func gptEntityName(ref string) string {
 	return strings.TrimSpace(name)
 }
 
-// withoutOldCitations drops each earlier-style citation (gptOldCitation),
-// with the space before it when a space or punctuation follows.
+// withoutOldCitations drops each earlier-style citation (gptOldCitation).
 func withoutOldCitations(s string) string {
-	var b strings.Builder
+	var out []byte
 	last := 0
 	for _, m := range gptOldCitation.FindAllStringIndex(s, -1) {
-		before, rest := s[last:m[0]], s[m[1]:]
-		if strings.HasSuffix(before, " ") && (rest == "" || strings.ContainsAny(rest[:1], " .,;:!?)\n")) {
-			before = before[:len(before)-1]
-		}
-		b.WriteString(before)
+		out = appendBeforeDropped(out, s[last:m[0]], s[m[1]:])
 		last = m[1]
 	}
-	b.WriteString(s[last:])
-	return b.String()
+	return string(append(out, s[last:]...))
+}
+
+// appendBeforeDropped appends to out the text before a reference that is
+// dropped, and drops the space that then ends out when what follows the
+// reference (rest) is a space, punctuation or nothing: "rose 【1】【2】."
+// reads "rose.".
+func appendBeforeDropped(out []byte, before, rest string) []byte {
+	out = append(out, before...)
+	if len(out) > 0 && out[len(out)-1] == ' ' && (rest == "" || strings.ContainsAny(rest[:1], " .,;:!?)\n")) {
+		out = out[:len(out)-1]
+	}
+	return out
 }

@@ -915,6 +915,8 @@ func TestChatGPTMarkers(t *testing.T) {
 		// Earlier browsing and file search cited in plain text.
 		{"The answer is 42 【11†source】 and done.", "The answer is 42 and done."},
 		{"Revenue grew 8%【4:0†report.pdf】. Costs fell【8†L12-L20】.", "Revenue grew 8%. Costs fell."},
+		{"Prices rose 【1†source】【2†source】.", "Prices rose."},
+		{"Prices rose \ue200cite\ue202turn0search1\ue201\ue200cite\ue202turn0search2\ue201.", "Prices rose."},
 		{"a dagger † and brackets 【not a citation】 stay", "a dagger † and brackets 【not a citation】 stay"},
 	}
 	for _, tt := range tests {

@@ -291,6 +291,16 @@ func loadVectors(ctx context.Context, st recall.Store, space recall.VectorSpace)
 	added := make(chan struct{})
 	go func() {
 		defer close(added)
+		defer func() {
+			// Not to end the process from a goroutine no caller can
+			// recover: the load fails with it instead.
+			if p := recover(); p != nil {
+				addErr = fmt.Errorf("vector index load: panic: %v", p)
+				failed.Store(true)
+				for range rows { // let the scan finish its sends
+				}
+			}
+		}()
 		for b := range rows {
 			for _, r := range b {
 				if addErr != nil {
@@ -304,6 +314,15 @@ func loadVectors(ctx context.Context, st recall.Store, space recall.VectorSpace)
 	}()
 	var buf []row
 	errStop := errors.New("stop")
+	// However the scan ends (a panic included), the goroutine is told and
+	// waited for.
+	closed := false
+	defer func() {
+		if !closed {
+			close(rows)
+			<-added
+		}
+	}()
 	err = st.ScanVectors(ctx, space.Name, func(c recall.IndexedChunk, vec []float32) error {
 		if failed.Load() {
 			return errStop
@@ -319,6 +338,7 @@ func loadVectors(ctx context.Context, st recall.Store, space recall.VectorSpace)
 		rows <- buf
 	}
 	close(rows)
+	closed = true
 	<-added
 	if addErr != nil {
 		return vx, addErr

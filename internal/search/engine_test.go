@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -664,7 +665,7 @@ func TestStoreFullText(t *testing.T) {
 // row bad, or fails after row fail (0: never), and counts the rows it read.
 type faultyScan struct {
 	*sqlite.DB
-	bad, fail, read int
+	bad, fail, panicAt, read int
 }
 
 var errScan = errors.New("the disk went away")
@@ -674,6 +675,9 @@ func (s *faultyScan) ScanVectors(ctx context.Context, space string, fn func(reca
 		s.read++
 		if s.read == s.fail {
 			return errScan
+		}
+		if s.read == s.panicAt {
+			panic("the scan broke")
 		}
 		if s.read == s.bad {
 			vec = make([]float32, len(vec))
@@ -700,6 +704,22 @@ func TestLoadIndexFailures(t *testing.T) {
 	failing := &faultyScan{DB: st, fail: 300}
 	if err := search.New(failing, search.Options{Embedder: emb}).LoadIndex(ctx); !errors.Is(err, errScan) {
 		t.Errorf("load whose scan fails: %v", err)
+	}
+	// A scan that panics leaves no goroutine of the load behind.
+	before := runtime.NumGoroutine()
+	func() {
+		defer func() {
+			if p := recover(); p == nil {
+				t.Error("the scan's panic did not reach the caller")
+			}
+		}()
+		search.New(&faultyScan{DB: st, panicAt: 1000}, search.Options{Embedder: emb}).LoadIndex(ctx)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after the panic, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	whole := &faultyScan{DB: st}
 	eng := search.New(whole, search.Options{Embedder: emb})

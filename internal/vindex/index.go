@@ -187,13 +187,13 @@ func (x *Index) Add(c recall.IndexedChunk, vec []float32) error {
 // text is not embedded yet and is indexed once its vector is stored. A bad
 // vector fails the whole call before anything changes.
 func (x *Index) Apply(res recall.WriteResult, vecs map[string][]float32) (skipped int, err error) {
-	units := make(map[string][]float32)
+	checked := make(map[string][]float32)
 	for _, c := range res.Added {
-		if _, done := units[c.Hash]; done {
+		if _, done := checked[c.Hash]; done {
 			continue
 		}
 		if vec, ok := vecs[c.Hash]; ok {
-			if units[c.Hash], err = x.prepare(c.ID, vec); err != nil {
+			if checked[c.Hash], err = x.prepare(c.ID, vec); err != nil {
 				return 0, err
 			}
 		}
@@ -202,7 +202,7 @@ func (x *Index) Apply(res recall.WriteResult, vecs map[string][]float32) (skippe
 	defer x.mu.Unlock()
 	x.gen++
 	for _, c := range res.Added {
-		if !x.add(c, units[c.Hash]) {
+		if !x.add(c, checked[c.Hash]) {
 			skipped++
 		}
 	}
@@ -229,10 +229,10 @@ func (x *Index) prepare(id int64, vec []float32) ([]float32, error) {
 	return vec, nil
 }
 
-// add indexes c with the vector u, checked by prepare (nil: reuse the
+// add indexes c with the vector vec, checked by prepare (nil: reuse the
 // indexed one) and reports false, changing nothing, when c's text has no
 // vector either way.
-func (x *Index) add(c recall.IndexedChunk, u []float32) bool {
+func (x *Index) add(c recall.IndexedChunk, vec []float32) bool {
 	if s, dup := x.byID[c.ID]; dup && x.hashes[x.vecOf[s]] == c.Hash {
 		// Same chunk, same text: only its source's attributes can change.
 		old := x.metas[s]
@@ -241,7 +241,7 @@ func (x *Index) add(c recall.IndexedChunk, u []float32) bool {
 		return true
 	}
 	v, ok := x.byHash[c.Hash]
-	if !ok && u == nil {
+	if !ok && vec == nil {
 		return false
 	}
 	// A chunk id that now holds another text. Removing the old chunk cannot
@@ -252,7 +252,7 @@ func (x *Index) add(c recall.IndexedChunk, u []float32) bool {
 		v, ok = x.byHash[c.Hash]
 	}
 	if !ok {
-		v = x.addVector(c.Hash, u)
+		v = x.addVector(c.Hash, vec)
 	}
 
 	s := int32(len(x.ids))
@@ -266,7 +266,7 @@ func (x *Index) add(c recall.IndexedChunk, u []float32) bool {
 	return true
 }
 
-func (x *Index) addVector(hash string, u []float32) int32 {
+func (x *Index) addVector(hash string, vec []float32) int32 {
 	v := int32(len(x.hashes))
 	n := len(x.hi)
 	x.hi = append(x.hi, make([]byte, x.stride)...)
@@ -274,7 +274,7 @@ func (x *Index) addVector(hash string, u []float32) int32 {
 	if len(x.codes) == 0 {
 		x.codes = make([]int8, paddedDim(x.dim))
 	}
-	x.scales = append(x.scales, encode(x.hi[n:], x.lo[n:], u, x.codes))
+	x.scales = append(x.scales, encode(x.hi[n:], x.lo[n:], vec, x.codes))
 	x.hashes = append(x.hashes, hash)
 	x.heads = append(x.heads, -1)
 	x.refs = append(x.refs, 0)

@@ -87,14 +87,6 @@ func encode(hi, lo []byte, v []float32, codes []int8) float32 {
 	return float32(float64(m) / 127 * inv)
 }
 
-// quantise writes the int8 codes of v into dst and returns the scale that
-// maps them back.
-func quantise(dst []int8, v []float32) float32 {
-	m := maxAbs(v)
-	quantiseBy(dst, v, m)
-	return m / 127
-}
-
 // quantiseBy writes the int8 codes of v, whose largest magnitude is m > 0,
 // into dst: 127 for m, in float64 so that any finite m has an inverse.
 func quantiseBy(dst []int8, v []float32, m float32) {

@@ -195,3 +195,11 @@ func codeDiff(a, b []int8) int {
 	}
 	return d
 }
+
+// quantise writes the int8 codes of v into dst and returns the scale that
+// maps them back: encode's codes, without the planes.
+func quantise(dst []int8, v []float32) float32 {
+	m := maxAbs(v)
+	quantiseBy(dst, v, m)
+	return m / 127
+}

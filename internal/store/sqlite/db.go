@@ -418,10 +418,13 @@ func (db *DB) FileChecked(ctx context.Context) error {
 	}
 	select {
 	case <-db.checked:
+		// The detail goes to the server's log; a client is told why its
+		// write was refused, not where the file is.
 		if errors.Is(db.checkErr, ErrCorrupt) {
-			// The detail goes to the server's log; a client is told why
-			// its write was refused, not where the file is.
 			return recall.WrapError(recall.EUNAVAILABLE, db.checkErr, "the database file is damaged: writes are refused until it is restored from a backup")
+		}
+		if db.checkErr != nil && db.checkErr != errClosedChecking {
+			return recall.WrapError(recall.EUNAVAILABLE, db.checkErr, "the database file could not be checked: writes are refused until it is opened again")
 		}
 		return db.checkErr
 	case <-ctx.Done():
@@ -576,8 +579,9 @@ func (db *DB) IntegrityCheck(ctx context.Context) error {
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 
-// Close closes every connection. The WAL is checkpointed by SQLite when the
-// last connection closes.
+// Close closes every connection. SQLite folds the write-ahead log into the
+// file when the last connection that may write closes; a one-off read's
+// mode=ro readers (noFold) leave it as it is.
 func (db *DB) Close() error {
 	db.walkOnce.Do(func() {}) // no walk starts from here on
 	if db.stopCheck != nil {

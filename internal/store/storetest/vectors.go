@@ -289,18 +289,29 @@ func testScanVectors(t *testing.T, s recall.Store) {
 		hash   string
 	}
 	var got []seen
+	texts := map[string]string{recall.TextHash("shared"): "shared", recall.TextHash("only a"): "only a"}
+	type kept struct {
+		c   recall.IndexedChunk
+		vec []float32
+	}
+	var keep []kept
 	err := s.ScanVectors(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
-		want := vecFor(map[string]string{
-			recall.TextHash("shared"): "shared", recall.TextHash("only a"): "only a",
-		}[c.Hash], 2)
-		if !slices.Equal(vec, want) {
+		if want := vecFor(texts[c.Hash], 2); !slices.Equal(vec, want) {
 			t.Errorf("chunk %d: vector %v; want %v", c.ID, vec, want)
 		}
 		got = append(got, seen{c.Source.ID, c.Hash})
+		keep = append(keep, kept{c, vec})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// fn may keep what it is given (the index load hands it to another
+	// goroutine): a later row must not have overwritten an earlier one.
+	for _, k := range keep {
+		if want := vecFor(texts[k.c.Hash], 2); !slices.Equal(k.vec, want) {
+			t.Errorf("chunk %d: the vector kept from its call became %v; want %v", k.c.ID, k.vec, want)
+		}
 	}
 	want := []seen{{"a.md", recall.TextHash("shared")}, {"a.md", recall.TextHash("only a")}, {"b.md", recall.TextHash("shared")}}
 	slices.SortFunc(got, func(a, b seen) int {
