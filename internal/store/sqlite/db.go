@@ -68,11 +68,10 @@ type Options struct {
 // query reads is checked as it is read (cell_size_check); damage met that
 // way is reported as ErrCorrupt, like damage found at open. Both walk the
 // whole file in Open when the schema needs migrating. When a log beside
-// the file holds commits (a running server's, or one a crash left),
-// CheckInBackground walks it in Open too, since its writer, closing last,
-// would fold the log into the file and a damaged file must be refused as
-// it is; CheckOnRead reads beside the log with connections that cannot
-// fold it (noFold).
+// the file holds commits (a running server's, or one a crash left), both
+// read beside it with connections that cannot fold it into the file
+// (noFold): a damaged file must be refused as it is, and only a writer,
+// which connects after the walk has passed, folds the log.
 type CheckMode int
 
 const (
@@ -126,11 +125,10 @@ type DB struct {
 	watchMu sync.Mutex
 	watch   watcher // answers Census
 
-	// noFold: a one-off read opened beside a log that holds commits,
-	// without checking the whole file; its readers cannot write (mode=ro),
-	// so closing last they leave the log as it is, where a query_only
-	// reader would fold it into the file. Its writer connects only for a
-	// write, after the walk.
+	// noFold: opened beside a log that holds commits, without checking
+	// the whole file; its readers cannot write (mode=ro), so closing last
+	// they leave the log as it is, where a query_only reader would fold it
+	// into the file. Its writer connects only for a write, after the walk.
 	noFold bool
 	// walkLeft: Open checked the schema only (see CheckMode), and the
 	// walk over the whole file is startWalk's. checked is closed when the
@@ -244,8 +242,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // folds into the file whatever the log holds (commits of a process that
 // stopped without doing so), which changes no data; a damaged file is
 // refused before any such connection opens (checkFirst). The exception is
-// a one-off read beside a log that holds commits (noFold): its readers are
-// mode=ro, and leave the log, and an -shm, as they find them.
+// a store that has not walked the file, beside a log that holds commits
+// (noFold): its readers are mode=ro, and leave the log, and an -shm, as
+// they find them.
 func (db *DB) dsn(writer bool) string {
 	if writer {
 		return db.dsnMode("writer")
@@ -322,9 +321,7 @@ func (db *DB) checkFirst(ctx context.Context) error {
 		defer ro.Close()
 		ro.SetMaxOpenConns(1)
 		wal, journal := db.logsPending()
-		light := db.opts.Check == CheckOnRead && !journal ||
-			db.opts.Check == CheckInBackground && !wal && !journal
-		if light {
+		if db.opts.Check != CheckAtOpen && !journal {
 			if err := checkSchema(ctx, ro); err == nil {
 				db.walkLeft = true
 				db.noFold = wal
@@ -364,10 +361,9 @@ func (db *DB) checkFirst(ctx context.Context) error {
 // logsPending reports whether a write-ahead log or a rollback journal
 // beside the file may hold something: a clean close leaves neither.
 // A log that another process has open (a server's) cannot be told apart
-// from one a crash left: a store that would fold it into the file when it
-// closes last (a server's writer) checks the whole file first, and a
-// one-off read leaves it as it is (noFold). A journal is rolled back by a
-// writer before anything reads the file (see checkFirst).
+// from one a crash left: a store that has not walked the file leaves it as
+// it is (noFold). A journal is rolled back by a writer before anything
+// reads the file (see checkFirst).
 func (db *DB) logsPending() (wal, journal bool) {
 	pending := func(suffix string) bool {
 		fi, err := os.Stat(db.path + suffix)
@@ -580,8 +576,8 @@ func (db *DB) IntegrityCheck(ctx context.Context) error {
 func (db *DB) Path() string { return db.path }
 
 // Close closes every connection. SQLite folds the write-ahead log into the
-// file when the last connection that may write closes; a one-off read's
-// mode=ro readers (noFold) leave it as it is.
+// file when the last connection that may write closes; mode=ro readers
+// (noFold) leave it as it is.
 func (db *DB) Close() error {
 	db.walkOnce.Do(func() {}) // no walk starts from here on
 	if db.stopCheck != nil {

@@ -338,6 +338,47 @@ func TestCheckInBackground(t *testing.T) {
 	}
 	db.Close()
 
+	// Beside a log that holds commits (a server restarted after a crash),
+	// the server opens at once too, and nothing folds the log into the
+	// file before the walk has passed.
+	logged, loggedDamaged := damagedTexts(t, true)
+	wal, _ := os.ReadFile(logged + "-wal")
+	db, err = Open(ctx, logged, Options{Check: CheckInBackground})
+	if err != nil {
+		t.Fatalf("Open for a server beside a log: %v", err)
+	}
+	if err := db.FileChecked(ctx); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("FileChecked beside a log: %v; want ErrCorrupt", err)
+	}
+	if err := writeOne(db); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a write beside a log, to a damaged file: %v; want ErrCorrupt", err)
+	}
+	if st, err := db.Stats(ctx); err != nil || st.Chunks != 1999 { // the readers connect, and see the log
+		t.Errorf("Stats beside a log: %d chunks, %v; want the log's 1999", st.Chunks, err)
+	}
+	db.Close()
+	if after, err := os.ReadFile(logged + "-wal"); err != nil || !bytes.Equal(after, wal) {
+		t.Errorf("the log was changed or deleted: %v", err)
+	}
+	if now, _ := os.ReadFile(logged); !bytes.Equal(now, loggedDamaged) {
+		t.Errorf("the damaged file was written to")
+	}
+	sound, _, _ := fillerCopy(t, true)
+	db, err = Open(ctx, sound, Options{Check: CheckInBackground})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Source(ctx, "f/0007.md"); recall.ErrorCode(err) != recall.ENOTFOUND {
+		t.Errorf("a source the log deletes: %v; want not found", err)
+	}
+	if err := writeOne(db); err != nil {
+		t.Errorf("a write beside a log, to a sound file: %v", err)
+	}
+	db.Close()
+	if _, err := os.Stat(sound + "-wal"); err == nil {
+		t.Errorf("the writer, closing last, left the log: it is folded once the file is known sound")
+	}
+
 	// A walk that could not finish (stopped, an I/O error) lets no write
 	// through: the file is not known to be sound.
 	db, err = Open(ctx, path, Options{Check: CheckInBackground})
