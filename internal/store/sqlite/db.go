@@ -264,10 +264,11 @@ func (db *DB) dsnMode(mode string) string {
 	}
 	switch mode {
 	case "writer":
-		// 16 KiB pages for a new database: full-text index segments are
-		// large blobs, and bigger pages cut sweep CPU by about a fifth
-		// (BENCHMARKS.md). Ignored for an existing database; it must come
-		// before WAL mode, which fixes the page size.
+		// Pages are SQLite's default 4 KiB, as in the databases behind
+		// BENCHMARKS.md's figures (the load test's and the development
+		// set's, checked). A page_size pragma here would do nothing: the
+		// driver runs _pragma settings in lexical order, journal_mode(WAL)
+		// first, and WAL fixes the page size.
 		//
 		// Checkpoints run on their own connection (see checkpointer); the
 		// log a large write leaves is cut back to 64 MiB when it restarts.
@@ -278,7 +279,7 @@ func (db *DB) dsnMode(mode string) string {
 		// 0.25 ms a small write and 3% of a sweep's batched writes here
 		// (BENCHMARKS.md).
 		q = append(q, "_pragma=synchronous(FULL)",
-			"_pragma=page_size(16384)", "_pragma=journal_mode(WAL)", "_txlock=immediate",
+			"_pragma=journal_mode(WAL)", "_txlock=immediate",
 			"_pragma=wal_autocheckpoint(0)", "_pragma=journal_size_limit(67108864)")
 	case "mode=ro":
 		q = append(q, "mode=ro")
@@ -403,7 +404,7 @@ var errClosedChecking = recall.Errorf(recall.EUNAVAILABLE, "the store was closed
 // write fails with it; or the error that kept the check from running (which
 // also fails every write: a file not known to be sound is not written). It
 // returns nil at once when Open checked the whole file (CheckAtOpen, or a
-// log to fold in) and starts the walk of a CheckOnRead store.
+// schema to migrate) and starts the walk of a CheckOnRead store.
 func (db *DB) FileChecked(ctx context.Context) error {
 	if !db.walkLeft {
 		return nil
@@ -583,6 +584,13 @@ func (db *DB) Close() error {
 	if db.stopCheck != nil {
 		db.stopCheck()
 		<-db.checked
+	}
+	if db.noFold && db.checked != nil && db.checkErr == nil && db.rw != nil {
+		// The walk passed: the log a crash left may be folded into the
+		// file now, by the writer, closing last (readers are mode=ro).
+		// Else a server that only read would leave it for every later
+		// open to read beside.
+		db.rw.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 	}
 	var errs []error
 	db.stmtMu.Lock()
