@@ -287,7 +287,7 @@ func loadVectors(ctx context.Context, st recall.Store, space recall.VectorSpace)
 	const batch = 128
 	rows := make(chan []row, 8)
 	var addErr error
-	var failed atomic.Bool
+	var failed atomic.Bool // addErr is set: the scan stops
 	added := make(chan struct{})
 	go func() {
 		defer close(added)
@@ -303,42 +303,34 @@ func loadVectors(ctx context.Context, st recall.Store, space recall.VectorSpace)
 		}()
 		for b := range rows {
 			for _, r := range b {
-				if addErr != nil {
-					break // drain what the scan already sent
-				}
-				if addErr = add(r.c, r.vec); addErr != nil {
-					failed.Store(true)
+				if addErr == nil {
+					if addErr = add(r.c, r.vec); addErr != nil {
+						failed.Store(true)
+					}
 				}
 			}
 		}
 	}()
-	var buf []row
 	errStop := errors.New("stop")
-	// However the scan ends (a panic included), the goroutine is told and
-	// waited for.
-	closed := false
-	defer func() {
-		if !closed {
-			close(rows)
-			<-added
-		}
-	}()
-	err = st.ScanVectors(ctx, space.Name, func(c recall.IndexedChunk, vec []float32) error {
-		if failed.Load() {
-			return errStop
-		}
-		buf = append(buf, row{c, vec})
-		if len(buf) == batch {
+	err = func() error {
+		defer close(rows) // however the scan ends, a panic included
+		var buf []row
+		err := st.ScanVectors(ctx, space.Name, func(c recall.IndexedChunk, vec []float32) error {
+			if failed.Load() {
+				return errStop
+			}
+			buf = append(buf, row{c, vec})
+			if len(buf) == batch {
+				rows <- buf
+				buf = make([]row, 0, batch)
+			}
+			return nil
+		})
+		if err == nil && len(buf) > 0 {
 			rows <- buf
-			buf = make([]row, 0, batch)
 		}
-		return nil
-	})
-	if err == nil && len(buf) > 0 {
-		rows <- buf
-	}
-	close(rows)
-	closed = true
+		return err
+	}()
 	<-added
 	if addErr != nil {
 		return vx, addErr

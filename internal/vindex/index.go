@@ -100,6 +100,7 @@ func New(dim int, fetch FetchFunc) *Index {
 		dim:    dim,
 		stride: paddedDim(dim) / 2,
 		fetch:  fetch,
+		codes:  make([]int8, paddedDim(dim)),
 		byHash: make(map[string]int32),
 		byID:   make(map[int64]int32),
 		source: make(map[string]*sourceRef),
@@ -163,14 +164,14 @@ func grow[T any](s []T, n int) []T {
 // have the index's dimension and a finite, non-zero length. Adding a chunk id
 // that is already indexed replaces it.
 func (x *Index) Add(c recall.IndexedChunk, vec []float32) error {
-	u, err := x.prepare(c.ID, vec)
+	p, err := x.prepare(c.ID, vec)
 	if err != nil {
 		return err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.gen++
-	if !x.add(c, u) {
+	if !x.add(c, p) {
 		return recall.Errorf(recall.EINVALID, "chunk %d: no vector given and none indexed for its text", c.ID)
 	}
 	return nil
@@ -187,7 +188,7 @@ func (x *Index) Add(c recall.IndexedChunk, vec []float32) error {
 // text is not embedded yet and is indexed once its vector is stored. A bad
 // vector fails the whole call before anything changes.
 func (x *Index) Apply(res recall.WriteResult, vecs map[string][]float32) (skipped int, err error) {
-	checked := make(map[string][]float32)
+	checked := make(map[string]prepared)
 	for _, c := range res.Added {
 		if _, done := checked[c.Hash]; done {
 			continue
@@ -213,26 +214,33 @@ func (x *Index) Apply(res recall.WriteResult, vecs map[string][]float32) (skippe
 	return skipped, nil
 }
 
-// prepare checks vec (nil passes): its dimension, and a finite, non-zero
-// length. The index keeps codes of vec's direction (see encode), so vec
-// need not be of unit length and is not copied.
-func (x *Index) prepare(id int64, vec []float32) ([]float32, error) {
-	if vec == nil {
-		return nil, nil
-	}
-	if len(vec) != x.dim {
-		return nil, recall.Errorf(recall.ECONFLICT, "vector has %d dimensions, the index %d", len(vec), x.dim)
-	}
-	if _, ok := invNorm(vec); !ok {
-		return nil, recall.Errorf(recall.EINVALID, "vector for chunk %d is zero or not finite", id)
-	}
-	return vec, nil
+// prepared is a vector prepare checked, with the inverse of its length.
+// The index keeps codes of the vector's direction (see encode), so it need
+// not be of unit length and is not copied. The zero value is no vector.
+type prepared struct {
+	vec []float32
+	inv float64
 }
 
-// add indexes c with the vector vec, checked by prepare (nil: reuse the
-// indexed one) and reports false, changing nothing, when c's text has no
-// vector either way.
-func (x *Index) add(c recall.IndexedChunk, vec []float32) bool {
+// prepare checks vec (nil passes): its dimension, and a finite, non-zero
+// length.
+func (x *Index) prepare(id int64, vec []float32) (prepared, error) {
+	if vec == nil {
+		return prepared{}, nil
+	}
+	if len(vec) != x.dim {
+		return prepared{}, recall.Errorf(recall.ECONFLICT, "vector has %d dimensions, the index %d", len(vec), x.dim)
+	}
+	inv, ok := invNorm(vec)
+	if !ok {
+		return prepared{}, recall.Errorf(recall.EINVALID, "vector for chunk %d is zero or not finite", id)
+	}
+	return prepared{vec, inv}, nil
+}
+
+// add indexes c with the vector p (none: reuse the indexed one) and
+// reports false, changing nothing, when c's text has no vector either way.
+func (x *Index) add(c recall.IndexedChunk, p prepared) bool {
 	if s, dup := x.byID[c.ID]; dup && x.hashes[x.vecOf[s]] == c.Hash {
 		// Same chunk, same text: only its source's attributes can change.
 		old := x.metas[s]
@@ -241,7 +249,7 @@ func (x *Index) add(c recall.IndexedChunk, vec []float32) bool {
 		return true
 	}
 	v, ok := x.byHash[c.Hash]
-	if !ok && vec == nil {
+	if !ok && p.vec == nil {
 		return false
 	}
 	// A chunk id that now holds another text. Removing the old chunk cannot
@@ -252,7 +260,7 @@ func (x *Index) add(c recall.IndexedChunk, vec []float32) bool {
 		v, ok = x.byHash[c.Hash]
 	}
 	if !ok {
-		v = x.addVector(c.Hash, vec)
+		v = x.addVector(c.Hash, p)
 	}
 
 	s := int32(len(x.ids))
@@ -266,15 +274,12 @@ func (x *Index) add(c recall.IndexedChunk, vec []float32) bool {
 	return true
 }
 
-func (x *Index) addVector(hash string, vec []float32) int32 {
+func (x *Index) addVector(hash string, p prepared) int32 {
 	v := int32(len(x.hashes))
 	n := len(x.hi)
 	x.hi = append(x.hi, make([]byte, x.stride)...)
 	x.lo = append(x.lo, make([]byte, x.stride)...)
-	if len(x.codes) == 0 {
-		x.codes = make([]int8, paddedDim(x.dim))
-	}
-	x.scales = append(x.scales, encode(x.hi[n:], x.lo[n:], vec, x.codes))
+	x.scales = append(x.scales, encode(x.hi[n:], x.lo[n:], p.vec, p.inv, x.codes))
 	x.hashes = append(x.hashes, hash)
 	x.heads = append(x.heads, -1)
 	x.refs = append(x.refs, 0)

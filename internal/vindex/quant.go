@@ -72,14 +72,13 @@ func invNorm(v []float32) (inv float64, ok bool) {
 	return 1 / math.Sqrt(ss), true
 }
 
-// encode stores the codes of v/|v| (v zero-free and finite: see invNorm)
-// as its high and low digit planes (paddedDim(len(v))/2 bytes each), using
-// codes (paddedDim(len(v)) of them) as scratch, and returns the code scale.
-// The codes of a vector are those of any multiple of it, so v is not
+// encode stores the codes of v/|v| (inv is 1/|v|, from invNorm) as its
+// high and low digit planes (paddedDim(len(v))/2 bytes each), using codes
+// (paddedDim(len(v)) of them) as scratch, and returns the code scale. The
+// codes of a vector are those of any multiple of it, so v is not
 // normalised first; only its scale is, in float64, where a tiny vector's
 // own scale could leave float32's range.
-func encode(hi, lo []byte, v []float32, codes []int8) float32 {
-	inv, _ := invNorm(v)
+func encode(hi, lo []byte, v []float32, inv float64, codes []int8) float32 {
 	clear(codes[len(v):])
 	m := maxAbs(v)
 	quantiseBy(codes, v, m)

@@ -170,7 +170,8 @@ func TestEncodeAnyMagnitude(t *testing.T) {
 			want := make([]int8, p)
 			wantScale := quantise(want, u)
 			pack(wantHi, wantLo, want)
-			scale := encode(hi, lo, v, codes)
+			inv, _ := invNorm(v)
+			scale := encode(hi, lo, v, inv, codes)
 			if math.Abs(float64(scale-wantScale)) > 1e-6*float64(wantScale) {
 				t.Errorf("magnitude %g dim %d: scale %g, want %g", mag, dim, scale, wantScale)
 			}
@@ -183,7 +184,8 @@ func TestEncodeAnyMagnitude(t *testing.T) {
 	v := []float32{1e-44, -5e-45, 2e-45}
 	codes := make([]int8, paddedDim(len(v)))
 	hi, lo := make([]byte, len(codes)/2), make([]byte, len(codes)/2)
-	if scale := encode(hi, lo, v, codes); scale <= 0 || codes[0] != 127 || codes[1] >= 0 {
+	inv, _ := invNorm(v)
+	if scale := encode(hi, lo, v, inv, codes); scale <= 0 || codes[0] != 127 || codes[1] >= 0 {
 		t.Errorf("subnormal vector: scale %g, codes %v", scale, codes[:3])
 	}
 }

@@ -190,17 +190,16 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		// until it writes: closing last, that connection would fold a
 		// log into a file not yet checked (see noFold).
 		if !db.walkLeft {
-			if err := migrate(ctx, db.rw); err != nil {
-				db.rw.Close()
-				return nil, fmt.Errorf("open %s: %w", abs, err)
+			err := migrate(ctx, db.rw)
+			if err == nil {
+				// From here on the writer waits for the write lock itself
+				// (see begin, which sets this again): SQLite's own wait
+				// polls ever more slowly, up to every 100 ms, and kept
+				// missing the moments between another process's
+				// back-to-back transactions.
+				_, err = db.rw.ExecContext(ctx, `PRAGMA busy_timeout = 0`)
 			}
-		}
-		// From here on the writer waits for the write lock itself (see
-		// begin, which sets this again): SQLite's own wait polls ever more
-		// slowly, up to every 100 ms, and kept missing the moments between
-		// another process's back-to-back transactions.
-		if !db.walkLeft {
-			if _, err := db.rw.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+			if err != nil {
 				db.rw.Close()
 				return nil, fmt.Errorf("open %s: %w", abs, err)
 			}
@@ -315,12 +314,11 @@ func (db *DB) checkFirst(ctx context.Context) error {
 		return nil // new: nothing to check
 	}
 	check := func() error {
-		ro, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
+		ro, err := db.checkConn()
 		if err != nil {
-			return fmt.Errorf("open %s: %w", db.path, err)
+			return err
 		}
 		defer ro.Close()
-		ro.SetMaxOpenConns(1)
 		wal, journal := db.logsPending()
 		if db.opts.Check != CheckAtOpen && !journal {
 			if err := checkSchema(ctx, ro); err == nil {
@@ -359,6 +357,17 @@ func (db *DB) checkFirst(ctx context.Context) error {
 	return check()
 }
 
+// checkConn opens the one connection a check reads through: it cannot
+// write, so closing it never folds a log into the file.
+func (db *DB) checkConn() (*sql.DB, error) {
+	ro, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", db.path, err)
+	}
+	ro.SetMaxOpenConns(1)
+	return ro, nil
+}
+
 // logsPending reports whether a write-ahead log or a rollback journal
 // beside the file may hold something: a clean close leaves neither.
 // A log that another process has open (a server's) cannot be told apart
@@ -375,20 +384,20 @@ func (db *DB) logsPending() (wal, journal bool) {
 
 // startWalk walks the whole file on a connection of its own, once, when
 // Open left the walk out (walkLeft): from Open for CheckInBackground, from
-// the first write (FileChecked, from writeTx) for CheckOnRead. Writes wait for it.
+// the first write (FileChecked, from writeTx) for CheckOnRead. Writes wait
+// for it.
 func (db *DB) startWalk() {
 	db.walkOnce.Do(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		db.checked, db.stopCheck = make(chan struct{}), cancel
 		go func() {
 			defer close(db.checked)
-			ro, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
+			ro, err := db.checkConn()
 			if err != nil {
-				db.checkErr = fmt.Errorf("open %s: %w", db.path, err)
+				db.checkErr = err
 				return
 			}
 			defer ro.Close()
-			ro.SetMaxOpenConns(1)
 			db.checkErr = db.check(ctx, ro)
 			if ctx.Err() != nil {
 				db.checkErr = errClosedChecking
