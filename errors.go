@@ -16,6 +16,7 @@ const (
 	ETOOLARGE     = "too_large"    // input over a size limit
 	ERATELIMIT    = "rate_limited" // too many requests
 	EUNAVAILABLE  = "unavailable"  // a dependency (embedder, model) is not available right now
+	EDAMAGED      = "damaged"      // the stored data is damaged: retrying cannot help, restoring a backup does
 	EINTERNAL     = "internal"     // a bug or an I/O failure: details are logged, never shown
 	ECANCELED     = "canceled"     // the caller gave up (context canceled or deadline)
 )

@@ -128,8 +128,13 @@ func TestOneOffReadsCheckWhatTheyRead(t *testing.T) {
 	if code, body := get(t, url+"/api/stats", serveToken); code != 200 || !strings.Contains(body, `"sources"`) {
 		t.Errorf("stats from a server on a damaged file: %d %s", code, body)
 	}
-	if code, body := send(t, "PUT", url+"/api/memories/note_x", serveToken, `{"value":"a value"}`); code != 503 || !strings.Contains(body, "damaged") || strings.Contains(body, path) {
+	// Damage is its own error: retrying cannot help (not 503), and the
+	// client is told so (not a bare internal error), without the path.
+	if code, body := send(t, "PUT", url+"/api/memories/note_x", serveToken, `{"value":"a value"}`); code != 500 || !strings.Contains(body, `"code":"damaged"`) || !strings.Contains(body, "restore a backup") || strings.Contains(body, path) {
 		t.Errorf("a memory saved to a damaged file: %d %s", code, body)
+	}
+	if code, body := send(t, "POST", url+"/api/search", serveToken, `{"query":"tomatoes","mode":"lexical"}`); code != 500 || !strings.Contains(body, `"code":"damaged"`) || strings.Contains(body, path) {
+		t.Errorf("a search that reads damaged text: %d %s", code, body)
 	}
 	stop()
 	if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {

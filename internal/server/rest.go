@@ -45,6 +45,8 @@ func httpStatus(code string) int {
 	case recall.EUNAVAILABLE, recall.ECANCELED:
 		return http.StatusServiceUnavailable
 	}
+	// EDAMAGED too is a 500, but its message is shown (writeError): the
+	// operator must restore a backup.
 	return http.StatusInternalServerError
 }
 
@@ -74,9 +76,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		id = ri.id
 		ri.set(func(ri *reqInfo) { ri.errCode = code })
 	}
-	if code == recall.EINTERNAL {
+	switch code {
+	case recall.EINTERNAL:
 		s.log.Error("request failed", "id", id, "err", err)
 		msg = fmt.Sprintf("internal error (request %s)", id)
+	case recall.EDAMAGED: // the client is told; the log says where
+		s.log.Error("request failed", "id", id, "err", err)
 	}
 	if code == recall.EUNAUTHORIZED {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="recall"`)

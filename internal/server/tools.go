@@ -248,13 +248,15 @@ func callerOf(req *mcp.CallToolRequest, fallback *identity) (caller, error) {
 // message, and for internal errors a request id to find the logged detail.
 func (s *Server) toolError(c caller, tool string, err error) error {
 	msg := recall.ErrorMessage(err)
-	if recall.ErrorCode(err) == recall.EINTERNAL {
+	if code := recall.ErrorCode(err); code == recall.EINTERNAL || code == recall.EDAMAGED {
 		id := "-"
 		if c.ri != nil {
 			id = c.ri.id
 		}
 		s.log.Error("tool failed", "tool", tool, "id", id, "err", err)
-		msg = fmt.Sprintf("internal error (request %s)", id)
+		if code == recall.EINTERNAL {
+			msg = fmt.Sprintf("internal error (request %s)", id)
+		}
 	}
 	return errors.New(msg)
 }

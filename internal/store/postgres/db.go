@@ -259,6 +259,8 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 			return recall.Errorf(recall.EUNAVAILABLE, "%sthe disk holding the database is full: nothing of this write was stored; free some space and retry", what)
 		case pe.Code == "22021" || pe.Code == "22P05": // bad UTF-8, or NUL, in text
 			return recall.WrapError(recall.EINVALID, err, "%stext PostgreSQL cannot store", what)
+		case pe.Code == "XX001" || pe.Code == "XX002": // data_corrupted, index_corrupted
+			return recall.WrapError(recall.EDAMAGED, err, "%sthe database is damaged: restore a backup (or REINDEX a damaged index)", what)
 		}
 	}
 	if unreachable(err) {

@@ -28,9 +28,18 @@ import (
 	"github.com/recall-mcp/recall"
 )
 
-// ErrCorrupt is wrapped by Open and IntegrityCheck when the database file is
-// damaged. The store never repairs it by deleting files: restore a backup.
+// ErrCorrupt is wrapped by every error that damage in the database file
+// causes (from Open, IntegrityCheck, a read that meets it, a write refused
+// because of it), and their code is recall.EDAMAGED. The store never
+// repairs the file by deleting things: restore a backup.
 var ErrCorrupt = errors.New("database is corrupt")
+
+// damaged makes the error of damage: a client is told only that a backup
+// is needed; detail, which wraps ErrCorrupt and names the file, is for the
+// log and the command line.
+func damaged(detail error) error {
+	return recall.WrapError(recall.EDAMAGED, detail, "the database file is damaged: restore a backup (`recall check` lists the damage)")
+}
 
 // ErrReadOnly is wrapped by every write to a store opened read-only.
 var ErrReadOnly = recall.Errorf(recall.EINVALID, "the store is open read-only")
@@ -131,14 +140,28 @@ type DB struct {
 	// into the file. Its writer connects only for a write, after the walk.
 	noFold bool
 	// walkLeft: Open checked the schema only (see CheckMode), and the
-	// walk over the whole file is startWalk's. checked is closed when the
-	// walk has ended, with checkErr what it found; nil until it starts.
-	// stopCheck cancels it.
-	walkLeft  bool
-	walkOnce  sync.Once
-	checked   chan struct{}
-	checkErr  error
-	stopCheck context.CancelFunc
+	// walk over the whole file is startWalk's. walk is the latest walk
+	// (nil until one starts), stopWalk cancels it, and walkClosed says
+	// Close has begun: no walk starts after it.
+	walkLeft   bool
+	walkMu     sync.Mutex
+	walk       *walk
+	stopWalk   context.CancelFunc
+	walkClosed bool
+}
+
+// walk is one check of the whole file: done is closed when it has ended,
+// with err what it found.
+type walk struct {
+	done chan struct{}
+	err  error
+}
+
+// final reports whether an ended walk's outcome stands: it passed, or it
+// found damage. One that could not finish (an I/O error) is walked again
+// by the next write.
+func (w *walk) final() bool {
+	return w.err == nil || errors.Is(w.err, ErrCorrupt)
 }
 
 var _ recall.Store = (*DB)(nil)
@@ -382,57 +405,75 @@ func (db *DB) logsPending() (wal, journal bool) {
 	return pending("-wal"), pending("-journal")
 }
 
-// startWalk walks the whole file on a connection of its own, once, when
-// Open left the walk out (walkLeft): from Open for CheckInBackground, from
-// the first write (FileChecked, from writeTx) for CheckOnRead. Writes wait
-// for it.
-func (db *DB) startWalk() {
-	db.walkOnce.Do(func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		db.checked, db.stopCheck = make(chan struct{}), cancel
-		go func() {
-			defer close(db.checked)
-			ro, err := db.checkConn()
-			if err != nil {
-				db.checkErr = err
-				return
+// startWalk returns the walk of the whole file, on a connection of its own,
+// when Open left it out (walkLeft), starting it when none has started or
+// the last could not finish: from Open for CheckInBackground, from the
+// first write (FileChecked, from writeTx) for CheckOnRead. Writes wait for
+// it. It returns nil once Close has begun.
+func (db *DB) startWalk() *walk {
+	db.walkMu.Lock()
+	defer db.walkMu.Unlock()
+	if db.walkClosed {
+		return nil
+	}
+	if w := db.walk; w != nil {
+		select {
+		case <-w.done:
+			if w.final() {
+				return w
 			}
-			defer ro.Close()
-			db.checkErr = db.check(ctx, ro)
-			if ctx.Err() != nil {
-				db.checkErr = errClosedChecking
-			}
-		}()
-	})
+		default:
+			return w // running
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &walk{done: make(chan struct{})}
+	db.walk, db.stopWalk = w, cancel
+	go func() {
+		defer close(w.done)
+		ro, err := db.checkConn()
+		if err == nil {
+			err = db.check(ctx, ro)
+			ro.Close()
+		}
+		if err != nil && ctx.Err() != nil {
+			err = errClosedChecking
+		}
+		w.err = err
+	}()
+	return w
 }
 
 var errClosedChecking = recall.Errorf(recall.EUNAVAILABLE, "the store was closed before it had checked its file")
 
 // FileChecked waits until the whole file has been checked and returns what
-// the check found: nil; an error wrapping ErrCorrupt, after which every
-// write fails with it; or the error that kept the check from running (which
-// also fails every write: a file not known to be sound is not written). It
-// returns nil at once when Open checked the whole file (CheckAtOpen, or a
-// schema to migrate) and starts the walk of a CheckOnRead store.
+// the check found: nil; damage (EDAMAGED, wrapping ErrCorrupt), after which
+// every write fails with it; or the error that kept the check from
+// finishing, which fails the writes waiting for it (a file not known to be
+// sound is not written) and makes the next write walk again. It returns nil
+// at once when Open checked the whole file (CheckAtOpen, or a schema to
+// migrate) and starts the walk of a CheckOnRead store.
 func (db *DB) FileChecked(ctx context.Context) error {
 	if !db.walkLeft {
 		return nil
 	}
-	db.startWalk()
-	if db.checked == nil { // Close came first
+	return db.waitWalk(ctx, db.startWalk())
+}
+
+// waitWalk waits for w (nil: Close has begun) and says what its outcome
+// means for a write.
+func (db *DB) waitWalk(ctx context.Context, w *walk) error {
+	if w == nil {
 		return errClosedChecking
 	}
 	select {
-	case <-db.checked:
+	case <-w.done:
+		if w.err == nil || errors.Is(w.err, ErrCorrupt) || w.err == errClosedChecking {
+			return w.err
+		}
 		// The detail goes to the server's log; a client is told why its
 		// write was refused, not where the file is.
-		if errors.Is(db.checkErr, ErrCorrupt) {
-			return recall.WrapError(recall.EUNAVAILABLE, db.checkErr, "the database file is damaged: writes are refused until it is restored from a backup")
-		}
-		if db.checkErr != nil && db.checkErr != errClosedChecking {
-			return recall.WrapError(recall.EUNAVAILABLE, db.checkErr, "the database file could not be checked: writes are refused until it is opened again")
-		}
-		return db.checkErr
+		return recall.WrapError(recall.EUNAVAILABLE, w.err, "the database file could not be checked, so nothing was written; retry")
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -502,12 +543,12 @@ func (db *DB) corrupt(check string, problems []string) error {
 	if len(problems) > 5 {
 		problems = append(problems[:5], fmt.Sprintf("and %d more", len(problems)-5))
 	}
-	return fmt.Errorf("%s: %w (%s: %s); restore a backup", db.path, ErrCorrupt, check, strings.Join(problems, "; "))
+	return damaged(fmt.Errorf("%s: %w (%s: %s)", db.path, ErrCorrupt, check, strings.Join(problems, "; ")))
 }
 
 func (db *DB) openErr(err error) error {
 	if isCorrupt(err) {
-		return fmt.Errorf("%s: %w: %v; restore a backup", db.path, ErrCorrupt, err)
+		return damaged(fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, err))
 	}
 	return fmt.Errorf("open %s: %w", db.path, err)
 }
@@ -589,12 +630,17 @@ func (db *DB) Path() string { return db.path }
 // file when the last connection that may write closes; mode=ro readers
 // (noFold) leave it as it is.
 func (db *DB) Close() error {
-	db.walkOnce.Do(func() {}) // no walk starts from here on
-	if db.stopCheck != nil {
-		db.stopCheck()
-		<-db.checked
+	db.walkMu.Lock()
+	db.walkClosed = true // no walk starts from here on
+	w := db.walk
+	if w != nil {
+		db.stopWalk()
 	}
-	if db.noFold && db.checked != nil && db.checkErr == nil && db.rw != nil {
+	db.walkMu.Unlock()
+	if w != nil {
+		<-w.done
+	}
+	if db.noFold && w != nil && w.err == nil && db.rw != nil {
 		// The walk passed: the log a crash left may be folded into the
 		// file now, by the writer, closing last (readers are mode=ro).
 		// Else a server that only read would leave it for every later
@@ -663,7 +709,7 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 		return fmt.Errorf("%s%w", what, cerr)
 	}
 	if isCorrupt(err) {
-		return fmt.Errorf("%s%s: %w: %v; restore a backup (recall check checks the whole file)", what, db.path, ErrCorrupt, err)
+		return damaged(fmt.Errorf("%s%s: %w: %v", what, db.path, ErrCorrupt, err))
 	}
 	if sqliteCode(err) == sqlite3.SQLITE_FULL {
 		// No path: the message may reach a remote client.

@@ -403,18 +403,33 @@ func TestCheckInBackground(t *testing.T) {
 	}
 	check.Close()
 
-	// A walk that could not finish (stopped, an I/O error) lets no write
-	// through: the file is not known to be sound.
+	// A walk that could not finish (an I/O error) lets none of the writes
+	// waiting for it through: the file is not known to be sound. The next
+	// write walks again.
 	db, err = Open(ctx, path, Options{Check: CheckInBackground})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-db.checked
-	db.checkErr = errClosedChecking
-	if err := writeOne(db); err == nil {
-		t.Errorf("a write after a walk that did not finish went through")
+	<-db.startWalk().done
+	failing := &walk{done: make(chan struct{})}
+	db.walkMu.Lock()
+	db.walk = failing
+	db.walkMu.Unlock()
+	failing.err = errors.New("disk I/O error")
+	close(failing.done)
+	if err := db.waitWalk(ctx, failing); recall.ErrorCode(err) != recall.EUNAVAILABLE || !strings.Contains(err.Error(), "retry") {
+		t.Errorf("a write waiting for a walk that did not finish: %v; want it refused, to retry", err)
+	}
+	if err := writeOne(db); err != nil {
+		t.Errorf("the write after a walk that did not finish: %v; want a new walk, and the write", err)
+	}
+	if db.walk == failing {
+		t.Errorf("no new walk after one that did not finish")
 	}
 	db.Close()
+	if w := db.startWalk(); w != nil {
+		t.Errorf("a walk started after Close")
+	}
 
 	// Closed right after Open, the walk perhaps still running: Close
 	// returns (stopping the walk if it runs).

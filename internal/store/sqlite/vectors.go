@@ -336,7 +336,7 @@ func encodeVec(v []float32) []byte {
 
 func decodeVec(b []byte) ([]float32, error) {
 	if len(b) == 0 || len(b)%4 != 0 {
-		return nil, fmt.Errorf("%w: vector blob of %d bytes", ErrCorrupt, len(b))
+		return nil, damaged(fmt.Errorf("%w: vector blob of %d bytes", ErrCorrupt, len(b)))
 	}
 	v := make([]float32, len(b)/4)
 	for i := range v {
