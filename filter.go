@@ -32,6 +32,9 @@ func DateRange(d string) (lo, hi string, ok bool) {
 
 // Validate checks a filter's fields and returns EINVALID naming the bad one.
 func (f Filter) Validate() error {
+	if len(f.SourcePrefix) > MaxSourceIDLen {
+		return Errorf(EINVALID, "source prefix is %d bytes; a source id is at most %d", len(f.SourcePrefix), MaxSourceIDLen)
+	}
 	for _, k := range f.Kinds {
 		if !k.Valid() {
 			return Errorf(EINVALID, "unknown kind %q: use archive, memory or diary", k)

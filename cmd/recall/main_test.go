@@ -822,3 +822,20 @@ func vectorsOf(texts []string, dim int) [][]float32 {
 	}
 	return out
 }
+
+// A value on standard input over the limit is refused as too large, even
+// where the cut at the limit splits a character.
+func TestMemoryValueFromStdinTooLarge(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"] = "none"
+	var out, errb bytes.Buffer
+	m := NewMain()
+	m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader(strings.Repeat("😀", 100_001))
+	m.Getenv = func(k string) string { return env[k] }
+	m.IsTerminal = func() bool { return false }
+	code := m.Run(context.Background(), []string{"memory", "save", "note_big", "-"})
+	m.Close()
+	if code == 0 || !strings.Contains(errb.String(), "over") || strings.Contains(errb.String(), "UTF-8") {
+		t.Errorf("an oversized value on stdin: exit %d, %q", code, errb.String())
+	}
+}

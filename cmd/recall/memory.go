@@ -89,9 +89,15 @@ func (m *Main) readValue(arg string) (string, error) {
 	if arg != "-" {
 		return arg, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(m.Stdin, 4*memory.MaxValueLen+1))
+	const most = 4 * memory.MaxValueLen // bytes MaxValueLen characters can take
+	b, err := io.ReadAll(io.LimitReader(m.Stdin, most+1))
 	if err != nil {
 		return "", err
+	}
+	if len(b) > most {
+		// Said here: the cut may split a character, and the value would
+		// be refused as not UTF-8 rather than as too long.
+		return "", recall.Errorf(recall.ETOOLARGE, "the value on standard input is over %d bytes; the limit is %d characters", most, memory.MaxValueLen)
 	}
 	return strings.TrimRight(string(b), "\n"), nil
 }

@@ -71,7 +71,10 @@ func (s *Service) IndexStatus(ctx context.Context) (Status, error) {
 }
 
 // Reindex rebuilds one memory's (or diary day's, as "diary/DATE") chunks
-// and vectors from its stored value (admin).
+// and vectors from its stored value (admin). The chunks are rebuilt from
+// the value as it is when they are written (Writer.Update), so a save or a
+// diary entry that lands meanwhile is neither undone nor lost; the vectors
+// follow the commit, as a diary entry's do.
 func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, error) {
 	var src recall.Source
 	var err error
@@ -87,24 +90,35 @@ func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, e
 	if err != nil {
 		return SaveResult{}, err
 	}
-	blocks := []string{src.Body}
-	if src.Kind == recall.KindDiary {
-		var b body
-		if err := json.Unmarshal([]byte(src.Body), &b); err != nil {
-			return SaveResult{}, recall.WrapError(recall.EINTERNAL, err, "diary %s is unreadable", src.Date)
+	var doc *recall.Document
+	_, err = s.w.Update(ctx, src.ID, func(cur *recall.Document) (*recall.Document, error) {
+		if cur == nil {
+			return nil, notFound(quote(key) + " was deleted while it was being reindexed")
 		}
-		blocks = blocks[:0]
-		for _, e := range b.Entries {
-			blocks = append(blocks, e.Text)
+		blocks := []string{cur.Source.Body}
+		if cur.Source.Kind == recall.KindDiary {
+			var b body
+			if err := json.Unmarshal([]byte(cur.Source.Body), &b); err != nil {
+				return nil, recall.WrapError(recall.EINTERNAL, err, "diary %s is unreadable", cur.Source.Date)
+			}
+			blocks = blocks[:0]
+			for _, e := range b.Entries {
+				blocks = append(blocks, e.Text)
+			}
 		}
-	}
-	chunks := s.chunks(src.Title, blocks)
-	vecs, state := s.embed(ctx, chunks)
-	src.ChunkCount, src.IndexState = len(chunks), state
-	if _, err := s.w.Write(ctx, []recall.Document{{Source: src, Chunks: chunks}}, vecs); err != nil {
+		next := recall.Document{Source: cur.Source, Chunks: s.chunks(cur.Source.Title, blocks)}
+		next.Source.ChunkCount, next.Source.IndexState = len(next.Chunks), s.initialState()
+		doc = &next
+		return doc, nil
+	})
+	if err != nil {
 		return SaveResult{}, err
 	}
-	return SaveResult{Key: key, Stored: "ok", Index: s.settled(ctx, src.ID, state), Chunks: len(chunks), Model: s.modelName(), ContentHash: src.ContentHash}, nil
+	state := doc.Source.IndexState
+	if vecs, st := s.embedWithin(ctx, doc.Chunks); st == recall.IndexOK && s.w.PutVectors(ctx, vecs) == nil {
+		state = st
+	}
+	return SaveResult{Key: key, Stored: "ok", Index: s.settled(ctx, src.ID, state), Chunks: len(doc.Chunks), Model: s.modelName(), ContentHash: doc.Source.ContentHash}, nil
 }
 
 func cutDiary(key string) (string, bool) {

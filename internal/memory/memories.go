@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"unicode/utf8"
 
@@ -45,6 +46,7 @@ type Memory struct {
 // key (in its NFC form: newKey) atomically. Identical content is not
 // re-embedded (index "skipped") unless vectors it lacks can be made now.
 func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResult, error) {
+	raw := req.Key
 	key, err := newKey(req.Key)
 	if err != nil {
 		return SaveResult{}, err
@@ -63,22 +65,33 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 	if err != nil {
 		return SaveResult{}, err
 	}
-	id := recall.MemoryID(owner, req.Key)
-	date := req.Date
-	if date == "" {
-		date = s.today()
-	}
-	category := s.Category(req.Key, req.Category)
-	hash := recall.TextHash(req.Value)
-	res := SaveResult{Key: req.Key, Stored: "ok", Model: s.modelName(), ContentHash: hash}
-
-	cur, err := s.st.Source(ctx, id)
-	unchanged := err == nil && cur.ContentHash == hash
+	cur, err := s.memory(ctx, owner, raw)
+	exists := err == nil
 	if err != nil && !recall.IsNotFound(err) {
 		return SaveResult{}, err
 	}
-	if unchanged && req.Date == "" {
-		date = cur.Date
+	if exists && cur.Title == raw {
+		// The key as typed names a memory saved before keys were
+		// normalised: it is saved there, so reading the key back as typed
+		// (recall.KeyForms) gives what was just saved.
+		req.Key = raw
+	} else if exists && cur.Title != req.Key {
+		exists = false // the NFC form is a new memory beside the legacy one
+	}
+	id := recall.MemoryID(owner, req.Key)
+	hash := recall.TextHash(req.Value)
+	res := SaveResult{Key: req.Key, Stored: "ok", Model: s.modelName(), ContentHash: hash}
+	unchanged := exists && cur.ContentHash == hash
+	// What the caller leaves out, a saved memory keeps: its category and
+	// date change only when given.
+	date, category := req.Date, req.Category
+	switch {
+	case exists:
+		date = cmp.Or(date, cur.Date)
+		category = cmp.Or(category, cur.Category)
+	default:
+		date = cmp.Or(date, s.today())
+		category = s.Category(req.Key, category)
 	}
 	// Identical content is embedded again only when vectors are missing
 	// and this process can make them: a value saved without an embedder,
@@ -95,7 +108,13 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 
 	chunks := s.chunks(req.Key, []string{req.Value})
 	var vecs []recall.Vector
+	// A rewrite of the metadata carries no vectors: it is written pending,
+	// and the store makes it "ok" when the vectors it needs are there (a
+	// delete or replace since the read may have taken them).
 	state := cur.IndexState
+	if state == recall.IndexOK {
+		state = recall.IndexPending
+	}
 	if reembed {
 		vecs, state = s.embedWithin(ctx, chunks)
 	}

@@ -211,6 +211,14 @@ func newKey(key string) (string, error) {
 	if strings.HasPrefix(key, diaryName) {
 		return "", recall.Errorf(recall.EINVALID, "key may not start with %s: that names a diary day", diaryName)
 	}
+	// A key is a clean path: HTTP clients and routers rewrite "a//b" and
+	// "a/./b" to "a/b", so a request naming one would reach another memory.
+	segs := strings.Split(key, "/")
+	for i, seg := range segs {
+		if seg == "." || seg == "" && i < len(segs)-1 {
+			return "", recall.Errorf(recall.EINVALID, "key %q has an empty or . segment between slashes: write it without", key)
+		}
+	}
 	if first, _ := utf8.DecodeRuneInString(key); unicode.Is(unicode.M, first) {
 		return "", recall.Errorf(recall.EINVALID, "key may not start with the combining mark %q", first)
 	}
@@ -240,6 +248,9 @@ func validateDate(d string) error {
 		return nil
 	}
 	if _, err := time.Parse("2006-01-02", d); err != nil {
+		if len(d) == 10 && strings.Trim(d[:4]+d[5:7]+d[8:], "0123456789") == "" && d[4] == '-' && d[7] == '-' {
+			return recall.Errorf(recall.EINVALID, "date %q is not a day of the calendar", d)
+		}
 		return recall.Errorf(recall.EINVALID, "date %q is not YYYY-MM-DD", d)
 	}
 	return nil
@@ -280,9 +291,6 @@ func (s *Service) canEmbed() bool { return s.target().canEmbed() }
 // its vectors already, and one written skipped (no embedder here) is
 // pending, or ok, where the database has a vector space.
 func (s *Service) settled(ctx context.Context, id, state string) string {
-	if state == recall.IndexOK {
-		return state
-	}
 	if src, err := s.st.Source(ctx, id); err == nil {
 		return src.IndexState
 	}

@@ -669,3 +669,179 @@ func TestSaveKeepsASharedVectorDeletedMeanwhile(t *testing.T) {
 		t.Fatalf("semantic search for the saved memory: %+v %v", r, err)
 	}
 }
+
+// Saving under a legacy key as typed saves there, so the same name reads
+// back what was just saved; saving the NFC form still makes its twin.
+func TestSaveUnderALegacyKeyReadsBack(t *testing.T) {
+	f := newFixture(t, false)
+	nfd, nfc := "cafe\u0301", "caf\u00e9"
+	saveLegacy(t, f, nfd, "legacy value")
+	if r, err := f.svc.Save(ctx, SaveRequest{Key: nfd, Value: "new value"}, Scope{}); err != nil || r.Key != nfd {
+		t.Fatalf("save under the legacy key: %+v %v", r, err)
+	}
+	if m, err := f.svc.Read(ctx, nfd, "", Scope{}); err != nil || m.Value != "new value" {
+		t.Errorf("read back as typed: %q %v; want the value just saved", m.Value, err)
+	}
+	if _, err := f.st.Source(ctx, recall.MemoryID("", nfc)); !recall.IsNotFound(err) {
+		t.Errorf("a twin was made beside the legacy key: %v", err)
+	}
+}
+
+// Keys are clean paths: a key with an empty or "." segment would be
+// rewritten by HTTP clients and routers into another memory's name.
+func TestKeysAreCleanPaths(t *testing.T) {
+	f := newFixture(t, false)
+	for _, key := range []string{"notes//todo", "x/./y", "k/.", ".", "./k", "a//"} {
+		if _, err := f.svc.Save(ctx, SaveRequest{Key: key, Value: "v"}, Scope{}); recall.ErrorCode(err) != recall.EINVALID {
+			t.Errorf("save %q: %v; want it refused", key, err)
+		}
+	}
+	for _, key := range []string{"notes/todo", "a/", "v1.2", "x.y/z", ".hidden"} {
+		if _, err := f.svc.Save(ctx, SaveRequest{Key: key, Value: "v"}, Scope{}); err != nil {
+			t.Errorf("save %q: %v", key, err)
+		}
+	}
+}
+
+// A re-save keeps the category and date the caller leaves out; giving
+// them changes them.
+func TestResaveKeepsWhatItLeavesOut(t *testing.T) {
+	f := newFixture(t, false)
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "person_bo", Value: "Bo likes jazz", Category: "friend", Date: "2020-05-01"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"Bo likes jazz and tea", "Bo likes jazz and tea"} {
+		if _, err := f.svc.Save(ctx, SaveRequest{Key: "person_bo", Value: v}, Scope{}); err != nil {
+			t.Fatal(err)
+		}
+		if m, _ := f.svc.Read(ctx, "person_bo", "", Scope{}); m.Category != "friend" || m.Date != "2020-05-01" || m.Value != v {
+			t.Errorf("after a re-save without them: category %q, date %q; want friend, 2020-05-01", m.Category, m.Date)
+		}
+	}
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "person_bo", Value: "Bo likes tea", Category: "family", Date: "2021-01-02"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.svc.Read(ctx, "person_bo", "", Scope{}); m.Category != "family" || m.Date != "2021-01-02" {
+		t.Errorf("after a re-save with them: category %q, date %q", m.Category, m.Date)
+	}
+	// A new key still takes its category from its prefix, and today.
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "person_cy", Value: "Cy"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.svc.Read(ctx, "person_cy", "", Scope{}); m.Category != "person" || m.Date != f.svc.today() {
+		t.Errorf("a new key: category %q, date %q", m.Category, m.Date)
+	}
+}
+
+// A re-save that only changes metadata carries no vectors: when a delete
+// and a new save of the same value come between its read and its write,
+// it must not claim the vectors the delete took.
+func TestMetadataResaveRacingDeleteDoesNotClaimVectors(t *testing.T) {
+	f := newFixture(t, true)
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "note_a", Value: "the quick brown fox"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := New(f.st, &deletingWriter{Writer: f.eng, svc: f.svc, key: "note_a"}, f.svc.opt)
+	if _, err := svc.Save(ctx, SaveRequest{Key: "note_a", Value: "the quick brown fox", Category: "animals"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := f.svc.Read(ctx, "note_a", "", Scope{})
+	stats, _ := f.st.Stats(ctx)
+	if m.Index == recall.IndexOK && stats.Spaces[0].Missing > 0 {
+		t.Errorf("stored %q although its vector is missing", m.Index)
+	}
+}
+
+// racingWriter lands another client's write right before the first write
+// or update it passes on, as a save or a diary entry arriving while an
+// admin's reindex embeds.
+type racingWriter struct {
+	Writer
+	before func()
+	once   sync.Once
+}
+
+func (w *racingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	w.once.Do(w.before)
+	return w.Writer.Write(ctx, docs, vecs)
+}
+
+func (w *racingWriter) Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error) {
+	w.once.Do(w.before)
+	return w.Writer.Update(ctx, id, fn)
+}
+
+// A reindex rebuilds from the value as it is when it writes: a diary
+// entry or a save that lands meanwhile is neither lost nor undone, and a
+// delete meanwhile is not undone either.
+func TestReindexKeepsWritesMadeMeanwhile(t *testing.T) {
+	f := newFixture(t, true)
+	if _, err := f.svc.WriteDiary(ctx, "first entry", "2025-07-01", "", false, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "note_a", Value: "old value"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	racing := func(before func()) *Service {
+		return New(f.st, &racingWriter{Writer: f.eng, before: before}, f.svc.opt)
+	}
+	admin := racing(func() {
+		if _, err := f.svc.WriteDiary(ctx, "second entry, written during the reindex", "2025-07-01", "", false, Scope{}); err != nil {
+			t.Error(err)
+		}
+	})
+	if r, err := admin.Reindex(ctx, "diary/2025-07-01", ""); err != nil || r.Index != recall.IndexOK || r.Chunks == 0 {
+		t.Fatalf("reindex of the day: %+v %v", r, err)
+	}
+	if d, _ := f.svc.ReadDiary(ctx, "2025-07-01", "", Scope{}); len(d.Entries) != 2 {
+		t.Errorf("the day holds %d entries after a reindex that raced an append; want 2", len(d.Entries))
+	}
+	admin = racing(func() {
+		if _, err := f.svc.Save(ctx, SaveRequest{Key: "note_a", Value: "new value saved by the user"}, Scope{}); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := admin.Reindex(ctx, "note_a", ""); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.svc.Read(ctx, "note_a", "", Scope{}); m.Value != "new value saved by the user" || m.Index != recall.IndexOK {
+		t.Errorf("after a reindex that raced a save: %q (%s)", m.Value, m.Index)
+	}
+	admin = racing(func() {
+		if err := f.svc.Delete(ctx, "note_a", "", true, Scope{}); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := admin.Reindex(ctx, "note_a", ""); !recall.IsNotFound(err) {
+		t.Errorf("a reindex that raced a delete: %v; want not found", err)
+	}
+	if _, err := f.svc.Read(ctx, "note_a", "", Scope{}); !recall.IsNotFound(err) {
+		t.Errorf("a reindex brought a deleted memory back: %v", err)
+	}
+}
+
+// Repairing a space searches do not read (a model switch's next one)
+// leaves a pending memory pending: semantic search cannot find it yet.
+func TestRepairOfAnotherSpaceLeavesPending(t *testing.T) {
+	f := newFixture(t, true)
+	f.emb.FailOn(0, embedtest.FaultError)
+	if r, err := f.svc.Save(ctx, SaveRequest{Key: "note_x", Value: "the quick brown fox"}, Scope{}); err != nil || r.Index != recall.IndexPending {
+		t.Fatalf("%+v %v", r, err)
+	}
+	f.emb.FailOn(0, 0)
+	other := embedtest.New(16)
+	info := other.Info()
+	if _, err := f.st.CreateSpace(ctx, recall.VectorSpace{Name: "other", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repair.Run(ctx, f.st, f.eng, "other", other, repair.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.svc.Read(ctx, "note_x", "", Scope{}); m.Index != recall.IndexPending {
+		t.Errorf("after a repair of another space: %q; want pending", m.Index)
+	}
+	st, err := f.svc.IndexStatus(ctx)
+	if err != nil || st.Counts[recall.IndexPending] != 1 {
+		t.Errorf("index status: %+v %v; want 1 pending", st, err)
+	}
+}

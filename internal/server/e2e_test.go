@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -167,6 +168,9 @@ func TestToolValidationErrors(t *testing.T) {
 		{"search_archive", map[string]any{"query": "x", "bogus": 1}, "unknown argument bogus: search_archive takes"},
 		{"search_archive", map[string]any{}, "query is required"},
 		{"search_archive", map[string]any{"query": 5}, "query must be a string"},
+		{"recent_diary", map[string]any{"days": "x"}, "days must be an integer"},
+		{"write_diary", map[string]any{"text": "t", "date": "2026-02-30"}, `date "2026-02-30" is not a day of the calendar`},
+		{"save_memory", map[string]any{"key": "x/./y", "value": "v"}, "empty or . segment"},
 		{"save_memory", map[string]any{"key": "", "value": "v"}, "key must not be empty"},
 		{"search_archive", map[string]any{"query": "   "}, "query is empty"},
 		{"get_context", map[string]any{"source": "a.md", "chunk_index": 0, "radius": 4}, "must be between"},
@@ -242,5 +246,33 @@ func TestBackgroundLoadsIndexAndRepairs(t *testing.T) {
 			t.Fatalf("background work did not finish: %+v", out)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Every string a tool takes has its length bound in the schema clients see
+// (the handlers check the same), whichever tool takes it.
+func TestToolStringsAreBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	res, err := f.connect(adminTok).ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		b, _ := json.Marshal(tl.InputSchema)
+		var s struct {
+			Properties map[string]struct {
+				Type      any   `json:"type"`
+				MaxLength *int  `json:"maxLength"`
+				Enum      []any `json:"enum"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range s.Properties {
+			if p.Type == "string" && p.MaxLength == nil && p.Enum == nil {
+				t.Errorf("%s: %s has no maxLength", tl.Name, name)
+			}
+		}
 	}
 }

@@ -124,7 +124,7 @@ func (s *Server) argsMessage(tool, msg string) string {
 		}
 		return fmt.Sprintf("%s must be one of %s", name, strings.Join(vals, ", "))
 	case "type":
-		return fmt.Sprintf("%s must be a %s", name, p.Type)
+		return fmt.Sprintf("%s must be %s", name, withArticle(p.Type))
 	}
 	return strings.TrimPrefix(msg, `validating "arguments": validating root: `)
 }
@@ -132,4 +132,12 @@ func (s *Server) argsMessage(tool, msg string) string {
 // names turns `"a", "b"` (as the validator quotes them) into a, b.
 func names(quoted string) string {
 	return strings.ReplaceAll(quoted, `"`, "")
+}
+
+// withArticle puts "a" or "an" before a JSON type's name.
+func withArticle(typ string) string {
+	if typ != "" && strings.ContainsRune("aeiou", rune(typ[0])) {
+		return "an " + typ
+	}
+	return "a " + typ
 }

@@ -127,7 +127,7 @@ func decode(r *http.Request, v any) error {
 		case errors.As(err, &se):
 			return recall.Errorf(recall.EINVALID, "the body is not valid JSON (at byte %d)", se.Offset)
 		case errors.As(err, &te) && te.Field != "":
-			return recall.Errorf(recall.EINVALID, "field %s must be a %s, not a %s", te.Field, jsonType(te.Type.Kind().String()), te.Value)
+			return recall.Errorf(recall.EINVALID, "field %s must be %s, not %s", te.Field, withArticle(jsonType(te.Type.Kind().String())), withArticle(te.Value))
 		case errors.As(err, &te):
 			return recall.Errorf(recall.EINVALID, "the body must be a JSON object")
 		case strings.HasPrefix(err.Error(), "json: unknown field "):

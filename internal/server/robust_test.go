@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/remote"
 )
 
@@ -323,4 +325,33 @@ func FuzzMCP(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A path that is not clean ("x/./y", "a//b") is refused, not redirected:
+// a client following the mux's redirect keeps the method, so a PUT or
+// DELETE naming one memory would reach another.
+func TestUncleanPathsAreRefused(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if _, err := f.mem.Save(ctx, memory.SaveRequest{Key: "x/y", Value: "the other memory"}, memory.Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"PUT", "/api/memories/x/./y", `{"value": "meant for x/./y"}`},
+		{"PUT", "/api/memories/x//y", `{"value": "meant for x//y"}`},
+		{"DELETE", "/api/memories/x/./y?confirm=true", ""},
+		{"DELETE", "/api/memories/z/../x/y?confirm=true", ""},
+		{"GET", "/api//stats", ""},
+	} {
+		resp, body := f.do(c.method, c.path, plainTok, c.body)
+		if resp.StatusCode != http.StatusBadRequest || resp.Request.URL.Path != strings.Split(c.path, "?")[0] {
+			t.Errorf("%s %s: %d at %s %s; want 400, not redirected", c.method, c.path, resp.StatusCode, resp.Request.URL.Path, body)
+		}
+	}
+	if m, err := f.mem.Read(ctx, "x/y", "", memory.Scope{}); err != nil || m.Value != "the other memory" {
+		t.Errorf("memory x/y after requests naming other paths: %+v %v", m, err)
+	}
+	if resp, body := f.do("GET", "/api/memories/x/y", plainTok, ""); resp.StatusCode != 200 {
+		t.Errorf("a clean path: %d %s", resp.StatusCode, body)
+	}
 }

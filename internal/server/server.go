@@ -4,7 +4,8 @@
 // /healthz and Prometheus /metrics.
 //
 // Every HTTP request passes one front door (ServeHTTP) in this order: Host
-// check (DNS rebinding), Origin check and CORS, /healthz, body limit, token
+// check (DNS rebinding), Origin check and CORS, /healthz, a path that is
+// not clean (refused, where the mux would redirect), body limit, token
 // (header, or /mcp/<token> when enabled; never the query string), throttling
 // of bad tokens per client address, the per-token rate limit, then the route.
 // Refusals happen before any body is parsed.
@@ -31,6 +32,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -391,6 +393,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 		return
 	}
+	if p := r.URL.Path; p != cleanPath(p) {
+		// The mux would redirect to the clean path, and a client that
+		// follows it keeps the method: a PUT or DELETE of memory
+		// "x/./y" would reach memory "x/y". (The path is not echoed: it
+		// may hold a token.)
+		s.refuse(w, ri, http.StatusBadRequest, recall.EINVALID, "the request path has an empty, . or .. segment; nothing was done")
+		return
+	}
 	if r.ContentLength > s.opt.MaxBody {
 		s.refuse(w, ri, http.StatusRequestEntityTooLarge, recall.ETOOLARGE,
 			fmt.Sprintf("the request body is over the %d byte limit", s.opt.MaxBody))
@@ -713,4 +723,17 @@ func (s *Server) liveSessions() map[string]bool {
 		}
 	}
 	return live
+}
+
+// cleanPath is the path the mux would redirect p to: path.Clean's, with a
+// final slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }

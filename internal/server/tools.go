@@ -14,6 +14,7 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/memory"
+	"github.com/recall-mcp/recall/internal/store"
 )
 
 const instructions = `recall is a long-term memory: an archive of past conversations, key-value memories and a diary.
@@ -70,6 +71,9 @@ var shared = map[string]func(*jsonschema.Schema){
 	"date":     length(0, len("YYYY-MM-DD")),
 	"since":    length(0, len("YYYY-MM-DD")),
 	"until":    length(0, len("YYYY-MM-DD")),
+	"cursor":   length(0, store.MaxCursorLen),
+
+	"source_prefix": length(0, recall.MaxSourceIDLen),
 }
 
 // schema derives a tool's input schema from its input struct and tightens
@@ -361,7 +365,8 @@ func (s *Server) newMCPServer(admin bool, fallback *identity) *mcp.Server {
 		})
 
 	addTool(s, ms, fallback, &mcp.Tool{Name: "read_diary", Annotations: readOnly("Read a diary day"),
-		Description: "Return one diary day's entries in the order they were written."},
+		Description: "Return one diary day's entries in the order they were written.",
+		InputSchema: schema[DiaryReadInput](nil)},
 		func(ctx context.Context, c caller, in DiaryReadInput) (*mcp.CallToolResult, memory.Day, int, error) {
 			out, err := s.readDiary(ctx, c, in)
 			out = escapeDay(out)

@@ -148,7 +148,13 @@ func EncodeCursor(id string) string {
 }
 
 // DecodeCursor reads a cursor made by EncodeCursor; "" starts at the beginning.
+// MaxCursorLen bounds a cursor: the encoding of the longest source id.
+var MaxCursorLen = base64.RawURLEncoding.EncodedLen(recall.MaxSourceIDLen)
+
 func DecodeCursor(cursor string) (string, error) {
+	if len(cursor) > MaxCursorLen {
+		return "", recall.Errorf(recall.EINVALID, "invalid cursor")
+	}
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil || !utf8.Valid(b) {
 		return "", recall.Errorf(recall.EINVALID, "invalid cursor")

@@ -104,7 +104,18 @@ func (db *DB) UseSpace(ctx context.Context, name string) error {
 		if _, err := tx.Exec(ctx, `UPDATE spaces SET is_read = false WHERE is_read AND name != $1`, name); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE spaces SET is_read = true WHERE name = $1`, name)
+		if _, err := tx.Exec(ctx, `UPDATE spaces SET is_read = true WHERE name = $1`, name); err != nil {
+			return err
+		}
+		// Index states say what semantic search finds: each source is
+		// "ok" exactly when every chunk has a vector in the new read
+		// space. Only the rows whose state changes are written.
+		const lacking = `EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
+			AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $1 AND v.hash = c.hash AND v.unit = 0))`
+		if _, err := tx.Exec(ctx, `UPDATE sources SET index_state = 'pending' WHERE index_state != 'pending' AND `+lacking, name); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE sources SET index_state = 'ok' WHERE index_state != 'ok' AND NOT `+lacking, name)
 		return err
 	})
 }
@@ -224,9 +235,11 @@ func putVectors(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
 }
 
 // settleIndexStates marks "ok" every pending source that the vectors just
-// stored complete: each of its chunks now has a vector in that space. It
-// runs in the same transaction, so a memory reads "pending" exactly while a
-// vector it needs is missing.
+// stored in the read space complete: each of its chunks now has a vector
+// there. It runs in the same transaction, so a memory reads "pending"
+// exactly while a vector semantic search needs is missing. Vectors of
+// another space (a model switch's next one) settle nothing: UseSpace
+// settles every source when that space becomes the read space.
 func settleIndexStates(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
 	bySpace := map[string][]string{}
 	for _, v := range vecs {
@@ -240,6 +253,7 @@ func settleIndexStates(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) err
 	for _, space := range spaces {
 		_, err := tx.Exec(ctx, `UPDATE sources SET index_state = 'ok'
 			WHERE index_state = 'pending'
+			AND EXISTS (SELECT 1 FROM spaces WHERE name = $2 AND is_read)
 			AND sid IN (SELECT sid FROM chunks WHERE hash = ANY($1::text[]))
 			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
 				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $2 AND v.hash = c.hash AND v.unit = 0))`,

@@ -80,16 +80,16 @@ func ValidateDocument(d *recall.Document) error {
 	return nil
 }
 
-// settleWritten gives the documents written pending or skipped the state
-// the read space makes true, when there is one: "ok" when every chunk text
-// already has a vector there, else "pending", since repair will embed what
-// it lacks. "skipped" stays only while the database has no vector space.
+// settleWritten gives the documents written the index state the read
+// space makes true, when there is one: "ok" when every chunk text has a
+// vector there, else "pending", since repair will embed what it lacks (a
+// document written "ok" with vectors for another space too: the state says
+// what semantic search can find). "skipped" stays only while the database
+// has no vector space.
 func settleWritten(ctx context.Context, tx pgx.Tx, docs []recall.Document) error {
-	var ids []string
-	for _, d := range docs {
-		if d.Source.IndexState == recall.IndexPending || d.Source.IndexState == recall.IndexSkipped {
-			ids = append(ids, d.Source.ID)
-		}
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.Source.ID
 	}
 	if len(ids) == 0 {
 		return nil
@@ -99,7 +99,7 @@ func settleWritten(ctx context.Context, tx pgx.Tx, docs []recall.Document) error
 				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read)
 					AND v.hash = c.hash AND v.unit = 0))
 			THEN 'pending' ELSE 'ok' END
-		WHERE index_state IN ('pending', 'skipped') AND id = ANY($1::text[])
+		WHERE id = ANY($1::text[])
 		AND EXISTS (SELECT 1 FROM spaces WHERE is_read)`, ids)
 	if err != nil {
 		return fmt.Errorf("settle index states: %w", err)

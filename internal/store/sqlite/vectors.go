@@ -104,7 +104,18 @@ func (db *DB) UseSpace(ctx context.Context, name string) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE spaces SET is_read = 0 WHERE is_read AND name != ?`, name); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE spaces SET is_read = 1 WHERE name = ?`, name)
+		if _, err := tx.ExecContext(ctx, `UPDATE spaces SET is_read = 1 WHERE name = ?`, name); err != nil {
+			return err
+		}
+		// Index states say what semantic search finds: each source is
+		// "ok" exactly when every chunk has a vector in the new read space.
+		// Only the rows whose state changes are written.
+		const lacking = `EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
+			AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ?1 AND v.hash = c.hash))`
+		if _, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = 'pending' WHERE index_state != 'pending' AND `+lacking, name); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = 'ok' WHERE index_state != 'ok' AND NOT `+lacking, name)
 		return err
 	})
 }
@@ -182,9 +193,11 @@ func putVectors(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
 }
 
 // settleIndexStates marks "ok" every pending source that the vectors just
-// stored complete: each of its chunks now has a vector in that space. It
-// runs in the same transaction, so a memory reads "pending" exactly while a
-// vector it needs is missing.
+// stored in the read space complete: each of its chunks now has a vector
+// there. It runs in the same transaction, so a memory reads "pending"
+// exactly while a vector semantic search needs is missing. Vectors of
+// another space (a model switch's next one) settle nothing: UseSpace
+// settles every source when that space becomes the read space.
 func settleIndexStates(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
 	bySpace := map[string][]string{}
 	for _, v := range vecs {
@@ -203,7 +216,8 @@ func settleIndexStates(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) er
 				WHERE index_state = 'pending'
 				AND sid IN (SELECT sid FROM chunks WHERE hash IN (?`+strings.Repeat(",?", len(part)-1)+`))
 				AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
-					AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ?`+strconv.Itoa(len(args))+` AND v.hash = c.hash))`, args...)
+					AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ?`+strconv.Itoa(len(args))+` AND v.hash = c.hash))
+				AND EXISTS (SELECT 1 FROM spaces WHERE name = ?`+strconv.Itoa(len(args))+` AND is_read)`, args...)
 			if err != nil {
 				return fmt.Errorf("settle index states: %w", err)
 			}

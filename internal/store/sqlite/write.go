@@ -57,19 +57,20 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 	return res, nil
 }
 
-// settleWritten gives the documents written pending or skipped the state
-// the read space makes true, when there is one: "ok" when every chunk text
-// already has a vector there (a sweep that left its texts to repair can
-// meet a text that repair, or another file, embedded meanwhile, and no
-// later vector would settle the source), else "pending", since repair
-// will embed what it lacks. "skipped" (written by a process without an
-// embedder) stays only while the database has no vector space at all.
+// settleWritten gives the documents written the index state the read
+// space makes true, when there is one: "ok" when every chunk text has a
+// vector there (a sweep that left its texts to repair can meet a text that
+// repair, or another file, embedded meanwhile, and no later vector would
+// settle the source), else "pending", since repair will embed what it
+// lacks. A document written "ok" with vectors for another space (a command
+// configured with the next model while reads stay on this one) is pending
+// too: the state says what semantic search can find. "skipped" (written by
+// a process without an embedder) stays only while the database has no
+// vector space at all.
 func settleWritten(ctx context.Context, tx *sql.Tx, docs []recall.Document) error {
-	var ids []string
-	for _, d := range docs {
-		if d.Source.IndexState == recall.IndexPending || d.Source.IndexState == recall.IndexSkipped {
-			ids = append(ids, d.Source.ID)
-		}
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.Source.ID
 	}
 	if len(ids) == 0 {
 		return nil
@@ -78,7 +79,7 @@ func settleWritten(ctx context.Context, tx *sql.Tx, docs []recall.Document) erro
 			WHEN EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
 				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read) AND v.hash = c.hash))
 			THEN 'pending' ELSE 'ok' END
-		WHERE index_state IN ('pending', 'skipped') AND id IN (SELECT value FROM json_each(?))
+		WHERE id IN (SELECT value FROM json_each(?))
 		AND EXISTS (SELECT 1 FROM spaces WHERE is_read)`,
 		jsonArray(ids))
 	if err != nil {

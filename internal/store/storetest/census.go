@@ -185,14 +185,7 @@ func testSkippedOnlyWithoutSpace(t *testing.T, s recall.Store) {
 		d.Source.IndexState = recall.IndexSkipped
 		return d
 	}
-	state := func(id string) string {
-		t.Helper()
-		src, err := s.Source(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return src.IndexState
-	}
+	state := func(id string) string { t.Helper(); return indexState(t, s, id) }
 	write(t, s, skipped("m/before", "written before any space"))
 	if got := state("m/before"); got != recall.IndexSkipped {
 		t.Fatalf("written skipped without a space: %q", got)
@@ -266,4 +259,54 @@ func testScanVectorsUnits(t *testing.T, s recall.Store) {
 	if c, err := s.Census(ctx, space); err != nil || c.Vectors != 1 {
 		t.Errorf("Census counts %+v, %v; want 1 vector (texts, not units)", c, err)
 	}
+}
+
+// testStatesFollowReadSpace: a source's index state says what semantic
+// search, which reads the read space, can find. Vectors stored in another
+// space (a model switch's next one) settle nothing, a source written "ok"
+// with only such vectors is stored pending, and making a space the read
+// space settles every source against it, both ways.
+func testStatesFollowReadSpace(t *testing.T, s recall.Store) {
+	state := func(id string) string { t.Helper(); return indexState(t, s, id) }
+	old := createSpace(t, s, "old", 3)
+	next := createSpace(t, s, "next", 3)
+	write(t, s, doc("a.md", recall.KindArchive, "alpha"))
+	putVecs(t, s, next, "alpha")
+	if got := state("a.md"); got != recall.IndexPending {
+		t.Errorf("with vectors only in a space searches do not read: %q; want pending", got)
+	}
+	ok := doc("m/b", recall.KindMemory, "beta")
+	ok.Source.IndexState = recall.IndexOK
+	if _, err := s.Write(ctx, []recall.Document{ok}, []recall.Vector{{Space: next, Hash: recall.TextHash("beta"), Vec: vecFor("beta", 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := state("m/b"); got != recall.IndexPending {
+		t.Errorf("written ok with vectors for another space: %q; want pending", got)
+	}
+	putVecs(t, s, old, "beta")
+	if got := state("m/b"); got != recall.IndexOK {
+		t.Errorf("once the read space has its vector: %q; want ok", got)
+	}
+	if err := s.UseSpace(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := state("a.md"), state("m/b"); a != recall.IndexOK || b != recall.IndexOK {
+		t.Errorf("after the switch to a space holding both: %q, %q; want ok, ok", a, b)
+	}
+	if err := s.UseSpace(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := state("a.md"), state("m/b"); a != recall.IndexPending || b != recall.IndexOK {
+		t.Errorf("after the switch back: %q, %q; want pending, ok", a, b)
+	}
+}
+
+// indexState is the stored index state of source id.
+func indexState(t *testing.T, s recall.Store, id string) string {
+	t.Helper()
+	src, err := s.Source(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src.IndexState
 }

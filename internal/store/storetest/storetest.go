@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"CommitHook", testCommitHook},
 		{"PendingSettlesOnWrite", testPendingSettlesOnWrite},
 		{"SkippedOnlyWithoutSpace", testSkippedOnlyWithoutSpace},
+		{"StatesFollowReadSpace", testStatesFollowReadSpace},
 		{"Stats", testStats},
 		{"Canceled", testCanceled},
 		{"VaultLock", func(t *testing.T, s recall.Store) { testVaultLock(t, s, open) }},
