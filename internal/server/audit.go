@@ -134,7 +134,10 @@ func RedactWriter(w io.Writer) io.Writer { return redactWriter{w} }
 
 type redactWriter struct{ w io.Writer }
 
-var redactRE = regexp.MustCompile(`(/mcp/)[^\s/?#"'&]+|((?i:bearer)\s+)[^\s"',;]+`)
+// A secret is any printable ASCII but space (validSecret), so a Bearer
+// value runs to the next space, and a path token to the end of the path
+// segment (a token holding / ? or # cannot be sent in the path).
+var redactRE = regexp.MustCompile(`(/mcp/)[^\s/?#]+|((?i:bearer)\s+)\S+`)
 
 func (r redactWriter) Write(p []byte) (int, error) {
 	if !bytes.Contains(p, []byte("/mcp/")) && !bytes.Contains(bytes.ToLower(p), []byte("bearer")) {

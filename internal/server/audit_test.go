@@ -128,7 +128,10 @@ func TestRedactWriter(t *testing.T) {
 		{"GET /mcp/s3cr3t-token HTTP/1.1", "GET /mcp/[REDACTED] HTTP/1.1"},
 		{`url="http://h/mcp/abc?x=1"`, `url="http://h/mcp/[REDACTED]?x=1"`},
 		{"Authorization: Bearer abc.def", "Authorization: Bearer [REDACTED]"},
-		{"authorization=bearer xyz, next", "authorization=bearer [REDACTED], next"},
+		{"authorization=bearer xyz, next", "authorization=bearer [REDACTED] next"},
+		// A secret may hold any printable ASCII but space: all of it goes.
+		{`Bearer abc,DEF;ghi'JKL&mno"PQR tail`, "Bearer [REDACTED] tail"},
+		{`GET /mcp/abc,DEF;ghi'JKL&mno"PQR HTTP/1.1`, "GET /mcp/[REDACTED] HTTP/1.1"},
 		{"nothing to hide /mcp", "nothing to hide /mcp"},
 	} {
 		var b bytes.Buffer

@@ -102,6 +102,7 @@ func TestParseTokens(t *testing.T) {
 		"n short\n",
 		"bad/name " + plainTok + "\n",
 		"n " + plainTok + " bad/owner\n",
+		plainTok + " laptop\n", // fields swapped: the secret where the name goes
 	} {
 		_, err := ParseTokens(strings.NewReader(bad))
 		if err == nil {

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -47,6 +49,28 @@ func TestBodyLimit(t *testing.T) {
 	}
 }
 
+// Only /ingest takes bodies up to MaxBody: every other route's largest
+// input is far smaller, and a body is held a few times over while it is
+// decoded, so they stop at maxCallBody.
+func TestBodyLimitByRoute(t *testing.T) {
+	f := newFixture(t, nil)
+	big := `{"query":"` + strings.Repeat("x", maxCallBody) + `"}`
+	for _, path := range []string{"/api/search", "/mcp", "/api/diary"} {
+		if resp, body := f.do("POST", path, plainTok, big, mcpHeaders...); resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s with a body over %d bytes: %d %.200s", path, maxCallBody, resp.StatusCode, body)
+		}
+	}
+	if resp, body := f.do("POST", "/ingest", plainTok, big); resp.StatusCode == http.StatusRequestEntityTooLarge {
+		t.Errorf("/ingest with a body under MaxBody: %d %.200s", resp.StatusCode, body)
+	}
+	// The largest value a memory takes, every character escaped as a
+	// surrogate pair, fits.
+	value := strings.Repeat(`\ud83d\ude00`, 100_000)
+	if resp, body := f.do("PUT", "/api/memories/note_big", plainTok, `{"value":"`+value+`"}`); resp.StatusCode != http.StatusOK {
+		t.Errorf("the largest value, escaped: %d %.200s", resp.StatusCode, body)
+	}
+}
+
 func TestInputLimitsOverREST(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, tc := range []struct {
@@ -57,6 +81,8 @@ func TestInputLimitsOverREST(t *testing.T) {
 		{"POST", "/api/search", `{"query":"` + strings.Repeat("q", 501) + `"}`, 400, "the limit is 500"},
 		{"POST", "/api/search", `{"query":"x","limit":21}`, 400, "limit must be between 1 and 20"},
 		{"POST", "/api/search", `{"query":"x","limit":"five"}`, 400, "field limit must be a number"},
+		{"POST", "/api/search", `{"query":"x","category":"` + strings.Repeat("c", 65) + `"}`, 400, "category is 65 characters"},
+		{"POST", "/api/search", `{"query":"x","source_prefix":"` + strings.Repeat("p", 1025) + `"}`, 400, "source prefix is 1025 bytes"},
 		{"POST", "/api/search", `{"query":"x","unknown":true}`, 400, "unknown field"},
 		{"POST", "/api/search", ``, 400, "body is empty"},
 		{"PUT", "/api/memories/k", `{"value":"` + strings.Repeat("v", 100_001) + `"}`, 413, "the limit is 100000"},
@@ -372,5 +398,47 @@ func TestSearchWaitsForItsTurn(t *testing.T) {
 	}
 	if code := <-done; code != 200 {
 		t.Errorf("the search answered %d once it had its turn", code)
+	}
+}
+
+// A request whose declared body never arrives is answered, and its
+// connection let go, whether it is refused before its body is read (no
+// token: net/http would wait to discard the body) or times out reading it.
+func TestUnsentBodiesDoNotHoldConnections(t *testing.T) {
+	f := newFixture(t, nil)
+	ln, err := f.srv.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.srv.Serve(ctx, ln)
+	for _, c := range []struct {
+		name, head string
+		status     int
+	}{
+		{"refused before the body", "POST /api/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"q", http.StatusUnauthorized},
+		{"health check with a body", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\nab", http.StatusOK},
+	} {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write([]byte(c.head))
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: no answer: %v", c.name, err)
+		}
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, resp.StatusCode, c.status)
+		}
+		io.Copy(io.Discard, resp.Body)
+		// The server closes the connection rather than wait for the rest.
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("%s: the connection stays open after the answer (%v)", c.name, err)
+		}
+		conn.Close()
 	}
 }

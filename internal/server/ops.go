@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/memory"
@@ -90,6 +91,9 @@ func (c caller) ownerFilter(f recall.Filter, requested string) (recall.Filter, e
 }
 
 func (s *Server) search(ctx context.Context, c caller, in SearchInput) (recall.SearchResponse, error) {
+	if n := utf8.RuneCountInString(in.Category); n > memory.MaxCategoryLen {
+		return recall.SearchResponse{}, recall.Errorf(recall.EINVALID, "category is %d characters; the limit is %d", n, memory.MaxCategoryLen)
+	}
 	f := recall.Filter{SourcePrefix: in.SourcePrefix, Category: in.Category, Since: in.Since, Until: in.Until}
 	if in.Kind != "" {
 		f.Kinds = []recall.Kind{recall.Kind(in.Kind)}

@@ -355,3 +355,24 @@ func TestUncleanPathsAreRefused(t *testing.T) {
 		t.Errorf("a clean path: %d %s", resp.StatusCode, body)
 	}
 }
+
+// Messages the SDK would misread or answer with its Go types' names are
+// refused at the front door, briefly, and the session goes on.
+func TestMalformedMCPMessages(t *testing.T) {
+	f := newFixture(t, nil)
+	sid := f.rawSession(plainTok)
+	for _, c := range []struct{ body, want string }{
+		{`"x"`, "not a JSON-RPC message"},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, "the id must be a string or an integer"},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, "the id must be a string or an integer"},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":"str"}`, "params must be an object"},
+	} {
+		status, body := f.rawCall(plainTok, sid, c.body)
+		if !strings.Contains(body, c.want) || strings.Contains(body, "Go value") || strings.Contains(body, "map[") {
+			t.Errorf("%s: %d %s; want %q", c.body, status, body, c.want)
+		}
+	}
+	if status, body := f.rawCall(plainTok, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); status != 200 || !strings.Contains(body, `"id":9`) {
+		t.Errorf("the session after the refusals: %d %s", status, body)
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"path"
@@ -49,8 +50,15 @@ import (
 	"github.com/recall-mcp/recall/internal/search"
 )
 
-// DefaultMaxBody bounds a request body.
+// DefaultMaxBody bounds a request body to /ingest, which carries a batch
+// of a sweep's chunks.
 const DefaultMaxBody = 4 << 20
+
+// maxCallBody bounds every other request's body: the largest input a tool
+// takes, a value of 100,000 characters, is 1.2 MB as JSON at worst (each
+// character escaped as a surrogate pair). The server holds a body a few
+// times over while it decodes it, so this bounds what one request costs.
+const maxCallBody = 2 << 20
 
 // Options configure a Server. Engine, Memory and Store are required.
 type Options struct {
@@ -326,7 +334,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) RunStdio(ctx context.Context, r io.Reader, w io.Writer, admin bool) error {
 	id := &identity{name: "stdio", key: "stdio", admin: admin}
 	ms := s.newMCPServer(admin, id)
-	return ms.Run(ctx, drainTransport{&mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}}})
+	lw := &lockedWriter{w: w}
+	return ms.Run(ctx, drainTransport{&mcp.IOTransport{Reader: gateStdio(r, lw), Writer: nopWriteCloser{lw}, MaxLineLength: -1}})
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -353,6 +362,12 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.opt.Now()
 	ri := &reqInfo{id: newRequestID(), remote: clientIP(r), route: "unmatched"}
+	// A client has bodyTimeout to send its body, from the start: a request
+	// refused before its body is read (no token, a bad Host) is followed by
+	// net/http discarding the body, which without a deadline waits for a
+	// client that never sends it, holding the connection. readBody lifts
+	// the deadline once the body is in.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout)) // the real clock: the network keeps real time
 	sw := &statusWriter{ResponseWriter: w}
 	defer s.finish(ri, sw, start)
 	w = sw
@@ -389,6 +404,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path == "/healthz" {
 		ri.route = "/healthz"
+		closeIfBodyUnread(w, r)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
 		return
@@ -401,9 +417,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, ri, http.StatusBadRequest, recall.EINVALID, "the request path has an empty, . or .. segment; nothing was done")
 		return
 	}
-	if r.ContentLength > s.opt.MaxBody {
+	if limit := s.bodyLimit(r); r.ContentLength > limit {
 		s.refuse(w, ri, http.StatusRequestEntityTooLarge, recall.ETOOLARGE,
-			fmt.Sprintf("the request body is over the %d byte limit", s.opt.MaxBody))
+			fmt.Sprintf("the request body is over the %d byte limit", limit))
 		return
 	}
 	// Name the route before authenticating, so refusals are audited by route.
@@ -432,22 +448,69 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const bodyTimeout = 30 * time.Second
 
 // readBody reads the (authenticated) request's body into memory, at most
-// MaxBody bytes within bodyTimeout. Handlers then read it from memory, and
-// the read deadline is lifted before they run: a deadline left on the
-// connection would cancel a long request once it passed.
+// MaxBody bytes, within the bodyTimeout ServeHTTP set. Handlers then read it
+// from memory, and the read deadline is lifted before they run: a deadline
+// left on the connection would cancel a long request (an event stream)
+// once it passed. A body that failed to arrive leaves the deadline, and the
+// connection is closed after the answer, not read further.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) error {
+	rc := http.NewResponseController(w)
 	if r.Body == nil || r.Body == http.NoBody {
+		rc.SetReadDeadline(time.Time{})
 		return nil
 	}
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(bodyTimeout)) // the real clock, not Options.Now: the network keeps real time
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBody))
-	rc.SetReadDeadline(time.Time{})
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.bodyLimit(r)))
 	if err != nil {
+		endConn(w)
 		return bodyError(err)
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	rc.SetReadDeadline(time.Time{})
+	r.Body = &readBodyBuf{Reader: bytes.NewReader(body), b: body}
 	return nil
+}
+
+// bodyLimit is the most a request's body may hold: Options.MaxBody for
+// /ingest, maxCallBody (or MaxBody, if lower) for everything else.
+func (s *Server) bodyLimit(r *http.Request) int64 {
+	if r.URL.Path == "/ingest" {
+		return s.opt.MaxBody
+	}
+	return min(s.opt.MaxBody, maxCallBody)
+}
+
+// readBodyBuf is a body readBody read: handlers that want the bytes
+// whole take them (bodyBytes) instead of copying them again.
+type readBodyBuf struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*readBodyBuf) Close() error { return nil }
+
+// bodyBytes returns r's body whole.
+func bodyBytes(r *http.Request) ([]byte, error) {
+	if rb, ok := r.Body.(*readBodyBuf); ok && rb.Len() == len(rb.b) {
+		return rb.b, nil
+	}
+	return io.ReadAll(r.Body)
+}
+
+// closeIfBodyUnread asks net/http to close the connection after an answer
+// given without reading the request's body, rather than read and discard
+// what the client may be slow to send, or never send.
+func closeIfBodyUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		endConn(w)
+	}
+}
+
+// endConn closes the connection after this answer. net/http sends the
+// answer, then reads what is left of the body (up to 256 KiB) before it
+// closes, even with Connection: close: the read is given a second, for a
+// body already on its way, not the client's pace.
+func endConn(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(time.Second))
 }
 
 // authenticate resolves the caller. It writes the refusal itself.
@@ -518,6 +581,9 @@ func (s *Server) unauthorized(w http.ResponseWriter, ri *reqInfo, msg string) {
 // refuse answers before routing, in the REST error shape.
 func (s *Server) refuse(w http.ResponseWriter, ri *reqInfo, status int, code, msg string) {
 	ri.set(func(ri *reqInfo) { ri.errCode = code })
+	// Most refusals come before the body is read: see closeIfBodyUnread.
+	// (After a refusal, a connection's next request is rare enough.)
+	endConn(w)
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: shorten(msg)}})
 }
 
@@ -564,11 +630,47 @@ func (s *Server) routes() {
 // enough to refuse batches and admin tools, and to name the call in the
 // audit log.
 type mcpPeek struct {
-	ID     any    `json:"id"`
-	Method string `json:"method"`
-	Params struct {
-		Name string `json:"name"`
-	} `json:"params"`
+	ID     any        `json:"id"`
+	Method string     `json:"method"`
+	Params peekParams `json:"params"`
+}
+
+// validRPCID reports whether a decoded JSON-RPC id is one the protocol
+// allows and the SDK answers as sent: absent (a notification), a string,
+// or an integer.
+func validRPCID(id any) bool {
+	switch v := id.(type) {
+	case nil, string:
+		return true
+	case float64:
+		return v == math.Trunc(v) && math.Abs(v) < 1<<53
+	}
+	return false
+}
+
+// peekParams reads of a request's params the kind of JSON value they are
+// and a tool call's name, without copying them (a value of a tool's
+// arguments may be a megabyte).
+type peekParams struct {
+	kind byte // the value's first byte: '{', 'n' (null), '[', …; 0 when absent
+	Name string
+}
+
+func (p *peekParams) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return nil
+	}
+	p.kind = b[0]
+	if p.kind == '{' {
+		var v struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(b, &v) == nil {
+			p.Name = v.Name
+		}
+	}
+	return nil
 }
 
 var mcpMethods = []string{"initialize", "notifications/initialized", "ping", "tools/list", "tools/call",
@@ -583,7 +685,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(r.Body)
+		body, err := bodyBytes(r)
 		if err != nil {
 			s.writeError(w, r, bodyError(err))
 			return
@@ -593,41 +695,40 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, recall.Errorf(recall.EINVALID, "JSON-RPC batches are not supported: send one message per request"))
 			return
 		}
-		// The SDK quotes a bad method or params whole in its error: refuse
-		// those here, briefly.
-		var raw struct {
-			ID     any             `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(body, &raw) == nil {
-			params := bytes.TrimLeft(raw.Params, " \t\r\n")
-			switch {
-			case len(raw.Method) > 128:
-				writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": raw.ID,
-					"error": map[string]any{"code": -32601, "message": "method not found"}})
-				return
-			case len(params) > 0 && params[0] != '{' && string(params) != "null":
-				writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": raw.ID,
-					"error": map[string]any{"code": -32602, "message": "params must be an object"}})
-				return
-			}
-		}
 		var p mcpPeek
-		if json.Unmarshal(body, &p) == nil {
-			method := "other"
-			if slices.Contains(mcpMethods, p.Method) {
-				method = p.Method
-			}
-			ri.set(func(ri *reqInfo) { ri.route = "mcp " + method })
-			if p.Method == "tools/call" && knownTool(p.Params.Name) {
-				ri.set(func(ri *reqInfo) { ri.tool = p.Params.Name })
-				if isAdminTool(p.Params.Name) && !id.admin {
-					ri.set(func(ri *reqInfo) { ri.errCode = recall.EFORBIDDEN })
-					writeJSON(w, http.StatusForbidden, map[string]any{"jsonrpc": "2.0", "id": p.ID,
-						"error": map[string]any{"code": -32003, "message": p.Params.Name + " needs the admin token"}})
-					return
-				}
+		if json.Unmarshal(body, &p) != nil {
+			// The SDK's own error names its Go types.
+			s.writeError(w, r, recall.Errorf(recall.EINVALID, "the body is not a JSON-RPC message (one JSON object)"))
+			return
+		}
+		// The SDK quotes a bad method or params whole in its error,
+		// and answers an id of 1.5 as 1: refuse those here, briefly.
+		switch {
+		case !validRPCID(p.ID):
+			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": nil,
+				"error": map[string]any{"code": -32600, "message": "the id must be a string or an integer"}})
+			return
+		case len(p.Method) > 128:
+			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": p.ID,
+				"error": map[string]any{"code": -32601, "message": "method not found"}})
+			return
+		case p.Params.kind != 0 && p.Params.kind != '{' && p.Params.kind != 'n':
+			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": p.ID,
+				"error": map[string]any{"code": -32602, "message": "params must be an object"}})
+			return
+		}
+		method := "other"
+		if slices.Contains(mcpMethods, p.Method) {
+			method = p.Method
+		}
+		ri.set(func(ri *reqInfo) { ri.route = "mcp " + method })
+		if p.Method == "tools/call" && knownTool(p.Params.Name) {
+			ri.set(func(ri *reqInfo) { ri.tool = p.Params.Name })
+			if isAdminTool(p.Params.Name) && !id.admin {
+				ri.set(func(ri *reqInfo) { ri.errCode = recall.EFORBIDDEN })
+				writeJSON(w, http.StatusForbidden, map[string]any{"jsonrpc": "2.0", "id": p.ID,
+					"error": map[string]any{"code": -32003, "message": p.Params.Name + " needs the admin token"}})
+				return
 			}
 		}
 		if r.Header.Get("Mcp-Session-Id") == "" {

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"sync"
 
@@ -81,4 +84,86 @@ func (d *drainConn) Close() error {
 	d.idle.Broadcast()
 	d.mu.Unlock()
 	return d.Connection.Close()
+}
+
+// gateStdio hands the SDK only the lines of r that are JSON-RPC messages
+// and answers every other line itself, with a JSON-RPC error whose id is
+// null: the SDK's reader ends the session at the first line it cannot
+// decode, and the answers owed to earlier requests with it. A line over
+// maxCallBody is refused the same way, without being held whole. Blank
+// lines are skipped.
+func gateStdio(r io.Reader, w io.Writer) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, tooLong, err := readLine(br, maxCallBody)
+			if trimmed := bytes.TrimSpace(line); tooLong || len(trimmed) > 0 {
+				switch {
+				case tooLong:
+					refuseLine(w, jsonrpc.CodeInvalidRequest, "the message is over the 2 MiB limit")
+				case trimmed[0] == '[':
+					refuseLine(w, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line")
+				default:
+					if _, derr := jsonrpc.DecodeMessage(trimmed); derr != nil {
+						code := jsonrpc.CodeInvalidRequest
+						if !json.Valid(trimmed) {
+							code = jsonrpc.CodeParseError
+						}
+						refuseLine(w, code, "the line is not a JSON-RPC message")
+						break
+					}
+					if _, werr := pw.Write(append(trimmed, '\n')); werr != nil {
+						return // the session has ended
+					}
+				}
+			}
+			if err != nil {
+				if err == io.EOF {
+					pw.Close()
+				} else {
+					pw.CloseWithError(err)
+				}
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// readLine reads one line (without its newline) of at most max bytes;
+// the rest of a longer one is read and dropped, and tooLong is set.
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > max+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return bytes.TrimSuffix(line, []byte("\n")), tooLong, err
+		}
+	}
+}
+
+// refuseLine answers a line that is no request the SDK could read.
+func refuseLine(w io.Writer, code int, msg string) {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+	w.Write(append(b, '\n'))
+}
+
+// lockedWriter serialises whole writes: the SDK's answers and refuseLine's
+// share the output.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

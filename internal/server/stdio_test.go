@@ -50,6 +50,53 @@ func TestStdioAnswersEveryPipedRequest(t *testing.T) {
 	}
 }
 
+// A line that is no JSON-RPC message gets an error answer (id null) and
+// the session goes on: the requests around it are answered.
+func TestStdioBadLinesDoNotEndTheSession(t *testing.T) {
+	f := newFixture(t, nil)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`garbage`,
+		``,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`,
+		`[{"jsonrpc":"2.0","id":7,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":"big","method":"ping","params":{"pad":"` + strings.Repeat("x", maxCallBody) + `"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	var out syncBuffer
+	if err := f.srv.RunStdio(context.Background(), strings.NewReader(in), &out, false); err != nil {
+		t.Fatal(err)
+	}
+	answered, refused := map[string]bool{}, map[int]int{}
+	for line := range strings.Lines(out.String()) {
+		var m struct {
+			ID    any `json:"id"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		switch {
+		case m.ID == nil && m.Error != nil:
+			refused[m.Error.Code]++
+		case m.ID != nil:
+			answered[idString(m.ID)] = true
+		}
+	}
+	for _, id := range []string{"1", "2", "3"} {
+		if !answered[id] {
+			t.Errorf("no answer to request %s after the bad lines; output:\n%.2000s", id, out.String())
+		}
+	}
+	if refused[-32700] != 1 || refused[-32600] != 3 {
+		t.Errorf("refusals by code: %v; want one parse error (garbage) and three invalid requests (object id, batch, too long)", refused)
+	}
+}
+
 func idString(v any) string {
 	b, _ := json.Marshal(v)
 	return strings.Trim(string(b), `"`)

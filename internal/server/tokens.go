@@ -74,15 +74,17 @@ func ParseTokens(r io.Reader) ([]Token, error) {
 	return out, nil
 }
 
+// validate checks a token's fields. Its errors name no field's value: a
+// line with its fields swapped would put the secret where the name goes.
 func (t Token) validate() error {
 	if !tokenNameRE.MatchString(t.Name) {
-		return recall.Errorf(recall.EINVALID, "token name %q must be 1-64 letters, digits, '_', '.' or '-'", t.Name)
+		return recall.Errorf(recall.EINVALID, "the name must be 1-64 letters, digits, '_', '.' or '-'")
 	}
 	if err := validSecret(t.Secret); err != nil {
-		return recall.Errorf(recall.EINVALID, "token %s: %s", t.Name, recall.ErrorMessage(err))
+		return err
 	}
 	if t.Owner != "" && !tokenOwnerRE.MatchString(t.Owner) {
-		return recall.Errorf(recall.EINVALID, "token %s: owner must be 1-64 letters, digits, '_', '.' or '-'", t.Name)
+		return recall.Errorf(recall.EINVALID, "the owner must be 1-64 letters, digits, '_', '.' or '-'")
 	}
 	return nil
 }
@@ -136,15 +138,15 @@ func newKeyring(users []Token, admin string, lim func() *rate.Limiter) (*keyring
 	names := map[string]bool{}
 	for i, t := range users {
 		if err := t.validate(); err != nil {
-			return nil, err
+			return nil, recall.Errorf(recall.EINVALID, "user token %d: %s", i+1, recall.ErrorMessage(err))
 		}
 		if names[t.Name] {
-			return nil, recall.Errorf(recall.EINVALID, "token name %q is used twice", t.Name)
+			return nil, recall.Errorf(recall.EINVALID, "user token %d: its name is another's too", i+1)
 		}
 		names[t.Name] = true
 		h := sha256.Sum256([]byte(t.Secret))
 		if k.find(h) != nil {
-			return nil, recall.Errorf(recall.EINVALID, "tokens %s and another share the same secret", t.Name)
+			return nil, recall.Errorf(recall.EINVALID, "user token %d: its secret is another's too", i+1)
 		}
 		k.entries = append(k.entries, keyEntry{h, &identity{name: t.Name, key: fmt.Sprintf("user-%d", i),
 			owner: t.Owner, bound: t.Owner != "", lim: lim()}})
