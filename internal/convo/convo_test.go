@@ -628,6 +628,8 @@ func TestMoreMalformedJSON(t *testing.T) {
 		{"c.json", `[{"id":"a","messages":[]},{"id":"a","messages":[]}]`, `elements [0] and [1] have the same conversation id "a"`},
 		{"c.json", `[{"messages":[{"role":"user","content":5}]}]`, `element [0]: "messages"[0]: "content" is neither text nor content blocks`},
 		{"c.jsonl", `{"id":"a","messages":[]}` + "\n" + `{"id":"a","messages":[]}`, `lines 1 and 2 have the same conversation id "a"`},
+		{"c.jsonl", `{"id":"caf\u00e9","messages":[]}` + "\n" + `{"id":"cafe\u0301","messages":[]}`, `lines 1 and 2 have conversation ids that differ only in Unicode normalisation, "caf\u00e9" and "cafe\u0301"`},
+		{"c.json", `[{"uuid":"caf\u00e9","chat_messages":[]},{"uuid":"cafe\u0301","chat_messages":[]}]`, `elements [0] and [1] have conversation ids that differ only in Unicode normalisation`},
 		{"c.jsonl", `{"conversations":[{"from":"human","value":"x"}, 3]}`, `line 1: "conversations": the value is a JSON number, want an object`},
 		{"c.jsonl", `{"role":"user","text":["x"]}`, `"text": the value is a JSON string, want an object`},
 		{"c.jsonl", `{"role":"user","content":[{"type":"text","text":1}]}`, `"content": "text" is a JSON number`},

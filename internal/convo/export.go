@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // sniffJSON tells the format of a JSON file from the keys of the first
@@ -236,11 +238,20 @@ func jsonKind(t reflect.Type) string {
 
 // exportIDs checks the ids of an export's conversations: each becomes the
 // last element of a source id, so it must be one plain path element, and
-// unique in the file. Conversations are numbered as errors name them:
-// element [i] of an array, or line i of JSON lines when lines is set.
+// unique in the file as a source id is, in Unicode NFC: two ids that differ
+// only in normalisation ("café" precomposed and with a combining accent)
+// would name one source, and the store refuses a write holding a source
+// twice, with every other file of its batch. Conversations are numbered as
+// errors name them: element [i] of an array, or line i of JSON lines when
+// lines is set.
 type exportIDs struct {
-	seen  map[string]int
+	seen  map[string]seenID // by the id in NFC
 	lines bool
+}
+
+type seenID struct {
+	at int
+	id string // as written
 }
 
 func (ids *exportIDs) check(name string, i int, id string) error {
@@ -255,13 +266,17 @@ func (ids *exportIDs) check(name string, i int, id string) error {
 		strings.IndexFunc(id, unicode.IsControl) >= 0:
 		return invalidf(name, one+" has an unusable conversation id %q", i, id)
 	}
-	if j, dup := ids.seen[id]; dup {
-		return invalidf(name, two+" have the same conversation id %q", j, i, id)
+	key := norm.NFC.String(id)
+	if prev, dup := ids.seen[key]; dup {
+		if prev.id != id {
+			return invalidf(name, two+" have conversation ids that differ only in Unicode normalisation, %+q and %+q: their source ids would be one", prev.at, i, prev.id, id)
+		}
+		return invalidf(name, two+" have the same conversation id %q", prev.at, i, id)
 	}
 	if ids.seen == nil {
-		ids.seen = map[string]int{}
+		ids.seen = map[string]seenID{}
 	}
-	ids.seen[id] = i
+	ids.seen[key] = seenID{i, id}
 	return nil
 }
 

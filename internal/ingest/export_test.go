@@ -350,3 +350,25 @@ func TestSweepConversationPerLine(t *testing.T) {
 		t.Errorf("the system prompt was indexed:\n%s", got)
 	}
 }
+
+// Two conversations of one file whose ids differ only in Unicode
+// normalisation would be one source (ids are NFC): that file fails, and the
+// rest of the vault is swept, where the store refused the whole batch on
+// every sweep.
+func TestSweepConversationIDsOneInNFC(t *testing.T) {
+	st := openStore(t)
+	vault := t.TempDir()
+	write(t, vault, "a.md", convA)
+	write(t, vault, "set.jsonl",
+		`{"id":"caf\u00e9","messages":[{"role":"user","content":"espresso"}]}`+"\n"+
+			`{"id":"cafe\u0301","messages":[{"role":"user","content":"green tea"}]}`+"\n")
+	for i := range 2 {
+		res, log := sweep(t, st, vault, Options{})
+		if res.FilesFailed != 1 || res.FilesChanged != 1-i || res.FilesSkipped != i || !strings.Contains(log, "set.jsonl") {
+			t.Errorf("sweep %d: %+v %q, want set.jsonl failed and a.md swept", i+1, res, log)
+		}
+	}
+	if ids := sourceIDs(t, st, vault); !slices.Equal(ids, []string{"a.md"}) {
+		t.Errorf("sources %v, want a.md alone", ids)
+	}
+}

@@ -218,6 +218,12 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 		if doc == nil {
 			return nil
 		}
+		if seen[doc.Source.ID] {
+			// convo refuses ids that clean to one source id; were one to
+			// pass, the store would refuse the batch, every other file in it
+			// with this one, on every sweep.
+			return recall.Errorf(recall.EINVALID, "two conversations have the one source id %q", doc.Source.ID)
+		}
 		seen[doc.Source.ID] = true
 		if old, ok := p.manifest[doc.Source.ID]; !ok || old.ContentHash != doc.Source.ContentHash {
 			pr.changed = true
