@@ -815,6 +815,21 @@ func TestFrontMatterDoesNotEatTurns(t *testing.T) {
 	}
 }
 
+// Turns of named speakers between two rules are conversation too: a block
+// that repeats a key, or whose keys speak again below it, is no front
+// matter, and its text stays.
+func TestFrontMatterDoesNotEatNamedTurns(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"---\nCaroline: Hey Mel, I told my sister about the adoption.\nMelanie: That's huge! How did she take it?\n---\nCaroline: She cried, in a good way.\nMelanie: I'm so happy for you.\n", "adoption"},
+		{"---\nQ: what is the boiling point of water?\nA: 100 C at sea level.\nQ: and on Everest?\nA: about 70 C.\n---\n", "boiling"},
+		{"---\nSam: are we still on for Friday?\nSam: I booked the table.\n---\n", "booked"},
+	} {
+		if c := parseMarkdown("chat.md", tt.in); !strings.Contains(strings.Join(c.Messages, "\n"), tt.want) {
+			t.Errorf("%q: turns lost: %q", tt.in, c.Messages)
+		}
+	}
+}
+
 // gptExport builds a ChatGPT export of one conversation whose messages are
 // a chain in the order given; each is {role, recipient, content}.
 func gptExport(msgs ...[3]string) string {

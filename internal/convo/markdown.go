@@ -491,7 +491,10 @@ type frontMatter struct{ title, date string }
 // splitFrontMatter separates a leading YAML front matter block ("---" lines
 // around "key: value" lines) from the body and reads its title and date. A
 // block whose lines do not look like YAML is a thematic break with text, and
-// stays in the body.
+// stays in the body. So is one whose "keys" are speakers: a key it repeats
+// (a YAML mapping cannot, while "Q: ... A: ... Q:" turns do), or one the
+// file's turn markers take for a speaker ("Caroline:" in the block and again
+// below it). Left out as metadata, their turns would be lost.
 func splitFrontMatter(text string) (frontMatter, string) {
 	first, rest, ok := strings.Cut(text, "\n")
 	if !ok || strings.TrimRight(first, " \t") != "---" {
@@ -509,6 +512,9 @@ func splitFrontMatter(text string) (frontMatter, string) {
 		}
 		line := rest[off:end]
 		if fence := strings.TrimRight(line, " \t"); fence == "---" || fence == "..." {
+			if repeatsKey(lines) || speakerKeys(text, len(lines)) {
+				return frontMatter{}, text
+			}
 			return readFrontMatter(lines), rest[next:]
 		}
 		if !yamlLine(line) || turnLine(line) {
@@ -536,6 +542,30 @@ func yamlLine(line string) bool {
 func turnLine(line string) bool {
 	m := yamlKey.FindString(line)
 	return m != "" && roleWords[strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(m), ":")))]
+}
+
+// repeatsKey reports whether a top-level key occurs twice among lines.
+func repeatsKey(lines []string) bool {
+	keys := map[string]bool{}
+	for _, line := range lines {
+		m := yamlKey.FindString(line)
+		if m == "" {
+			continue
+		}
+		key := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(m), ":"))
+		if keys[key] {
+			return true
+		}
+		keys[key] = true
+	}
+	return false
+}
+
+// speakerKeys reports whether the turn markers of text, read whole, start a
+// message among its lines 1..n, the block that would be front matter.
+func speakerKeys(text string, n int) bool {
+	markers := scanLines(text).markers()
+	return len(markers) > 0 && markers[0] <= n
 }
 
 func readFrontMatter(lines []string) frontMatter {

@@ -127,6 +127,7 @@ func TestMarkdownTitleAndDate(t *testing.T) {
 		{"front matter block scalar", "a.md", "---\ntitle: >\n  Folded\n  title\ndate: 2020\n---\nbody", "Folded title", "2020", "", "body"},
 		{"front matter timestamp", "a.md", "---\ndate: 2023-05-08T13:56:00+02:00\n---\nbody", "", "2023-05-08", "2023-05-08T11:56:00Z", "body"},
 		{"unclosed front matter is text", "a.md", "---\ntitle: x\nbody", "", "", "", "---\ntitle: x\nbody"},
+		{"capitalised front matter over named turns", "a.md", "---\nTitle: Tea\nAuthor: Ann\nDate: 2023-05-08\n---\nCaroline: a\nMelanie: b\nCaroline: c\nMelanie: d\n", "Tea", "2023-05-08", "", "Caroline: a"},
 		{"heading title and LoCoMo date", "a.md", "# Session 1\n\nDate: 1:56 pm on 8 May, 2023\n\n**A:** x\n\n**A:** y", "Session 1", "2023-05-08", "2023-05-08T13:56:00Z", "# Session 1"},
 		{"closed heading", "a.md", "# Title ##\ntext", "Title", "", "", "# Title ##\ntext"},
 		{"bold date line", "a.md", "**Date:** May 8, 2023\n\nUser: x", "", "2023-05-08", "", "**Date:** May 8, 2023"},
