@@ -117,14 +117,21 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 // Edits and regenerations leave other branches in the mapping; they are not
 // what the conversation showed. Without a usable current_node it follows the
 // newest child from the root.
+//
+// A parent missing from the mapping (a node pruned from the export) does
+// not end the walk, which would drop every message above it: it goes on
+// from the node whose children list the missing one (or, failing that, the
+// node it came from), and where none does, the branch below the gap follows
+// the path of newest children from the root, as far as it goes.
 func (g *gptConversation) branch() []string {
 	leaf := g.CurrentNode
 	if _, ok := g.Mapping[leaf]; !ok {
 		leaf = g.newestLeaf()
 	}
-	var path []string
+	var path, above []string
+	var listedBy map[string]string // each node's parent by the children lists, made at a gap
 	seen := map[string]bool{}
-	for id := leaf; id != "" && !seen[id]; id = g.Mapping[id].Parent {
+	for id := leaf; id != "" && !seen[id]; {
 		n, ok := g.Mapping[id]
 		if !ok {
 			break
@@ -133,9 +140,37 @@ func (g *gptConversation) branch() []string {
 		if n.Message != nil && n.Message.visible() {
 			path = append(path, id)
 		}
+		next := n.Parent
+		if _, ok := g.Mapping[next]; !ok && next != "" {
+			if listedBy == nil {
+				listedBy = g.listedBy()
+			}
+			p, ok := listedBy[next]
+			if !ok {
+				p, ok = listedBy[id]
+			}
+			if !ok {
+				roots, _ := g.roots()
+				_, above = g.followBest(roots, seen)
+				break
+			}
+			next = p
+		}
+		id = next
 	}
 	slices.Reverse(path)
-	return path
+	return append(above, path...)
+}
+
+// listedBy maps each node listed among another's children to that other.
+func (g *gptConversation) listedBy() map[string]string {
+	by := map[string]string{}
+	for id, n := range g.Mapping {
+		for _, c := range n.Children {
+			by[c] = id
+		}
+	}
+	return by
 }
 
 // newestLeaf finds the displayed branch's end when the export does not name
@@ -145,7 +180,18 @@ func (g *gptConversation) branch() []string {
 // whose branch shows the most messages wins, so a stray node never stands
 // for the conversation.
 func (g *gptConversation) newestLeaf() string {
-	var roots, orphans []string
+	roots, orphans := g.roots()
+	if len(roots) == 0 {
+		roots = orphans
+	}
+	leaf, _ := g.followBest(roots, nil)
+	return leaf
+}
+
+// roots returns the nodes without a parent and, apart, those whose parent
+// is missing from the mapping, each sorted: map order is random, and the
+// same root must win every time.
+func (g *gptConversation) roots() (roots, orphans []string) {
 	for id, n := range g.Mapping {
 		if _, ok := g.Mapping[n.Parent]; !ok {
 			if n.Parent == "" {
@@ -155,35 +201,41 @@ func (g *gptConversation) newestLeaf() string {
 			}
 		}
 	}
-	if len(roots) == 0 {
-		roots = orphans
-	}
-	slices.Sort(roots) // map order is random; pick the same root every time
-	best, most := "", -1
+	slices.Sort(roots)
+	slices.Sort(orphans)
+	return roots, orphans
+}
+
+// followBest follows the newest children from each of roots and returns
+// the walk that shows the most messages: where it ended, and its visible
+// messages in order.
+func (g *gptConversation) followBest(roots []string, stop map[string]bool) (leaf string, shown []string) {
+	most := -1
 	for _, root := range roots {
-		leaf, shown := g.followNewest(root)
-		if shown > most {
-			best, most = leaf, shown
+		l, s := g.followNewest(root, stop)
+		if len(s) > most {
+			leaf, shown, most = l, s, len(s)
 		}
 	}
-	return best
+	return leaf, shown
 }
 
 // followNewest walks from id through each node's newest child to a leaf,
-// counting the visible messages on the way.
-func (g *gptConversation) followNewest(id string) (leaf string, shown int) {
+// or to the last node before one missing from the mapping or in stop, and
+// returns where it ended and the visible messages on the way.
+func (g *gptConversation) followNewest(id string, stop map[string]bool) (leaf string, shown []string) {
 	seen := map[string]bool{}
-	for !seen[id] {
+	for !seen[id] && !stop[id] {
 		seen[id] = true
 		n := g.Mapping[id]
 		if n.Message != nil && n.Message.visible() {
-			shown++
+			shown = append(shown, id)
 		}
 		if len(n.Children) == 0 {
 			break
 		}
 		next := n.Children[len(n.Children)-1]
-		if _, ok := g.Mapping[next]; !ok {
+		if _, ok := g.Mapping[next]; !ok || stop[next] {
 			break
 		}
 		id = next

@@ -1005,6 +1005,38 @@ func TestChatGPTMissingCurrentNodeWithOrphan(t *testing.T) {
 	}
 }
 
+// A node missing from the middle of the displayed branch (pruned from the
+// export) does not drop every message above it: the walk goes on from the
+// node that lists it among its children, or lists the node below it, and
+// where none does, the path of newest children from the root comes first.
+func TestChatGPTGapInBranch(t *testing.T) {
+	msg := func(role, text string) string {
+		return `"message":{"author":{"role":"` + role + `"},"content":{"content_type":"text","parts":["` + text + `"]}}`
+	}
+	tests := []struct{ name, rootChildren, bChildren string }{
+		{"the parent listed by its own parent", `["a","z"]`, `["c"]`},
+		{"the node listed by another", `["a","z"]`, `["d"]`},
+		{"nothing lists either", `["a"]`, `[]`},
+	}
+	for _, tt := range tests {
+		in := `[{"id":"x","title":"t","current_node":"e","mapping":{
+		"root":{"children":` + tt.rootChildren + `},
+		"z":{"parent":"root","children":[],` + msg("user", "a newer first question, not shown") + `},
+		"a":{"parent":"root","children":["b"],` + msg("user", "first question") + `},
+		"b":{"parent":"a","children":` + tt.bChildren + `,` + msg("assistant", "first answer") + `},
+		"d":{"parent":"c","children":["e"],` + msg("user", "second question") + `},
+		"e":{"parent":"d","children":[],` + msg("assistant", "second answer") + `}}}]`
+		var got []string
+		if err := Parse("conversations.json", strings.NewReader(in), func(c Conversation) error { got = c.Messages; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"**User:** first question", "**Assistant:** first answer", "**User:** second question", "**Assistant:** second answer"}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: got %q, want %q", tt.name, got, want)
+		}
+	}
+}
+
 // A timestamp of an unexpected type or form is unknown, never an error
 // that rejects the whole export; chat_messages null is a conversation with
 // no messages.
