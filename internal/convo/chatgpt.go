@@ -12,13 +12,18 @@ import (
 // The parts of a ChatGPT export (conversations.json) that make up what the
 // user saw; everything else in it is ignored.
 type gptConversation struct {
-	ID             string             `json:"id"`
-	ConversationID string             `json:"conversation_id"`
-	Title          string             `json:"title"`
-	CreateTime     stamp              `json:"create_time"`
-	UpdateTime     stamp              `json:"update_time"`
-	Mapping        map[string]gptNode `json:"mapping"`
-	CurrentNode    string             `json:"current_node"`
+	ID             string `json:"id"`
+	ConversationID string `json:"conversation_id"`
+	Title          string `json:"title"`
+	CreateTime     stamp  `json:"create_time"`
+	UpdateTime     stamp  `json:"update_time"`
+	// Mapping decodes through a pointer set beforehand, as Claude's
+	// chat_messages does, which tells absent (the pointer kept, its map
+	// nil: not a ChatGPT conversation) from null (the pointer set to nil:
+	// a conversation with nothing in it).
+	Mapping     *map[string]gptNode `json:"mapping"`
+	CurrentNode string              `json:"current_node"`
+	nodes       map[string]gptNode  // what Mapping holds
 }
 
 type gptNode struct {
@@ -59,13 +64,15 @@ var gptHiddenContent = map[string]bool{
 func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversation) error) error {
 	ids := exportIDs{}
 	return walkArray(name, r, src, func(i int, dec *json.Decoder) error {
-		var g gptConversation
+		var nodes map[string]gptNode
+		g := gptConversation{Mapping: &nodes}
 		if err := decodeElement(name, src, i, dec, &g); err != nil {
 			return err
 		}
-		if g.Mapping == nil {
+		if g.Mapping != nil && nodes == nil {
 			return invalidf(name, "element [%d] has no \"mapping\": not a ChatGPT conversation", i)
 		}
+		g.nodes = nodes
 		id := g.ID
 		if id == "" {
 			id = g.ConversationID
@@ -77,7 +84,7 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 		var firstMessage, lastMessage time.Time
 		var doc gptCanvas // the canvas document last created on the branch
 		for _, nodeID := range g.branch() {
-			m := g.Mapping[nodeID].Message
+			m := g.nodes[nodeID].Message
 			if at := time.Time(m.CreateTime); !at.IsZero() {
 				if firstMessage.IsZero() {
 					firstMessage = at
@@ -125,14 +132,14 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 // the path of newest children from the root, as far as it goes.
 func (g *gptConversation) branch() []string {
 	leaf := g.CurrentNode
-	if _, ok := g.Mapping[leaf]; !ok {
+	if _, ok := g.nodes[leaf]; !ok {
 		leaf = g.newestLeaf()
 	}
 	var path, above []string
 	var listedBy map[string]string // each node's parent by the children lists, made at a gap
 	seen := map[string]bool{}
 	for id := leaf; id != "" && !seen[id]; {
-		n, ok := g.Mapping[id]
+		n, ok := g.nodes[id]
 		if !ok {
 			break
 		}
@@ -141,7 +148,7 @@ func (g *gptConversation) branch() []string {
 			path = append(path, id)
 		}
 		next := n.Parent
-		if _, ok := g.Mapping[next]; !ok && next != "" {
+		if _, ok := g.nodes[next]; !ok && next != "" {
 			if listedBy == nil {
 				listedBy = g.listedBy()
 			}
@@ -165,7 +172,7 @@ func (g *gptConversation) branch() []string {
 // listedBy maps each node listed among another's children to that other.
 func (g *gptConversation) listedBy() map[string]string {
 	by := map[string]string{}
-	for id, n := range g.Mapping {
+	for id, n := range g.nodes {
 		for _, c := range n.Children {
 			by[c] = id
 		}
@@ -192,8 +199,8 @@ func (g *gptConversation) newestLeaf() string {
 // is missing from the mapping, each sorted: map order is random, and the
 // same root must win every time.
 func (g *gptConversation) roots() (roots, orphans []string) {
-	for id, n := range g.Mapping {
-		if _, ok := g.Mapping[n.Parent]; !ok {
+	for id, n := range g.nodes {
+		if _, ok := g.nodes[n.Parent]; !ok {
 			if n.Parent == "" {
 				roots = append(roots, id)
 			} else {
@@ -227,7 +234,7 @@ func (g *gptConversation) followNewest(id string, stop map[string]bool) (leaf st
 	seen := map[string]bool{}
 	for !seen[id] && !stop[id] {
 		seen[id] = true
-		n := g.Mapping[id]
+		n := g.nodes[id]
 		if n.Message != nil && n.Message.visible() {
 			shown = append(shown, id)
 		}
@@ -235,7 +242,7 @@ func (g *gptConversation) followNewest(id string, stop map[string]bool) (leaf st
 			break
 		}
 		next := n.Children[len(n.Children)-1]
-		if _, ok := g.Mapping[next]; !ok || stop[next] {
+		if _, ok := g.nodes[next]; !ok || stop[next] {
 			break
 		}
 		id = next

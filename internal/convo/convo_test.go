@@ -1037,6 +1037,19 @@ func TestChatGPTGapInBranch(t *testing.T) {
 	}
 }
 
+// "mapping": null is a conversation with nothing in it, as Claude's
+// "chat_messages": null is: the export's other conversations are read. A
+// conversation without the key is still no ChatGPT conversation
+// (TestMoreMalformedJSON).
+func TestChatGPTNullMapping(t *testing.T) {
+	in := `[{"id":"a","title":"kept","mapping":{"r":{"message":{"author":{"role":"user"},"content":{"content_type":"text","parts":["hello"]}}}},"current_node":"r"},
+	{"id":"b","title":"empty","mapping":null,"current_node":null}]`
+	convs, err := parseString(t, "conversations.json", in)
+	if err != nil || len(convs) != 1 || convs[0].Title != "kept" {
+		t.Errorf("got %d conversations, %v; want the one with messages", len(convs), err)
+	}
+}
+
 // A timestamp of an unexpected type or form is unknown, never an error
 // that rejects the whole export; chat_messages null is a conversation with
 // no messages.
