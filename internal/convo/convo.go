@@ -12,8 +12,9 @@
 // as follows, judged on the whole file (a JSON file longer than SniffLen
 // bytes is read as UTF-8, its invalid bytes replaced by U+FFFD: judged by
 // its head, one stray byte there decoded the rest as Windows-1252):
-//   - mostly UTF-8, with a few invalid bytes: each invalid byte sequence is
-//     replaced by U+FFFD (encoding/json does the same inside JSON strings);
+//   - mostly UTF-8, with a few invalid bytes (or ASCII with a character cut
+//     short): each invalid byte sequence is replaced by U+FFFD
+//     (encoding/json does the same inside JSON strings);
 //   - Western European text in Windows-1252 or ISO 8859-1 (accented
 //     letters as single bytes among ASCII): decoded as Windows-1252, so it
 //     stays searchable;

@@ -728,7 +728,8 @@ func TestExportIsStreamed(t *testing.T) {
 }
 
 // Text in UTF-8, UTF-16 with a byte order mark or Windows-1252 is read;
-// UTF-8 with a few damaged bytes keeps the rest; other legacy encodings,
+// UTF-8 with a few damaged bytes (a character cut short among them) keeps
+// the rest; other legacy encodings,
 // which would decode to mojibake, and binary content are errors.
 func TestEncodings(t *testing.T) {
 	utf16be := func(s string) string {
@@ -757,6 +758,9 @@ func TestEncodings(t *testing.T) {
 		{"a.json", `[{"role":"user","content":"` + strings.TrimSuffix(frCP1252, "\n") + `"}]`, "**User:** Moi : Où est la clé ? Ça dépend de l'été.", ""},
 		{"a.md", "User: naïve café, déjà vu \xff and more", "User: naïve café, déjà vu \uFFFD and more", ""},
 		{"a.md", "User: Caf\xc3\xa9 ok, stray \xff and \xfe and \x80 bytes", "User: Café ok, stray \uFFFD and \uFFFD and \uFFFD bytes", ""},
+		{"a.md", "User: thanks, see you \xf0\x9f\x98", "User: thanks, see you \uFFFD", ""}, // an emoji cut short
+		{"a.md", "User: great \xe2\x80 work", "User: great \uFFFD work", ""},
+		{"a.jsonl", `{"role":"user","content":"see you ` + "\xf0\x9f\x98" + `"}`, "**User:** see you \uFFFD\uFFFD\uFFFD", ""},
 		{"a.md", ruCP1251, "", legacy},
 		{"a.txt", zhGBK, "", legacy},
 		{"a.jsonl", `{"role":"user","content":"` + strings.TrimSpace(ruCP1251) + `"}`, "", legacy},

@@ -27,7 +27,9 @@ const (
 // cut, b is the head of a longer file and may end inside a character, which
 // is then ignored.
 //
-// Text with valid multi-byte UTF-8 sequences at least as often as invalid
+// A character cut short (a lead byte and some of its continuation bytes) is
+// damage, and counts for neither: ASCII text holding one is UTF-8. Text
+// with valid multi-byte UTF-8 sequences at least as often as invalid
 // bytes is UTF-8 with damage; so is text with any valid one whose invalid
 // bytes each stand alone between ASCII ("Café" and three stray bytes stay
 // "Café"): a Western code page almost never forms a valid sequence by
@@ -66,6 +68,13 @@ func sniffEncoding(b []byte, cut bool) textEncoding {
 		if cut && !utf8.FullRune(b[i:]) {
 			break // a character cut off by the end of b
 		}
+		if n := cutShort(b[i:]); n > 0 {
+			// A character that lost its last bytes (an emoji whose end was
+			// cut) is UTF-8 damage, not evidence of a legacy encoding.
+			end()
+			i += n
+			continue
+		}
 		invalid++
 		if (i == 0 || b[i-1] < utf8.RuneSelf) && (i+1 == len(b) || b[i+1] < utf8.RuneSelf) {
 			isolated++
@@ -85,6 +94,22 @@ func sniffEncoding(b []byte, cut bool) textEncoding {
 		return encWindows1252
 	}
 	return encUnknown
+}
+
+// cutShort returns the length of the UTF-8 sequence b starts with when it
+// is cut short: a lead byte and at least one continuation byte that could
+// begin a character, then a byte that cannot go on with it (or the end);
+// else 0. A lead byte alone proves nothing: Windows-1252 letters are such
+// bytes ("caf\xe9").
+func cutShort(b []byte) int {
+	n := 1
+	for n < len(b) && n < utf8.UTFMax && b[n]&0xC0 == 0x80 {
+		n++
+	}
+	if n == 1 || utf8.FullRune(b[:n]) {
+		return 0 // utf8.FullRune holds for an invalid sequence too
+	}
+	return n
 }
 
 // decodeWindows1252 decodes Windows-1252 text; every byte sniffEncoding
