@@ -298,6 +298,25 @@ func TestSweepExportDropsConversation(t *testing.T) {
 	}
 }
 
+// chunks_written counts the chunks a sweep wrote: of an export in which
+// one conversation changed, that one's, not every conversation's; a full
+// sweep writes them all.
+func TestSweepChunksWrittenOfChangedConversations(t *testing.T) {
+	st := openStore(t)
+	vault := t.TempDir()
+	write(t, vault, "conversations.json", export)
+	if res, _ := sweep(t, st, vault, Options{}); res.ChunksWritten != 2 {
+		t.Fatalf("first sweep: %+v, want 2 chunks written", res)
+	}
+	write(t, vault, "conversations.json", strings.Replace(export, "Lima.", "Lima, on the coast.", 1))
+	if res, _ := sweep(t, st, vault, Options{}); res.FilesChanged != 1 || res.ChunksWritten != 1 {
+		t.Errorf("one conversation changed: %+v, want 1 chunk written", res)
+	}
+	if res, _ := sweep(t, st, vault, Options{Full: true}); res.FilesChanged != 1 || res.ChunksWritten != 2 {
+		t.Errorf("full sweep: %+v, want 2 chunks written", res)
+	}
+}
+
 // The other files of an unzipped export are no failures: they hold no
 // conversations, as an empty note does. A broken conversations.json still
 // fails.

@@ -71,6 +71,7 @@ type parsed struct {
 	final   bool     // the file's last piece (an error is always last)
 	stale   []string // (last piece) export conversations no longer in the file
 	changed bool     // some content of this piece differs from what is stored
+	written int      // chunks of its sources whose text differs (all of them, in a full sweep)
 	err     error
 	vecs    []recall.Vector
 	missing int      // chunk texts left without a vector
@@ -225,7 +226,12 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 			return recall.Errorf(recall.EINVALID, "two conversations have the one source id %q", doc.Source.ID)
 		}
 		seen[doc.Source.ID] = true
-		if old, ok := p.manifest[doc.Source.ID]; !ok || old.ContentHash != doc.Source.ContentHash {
+		old, ok := p.manifest[doc.Source.ID]
+		differs := !ok || old.ContentHash != doc.Source.ContentHash
+		if differs || p.opt.Full {
+			pr.written += len(doc.Chunks)
+		}
+		if differs {
 			pr.changed = true
 			// The full-text index's terms of the new text, made here on a
 			// parse worker rather than in the single writer. (An unchanged
@@ -529,7 +535,7 @@ type batch struct {
 // tally is what a file adds to the result once its last piece commits.
 type tally struct {
 	size    int64
-	chunks  int
+	chunks  int // see parsed.written
 	missing int
 	changed bool
 	// first is the export's conversation written with the inProgress mtime
@@ -538,9 +544,7 @@ type tally struct {
 }
 
 func (t *tally) add(pr *parsed) {
-	for _, d := range pr.docs {
-		t.chunks += len(d.Chunks)
-	}
+	t.chunks += pr.written
 	t.missing += pr.missing
 	t.changed = t.changed || pr.changed
 }
