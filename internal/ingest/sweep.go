@@ -15,8 +15,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
@@ -500,13 +503,31 @@ func dedupe(s []string) []string {
 	return out
 }
 
-func logFailure(w io.Writer, rel string, err error) {
+func logFailure(w io.Writer, rel string, err error) { LogFailure(w, rel, err.Error()) }
+
+// LogFailure writes one line of a failure log (sweep.log, of a local or a
+// remote sweep): the time, "failed", what failed (a file) and why. A name
+// is quoted when it holds a control character or is not UTF-8: a line
+// break in it would write a second line, one that reads as another record,
+// and the log is UTF-8 text. A nil w discards the line.
+func LogFailure(w io.Writer, what, reason string) {
 	if w == nil {
 		return
 	}
-	fmt.Fprintf(w, "%s\tfailed\t%s\t%s\n", time.Now().UTC().Format(time.RFC3339), rel, oneLine(err.Error()))
+	if !utf8.ValidString(what) || strings.IndexFunc(what, unicode.IsControl) >= 0 {
+		what = strconv.Quote(what)
+	}
+	fmt.Fprintf(w, "%s\tfailed\t%s\t%s\n", time.Now().UTC().Format(time.RFC3339), what, oneLine(reason))
 }
 
+// oneLine is s on one line of UTF-8 text, as the failure log holds it: an
+// error may quote a file name as it is.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "\uFFFD")), " ")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }

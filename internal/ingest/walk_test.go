@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // failReading makes the sweeps of the rest of the test fail to read the
@@ -159,5 +161,29 @@ func TestSweepColonInFileName(t *testing.T) {
 	want := []string{"1:1 with Bob.md", "Q:A session.md", "t/C:.md"}
 	if got := sourceIDs(t, st, root); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("sources %v, want %v", got, want)
+	}
+}
+
+// A failure is one line of the log, whatever the file's name holds: a line
+// break in it forged a second record, and bytes that are not UTF-8 were
+// written as they were. Such a name is quoted.
+func TestSweepFailureLogOneLinePerFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a file name cannot hold a line break on Windows")
+	}
+	st := openStore(t)
+	root := t.TempDir()
+	forged := "bad\n2099-01-01T00:00:00Z\tsummary\tforged.md"
+	latin1 := "caf\xe9.md"
+	write(t, root, forged, "hi\n")
+	write(t, root, latin1, "hi\n")
+	_, log := sweep(t, st, root, Options{})
+	if n := strings.Count(log, "\n"); n != 2 || !utf8.ValidString(log) {
+		t.Errorf("two failures gave %d lines (valid UTF-8: %v):\n%s", n, utf8.ValidString(log), log)
+	}
+	for _, name := range []string{forged, latin1} {
+		if !strings.Contains(log, "\tfailed\t"+strconv.Quote(name)+"\t") {
+			t.Errorf("the log does not name %q quoted:\n%s", name, log)
+		}
 	}
 }

@@ -604,9 +604,7 @@ func serverMessage(data []byte) string {
 	return s
 }
 
-func logLine(w io.Writer, what, reason string) {
-	fmt.Fprintf(w, "%s\tfailed\t%s\t%s\n", time.Now().UTC().Format(time.RFC3339), what, strings.Join(strings.Fields(reason), " "))
-}
+func logLine(w io.Writer, what, reason string) { ingest.LogFailure(w, what, reason) }
 
 // localFile is one vault file the walk found.
 type localFile struct {

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -272,6 +274,25 @@ func TestUnparseableFileIsLoggedAndSkipped(t *testing.T) {
 	opt.Failures = &log
 	res, err := remote.Sweep(context.Background(), dir, opt)
 	if err != nil || res.FilesChanged != 4 || res.FilesFailed != 1 || !strings.Contains(log.String(), "broken.json") {
+		t.Errorf("%+v %v\n%s", res, err, log.String())
+	}
+}
+
+// A failure is one line of the log, however the file is named: a line
+// break in the name is quoted, not written.
+func TestFailureLogOneLinePerFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a file name cannot hold a line break on Windows")
+	}
+	dir := vault(t)
+	name := "bad\n2099-01-01T00:00:00Z\tsummary\tforged.md"
+	os.WriteFile(filepath.Join(dir, name), []byte("hi\n"), 0o644)
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	var log bytes.Buffer
+	opt.Failures = &log
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || strings.Count(log.String(), "\n") != 1 || !strings.Contains(log.String(), strconv.Quote(name)) {
 		t.Errorf("%+v %v\n%s", res, err, log.String())
 	}
 }
