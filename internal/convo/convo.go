@@ -54,10 +54,11 @@ type Conversation struct {
 	// Title is the one the file gives; a conversation of an export that
 	// has none is titled by the first line of its first user message.
 	Title string
-	// Date is "YYYY-MM-DD", "YYYY-MM" or "YYYY", or "" when unknown.
+	// Date is "YYYY-MM-DD", "YYYY-MM" or "YYYY", or "" when unknown: the
+	// day as written, in the zone written with it.
 	Date string
-	// Created and Updated are zero when unknown. Markdown sets Created only
-	// when its date line gives a time of day too.
+	// Created and Updated are in UTC, and zero when unknown. Markdown sets
+	// Created only when its date line gives a time of day too.
 	Created, Updated time.Time
 	// Messages are the message blocks in order, never empty strings. Blocks
 	// of markdown are verbatim apart from line endings (CRLF becomes LF),
@@ -202,7 +203,7 @@ func binaryAt(head []byte) (int, bool) {
 // otherwise be indexed as if it were whole. An error from fn stops Parse and
 // is returned as it is; errors reading r are returned wrapped, without a code.
 func Parse(name string, r io.Reader, fn func(Conversation) error) error {
-	fn = withoutNUL(withTitle(fn))
+	fn = withoutNUL(withTitle(inUTC(fn)))
 	src := &sourceReader{r: r}
 	br := bufio.NewReaderSize(src, SniffLen)
 	head, err := br.Peek(SniffLen)
@@ -264,6 +265,16 @@ func withTitle(fn func(Conversation) error) func(Conversation) error {
 		if c.Title == "" && c.ID != "" {
 			c.Title = fallbackTitle(c.Messages)
 		}
+		return fn(c)
+	}
+}
+
+// inUTC passes conversations on with their times in UTC. A parser keeps a
+// text timestamp in the offset it was written with until it has dated the
+// conversation by it (dateOf).
+func inUTC(fn func(Conversation) error) func(Conversation) error {
+	return func(c Conversation) error {
+		c.Created, c.Updated = c.Created.UTC(), c.Updated.UTC()
 		return fn(c)
 	}
 }

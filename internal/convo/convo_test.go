@@ -303,6 +303,36 @@ func TestChatLogs(t *testing.T) {
 	}
 }
 
+// A text timestamp dates a conversation by the day it was written in, in
+// its own offset, as a markdown date line does: the same moment dated a
+// transcript 2025-07-14 and a chat log 2025-07-15 (the UTC day). Seconds
+// since the epoch have no offset but UTC's.
+func TestTextTimestampsKeepTheWrittenDay(t *testing.T) {
+	const stamp = "2025-07-14T23:30:00-07:00"
+	md, err := parseString(t, "a.md", "Date: "+stamp+"\n\nUser: hi\n")
+	if err != nil || len(md) != 1 || md[0].Date != "2025-07-14" {
+		t.Fatalf("markdown: %+v %v", md, err)
+	}
+	for _, tt := range []struct{ name, content string }{
+		{"log.jsonl", `{"role":"user","content":"hi","timestamp":"` + stamp + `"}`},
+		{"conversations.json", `[{"uuid":"c1","name":"t","created_at":"` + stamp + `","chat_messages":[{"sender":"human","text":"hi"}]}]`},
+		{"conversations.json", `[{"id":"c1","title":"t","create_time":"` + stamp + `","mapping":{"u":{"message":{"author":{"role":"user"},"content":{"content_type":"text","parts":["hi"]}}}},"current_node":"u"}]`},
+	} {
+		convs, err := parseString(t, tt.name, tt.content)
+		if err != nil || len(convs) != 1 {
+			t.Errorf("%s: %d conversations, %v", tt.content, len(convs), err)
+			continue
+		}
+		if c := convs[0]; c.Date != md[0].Date || !c.Created.Equal(md[0].Created) || c.Created.Location() != time.UTC {
+			t.Errorf("%s: Date %q, Created %v; want %q, %v in UTC as the markdown file has them", tt.content, c.Date, c.Created, md[0].Date, md[0].Created)
+		}
+	}
+	convs, err := parseString(t, "log.jsonl", `{"role":"user","content":"hi","timestamp":1752561000}`) // 2025-07-15T06:30:00Z
+	if err != nil || len(convs) != 1 || convs[0].Date != "2025-07-15" {
+		t.Errorf("seconds since the epoch: %+v %v, want the UTC day", convs, err)
+	}
+}
+
 // Text timestamps are read in the forms tools write them, a time without
 // a zone as UTC, as a markdown date line is.
 func TestChatLogTimestamps(t *testing.T) {

@@ -43,6 +43,9 @@ var (
 	numericDate = regexp.MustCompile(`^(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?$`)
 	clockTime   = regexp.MustCompile(`^(\d{1,2}):(\d{2})(?::(\d{2}))?(am|pm|a\.m\.|p\.m\.)?$`)
 	dayNumber   = regexp.MustCompile(`^(\d{1,2})(st|nd|rd|th)?$`)
+	// clockZone is a time zone written after a clock time: a name (EST,
+	// CEST, Z) or an offset (+02:00, -0700, UTC+2, GMT-05:30).
+	clockZone = regexp.MustCompile(`^(?:[a-z]{1,5}|(?:utc|gmt)?([+-])(\d{1,2})(?::?(\d{2}))?)$`)
 )
 
 // parseDate reads the ways people date a transcript ("2023-05-08",
@@ -50,7 +53,10 @@ var (
 // timestamps) and returns "YYYY-MM-DD", "YYYY-MM" or "YYYY", or "" when s is
 // not a date. at is the moment, in UTC, when a time of day was written too
 // (a time without a zone is taken as UTC); else it is zero. The date is the
-// one written, never shifted by a zone.
+// one written, never shifted by a zone. A zone may follow the time ("11:30
+// PM EST", "23:30 +02:00", "10:00 (UTC+2)"): an offset moves at, while a
+// zone known only by name leaves at unknown (EST and the like name several
+// offsets), and the day is kept either way.
 //
 // Numeric day-first or month-first forms ("08/05/2023") are refused: which
 // of the two is meant cannot be told.
@@ -66,21 +72,25 @@ func parseDate(s string) (date string, at time.Time) {
 		year, day, hour, minute, second int
 		month                           time.Month
 		clock, pm, am                   bool
+		zone                            string
 	)
 	fields := strings.Fields(strings.NewReplacer(",", " ", "(", " ", ")", " ").Replace(strings.ToLower(s)))
+	afterClock := false // the field before was the time or its am/pm
 	for _, f := range fields {
+		prevClock := afterClock
+		afterClock = false
 		switch {
 		case dateNoise[f] || dateNoise[strings.TrimSuffix(f, ".")]:
 		case f == "am" || f == "a.m.":
-			am = true
+			am, afterClock = true, prevClock
 		case f == "pm" || f == "p.m.":
-			pm = true
+			pm, afterClock = true, prevClock
 		case clockTime.MatchString(f):
 			m := clockTime.FindStringSubmatch(f)
 			if clock {
 				return "", time.Time{}
 			}
-			clock = true
+			clock, afterClock = true, true
 			hour, _ = strconv.Atoi(m[1])
 			minute, _ = strconv.Atoi(m[2])
 			if m[3] != "" {
@@ -114,6 +124,8 @@ func parseDate(s string) (date string, at time.Time) {
 				return "", time.Time{}
 			}
 			day, _ = strconv.Atoi(dayNumber.FindStringSubmatch(f)[1])
+		case prevClock && zone == "" && clockZone.MatchString(f):
+			zone = f
 		default:
 			return "", time.Time{}
 		}
@@ -146,7 +158,21 @@ func parseDate(s string) (date string, at time.Time) {
 	if hour > 23 || minute > 59 || second > 59 {
 		return date, time.Time{}
 	}
-	return date, time.Date(year, month, day, hour, minute, second, 0, time.UTC)
+	at = time.Date(year, month, day, hour, minute, second, 0, time.UTC)
+	if zone != "" && zone != "z" {
+		m := clockZone.FindStringSubmatch(zone)
+		h, _ := strconv.Atoi(m[2])
+		mins, _ := strconv.Atoi(m[3])
+		if m[1] == "" || h > 14 || mins > 59 {
+			return date, time.Time{} // a zone by name, or no offset there is
+		}
+		off := time.Duration(h)*time.Hour + time.Duration(mins)*time.Minute
+		if m[1] == "-" {
+			off = -off
+		}
+		at = at.Add(-off)
+	}
+	return date, at
 }
 
 func allDigits(s string) bool {
@@ -182,15 +208,17 @@ func parseTimestamp(s string) (time.Time, bool) {
 // isoTime parses the text timestamps of Claude exports and chat logs: RFC
 // 3339, and the forms other tools write (a space for the T, no zone, as
 // Python's isoformat() gives for a naive time), the same ones, read the
-// same way, as a markdown transcript's date line. A malformed one is
-// unknown rather than an error, since it never changes which messages a
-// conversation has.
+// same way, as a markdown transcript's date line. The time keeps the offset
+// it was written with (UTC when none was), so that dateOf gives the day
+// written, as a markdown date line has it; Parse hands conversations on
+// with their times in UTC. A malformed one is unknown rather than an
+// error, since it never changes which messages a conversation has.
 func isoTime(s string) time.Time {
 	t, ok := parseTimestamp(strings.TrimSpace(s))
 	if !ok || t.Year() > 9999 {
 		return time.Time{}
 	}
-	return t.UTC()
+	return t
 }
 
 // stamp is a timestamp field of an export, read leniently: seconds (or
@@ -206,10 +234,12 @@ func (s *stamp) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// dateOf is the UTC calendar day of t, or "" for the zero time.
+// dateOf is the calendar day of t where it was written: in the offset of a
+// text timestamp (isoTime), in UTC for seconds since the epoch; "" for the
+// zero time.
 func dateOf(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format(time.DateOnly)
+	return t.Format(time.DateOnly)
 }
