@@ -407,6 +407,17 @@ func TestQuotedPhraseIsRequired(t *testing.T) {
 				t.Errorf("%s %s: %+v", mode, q, r)
 			}
 		}
+		// Diacritics count in no mode, as in the full-text index: the
+		// passages lexical search finds for a quoted phrase are exact.
+		for _, q := range []string{`"PÓRTO IN ÓCTOBER"`, `"Pórto in Octóber"`} {
+			r, err := eng.Search(ctx, recall.SearchRequest{Query: q, Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Results) != 1 || r.Results[0].Source != "a.md" || r.Note != "" || !slices.Contains(r.Results[0].Match, "exact") {
+				t.Errorf("%s %s: %+v", mode, q, r)
+			}
+		}
 		r, err := eng.Search(ctx, recall.SearchRequest{Query: `"train south to Faro"`, Mode: mode})
 		if err != nil {
 			t.Fatal(err)

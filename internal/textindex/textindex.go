@@ -24,6 +24,7 @@ package textindex
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -72,7 +73,10 @@ func foldASCII(s string) string {
 
 // Phrases finds folded phrases (Fold's output) in texts as whole words:
 // InAll(text) reports whether Fold(text) holds every phrase at a place where
-// it neither starts nor ends inside a word, so "heat" is not found in
+// it neither starts nor ends inside a word, diacritics left out on both
+// sides as the full-text index leaves them out (unicode61's
+// remove_diacritics: "cafe" is found in "Café", and "café" in "cafe", so a
+// quoted phrase is exact in every search mode alike), so "heat" is not found in
 // "theatre" nor "kayak" in "kayaks". A phrase end in a script written
 // without spaces (Chinese, Japanese) needs no boundary: 薄荷 is found inside
 // 薄荷糖. A search asks it of every candidate, for the query verbatim, so
@@ -87,6 +91,10 @@ type Phrases struct {
 // NewPhrases prepares folded phrases for matching. A Phrases is for one
 // goroutine at a time.
 func NewPhrases(folded []string) *Phrases {
+	folded = slices.Clone(folded)
+	for i, p := range folded {
+		folded[i] = stripDiacritics(p)
+	}
 	m := &Phrases{folded: folded, fail: make([][]int, len(folded)), ring: make([][]byte, len(folded))}
 	for i, p := range folded {
 		f := make([]int, len(p))
@@ -122,7 +130,7 @@ func (m *Phrases) InAll(text string) bool {
 		return false
 	}
 	if !isASCII(text) {
-		f := Fold(text)
+		f := stripDiacritics(Fold(text))
 		for _, p := range m.folded {
 			if !containsWords(f, p) {
 				return false
