@@ -64,24 +64,27 @@ func reservedID(p string) bool {
 	return strings.HasPrefix(p, memoryIDPrefix) || strings.HasPrefix(p, diaryIDPrefix)
 }
 
-// NFCKey is the form memory keys are saved in: NFC, so a key typed with a
-// precomposed accent or a combining one is one key (a key that is not valid
-// UTF-8 is left for validation to refuse).
-func NFCKey(key string) string {
+// NormKey is the form memory keys are saved in: NFKC, so a key typed with
+// a precomposed accent or a combining one is one key, and so is one typed
+// in the full-width letters of a CJK input method ("ｐｅｒｓｏｎ_ann" is
+// person_ann), as search folds them. NFKC text is NFC too. A key that is
+// not valid UTF-8 is left for validation to refuse.
+func NormKey(key string) string {
 	if !utf8.ValidString(key) {
 		return key
 	}
-	return norm.NFC.String(key)
+	return norm.NFKC.String(key)
 }
 
 // KeyForms returns the forms a memory key a caller names is looked up
 // under, in order: the key exactly as given, which reaches a memory saved
-// before keys were normalised (and is the saved form when it is NFC), then
-// its NFC form when that differs. Exact first: a legacy key and its NFC twin
-// saved since are two memories, and each is reached by its own name.
+// before keys were normalised (and is the saved form when it is normal),
+// then its normal form (NormKey) when that differs. Exact first: a legacy
+// key and its normal twin saved since are two memories, and each is
+// reached by its own name.
 func KeyForms(key string) []string {
-	if nfc := NFCKey(key); nfc != key {
-		return []string{key, nfc}
+	if n := NormKey(key); n != key {
+		return []string{key, n}
 	}
 	return []string{key}
 }

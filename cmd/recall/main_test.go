@@ -839,3 +839,22 @@ func TestMemoryValueFromStdinTooLarge(t *testing.T) {
 		t.Errorf("an oversized value on stdin: exit %d, %q", code, errb.String())
 	}
 }
+
+// A count flag of 0 is refused, not taken for the default.
+func TestZeroCountFlagsAreRefused(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"] = "none"
+	if _, errs, code := run(t, env, "memory", "save", "person_ann", "Ann runs marathons."); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, args := range [][]string{
+		{"diary", "recent", "--days", "0"},
+		{"diary", "recent", "--days", "31"},
+		{"memory", "find", "--limit", "0"},
+		{"memory", "find", "--limit", "21"},
+	} {
+		if _, errs, code := run(t, env, args...); code != exitUsage || !strings.Contains(errs, "must be between") {
+			t.Errorf("%v: exit %d, %q", args, code, errs)
+		}
+	}
+}

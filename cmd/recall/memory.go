@@ -211,6 +211,9 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if err := m.parseNone(fs, args, "memory find [flags]", "use --prefix P for keys starting with P"); err != nil {
 			return err
 		}
+		if *limit < 1 || *limit > memory.MaxFindLimit { // 0 would mean the service's default
+			return usagef("--limit must be between 1 and %d, got %d", memory.MaxFindLimit, *limit)
+		}
 		svc, err := m.memoryService(ctx, m.openReading)
 		if err != nil {
 			return err
@@ -310,6 +313,9 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		days := fs.Int("days", 7, "how many days back (at most 30)")
 		if err := m.parseNone(fs, args, "diary recent [--days N] [--json]", "use --days N for the last N days"); err != nil {
 			return err
+		}
+		if *days < 1 || *days > memory.MaxRecentDays { // 0 would mean the service's default
+			return usagef("--days must be between 1 and %d, got %d", memory.MaxRecentDays, *days)
 		}
 		svc, err := m.memoryService(ctx, m.openReading)
 		if err != nil {

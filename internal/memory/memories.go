@@ -43,7 +43,7 @@ type Memory struct {
 }
 
 // Save stores a memory's value verbatim, replacing any value under the same
-// key (in its NFC form: newKey) atomically. Identical content is not
+// key (in its normal form: newKey) atomically. Identical content is not
 // re-embedded (index "skipped") unless vectors it lacks can be made now.
 func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResult, error) {
 	raw := req.Key
@@ -76,7 +76,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 		// (recall.KeyForms) gives what was just saved.
 		req.Key = raw
 	} else if exists && cur.Title != req.Key {
-		exists = false // the NFC form is a new memory beside the legacy one
+		exists = false // the normal form is a new memory beside the legacy one
 	}
 	id := recall.MemoryID(owner, req.Key)
 	hash := recall.TextHash(req.Value)
@@ -191,7 +191,7 @@ func (s *Service) Delete(ctx context.Context, key, owner string, confirm bool, s
 		return recall.Errorf(recall.EINVALID, "deleting %s cannot be undone: call again with confirm set to true", quote(key))
 	}
 	// One form at a time: a key saved before keys were normalised and its
-	// NFC form are two memories, and one delete removes one.
+	// normal form are two memories, and one delete removes one.
 	for _, k := range recall.KeyForms(key) {
 		n, _, err := s.w.Delete(ctx, recall.MemoryID(o, k))
 		if err != nil || n > 0 {
@@ -239,7 +239,7 @@ func (s *Service) Find(ctx context.Context, req FindRequest, sc Scope) (Page, er
 		if err := ValidateKey(req.Prefix); err != nil {
 			return Page{}, recall.Errorf(recall.EINVALID, "prefix: %s", recall.ErrorMessage(err))
 		}
-		req.Prefix = recall.NFCKey(req.Prefix)
+		req.Prefix = recall.NormKey(req.Prefix)
 	}
 	switch {
 	case req.Limit == 0:

@@ -196,15 +196,16 @@ func ValidateKey(key string) error {
 const diaryName = "diary/"
 
 // newKey is the key a memory is saved under: ValidateKey's rules on the
-// key's NFC form, so "café" typed precomposed or with a combining accent
-// is one key, and no two keys that look alike. It refuses the diary's
+// key's normal form (recall.NormKey), so "café" typed precomposed or with a
+// combining accent is one key, and full-width "ｐｅｒｓｏｎ_ann" is
+// person_ann: no two keys that look alike. It refuses the diary's
 // names, a leading combining mark (it draws on whatever precedes the key)
 // and characters Unicode says to render invisibly where they pass as
 // letters or marks: variation selectors, U+034F and the Hangul fillers
 // (the other default-ignorable characters are format characters, which
 // ValidateKey refuses already).
 func newKey(key string) (string, error) {
-	key = recall.NFCKey(key)
+	key = recall.NormKey(key)
 	if err := ValidateKey(key); err != nil {
 		return "", err
 	}

@@ -845,3 +845,28 @@ func TestRepairOfAnotherSpaceLeavesPending(t *testing.T) {
 		t.Errorf("index status: %+v %v; want 1 pending", st, err)
 	}
 }
+
+// A key typed in full-width letters (a CJK input method's) is the key in
+// ordinary letters: one memory, its category from its prefix, read, found
+// and deleted by either spelling.
+func TestFullWidthKeysAreTheirOrdinaryForm(t *testing.T) {
+	f := newFixture(t, false)
+	wide := "ｐｅｒｓｏｎ_ａｎｎ"
+	if r, err := f.svc.Save(ctx, SaveRequest{Key: wide, Value: "Ann likes tea"}, Scope{}); err != nil || r.Key != "person_ann" {
+		t.Fatalf("save %q: %+v %v", wide, r, err)
+	}
+	for _, key := range []string{wide, "person_ann"} {
+		if m, err := f.svc.Read(ctx, key, "", Scope{}); err != nil || m.Value != "Ann likes tea" || m.Category != "person" {
+			t.Errorf("read %q: %+v %v", key, m, err)
+		}
+	}
+	if p, err := f.svc.Find(ctx, FindRequest{Prefix: "ｐｅｒｓｏｎ_"}, Scope{}); err != nil || len(p.Items) != 1 {
+		t.Errorf("find by a full-width prefix: %+v %v", p, err)
+	}
+	if err := f.svc.Delete(ctx, "person_ann", "", true, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Read(ctx, wide, "", Scope{}); !recall.IsNotFound(err) {
+		t.Errorf("read after delete: %v", err)
+	}
+}
