@@ -156,6 +156,22 @@ func TestToolAuthMatrix(t *testing.T) {
 	}
 }
 
+// The front door reads a tool call's name as the SDK does, by its exact
+// key: a case variant beside it neither hides an admin tool from the check
+// nor names another tool in the audit.
+func TestAdminCheckReadsTheNameTheSDKReads(t *testing.T) {
+	f := newFixture(t, nil)
+	user := f.rawSession(plainTok)
+	body := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"list_memories","Name":"search_archive","arguments":{}}}`
+	if status, payload := f.rawCall(plainTok, user, body); status != http.StatusForbidden || !strings.Contains(payload, "list_memories needs the admin token") {
+		t.Errorf("an admin tool named beside a case variant: %d %s", status, payload)
+	}
+	body = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"NAME":"list_memories","name":"search_archive","arguments":{"query":"x"}}}`
+	if status, payload := f.rawCall(plainTok, user, body); status != 200 || !strings.Contains(payload, `"result"`) {
+		t.Errorf("a user tool named beside a case variant of an admin one: %d %s", status, payload)
+	}
+}
+
 // A session id never stands in for a token.
 func TestSessionBoundToToken(t *testing.T) {
 	f := newFixture(t, nil)

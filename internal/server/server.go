@@ -663,11 +663,26 @@ func (p *peekParams) UnmarshalJSON(b []byte) error {
 	}
 	p.kind = b[0]
 	if p.kind == '{' {
-		var v struct {
-			Name string `json:"name"`
-		}
+		// By exact key, as the SDK reads it: a struct field would also
+		// take "Name" or "NAME", and a call the SDK runs as one tool would
+		// be checked and audited as another.
+		var v map[string]shortString
 		if json.Unmarshal(b, &v) == nil {
-			p.Name = v.Name
+			p.Name = string(v["name"])
+		}
+	}
+	return nil
+}
+
+// shortString is a JSON string of at most 256 bytes; any other value
+// reads as "" without being copied.
+type shortString string
+
+func (s *shortString) UnmarshalJSON(b []byte) error {
+	if len(b) <= 256+2 && len(b) > 0 && b[0] == '"' {
+		var v string
+		if json.Unmarshal(b, &v) == nil {
+			*s = shortString(v)
 		}
 	}
 	return nil
