@@ -125,11 +125,41 @@ func (m *Main) queryEmbedder(ctx context.Context, st recall.Store, emb recall.Em
 // (which may be nil) when it made the space — the only way to reach a model
 // loaded from a directory, whose name is not a place to load it from —
 // else one built from the space's provider and model.
+//
+// A space of the same model may hold vectors of another size than the
+// configured embedder makes (made with `dimensions` set, for a model that
+// can shorten its vectors): the embedder is then built to ask for the
+// space's size.
 func (m *Main) spaceEmbedder(ctx context.Context, st recall.Store, sp recall.VectorSpace, configured recall.Embedder) (recall.Embedder, error) {
-	if configured != nil && m.madeSpace(ctx, st, sp, configured) {
-		return configured, nil
+	if configured != nil {
+		if i := configured.Info(); i.Provider == sp.Provider && i.Model == sp.Model {
+			knowDim(ctx, configured)
+		}
+		if m.madeSpace(ctx, st, sp, configured) {
+			return configured, nil
+		}
 	}
-	return m.makeEmbedder(sp.Provider, sp.Model)
+	e, err := m.makeEmbedder(sp.Provider, sp.Model)
+	if err != nil || e == nil {
+		return e, err
+	}
+	if d := knowDim(ctx, e); d != 0 && d != sp.Dim {
+		return m.makeEmbedderDim(sp.Provider, sp.Model, sp.Dim)
+	}
+	return e, nil
+}
+
+// knowDim returns the size of emb's vectors, asking it once when it was
+// not configured (a remote model's size is learned from its first
+// answer); 0 when it cannot be reached.
+func knowDim(ctx context.Context, emb recall.Embedder) int {
+	if d := emb.Info().Dim; d != 0 {
+		return d
+	}
+	if v, err := emb.Embed(ctx, recall.InputDocument, []string{"dimension probe"}); err == nil && len(v) == 1 {
+		return len(v[0])
+	}
+	return 0
 }
 
 // madeSpace reports whether emb is the model of space sp. A model loaded
@@ -143,7 +173,9 @@ func (m *Main) madeSpace(ctx context.Context, st recall.Store, sp recall.VectorS
 	case sp.Provider != info.Provider:
 		return false
 	case sp.Model == info.Model:
-		return true
+		// One model, two sizes (a space made with dimensions set): the
+		// size tells them apart, when it is known.
+		return info.Dim == 0 || sp.Dim == info.Dim
 	case m.dirModel == "" || sp.Model != m.dirModel || info.Dim != 0 && sp.Dim != info.Dim:
 		return false
 	}
@@ -211,6 +243,12 @@ func (m *Main) makeEmbedder(provider, model string) (recall.Embedder, error) {
 		}
 		dim = n
 	}
+	return m.makeEmbedderDim(provider, model, dim)
+}
+
+// makeEmbedderDim is makeEmbedder asking the model for vectors of dim
+// values (0: its own size); the built-in encoder has one size.
+func (m *Main) makeEmbedderDim(provider, model string, dim int) (recall.Embedder, error) {
 	switch provider {
 	case "none", "":
 		return nil, nil
@@ -318,6 +356,12 @@ func (m *Main) ensureSpace(ctx context.Context, st recall.Store, emb recall.Embe
 	spaces, err := st.Spaces(ctx)
 	if err != nil {
 		return "", err
+	}
+	if info.Dim == 0 && slices.ContainsFunc(spaces, func(s recall.VectorSpace) bool { return s.Provider == info.Provider && s.Model == info.Model }) {
+		// Which of the model's spaces (one per size) is its depends on
+		// the size it makes.
+		knowDim(ctx, emb)
+		info = emb.Info()
 	}
 	for _, s := range spaces {
 		if (info.Dim == 0 || s.Dim == info.Dim) && m.madeSpace(ctx, st, s, emb) {

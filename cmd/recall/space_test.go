@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -472,5 +473,99 @@ func TestSpaceListJSONWithoutSpaces(t *testing.T) {
 	}
 	if out, errs, code := run(t, env, "space", "list", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("space list --json without spaces: exit %d, %q %s", code, out, errs)
+	}
+}
+
+// dimOllama is an Ollama stand-in whose one model (one that can shorten
+// its vectors, as qwen3-embedding or nomic-embed-text can) answers 16
+// values, or the number asked for in "dimensions".
+func dimOllama(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model      string   `json:"model"`
+			Input      []string `json:"input"`
+			Dimensions int      `json:"dimensions"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		dim := 16
+		if req.Dimensions > 0 {
+			dim = req.Dimensions
+		}
+		json.NewEncoder(w).Encode(map[string]any{"model": req.Model, "embeddings": vectorsOf(req.Input, dim)})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// switchToShorterVectors sweeps the sample vault with model mx at its own
+// size (16), then makes, fills and reads from a space of mx at 8 values
+// (dimensions set only for those commands). env is the environment
+// without dimensions.
+func switchToShorterVectors(t *testing.T, env map[string]string) {
+	t.Helper()
+	small := maps.Clone(env)
+	small["RECALL_DIMENSIONS"] = "8"
+	for _, args := range [][]string{
+		{"--embedder", "ollama", "--model", "mx", "space", "create", "small"},
+		{"repair", "--space", "small"},
+		{"space", "use", "small"},
+	} {
+		if out, errs, code := run(t, small, args...); code != 0 {
+			t.Fatalf("%v: %s %s", args, out, errs)
+		}
+	}
+}
+
+// A space of the configured model at another size (made with dimensions
+// set) is searched with queries of its size, by commands configured
+// without dimensions, and sweeps write to the space of their own size.
+func TestSpaceOfTheSameModelAtAnotherSize(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "mx", dimOllama(t).URL
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	switchToShorterVectors(t, env)
+	out, errs, code := run(t, env, "search", "--json", "revive a sourdough starter")
+	var r recall.SearchResponse
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || r.Mode != recall.ModeHybrid || r.Note != "" {
+		t.Errorf("search of the 8-value space: exit %d, mode %q, note %q, %s", code, r.Mode, r.Note, errs)
+	}
+	if _, errs, code := run(t, env, "memory", "save", "note_x", "my axolotl regrew a gill"); code != 0 {
+		t.Fatalf("save: %s", errs)
+	}
+	out, _, _ = run(t, env, "space", "list", "--json")
+	var spaces []recall.VectorSpace
+	json.Unmarshal([]byte(out), &spaces)
+	for _, sp := range spaces {
+		if sp.Dim != 8 && sp.Dim != 16 {
+			t.Errorf("space %s holds %d-value vectors", sp.Name, sp.Dim)
+		}
+	}
+	if out, errs, code := run(t, env, "repair"); code != 0 {
+		t.Errorf("repair of the configured model's space after the save: exit %d %s %s", code, out, errs)
+	}
+}
+
+// A running server follows a switch to a space of its model at another
+// size: its searches stay hybrid, and what it saves is indexed there.
+func TestServeFollowsSwitchToAnotherSize(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "mx", dimOllama(t).URL
+	env["RECALL_TOKEN"] = serveToken
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	url, stderr, stop := startServeLoaded(t, env)
+	defer stop()
+	switchToShorterVectors(t, env)
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "read_space=small") }, "the server to follow")
+	code, body := send(t, "POST", url+"/api/search", serveToken, `{"query": "revive a sourdough starter", "mode": "hybrid"}`)
+	var r recall.SearchResponse
+	if json.Unmarshal([]byte(body), &r); code != 200 || r.Mode != recall.ModeHybrid || r.Note != "" {
+		t.Errorf("hybrid search after the switch: %d mode %q note %q", code, r.Mode, r.Note)
+	}
+	if code, body := send(t, "PUT", url+"/api/memories/note_x", serveToken, `{"value":"my axolotl regrew a gill"}`); code != 200 || !strings.Contains(body, `"index":"ok"`) {
+		t.Errorf("a save after the switch: %d %s", code, body)
 	}
 }

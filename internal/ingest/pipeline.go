@@ -57,6 +57,20 @@ type pipeline struct {
 	embMu    sync.Mutex
 	embedded map[string]bool
 
+	// down is the embedder's outage (the embedding stage and the writer's
+	// revive both call it): after a call fails (its retries spent), texts
+	// are left to repair without calling it until down.until, then one
+	// call tries it again. Each failure doubles the wait, from
+	// firstOutageWait to maxOutageWait; a success ends the outage. Without
+	// it a sweep paid every file's retries against an embedder that was
+	// down: 1.75 s a file, hours for a large vault, and minutes a file for
+	// one that hangs.
+	down struct {
+		sync.Mutex
+		until time.Time
+		wait  time.Duration
+	}
+
 	// pieces holds a token for each export piece, other than a file's last,
 	// on its way from a parse worker to the writer: however many workers
 	// there are, a large export has few pieces in memory at a time.
@@ -397,6 +411,33 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	markPending(pr.docs, failed)
 }
 
+// embedderDown reports whether the embedder is in an outage's wait.
+func (p *pipeline) embedderDown() bool {
+	p.down.Lock()
+	defer p.down.Unlock()
+	return p.now().Before(p.down.until)
+}
+
+// noteOutage records a call's outcome (failed: its retries spent) and
+// returns the wait before the next call.
+func (p *pipeline) noteOutage(failed bool) time.Duration {
+	p.down.Lock()
+	defer p.down.Unlock()
+	if !failed {
+		p.down.wait, p.down.until = 0, time.Time{}
+		return 0
+	}
+	p.down.wait = min(max(2*p.down.wait, firstOutageWait), maxOutageWait)
+	p.down.until = p.now().Add(p.down.wait)
+	return p.down.wait
+}
+
+// The waits of an embedder outage (see pipeline.down).
+const (
+	firstOutageWait = 5 * time.Second
+	maxOutageWait   = 5 * time.Minute
+)
+
 // embedTexts embeds the texts of the given hashes, returning their vectors
 // and the hashes it could not embed (the embedder failed; it is logged).
 // With a space but no embedder (Options.Embedder) every one is left to
@@ -406,6 +447,12 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 	var out []recall.Vector
 	failed := make(map[string]bool)
 	if p.opt.Embedder == nil {
+		for _, h := range need {
+			failed[h] = true
+		}
+		return nil, failed
+	}
+	if len(need) > 0 && p.embedderDown() {
 		for _, h := range need {
 			failed[h] = true
 		}
@@ -422,9 +469,13 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 			for _, h := range need[i:] {
 				failed[h] = true
 			}
+			if ctx.Err() == nil {
+				err = fmt.Errorf("%w (texts are left to repair; the embedder is tried again in %s)", err, p.noteOutage(true))
+			}
 			p.embedErr(err)
 			break
 		}
+		p.noteOutage(false)
 		p.embMu.Lock()
 		if p.embedded == nil {
 			p.embedded = make(map[string]bool)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,6 +250,38 @@ func TestSweepEmbedsAndSurvivesEmbedderFailure(t *testing.T) {
 	stats, _ := st.Stats(ctx)
 	if stats.Spaces[0].Missing == 0 {
 		t.Fatalf("stats do not show the missing vectors: %+v", stats.Spaces)
+	}
+}
+
+// An embedder that is down is not asked again for every file: after a
+// failed call the sweep leaves texts to repair without calling it for a
+// while (the clock here never moves, so for the whole sweep), and every
+// file is stored all the same. Once the wait is over, one call tries it
+// again, and a success ends the outage.
+func TestSweepWaitsOutAnEmbedderOutage(t *testing.T) {
+	st := openStore(t)
+	emb, space := embedSpace(t, st)
+	root := t.TempDir()
+	for i := range 40 {
+		write(t, root, fmt.Sprintf("f%02d.md", i), fmt.Sprintf("**User:** question %d about bread\n\n**Assistant:** answer %d about rye", i, i))
+	}
+	emb.FailOn(0, embedtest.FaultError)
+	stopped := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	res, log := sweep(t, st, root, Options{Embedder: emb, Space: space, Now: func() time.Time { return stopped }})
+	if emb.Calls() != 1 || res.FilesChanged != 40 || res.VectorsMissing != 40 || !strings.Contains(log, "tried again in 5s") {
+		t.Errorf("an embedder down for the whole sweep: %d calls, %+v, log %q; want 1 call and 40 files stored pending", emb.Calls(), res, log)
+	}
+
+	back := embedtest.New(16)
+	back.FailOn(1, embedtest.FaultError) // down for its first call only
+	var ticks atomic.Int64               // the parse workers read the clock too
+	ticking := func() time.Time { return stopped.Add(time.Duration(ticks.Add(1)) * time.Minute) }
+	for i := range 40 {
+		write(t, root, fmt.Sprintf("f%02d.md", i), fmt.Sprintf("**User:** question %d about oats\n\n**Assistant:** answer %d about barley", i, i))
+	}
+	res, _ = sweep(t, st, root, Options{Embedder: back, Space: space, Now: ticking})
+	if res.FilesChanged != 40 || res.VectorsMissing == 0 || res.VectorsMissing >= 10 {
+		t.Errorf("an embedder back after its first call: %+v; want only the first file's texts left to repair", res)
 	}
 }
 
