@@ -26,7 +26,11 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		{"503 in seconds", 503, "7", 7 * time.Second, 7 * time.Second},
 		{"429 as an HTTP date", 429, date, 3 * time.Second, 5 * time.Second},
 		{"429 without the header", 429, "", 0, fast.BaseDelay},
-		{"500 ignores the header", 500, "9", 0, fast.BaseDelay},
+		{"502 in seconds", 502, "7", 7 * time.Second, 7 * time.Second},
+		{"500 in seconds", 500, "9", 9 * time.Second, 9 * time.Second},
+		{"504 in seconds", 504, "2", 2 * time.Second, 2 * time.Second},
+		{"408 in seconds", 408, "4", 4 * time.Second, 4 * time.Second},
+		{"500 without the header", 500, "", 0, fast.BaseDelay},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

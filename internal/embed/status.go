@@ -15,13 +15,16 @@ import (
 )
 
 // statusError maps a non-2xx answer to an error the caller can act on.
-// Failures worth another attempt come back as *retryable.
+// Failures worth another attempt come back as *retryable, with the pause a
+// Retry-After header asks for whatever the status: a proxy's 502 or 504, or
+// a server's 500 while it restarts, may ask for one as well as a 429 or 503.
 func (e *engine) statusError(status int, header http.Header, body []byte, n int) error {
 	msg := e.providerMessage(body)
 	detail := fmt.Sprintf("HTTP %d", status)
 	if msg != "" {
 		detail += fmt.Sprintf(": %q", msg)
 	}
+	after := retryAfter(header, time.Now())
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		// The service's own text is left out: some echo part of the key.
@@ -34,21 +37,15 @@ func (e *engine) statusError(status int, header http.Header, body []byte, n int)
 	case status == http.StatusNotFound:
 		return recall.Errorf(recall.EINVALID, "%s answered 404 Not Found: check the base URL and that the model %q exists", e.provider, e.model)
 	case status == http.StatusRequestTimeout:
-		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s timed out (%s)", e.provider, detail)}
+		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s timed out (%s)", e.provider, detail), after: after}
 	case status == http.StatusTooManyRequests:
-		return &retryable{
-			err:   recall.Errorf(recall.ERATELIMIT, "%s is rate limiting requests (%s)", e.provider, detail),
-			after: retryAfter(header, time.Now()),
-		}
+		return &retryable{err: recall.Errorf(recall.ERATELIMIT, "%s is rate limiting requests (%s)", e.provider, detail), after: after}
 	case status == http.StatusRequestEntityTooLarge:
 		return recall.Errorf(recall.ETOOLARGE, "%s refused a batch of %d texts as too large (HTTP 413): lower MaxBatch or MaxBatchChars", e.provider, n)
 	case status == http.StatusServiceUnavailable:
-		return &retryable{
-			err:   recall.Errorf(recall.EUNAVAILABLE, "%s is unavailable (%s)", e.provider, detail),
-			after: retryAfter(header, time.Now()),
-		}
+		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s is unavailable (%s)", e.provider, detail), after: after}
 	case status >= 500:
-		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s failed (%s)", e.provider, detail)}
+		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s failed (%s)", e.provider, detail), after: after}
 	case status >= 400:
 		return recall.Errorf(recall.EINVALID, "%s refused the request (%s)", e.provider, detail)
 	}
