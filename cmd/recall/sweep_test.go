@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -93,4 +97,44 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// An embedder that refuses a text and echoes it in its error (FastAPI's
+// 422 lists the "input" it refused) puts no archive text into sweep.log or
+// onto stderr: the failure is logged with the service's message alone.
+func TestSweepLogHoldsNoTextAnEmbedderEchoes(t *testing.T) {
+	refuse := new(atomic.Bool)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Input []string }
+		json.NewDecoder(r.Body).Decode(&req)
+		if refuse.Load() {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			json.NewEncoder(w).Encode(map[string]any{"detail": []map[string]any{{
+				"type": "string_too_long", "loc": []any{"body", "input", 0}, "msg": "too long", "input": req.Input[0]}}})
+			return
+		}
+		data := []map[string]any{}
+		for i, v := range vectorsOf(req.Input, 8) {
+			data = append(data, map[string]any{"index": i, "embedding": v})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	defer srv.Close()
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OPENAI_URL"] = "openai", "m", srv.URL
+	// A first write creates the space, so the sweep embeds.
+	if _, errs, code := run(t, env, "memory", "save", "note_probe", "a probe"); code != 0 {
+		t.Fatal(errs)
+	}
+	refuse.Store(true)
+	vault := t.TempDir()
+	os.WriteFile(filepath.Join(vault, "a.md"), []byte("**User:** CANARY my private diagnosis\n\n**Assistant:** ok"), 0o644)
+	out, errs, _ := run(t, env, "sweep", vault)
+	log, err := os.ReadFile(filepath.Join(filepath.Dir(env["RECALL_DB"]), "sweep.log"))
+	if err != nil || !strings.Contains(string(log), "too long") {
+		t.Fatalf("sweep.log should record the refusal (%v):\n%s", err, log)
+	}
+	if strings.Contains(string(log), "CANARY") || strings.Contains(out+errs, "CANARY") {
+		t.Errorf("archive text reached the logs:\nsweep.log:\n%s\noutput:\n%s%s", log, out, errs)
+	}
 }

@@ -340,7 +340,7 @@ func (e *engine) attempt(ctx context.Context, payload []byte, n int) ([][]float3
 	}
 	vecs, err := e.wire.decode(body, n)
 	if err != nil {
-		return nil, e.decodeError(err, body)
+		return nil, e.decodeError(err)
 	}
 	if err := e.accept(vecs, n); err != nil {
 		return nil, err

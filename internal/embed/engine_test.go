@@ -235,8 +235,8 @@ func TestKeyNeverInErrors(t *testing.T) {
 		status int
 		body   string
 	}{
-		"after whitespace": {500, "proxy error" + strings.Repeat(" ", 769) + "Authorization: Bearer " + key},
-		"across the scan":  {500, "x" + strings.Repeat(" ", excerptScan-21) + key + " tail"},
+		"after whitespace": {500, `{"error":"proxy error` + strings.Repeat(" ", 769) + "Authorization: Bearer " + key + `"}`},
+		"across the scan":  {500, `{"error":"x` + strings.Repeat(" ", excerptScan-21-len(`{"error":"`)) + key + ` tail"}`},
 		"as a vector":      {200, `{"data":[{"index":0,"embedding":"` + key + `"}]}`},
 		"as a component":   {200, `{"data":[{"index":0,"embedding":["` + key + `"]}]}`},
 		"in a message":     {400, `{"error":{"message":"bad key ` + key + `"}}`},
@@ -255,6 +255,45 @@ func TestKeyNeverInErrors(t *testing.T) {
 			}
 			if p := leakedKeyPart(err.Error(), key); p != "" {
 				t.Errorf("the error holds %d characters of the key: %v", len(p), err)
+			}
+		})
+	}
+}
+
+// The text sent for embedding (archive text, a memory's value) never
+// reaches an error, which sweep.log and the server's log keep, however a
+// service echoes it: FastAPI's 422 lists each invalid field with its
+// "input"; a body of another shape, or not JSON, is not quoted at all.
+func TestErrorsNeverQuoteTheTextSent(t *testing.T) {
+	const text = "CANARY a private diary entry about my doctor"
+	for name, tc := range map[string]struct {
+		status int
+		body   string
+		want   string // what the error keeps of the service's message
+	}{
+		"FastAPI validation list": {422, `{"detail":[{"type":"string_too_long","loc":["body","input",0],"msg":"String should have at most 10 characters","input":"` + text + `","ctx":{"max_length":10,"value":"` + text + `"}}]}`,
+			`body.input.0: String should have at most 10 characters (string_too_long)`},
+		"unknown JSON shape":     {400, `{"problem":{"input":"` + text + `"}}`, "HTTP 400 Bad Request"},
+		"plain text":             {500, "cannot embed: " + text, "HTTP 500 Internal Server Error"},
+		"HTML page":              {502, "<html><title>502 Bad Gateway</title><body>" + text + "</body></html>", "HTTP 502 Bad Gateway"},
+		"echoed by a 2xx":        {200, `{"json":{"input":["` + text + `"]}}`, `no "data" field`},
+		"2xx that is not JSON":   {200, "ok " + text, "malformed"},
+		"message field and list": {422, `{"message":"invalid request","detail":[{"msg":"bad","input":"` + text + `"}]}`, "invalid request; bad"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+				writeRaw(w, tc.status, tc.body)
+			})
+			o := newTestOpenAI(t, srv.URL, fast)
+			_, err := o.Embed(context.Background(), recall.InputDocument, []string{text})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if strings.Contains(err.Error(), "CANARY") {
+				t.Errorf("the error quotes the text sent: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q should contain %q", err, tc.want)
 			}
 		})
 	}

@@ -20,7 +20,7 @@ import (
 // a server's 500 while it restarts, may ask for one as well as a 429 or 503.
 func (e *engine) statusError(status int, header http.Header, body []byte, n int) error {
 	msg := e.providerMessage(body)
-	detail := fmt.Sprintf("HTTP %d", status)
+	detail := strings.TrimSpace(fmt.Sprintf("HTTP %d %s", status, http.StatusText(status)))
 	if msg != "" {
 		detail += fmt.Sprintf(": %q", msg)
 	}
@@ -66,20 +66,26 @@ func modelMissing(status int, msg string) bool {
 	return strings.Contains(m, "not found") || strings.Contains(m, "does not exist") || (status == http.StatusNotFound && strings.Contains(m, "not exist"))
 }
 
-// decodeError explains a 2xx answer that could not be used.
-func (e *engine) decodeError(err error, body []byte) error {
+// decodeError explains a 2xx answer that could not be used. The body is not
+// quoted, as in providerMessage: a wrong endpoint may echo the request.
+func (e *engine) decodeError(err error) error {
 	var re *recall.Error
 	if errors.As(err, &re) {
 		return &recall.Error{Code: re.Code, Message: e.redact(re.Message), Err: re.Err}
 	}
-	return recall.Errorf(recall.EUNAVAILABLE, "%s returned a malformed response (%s): %q", e.provider, e.redact(err.Error()), e.excerpt(body, 120))
+	return recall.Errorf(recall.EUNAVAILABLE, "%s returned a malformed response (%s)", e.provider, e.redact(err.Error()))
 }
 
 // providerMessage digs the human-readable error out of a failure body, in
 // the shapes the supported services use: {"error":"..."} (Ollama, TEI),
 // {"error":{"message":"..."}} (OpenAI, llama.cpp), {"message":"..."} (vLLM),
-// {"detail":"..."} (FastAPI servers), {"errors":[{"message":"..."}]}
-// (Cloudflare). Anything else (an HTML page from a proxy) is excerpted.
+// {"detail":"..."} and {"detail":[{"loc":...,"msg":...,"type":...}]}
+// (FastAPI servers), {"errors":[{"message":"..."}]} (Cloudflare). Only
+// these fields are read, and anything else (an HTML page from a proxy)
+// gives "", leaving the status to speak: a body is never quoted, because
+// servers echo the request in it (FastAPI's 422 lists each invalid field
+// with its "input", the very text sent for embedding), and errors reach
+// sweep.log and the server's log, which must not hold archive text.
 func (e *engine) providerMessage(body []byte) string {
 	var m struct {
 		Error   json.RawMessage `json:"error"`
@@ -90,11 +96,8 @@ func (e *engine) providerMessage(body []byte) string {
 			Message string `json:"message"`
 		} `json:"errors"`
 	}
-	if len(body) == 0 {
+	if len(body) == 0 || json.Unmarshal(body, &m) != nil {
 		return ""
-	}
-	if json.Unmarshal(body, &m) != nil {
-		return e.excerpt(body, 200)
 	}
 	var parts []string
 	var s string
@@ -113,21 +116,55 @@ func (e *engine) providerMessage(body []byte) string {
 	if json.Unmarshal(m.Detail, &s) == nil && s != "" {
 		parts = append(parts, s)
 	}
+	parts = append(parts, validationMessages(m.Detail)...)
 	for _, x := range m.Errors {
 		parts = append(parts, fmt.Sprintf("%s (code %d)", x.Message, x.Code))
 	}
 	if len(parts) == 0 {
-		return e.excerpt(body, 200)
+		return ""
 	}
 	return e.excerpt([]byte(strings.Join(parts, "; ")), 200)
+}
+
+// validationMessages reads a FastAPI (Pydantic) list of validation errors
+// as "loc: msg (type)", leaving out "input" and "ctx", which hold the
+// value refused.
+func validationMessages(detail json.RawMessage) []string {
+	var list []struct {
+		Loc  []any  `json:"loc"`
+		Msg  string `json:"msg"`
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(detail, &list) != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range list {
+		if d.Msg == "" {
+			continue
+		}
+		s := d.Msg
+		if len(d.Loc) > 0 {
+			loc := make([]string, len(d.Loc))
+			for i, l := range d.Loc {
+				loc[i] = fmt.Sprint(l)
+			}
+			s = strings.Join(loc, ".") + ": " + s
+		}
+		if d.Type != "" {
+			s += " (" + d.Type + ")"
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // excerpt returns up to max characters from the start of b, valid UTF-8,
 // whitespace collapsed, secret removed. The secret is removed from the whole
 // of b before anything is cut or collapsed: collapsing a run of spaces can
 // pull text from far into the body into the excerpt, so no cut made before
-// redaction is safe from leaving part of the secret behind. (b is a
-// response body read with a size limit.)
+// redaction is safe from leaving part of the secret behind. (b is the
+// message fields of a response body read with a size limit.)
 func (e *engine) excerpt(b []byte, max int) string {
 	// Whitespace runs collapse to one space, so text far into the body can
 	// reach the excerpt; 64 KiB is plenty and bounds the work on a large
