@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -19,7 +20,10 @@ type CloudflareConfig struct {
 	AccountID string // required
 	APIToken  string // required: a token allowed to run Workers AI
 	Model     string // required: @cf/baai/bge-m3, @cf/qwen/qwen3-embedding-0.6b, ...
-	BaseURL   string // "" means DefaultCloudflareURL; tests point it elsewhere
+	// BaseURL is the API root ("" means DefaultCloudflareURL), or an AI
+	// Gateway's Workers AI endpoint, whose path ends in /workers-ai
+	// (https://gateway.ai.cloudflare.com/v1/{account}/{gateway}/workers-ai).
+	BaseURL string
 	// Dim is the expected vector dimension; 0 learns it from the first answer.
 	Dim int
 	// Prefixes overrides the query and document prefixes. nil means
@@ -30,7 +34,8 @@ type CloudflareConfig struct {
 	Limits
 }
 
-// Cloudflare embeds through Workers AI's POST /accounts/{id}/ai/run/{model}.
+// Cloudflare embeds through Workers AI's POST /accounts/{id}/ai/run/{model},
+// or an AI Gateway's POST .../workers-ai/{model}.
 type Cloudflare struct{ engine }
 
 var _ recall.Embedder = (*Cloudflare)(nil)
@@ -80,7 +85,7 @@ func NewCloudflare(cfg CloudflareConfig) (*Cloudflare, error) {
 	err := c.init(engineConfig{
 		provider: "cloudflare",
 		model:    cfg.Model,
-		endpoint: base + "/accounts/" + cfg.AccountID + "/ai/run/" + strings.TrimLeft(cfg.Model, "/"),
+		endpoint: cloudflareEndpoint(base, cfg.AccountID, cfg.Model),
 		secret:   cfg.APIToken,
 		dim:      cfg.Dim,
 		client:   cfg.HTTPClient,
@@ -93,6 +98,17 @@ func NewCloudflare(cfg CloudflareConfig) (*Cloudflare, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// cloudflareEndpoint is the URL a model runs at. An AI Gateway names the
+// account and the gateway in its own path and takes the model after
+// /workers-ai; the API root takes /accounts/{id}/ai/run/{model}.
+func cloudflareEndpoint(base, account, model string) string {
+	model = strings.TrimLeft(model, "/")
+	if u, err := url.Parse(base); err == nil && strings.HasSuffix(u.Path, "/workers-ai") {
+		return base + "/" + model
+	}
+	return base + "/accounts/" + account + "/ai/run/" + model
 }
 
 type cloudflareWire struct {

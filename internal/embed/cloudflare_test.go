@@ -56,6 +56,34 @@ func TestCloudflareBGEM3(t *testing.T) {
 	}
 }
 
+// An AI Gateway's Workers AI endpoint takes the model after /workers-ai,
+// its path naming the account and gateway itself; the API root is still
+// given /accounts/{id}/ai/run/{model}.
+func TestCloudflareThroughAIGateway(t *testing.T) {
+	for base, want := range map[string]string{
+		"/v1/0123abcd/my-gateway/workers-ai":  "/v1/0123abcd/my-gateway/workers-ai/@cf/baai/bge-m3",
+		"/v1/0123abcd/my-gateway/workers-ai/": "/v1/0123abcd/my-gateway/workers-ai/@cf/baai/bge-m3",
+		"/client/v4":                          "/client/v4/accounts/0123abcd/ai/run/@cf/baai/bge-m3",
+	} {
+		t.Run(base, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+				cloudflareOK(w, req.inputs(t), 8)
+			})
+			c, err := NewCloudflare(CloudflareConfig{AccountID: "0123abcd", APIToken: testKey, Model: "@cf/baai/bge-m3",
+				BaseURL: srv.URL + base, Limits: fast})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Embed(context.Background(), recall.InputDocument, []string{"an orange cloud"}); err != nil {
+				t.Fatal(err)
+			}
+			if r := srv.requests(); len(r) != 1 || r[0].Path != want {
+				t.Errorf("requests %v, want one to %s", r, want)
+			}
+		})
+	}
+}
+
 func TestCloudflareQwen3SeparatesQueriesAndDocuments(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
 		cloudflareOK(w, req.inputs(t), 4)
