@@ -3,6 +3,7 @@
 package repair
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -28,7 +29,7 @@ type Options struct {
 type Progress struct {
 	Space    string `json:"space"`
 	Embedded int    `json:"embedded"`          // texts embedded in this run
-	Refused  int    `json:"refused,omitempty"` // texts the embedder failed on alone while it embedded others: left for a later run
+	Refused  int    `json:"refused,omitempty"` // texts the embedder failed on alone while it embedded others or a probe text: left for a later run
 	Missing  int    `json:"missing"`           // texts still without a vector
 	Cursor   int64  `json:"cursor"`            // chunk id the next run resumes after
 	Done     bool   `json:"done"`              // a full pass embedded every text it could
@@ -117,8 +118,12 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 // batch it tells an outage from texts it cannot take (a model that makes
 // NaN of one input, a provider that refuses one as too long) by trying a
 // few texts alone — the first two, the middle one and the last, so that
-// refused texts side by side at the start do not pass for an outage: if
-// none embeds, it is an outage and the run stops, to resume there; else the
+// refused texts side by side at the start do not pass for an outage. If
+// none embeds, a probe text any model takes decides: the texts of a batch
+// can all be refused while the embedder is up (a refused text left alone
+// in the last batch of a page, once the texts around it have vectors), and
+// taking that for an outage would stop every later run at it. If the probe
+// fails too, it is an outage and the run stops, to resume there; else the
 // batch is split until every text that can be embedded is, and the texts
 // that fail alone are counted as refused and passed, so that no text holds
 // up all after it.
@@ -139,8 +144,24 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 		return out, nil
 	}
 	out, err := one(part)
-	if err == nil || len(part) == 1 || ctx.Err() != nil {
+	if err == nil || ctx.Err() != nil {
 		return out, 0, err
+	}
+	// outage is nil when the probe embeds, so that the texts that failed
+	// were refused, and otherwise the error to stop the run with. A vector
+	// of the wrong size fails the probe as it fails the texts, so an
+	// embedder of another dimension stops the run too.
+	outage := func() error {
+		if _, perr := one([]recall.PendingText{{Text: probeText}}); perr == nil {
+			return nil
+		}
+		return cmp.Or(ctx.Err(), err)
+	}
+	if len(part) == 1 {
+		if oerr := outage(); oerr != nil {
+			return nil, 0, oerr
+		}
+		return nil, 1, nil
 	}
 	refused := 0
 	tried := map[int]bool{}
@@ -160,7 +181,9 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 		refused++
 	}
 	if out == nil {
-		return nil, 0, err // none of the probes embeds alone: an outage
+		if oerr := outage(); oerr != nil {
+			return nil, 0, oerr
+		}
 	}
 	rest := make([]recall.PendingText, 0, len(part))
 	for i, t := range part {
@@ -195,6 +218,10 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 	}
 	return out, refused, nil
 }
+
+// probeText is a text every embedding model takes, as the dimension probe
+// of a new space is.
+const probeText = "dimension probe"
 
 func findSpace(ctx context.Context, st recall.Store, name string) (recall.VectorSpace, error) {
 	spaces, err := st.Spaces(ctx)

@@ -109,7 +109,7 @@ func TestRepairPassesRefusedTexts(t *testing.T) {
 
 	r.down.Store(true)
 	p, err := repair.Run(ctx, r.st, r.eng, "s", r.emb, repair.Options{})
-	if err == nil || p.Embedded != 0 || p.Cursor != 0 || r.calls.Load() > 5 { // the batch, then four texts alone
+	if err == nil || p.Embedded != 0 || p.Cursor != 0 || r.calls.Load() > 6 { // the batch, four texts alone, the probe
 		t.Fatalf("embedder down: %+v, %v after %d calls; want an error at once, where it started", p, err, r.calls.Load())
 	}
 
@@ -117,5 +117,59 @@ func TestRepairPassesRefusedTexts(t *testing.T) {
 	p, err = repair.Run(ctx, r.st, r.eng, "s", r.emb, repair.Options{})
 	if err != nil || !p.Done || p.Embedded != len(texts)-2 || p.Missing != 2 || p.Refused == 0 {
 		t.Fatalf("two texts refused: %+v, %v; want the other %d embedded and the run done", p, err, len(texts)-2)
+	}
+}
+
+// A refused text left alone in its batch (the 17th of a page, with batches
+// of 16) is passed once the texts before it have vectors, so it holds up
+// none of the texts written after it; while the embedder is down, the run
+// still stops where it is.
+func TestRepairPassesALoneRefusedText(t *testing.T) {
+	var texts []string
+	for i := range 16 {
+		texts = append(texts, fmt.Sprintf("early text %d", i))
+	}
+	r := newRefusals(t, append(texts, "POISON alone"))
+	ctx := context.Background()
+	p, err := repair.Run(ctx, r.st, r.eng, "s", r.emb, repair.Options{})
+	if err != nil || !p.Done || p.Embedded != 16 || p.Refused != 1 || p.Missing != 1 {
+		t.Fatalf("the 17th text refused: %+v, %v; want the 16 others embedded and the run done", p, err)
+	}
+
+	later := recall.Document{Source: recall.Source{ID: "later", Kind: recall.KindArchive, Title: "t",
+		ContentHash: recall.TextHash("later"), ChunkCount: 3, IndexState: recall.IndexOK}}
+	for i := range 3 {
+		s := fmt.Sprintf("written later %d", i)
+		later.Chunks = append(later.Chunks, recall.Chunk{Index: i, Text: s, Header: "t", Hash: recall.TextHash(s)})
+	}
+	if _, err := r.eng.Write(ctx, []recall.Document{later}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.down.Store(true)
+	if p, err := repair.Run(ctx, r.st, r.eng, "s", r.emb, repair.Options{}); err == nil || p.Embedded != 0 {
+		t.Fatalf("embedder down: %+v, %v; want an error", p, err)
+	}
+	r.down.Store(false)
+	for run := 1; run <= 2; run++ {
+		p, err := repair.Run(ctx, r.st, r.eng, "s", r.emb, repair.Options{})
+		if err != nil || !p.Done || p.Missing != 1 {
+			t.Fatalf("run %d after later writes: %+v, %v; want them embedded, only the refused text missing", run, p, err)
+		}
+	}
+}
+
+// A batch holding only refused texts (here all a store holds) is counted
+// refused, and the run is done.
+func TestRepairPassesABatchOfOnlyRefusedTexts(t *testing.T) {
+	for _, n := range []int{1, 2, 4} {
+		var texts []string
+		for i := range n {
+			texts = append(texts, fmt.Sprintf("POISON %d", i))
+		}
+		r := newRefusals(t, texts)
+		p, err := repair.Run(context.Background(), r.st, r.eng, "s", r.emb, repair.Options{})
+		if err != nil || !p.Done || p.Refused != n || p.Missing != n {
+			t.Errorf("%d refused texts only: %+v, %v; want the run done with %d refused", n, p, err, n)
+		}
 	}
 }
