@@ -624,13 +624,26 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.SplitAfter(strings.TrimSpace(string(data)), "\n")
+	sources := lines[:len(lines)-1] // the last line is the end line
+	// with is the export with rec added before its end line, counted.
+	with := func(rec string) string {
+		return strings.Join(sources, "") + rec + fmt.Sprintf(`{"end":{"sources":%d}}`, len(sources)+1) + "\n"
+	}
 	for name, bad := range map[string]string{
-		"repeated source":  string(data) + lines[0],
+		"repeated source":  with(lines[0]),
 		"broken last line": string(data) + `{"source": {"id": "x.md"`,
 		// Kind and id disagree: it would clash with the archive file of
 		// that name only when written, after the records before it.
-		"memory named like a file":     string(data) + `{"source":{"id":"a.md","kind":"memory"},"chunks":[{"index":0,"text":"x"}]}` + "\n",
-		"file in the memory namespace": string(data) + `{"source":"memory::notes","kind":"archive","chunks":[{"index":0,"text":"x"}]}` + "\n",
+		"memory named like a file":     with(`{"source":{"id":"a.md","kind":"memory"},"chunks":[{"index":0,"text":"x"}]}` + "\n"),
+		"file in the memory namespace": with(`{"source":"memory::notes","kind":"archive","chunks":[{"index":0,"text":"x"}]}` + "\n"),
+		// Records edited by hand that no read or delete could name.
+		"memory whose id names another owner": with(`{"source":"memory:bob:note_a","kind":"memory","title":"note_a","chunks":[{"index":0,"text":"x"}]}` + "\n"),
+		"memory whose key no call takes":      with(`{"source":"memory::bad key","kind":"memory","title":"bad key","chunks":[{"index":0,"text":"x"}]}` + "\n"),
+		"diary day that is no date":           with(`{"source":"diary::someday","kind":"diary","date":"someday","body":"{\"entries\":[]}","chunks":[{"index":0,"text":"x"}]}` + "\n"),
+		// Cut off between two records, or counted wrong.
+		"cut off":              strings.Join(sources[:len(sources)-1], ""),
+		"end counting too few": strings.Join(sources, "") + `{"end":{"sources":1}}` + "\n",
+		"after the end":        string(data) + lines[0],
 	} {
 		path := filepath.Join(t.TempDir(), "bad.jsonl")
 		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
@@ -661,6 +674,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		fmt.Fprintf(&b, `{"source":"gen/%03d.md","kind":"archive","chunks":[{"index":0,"text":"note %d"}]}`+"\n", i, i)
 	}
 	b.WriteString(`{"source":"2025/09/sourdough.md","kind":"memory","chunks":[{"index":0,"text":"x"}]}` + "\n")
+	b.WriteString(`{"end":{"sources":301}}` + "\n")
 	path := filepath.Join(t.TempDir(), "clash.jsonl")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
@@ -672,6 +686,34 @@ func TestImportIsAllOrNothing(t *testing.T) {
 	}
 	if after, _, _ := run(t, env, "stats", "--json"); after != before {
 		t.Errorf("a refused import changed the database:\n%s\n%s", before, after)
+	}
+}
+
+// An export made before exports had an end line imports with --no-end,
+// and only with it.
+func TestImportWithoutEndLine(t *testing.T) {
+	_, good := sampleExport(t)
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(string(data)), "\n")
+	if !strings.HasPrefix(lines[len(lines)-1], `{"end":{"sources":`) {
+		t.Fatalf("the export's last line is %q, not its end line", lines[len(lines)-1])
+	}
+	old := filepath.Join(t.TempDir(), "old.jsonl")
+	if err := os.WriteFile(old, []byte(strings.Join(lines[:len(lines)-1], "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "import", old); code == 0 || !strings.Contains(errs, "--no-end") {
+		t.Errorf("an export without its end line: exit %d: %s", code, errs)
+	}
+	if _, errs, code := run(t, env, "import", "--no-end", old); code != 0 {
+		t.Errorf("an export without its end line, with --no-end: exit %d: %s", code, errs)
+	}
+	if out, _, _ := run(t, env, "export"); out != string(data) {
+		t.Errorf("the import of the older export differs from the export it came from")
 	}
 }
 

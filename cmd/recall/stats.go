@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/server"
 	"github.com/recall-mcp/recall/internal/store"
 	"github.com/recall-mcp/recall/internal/store/postgres"
@@ -124,10 +125,18 @@ func (m *Main) cmdCheck(ctx context.Context, args []string) error {
 	return nil
 }
 
-// exportLine is one source in an export file.
+// exportLine is one source in an export file, or its last line, which
+// says how many sources came before it (End): a file cut off between two
+// sources (an interrupted `recall export > file`, a partial copy) is told
+// from a complete one.
 type exportLine struct {
 	recall.Source
 	Chunks []exportChunk `json:"chunks"`
+	End    *exportEnd    `json:"end,omitempty"`
+}
+
+type exportEnd struct {
+	Sources int `json:"sources"`
 }
 
 type exportChunk struct {
@@ -179,6 +188,11 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 		return enc.Encode(line)
 	})
 	if err != nil {
+		return err
+	}
+	if err := enc.Encode(struct {
+		End exportEnd `json:"end"`
+	}{exportEnd{Sources: n}}); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
@@ -242,7 +256,8 @@ func exportFile(out string) (f *os.File, tmp, target string, err error) {
 
 func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	pos, err := m.parse(fs, args, "import FILE   (- for stdin)")
+	noEnd := fs.Bool("no-end", false, "accept an export without its end line (one recall made before 2026-12-01)")
+	pos, err := m.parse(fs, args, "import [--no-end] FILE   (- for stdin)")
 	if err != nil {
 		return err
 	}
@@ -275,7 +290,7 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 		validate = postgres.ValidateDocument
 	}
 	seen := map[string]int{}
-	err = readExport(f, func(line int, d recall.Document) error {
+	err = readExport(f, *noEnd, func(line int, d recall.Document) error {
 		if err := validate(&d); err != nil {
 			return fmt.Errorf("import: record %d (%s): %w; nothing was imported", line, d.Source.ID, err)
 		}
@@ -284,6 +299,9 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 		// and id disagree would clash with the database only while written.
 		if k := recall.IDKind(d.Source.ID); k != d.Source.Kind {
 			return recall.Errorf(recall.EINVALID, "import: record %d (%s) is of kind %s, but its id names a source of kind %s; nothing was imported", line, d.Source.ID, d.Source.Kind, k)
+		}
+		if err := memory.CheckStored(d.Source); err != nil {
+			return recall.WrapError(recall.EINVALID, err, "import: record %d (%s): %s; nothing was imported", line, d.Source.ID, recall.ErrorMessage(err))
 		}
 		if prev, dup := seen[d.Source.ID]; dup {
 			return recall.Errorf(recall.EINVALID, "import: records %d and %d are both source %q; nothing was imported", prev, line, d.Source.ID)
@@ -322,7 +340,7 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	err = readExport(f, func(_ int, d recall.Document) error {
+	err = readExport(f, true, func(_ int, d recall.Document) error {
 		// Vectors are not exported, so the state a source had says nothing
 		// of this database. With a read space it is written pending and
 		// the store settles it (ok where every text already has a vector
@@ -359,14 +377,26 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 
 // readExport calls fn with each record of an export file as a document,
 // numbered from 1.
-func readExport(r io.Reader, fn func(line int, d recall.Document) error) error {
+func readExport(r io.Reader, noEnd bool, fn func(line int, d recall.Document) error) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	for line := 1; ; line++ {
 		var l exportLine
 		if err := dec.Decode(&l); err == io.EOF {
-			return nil
+			if noEnd {
+				return nil
+			}
+			return recall.Errorf(recall.EINVALID, "import: the export ends after %d sources without its end line: it was cut off, or made by recall before 2026-12-01 (import that with --no-end); nothing was imported", line-1)
 		} else if err != nil {
 			return recall.WrapError(recall.EINVALID, err, "import: record %d is not a valid export line; nothing was imported", line)
+		}
+		if l.End != nil {
+			if l.End.Sources != line-1 {
+				return recall.Errorf(recall.EINVALID, "import: the export's end line counts %d sources, but %d came before it; nothing was imported", l.End.Sources, line-1)
+			}
+			if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
+				return recall.Errorf(recall.EINVALID, "import: the export goes on after its end line (record %d); nothing was imported", line)
+			}
+			return nil
 		}
 		d := recall.Document{Source: l.Source, Chunks: make([]recall.Chunk, len(l.Chunks))}
 		for i, c := range l.Chunks {

@@ -127,3 +127,36 @@ func cutDiary(key string) (string, bool) {
 	}
 	return "", false
 }
+
+// CheckStored reports whether src, a memory or a diary day read from
+// outside (an export being imported), is one this package could have
+// written and can reach again: its id names its owner and key (or day), the
+// key and owner pass the rules a caller's names pass, and a day's body is
+// its entries. A record edited by hand otherwise imports as a memory that
+// no read or delete can name.
+func CheckStored(src recall.Source) error {
+	if err := validOwner(src.Owner); err != nil {
+		return err
+	}
+	switch src.Kind {
+	case recall.KindMemory:
+		if err := ValidateKey(src.Title); err != nil {
+			return err
+		}
+		if want := recall.MemoryID(src.Owner, src.Title); src.ID != want {
+			return recall.Errorf(recall.EINVALID, "a memory of owner %q and key %q has the id %q", src.Owner, src.Title, want)
+		}
+	case recall.KindDiary:
+		if err := validateDate(src.Date); err != nil || len(src.Date) != len("2006-01-02") {
+			return recall.Errorf(recall.EINVALID, "a diary day's date must be YYYY-MM-DD, not %q", src.Date)
+		}
+		if want := recall.DiaryID(src.Owner, src.Date); src.ID != want {
+			return recall.Errorf(recall.EINVALID, "the diary day %s of owner %q has the id %q", src.Date, src.Owner, want)
+		}
+		var b body
+		if err := json.Unmarshal([]byte(src.Body), &b); err != nil {
+			return recall.Errorf(recall.EINVALID, "a diary day's body must be its entries as JSON")
+		}
+	}
+	return nil
+}
