@@ -14,6 +14,7 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
+	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/remote"
 )
 
@@ -65,7 +66,9 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	if err := opt.Chunk.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))
 	}
-	abs, err := filepath.Abs(pos[0])
+	// The vault as sweeps name it (a symbolic link is the folder it points
+	// to), so a run through a link uses the folder's manifest.
+	abs, err := ingest.VaultPath(pos[0])
 	if err != nil {
 		return err
 	}

@@ -273,6 +273,16 @@ func TestSweepRemote(t *testing.T) {
 	if code != 0 || raw["files_skipped"] != res.FilesSeen || raw["batches"] != 0 {
 		t.Errorf("second run: %d %s", code, out)
 	}
+	// A symbolic link to the vault is the vault: its run finds the
+	// manifest of the folder's and sends nothing.
+	link := filepath.Join(t.TempDir(), "vault-link")
+	if abs, _ := filepath.Abs(sampleVault); os.Symlink(abs, link) == nil {
+		out, _, code = run(t, clientEnv, "sweep", "--remote", url, "--json", link)
+		json.Unmarshal([]byte(strings.TrimSpace(out)), &raw)
+		if code != 0 || raw["files_skipped"] != res.FilesSeen || raw["batches"] != 0 {
+			t.Errorf("through a symbolic link: %d %s", code, out)
+		}
+	}
 	// Without a token, the answer says where one goes (the server's 401
 	// speaks of an Authorization header, which a recall user never sets).
 	delete(clientEnv, "RECALL_TOKEN")

@@ -163,21 +163,9 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	if err := opt.Chunk.Validate(); err != nil {
 		return Result{}, err
 	}
-	abs, err := filepath.Abs(root)
+	abs, err := VaultPath(root)
 	if err != nil {
-		return Result{}, fmt.Errorf("vault %s: %w", root, err)
-	}
-	// A vault given as a symbolic link is the folder it points to: the walk
-	// does not follow links, and would find nothing in the link itself.
-	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if abs, err = filepath.EvalSymlinks(abs); err != nil {
-			return Result{}, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
-		}
-	}
-	if fi, err := os.Stat(abs); err != nil {
-		return Result{}, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
-	} else if !fi.IsDir() {
-		return Result{}, recall.Errorf(recall.EINVALID, "vault %s is not a directory", root)
+		return Result{}, err
 	}
 
 	// One sweep of a vault at a time: two would each parse, embed and
@@ -260,6 +248,29 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		res.Interrupted = true
 	}
 	return res, err
+}
+
+// VaultPath is the path of the vault at root as sweeps name it: absolute,
+// and for a vault given as a symbolic link, the folder it points to, since
+// the walk does not follow links and would find nothing in the link
+// itself. A remote sweep (internal/remote) names its vault alike, so both
+// walk the same files and a link shares the real folder's manifest.
+func VaultPath(root string) (string, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("vault %s: %w", root, err)
+	}
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if abs, err = filepath.EvalSymlinks(abs); err != nil {
+			return "", recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
+		}
+	}
+	if fi, err := os.Stat(abs); err != nil {
+		return "", recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
+	} else if !fi.IsDir() {
+		return "", recall.Errorf(recall.EINVALID, "vault %s is not a directory", root)
+	}
+	return abs, nil
 }
 
 // foreignFiles maps the vault files whose sources another vault already

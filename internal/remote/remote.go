@@ -175,6 +175,10 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	if opt.Failures == nil {
 		opt.Failures = io.Discard
 	}
+	vault, err := ingest.VaultPath(root)
+	if err != nil {
+		return Result{}, err
+	}
 	unlock, err := lockManifest(opt.Manifest)
 	if err != nil {
 		return Result{}, err
@@ -184,7 +188,7 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	files, collided, err := walk(ctx, root, opt.Failures)
+	files, collided, err := walk(ctx, vault, opt.Failures)
 	if err != nil {
 		return Result{}, err
 	}
@@ -615,20 +619,11 @@ type localFile struct {
 	mtime int64
 }
 
-// walk lists supported files as a local sweep does: hidden files and
-// folders skipped, symbolic links not followed, and files that share a
-// source id with another (a\b.md beside a/b.md) failed, all of them, and
-// returned apart by id in collided.
-func walk(ctx context.Context, root string, failures io.Writer) (files []localFile, collided []string, err error) {
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return nil, nil, err
-	}
-	if fi, err := os.Stat(abs); err != nil {
-		return nil, nil, recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
-	} else if !fi.IsDir() {
-		return nil, nil, recall.Errorf(recall.EINVALID, "vault %s is not a directory", root)
-	}
+// walk lists supported files of the vault at abs (an ingest.VaultPath) as
+// a local sweep does: hidden files and folders skipped, symbolic links not
+// followed, and files that share a source id with another (a\b.md beside
+// a/b.md) failed, all of them, and returned apart by id in collided.
+func walk(ctx context.Context, abs string, failures io.Writer) (files []localFile, collided []string, err error) {
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
@@ -667,7 +662,7 @@ func walk(ctx context.Context, root string, failures io.Writer) (files []localFi
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("walk %s: %w", root, err)
+		return nil, nil, fmt.Errorf("walk %s: %w", abs, err)
 	}
 	ids, names := make([]string, len(files)), make([]string, len(files))
 	for i, f := range files {

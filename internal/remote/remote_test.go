@@ -563,3 +563,45 @@ func TestMarkupHeavyFileFitsRequests(t *testing.T) {
 		t.Errorf("%+v %v\n%s", res, err, log.String())
 	}
 }
+
+// manifestFiles lists the files a manifest records.
+func manifestFiles(t *testing.T, p string) []string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct{ Files map[string]any }
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for f := range m.Files {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A vault given as a symbolic link is the folder it points to, as in a
+// local sweep: the walk once stopped at the link, sent nothing and took
+// every file the manifest recorded for gone.
+func TestVaultGivenThroughSymbolicLink(t *testing.T) {
+	dir := vault(t)
+	link := filepath.Join(t.TempDir(), "vault-link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	if res, err := remote.Sweep(context.Background(), link, opt); err != nil || res.FilesSeen != 4 || res.FilesChanged != 4 {
+		t.Errorf("through the link: %+v %v", res, err)
+	}
+	if res, err := remote.Sweep(context.Background(), dir, opt); err != nil || res.FilesSkipped != 4 {
+		t.Errorf("the folder itself: %+v %v", res, err)
+	}
+	res, err := remote.Sweep(context.Background(), link, opt)
+	if err != nil || res.FilesSkipped != 4 || res.FilesRemoved != 0 || len(manifestFiles(t, opt.Manifest)) != 4 {
+		t.Errorf("through the link again: %+v %v; manifest %v", res, err, manifestFiles(t, opt.Manifest))
+	}
+}
