@@ -195,7 +195,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	res.FilesSeen = len(files) + len(walkFailures)
 	res.FilesFailed = len(walkFailures)
 	for _, f := range walkFailures {
-		logFailure(opt.Failures, f.rel, f.err)
+		logFailure(opt.Failures, f.Name, f.Err)
 	}
 
 	present := make(map[string]bool, len(files))
@@ -204,7 +204,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	}
 	unread := make(map[string]bool, len(walkFailures))
 	for _, f := range walkFailures {
-		unread[f.id] = true
+		unread[f.ID] = true
 	}
 	byFile, gone := group(manifest, present, unread)
 
@@ -315,11 +315,36 @@ func foreignFiles(ctx context.Context, st recall.Store, vault string) (map[strin
 	return out, nil
 }
 
-// walkFailure is a file or folder the walk could not list or read.
-type walkFailure struct {
-	rel string // the path as found, for the failure log
-	id  string // its source id, or "" when the path makes none
-	err error
+// WalkFailure is a file or folder the walk could not list or read, or a
+// file whose path makes no source id or the id of another file.
+type WalkFailure struct {
+	Name string // the path as found, for the failure log
+	ID   string // its source id, or "" when the path makes none
+	Err  error
+}
+
+// VaultFile is a supported file the walk found.
+type VaultFile struct {
+	ID    string // its source id
+	Path  string
+	Size  int64
+	MTime int64 // unix nanoseconds
+}
+
+// Walk lists the supported files of the vault at root (a VaultPath) as a
+// sweep does, for a remote sweep (internal/remote), which must send what
+// a local sweep would store and fail what it fails. A source id at or
+// under a failure's (UnderAny) is of a file the walk cannot tell is gone.
+func Walk(ctx context.Context, root string) ([]VaultFile, []WalkFailure, error) {
+	files, failed, err := walk(ctx, root)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]VaultFile, len(files))
+	for i, f := range files {
+		out[i] = VaultFile{ID: f.rel, Path: f.path, Size: f.size, MTime: f.mtime}
+	}
+	return out, failed, nil
 }
 
 // walkDir is filepath.WalkDir; tests replace it to make a folder fail to
@@ -329,9 +354,9 @@ var walkDir = filepath.WalkDir
 // walk lists the supported files under root with one lstat each. Hidden
 // files and folders (.git, .obsidian) are skipped; symbolic links are not
 // followed, so nothing outside the vault is ever read.
-func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
+func walk(ctx context.Context, root string) ([]file, []WalkFailure, error) {
 	var files []file
-	var failed []walkFailure
+	var failed []WalkFailure
 	err := walkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
@@ -345,7 +370,7 @@ func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
 				return err
 			}
 			id, _ := recall.CleanSourceID(rel)
-			failed = append(failed, walkFailure{filepath.ToSlash(rel), id, err})
+			failed = append(failed, WalkFailure{filepath.ToSlash(rel), id, err})
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -363,12 +388,12 @@ func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
 		}
 		id, ierr := recall.CleanSourceID(rel)
 		if ierr != nil {
-			failed = append(failed, walkFailure{filepath.ToSlash(rel), "", ierr})
+			failed = append(failed, WalkFailure{filepath.ToSlash(rel), "", ierr})
 			return nil
 		}
 		info, ierr := d.Info()
 		if ierr != nil {
-			failed = append(failed, walkFailure{id, id, ierr})
+			failed = append(failed, WalkFailure{id, id, ierr})
 			return nil
 		}
 		files = append(files, file{rel: id, path: path, size: info.Size(), mtime: info.ModTime().UnixNano()})
@@ -383,20 +408,20 @@ func walk(ctx context.Context, root string) ([]file, []walkFailure, error) {
 
 // collisions takes out of files those that share a source id with another
 // file (see Collisions).
-func collisions(root string, files []file) ([]file, []walkFailure) {
+func collisions(root string, files []file) ([]file, []WalkFailure) {
 	ids, names := make([]string, len(files)), make([]string, len(files))
 	for i, f := range files {
 		ids[i], names[i] = f.rel, found(root, f.path)
 	}
 	errs := Collisions(ids, names)
-	var failed []walkFailure
+	var failed []WalkFailure
 	kept := files[:0]
 	for i, f := range files {
 		if errs[i] == nil {
 			kept = append(kept, f)
 			continue
 		}
-		failed = append(failed, walkFailure{names[i], f.rel, errs[i]})
+		failed = append(failed, WalkFailure{names[i], f.rel, errs[i]})
 	}
 	return kept, failed
 }
@@ -451,7 +476,7 @@ func group(m map[string]recall.SourceState, present, unread map[string]bool) (by
 			byFile[id] = append(byFile[id], id)
 		case present[parent(id)]:
 			byFile[parent(id)] = append(byFile[parent(id)], id)
-		case !underAny(id, unread):
+		case !UnderAny(id, unread):
 			gone = append(gone, id)
 		}
 	}
@@ -459,8 +484,8 @@ func group(m map[string]recall.SourceState, present, unread map[string]bool) (by
 	return byFile, gone
 }
 
-// underAny reports whether id is one of paths or lies under one of them.
-func underAny(id string, paths map[string]bool) bool {
+// UnderAny reports whether id is one of paths or lies under one of them.
+func UnderAny(id string, paths map[string]bool) bool {
 	if len(paths) == 0 {
 		return false
 	}

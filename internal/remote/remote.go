@@ -188,22 +188,32 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	files, collided, err := walk(ctx, vault, opt.Failures)
+	// The local sweep's walk, so that what one fails the other does: a
+	// file or folder that cannot be read, a name that makes no source id,
+	// files that are one source.
+	files, failures, err := ingest.Walk(ctx, vault)
 	if err != nil {
-		return Result{}, err
+		return Result{}, err // ingest.Walk names the vault
 	}
 	s := &sweeper{opt: opt, man: man, bySource: map[string]*pending{}}
-	s.res.FilesSeen = len(files) + len(collided)
-	s.res.FilesFailed = len(collided)
+	s.res.FilesSeen = len(files) + len(failures)
+	s.res.FilesFailed = len(failures)
 	present := map[string]bool{}
 	for _, f := range files {
-		present[f.rel] = true
+		present[f.ID] = true
 	}
-	for _, id := range collided { // still there: the server keeps what it holds
-		present[id] = true
+	// A file that failed the walk may still be there, and so may every
+	// file of a folder that could not be read: their entries are kept, as
+	// a local sweep keeps their sources.
+	unread := map[string]bool{}
+	for _, f := range failures {
+		logLine(opt.Failures, f.Name, f.Err.Error())
+		if f.ID != "" {
+			unread[f.ID] = true
+		}
 	}
 	for rel := range man.Files {
-		if !present[rel] {
+		if !present[rel] && !ingest.UnderAny(rel, unread) {
 			delete(man.Files, rel)
 			s.res.FilesRemoved++
 		}
@@ -218,7 +228,7 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	return s.res, runErr
 }
 
-func (s *sweeper) run(ctx context.Context, files []localFile) error {
+func (s *sweeper) run(ctx context.Context, files []ingest.VaultFile) error {
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -254,41 +264,41 @@ func firstKey(m map[string]bool) string {
 }
 
 // file reads, parses and chunks one file into the batch.
-func (s *sweeper) file(ctx context.Context, f localFile) error {
-	old, recorded := s.man.Files[f.rel]
-	if !s.opt.Full && recorded && old.Size == f.size && old.MTime == f.mtime {
+func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
+	old, recorded := s.man.Files[f.ID]
+	if !s.opt.Full && recorded && old.Size == f.Size && old.MTime == f.MTime {
 		s.res.FilesSkipped++
 		return nil
 	}
-	data, err := os.ReadFile(f.path)
+	data, err := os.ReadFile(f.Path)
 	if err != nil {
-		s.fail(f.rel, err)
+		s.fail(f.ID, err)
 		return nil
 	}
 	sum := sha256.Sum256(data)
-	entry := fileEntry{Hash: hex.EncodeToString(sum[:]), Size: f.size, MTime: f.mtime}
+	entry := fileEntry{Hash: hex.EncodeToString(sum[:]), Size: f.Size, MTime: f.MTime}
 	if !s.opt.Full && recorded && old.Hash == entry.Hash {
-		s.man.Files[f.rel] = entry
+		s.man.Files[f.ID] = entry
 		s.res.FilesSkipped++
 		return nil
 	}
 	var convs []convo.Conversation
-	if err := convo.Parse(f.rel, bytes.NewReader(data), func(c convo.Conversation) error {
+	if err := convo.Parse(f.ID, bytes.NewReader(data), func(c convo.Conversation) error {
 		convs = append(convs, c)
 		return ctx.Err()
 	}); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.fail(f.rel, err)
+		s.fail(f.ID, err)
 		return nil
 	}
-	p := &pending{rel: f.rel, entry: entry, waiting: map[string]bool{}}
+	p := &pending{rel: f.ID, entry: entry, waiting: map[string]bool{}}
 	var sources [][]IngestChunk
 	for _, c := range convs {
-		chunks, err := s.chunks(f.rel, c)
+		chunks, err := s.chunks(f.ID, c)
 		if err != nil {
-			s.fail(f.rel, err)
+			s.fail(f.ID, err)
 			return nil
 		}
 		if len(chunks) == 0 {
@@ -297,14 +307,14 @@ func (s *sweeper) file(ctx context.Context, f localFile) error {
 		if id := chunks[0].SourceFile; p.waiting[id] {
 			// Two conversations of the file are one source (ids that differ
 			// only in Unicode normalisation): sending both would keep one.
-			s.fail(f.rel, fmt.Errorf("two conversations of the file are the source %s (their ids differ only in Unicode normalisation)", id))
+			s.fail(f.ID, fmt.Errorf("two conversations of the file are the source %s (their ids differ only in Unicode normalisation)", id))
 			return nil
 		}
 		sources = append(sources, chunks)
 		p.waiting[chunks[0].SourceFile] = true
 	}
 	if len(sources) == 0 {
-		s.man.Files[f.rel] = entry // nothing to send: done
+		s.man.Files[f.ID] = entry // nothing to send: done
 		s.res.FilesChanged++
 		s.res.Bytes += entry.Size
 		return nil
@@ -312,7 +322,7 @@ func (s *sweeper) file(ctx context.Context, f localFile) error {
 	for _, src := range sources {
 		if prev := s.bySource[src[0].SourceFile]; prev != nil && !prev.finished {
 			// Two files claim one source id: the later one waits for a run of its own.
-			s.fail(f.rel, fmt.Errorf("source %s is also sent for %s", src[0].SourceFile, prev.rel))
+			s.fail(f.ID, fmt.Errorf("source %s is also sent for %s", src[0].SourceFile, prev.rel))
 			return nil
 		}
 	}
@@ -609,74 +619,3 @@ func serverMessage(data []byte) string {
 }
 
 func logLine(w io.Writer, what, reason string) { ingest.LogFailure(w, what, reason) }
-
-// localFile is one vault file the walk found.
-type localFile struct {
-	rel   string // its source id
-	name  string // the path as found, with forward slashes
-	path  string
-	size  int64
-	mtime int64
-}
-
-// walk lists supported files of the vault at abs (an ingest.VaultPath) as
-// a local sweep does: hidden files and folders skipped, symbolic links not
-// followed, and files that share a source id with another (a\b.md beside
-// a/b.md) failed, all of them, and returned apart by id in collided.
-func walk(ctx context.Context, abs string, failures io.Writer) (files []localFile, collided []string, err error) {
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		rel, _ := filepath.Rel(abs, p)
-		if err != nil {
-			if p == abs {
-				return err
-			}
-			logLine(failures, filepath.ToSlash(rel), err.Error())
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if p != abs && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() || !d.Type().IsRegular() || !convo.Supported(d.Name()) {
-			return nil
-		}
-		id, ierr := recall.CleanSourceID(rel)
-		if ierr != nil {
-			logLine(failures, filepath.ToSlash(rel), recall.ErrorMessage(ierr))
-			return nil
-		}
-		info, ierr := d.Info()
-		if ierr != nil {
-			logLine(failures, id, ierr.Error())
-			return nil
-		}
-		files = append(files, localFile{rel: id, name: filepath.ToSlash(rel), path: p, size: info.Size(), mtime: info.ModTime().UnixNano()})
-		return nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("walk %s: %w", abs, err)
-	}
-	ids, names := make([]string, len(files)), make([]string, len(files))
-	for i, f := range files {
-		ids[i], names[i] = f.rel, f.name
-	}
-	errs := ingest.Collisions(ids, names)
-	kept := files[:0]
-	for i, f := range files {
-		if errs[i] == nil {
-			kept = append(kept, f)
-			continue
-		}
-		logLine(failures, f.name, recall.ErrorMessage(errs[i]))
-		collided = append(collided, f.rel)
-	}
-	return kept, collided, nil
-}

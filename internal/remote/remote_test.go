@@ -605,3 +605,64 @@ func TestVaultGivenThroughSymbolicLink(t *testing.T) {
 		t.Errorf("through the link again: %+v %v; manifest %v", res, err, manifestFiles(t, opt.Manifest))
 	}
 }
+
+// A file the walk cannot take (a name that is not UTF-8) is seen and
+// failed, as a local sweep counts it, so the run exits non-zero; it was
+// once only logged.
+func TestWalkFailuresCountAsFailedFiles(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "ok.md"), []byte("**User:** hi\n\n**Assistant:** hello"), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "bad\xff.md"), []byte("**User:** hi"), 0o644); err != nil {
+		t.Skipf("this file system refuses a name that is not UTF-8: %v", err)
+	}
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	var log strings.Builder
+	opt.Failures = &log
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesSeen != 2 || res.FilesFailed != 1 || res.FilesChanged != 1 || !strings.Contains(log.String(), `"bad\xff.md"`) {
+		t.Errorf("%+v %v\n%s", res, err, log.String())
+	}
+	local, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "local.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	lr, err := ingest.Sweep(context.Background(), local, local, dir, ingest.Options{Chunk: opt.Chunk})
+	if err != nil || lr.FilesSeen != res.FilesSeen || lr.FilesFailed != res.FilesFailed {
+		t.Errorf("a local sweep counts %d seen, %d failed (%v)", lr.FilesSeen, lr.FilesFailed, err)
+	}
+}
+
+// A folder that cannot be read fails, and its files are not taken for
+// gone: the manifest keeps them, as a local sweep keeps their sources.
+// They were once counted removed and dropped from the manifest, in a run
+// that exited 0.
+func TestUnreadableFolderIsNotTakenForGone(t *testing.T) {
+	if os.Geteuid() == 0 || runtime.GOOS == "windows" {
+		t.Skip("needs a folder this user cannot read: not as root, nor on Windows")
+	}
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	os.MkdirAll(sub, 0o755)
+	os.WriteFile(filepath.Join(sub, "a.md"), []byte("**User:** hi\n\n**Assistant:** hello"), 0o644)
+	os.WriteFile(filepath.Join(dir, "top.md"), []byte("**User:** yo\n\n**Assistant:** hey"), 0o644)
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	var log strings.Builder
+	opt.Failures = &log
+	if _, err := remote.Sweep(context.Background(), dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sub, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(sub, 0o755)
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesFailed != 1 || res.FilesRemoved != 0 || res.FilesSkipped != 1 {
+		t.Errorf("%+v %v\n%s", res, err, log.String())
+	}
+	if got := manifestFiles(t, opt.Manifest); strings.Join(got, " ") != "sub/a.md top.md" {
+		t.Errorf("manifest: %v", got)
+	}
+}
