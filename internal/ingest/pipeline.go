@@ -303,7 +303,7 @@ func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, err
 		}
 		id = cid
 	}
-	title := c.Title
+	title := CleanTitle(c.Title)
 	if title == "" && c.ID == "" {
 		title = strings.TrimSuffix(path.Base(f.rel), path.Ext(f.rel))
 	}

@@ -250,6 +250,33 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	return res, err
 }
 
+// MaxTitle bounds a source's title, in characters.
+const MaxTitle = 1000
+
+// CleanTitle is a conversation's title as sweeps store it: control
+// characters (a tab in an export's conversation name, a terminal escape)
+// become spaces, since a title is shown on one line, and a title is cut at
+// MaxTitle characters (a heading can be a whole paragraph). A remote sweep
+// sends titles cleaned alike and /ingest cleans what it is sent, so a
+// source has one title whichever way it came; /ingest once refused such
+// titles, and their files failed on every run.
+func CleanTitle(title string) string {
+	n := 0
+	for i := range title {
+		if n == MaxTitle {
+			title = title[:i]
+			break
+		}
+		n++
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, title)
+}
+
 // VaultPath is the path of the vault at root as sweeps name it: absolute,
 // and for a vault given as a symbolic link, the folder it points to, since
 // the walk does not follow links and would find nothing in the link

@@ -350,7 +350,7 @@ func (s *sweeper) chunks(rel string, c convo.Conversation) ([]IngestChunk, error
 		}
 		id = cid
 	}
-	title := c.Title
+	title := ingest.CleanTitle(c.Title)
 	if title == "" && c.ID == "" {
 		title = strings.TrimSuffix(path.Base(rel), path.Ext(rel))
 	}

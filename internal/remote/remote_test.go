@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/chunk"
@@ -104,6 +107,21 @@ func contents(t *testing.T, st recall.Store) []string {
 	return out
 }
 
+// localSweep sweeps dir into a fresh local database, for a comparison.
+func localSweep(t *testing.T, dir string, co chunk.Options) (ingest.Result, *sqlite.DB) {
+	t.Helper()
+	local, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "local.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { local.Close() })
+	res, err := ingest.Sweep(context.Background(), local, local, dir, ingest.Options{Chunk: co})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, local
+}
+
 // A remote sweep stores what a local sweep of the same vault stores.
 func TestRemoteSweepMatchesLocalSweep(t *testing.T) {
 	dir := vault(t)
@@ -117,14 +135,7 @@ func TestRemoteSweepMatchesLocalSweep(t *testing.T) {
 		t.Errorf("first run: %+v", res)
 	}
 
-	local, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "local.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	if _, err := ingest.Sweep(context.Background(), local, local, dir, ingest.Options{Chunk: opt.Chunk}); err != nil {
-		t.Fatal(err)
-	}
+	_, local := localSweep(t, dir, opt.Chunk)
 	got, want := contents(t, tg.st), contents(t, local)
 	if len(want) < 5 {
 		t.Fatalf("the local sweep stored only %d sources: the comparison would prove little", len(want))
@@ -623,14 +634,8 @@ func TestWalkFailuresCountAsFailedFiles(t *testing.T) {
 	if err != nil || res.FilesSeen != 2 || res.FilesFailed != 1 || res.FilesChanged != 1 || !strings.Contains(log.String(), `"bad\xff.md"`) {
 		t.Errorf("%+v %v\n%s", res, err, log.String())
 	}
-	local, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "local.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
-	lr, err := ingest.Sweep(context.Background(), local, local, dir, ingest.Options{Chunk: opt.Chunk})
-	if err != nil || lr.FilesSeen != res.FilesSeen || lr.FilesFailed != res.FilesFailed {
-		t.Errorf("a local sweep counts %d seen, %d failed (%v)", lr.FilesSeen, lr.FilesFailed, err)
+	if lr, _ := localSweep(t, dir, opt.Chunk); lr.FilesSeen != res.FilesSeen || lr.FilesFailed != res.FilesFailed {
+		t.Errorf("a local sweep counts %d seen, %d failed", lr.FilesSeen, lr.FilesFailed)
 	}
 }
 
@@ -664,5 +669,44 @@ func TestUnreadableFolderIsNotTakenForGone(t *testing.T) {
 	}
 	if got := manifestFiles(t, opt.Manifest); strings.Join(got, " ") != "sub/a.md top.md" {
 		t.Errorf("manifest: %v", got)
+	}
+}
+
+// Titles a local sweep stores are stored alike by a remote one: a heading
+// of more than 1,000 characters and an export's conversation name holding
+// a tab were once refused by the server, failing their files on every run.
+func TestTitlesStoredAsALocalSweepStoresThem(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("long title ", 100) + "end"
+	os.WriteFile(filepath.Join(dir, "long.md"), []byte("# "+long+"\n\n**User:** hi\n\n**Assistant:** hello"), 0o644)
+	export := `[{"uuid": "c1", "name": "Plan\tfor June", "chat_messages": [{"sender": "human", "text": "what is the plan"}]}]`
+	os.WriteFile(filepath.Join(dir, "conversations.json"), []byte(export), 0o644)
+	// Titles are sent clean, so that a server that still refuses such
+	// titles (this wrapper, as recall did) takes them too.
+	tg := newTarget(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			var req remote.IngestRequest
+			json.Unmarshal(body, &req)
+			for _, c := range req.Chunks {
+				if strings.ContainsFunc(c.ConversationTitle, unicode.IsControl) || utf8.RuneCountInString(c.ConversationTitle) > 1000 {
+					http.Error(w, `{"error":{"code":"invalid","message":"conversation_title is not clean"}}`, http.StatusBadRequest)
+					return
+				}
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			h.ServeHTTP(w, r)
+		})
+	})
+	opt := options(t, tg.srv.URL)
+	var log strings.Builder
+	opt.Failures = &log
+	if res, err := remote.Sweep(context.Background(), dir, opt); err != nil || res.FilesFailed != 0 || res.FilesChanged != 2 {
+		t.Errorf("%+v %v\n%s", res, err, log.String())
+	}
+	_, local := localSweep(t, dir, opt.Chunk)
+	got, want := strings.Join(contents(t, tg.st), "\n"), strings.Join(contents(t, local), "\n")
+	if got != want || !strings.Contains(got, "|Plan for June|") {
+		t.Errorf("remote store:\n%s\n\nlocal sweep:\n%s", got, want)
 	}
 }

@@ -34,7 +34,6 @@ import (
 const (
 	maxIngestChunks  = 10_000  // chunks per request
 	maxTotalChunks   = 100_000 // chunks per source
-	maxIngestTitle   = 1_000   // characters
 	maxIngestVersion = 128     // bytes
 	defaultStageTTL  = 15 * time.Minute
 	defaultStageSize = 64 << 20 // bytes of staged chunk text
@@ -253,10 +252,6 @@ func (s *Server) checkGroup(g *group) error {
 			return recall.Errorf(recall.EINVALID, "chunk %d: content holds a NUL character", c.ChunkIndex)
 		case strings.TrimSpace(c.Content) == "":
 			return recall.Errorf(recall.EINVALID, "chunk %d: content is empty", c.ChunkIndex)
-		case !utf8.ValidString(c.ConversationTitle) || utf8.RuneCountInString(c.ConversationTitle) > maxIngestTitle:
-			return recall.Errorf(recall.EINVALID, "conversation_title must be valid UTF-8 of at most %d characters", maxIngestTitle)
-		case strings.ContainsFunc(c.ConversationTitle, unicode.IsControl):
-			return recall.Errorf(recall.EINVALID, "conversation_title contains a control character")
 		case c.Era != "":
 			if _, _, ok := recall.DateRange(c.Era); !ok {
 				return recall.Errorf(recall.EINVALID, "era %q is not a date: use YYYY, YYYY-MM or YYYY-MM-DD", c.Era)
@@ -317,8 +312,12 @@ func (s *Server) stageGroups(groups []*group) {
 				e.era = c.Era
 			}
 			if c.ConversationTitle != "" {
-				added += int64(len(c.ConversationTitle) - len(e.title))
-				e.title = c.ConversationTitle
+				// Cleaned as a local sweep stores titles (a tab is a
+				// space, a heading of a page is cut), not refused: the
+				// client would send the file again on every run.
+				title := ingest.CleanTitle(c.ConversationTitle)
+				added += int64(len(title) - len(e.title))
+				e.title = title
 			}
 		}
 		e.touched = now

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/remote"
 )
 
@@ -99,7 +100,6 @@ func TestIngestRejections(t *testing.T) {
 		{chunkOf("a.md", 0, 1, "a nul \x00 here"), "content holds a NUL character"},
 		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", Era: "July"}, `era "July" is not a date`},
 		{chunkOf("ctl\u001b[2J\n.md", 0, 1, "x"), "control character U+001B"},
-		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", ConversationTitle: "t\u009b2J"}, "conversation_title contains a control character"},
 	} {
 		status, out, body := f.ingest(plainTok, tc.chunk)
 		if status != 200 || len(out.Sources) != 1 || out.Sources[0].Status != remote.StatusRejected ||
@@ -132,6 +132,29 @@ func TestIngestRejections(t *testing.T) {
 	_, out, _ := f.ingest(plainTok, chunkOf("a.md", 0, 2, "x"), chunkOf("a.md", 1, 3, "y"), chunkOf("b.md", 0, 1, "fine"))
 	if out.Sources[0].Status != remote.StatusRejected || out.Sources[1].Status != remote.StatusWritten {
 		t.Errorf("mixed request: %+v", out.Sources)
+	}
+}
+
+// A title is stored as a local sweep stores it: control characters become
+// spaces and a long one is cut at ingest.MaxTitle characters. Such titles
+// were once refused, and a client sent their files again on every run.
+func TestIngestCleansTitlesAsASweepDoes(t *testing.T) {
+	f := newFixture(t, nil)
+	long := strings.Repeat("é", ingest.MaxTitle) + "cut"
+	for _, tc := range []struct{ title, want string }{
+		{"Plan\tfor June", "Plan for June"},
+		{"t\u009b2J\x1b[0m", "t 2J [0m"},
+		{long, strings.Repeat("é", ingest.MaxTitle)},
+	} {
+		c := chunkOf("titled.md", 0, 1, "text titled "+tc.want)
+		c.ConversationTitle = tc.title
+		if _, out, body := f.ingest(plainTok, c); len(out.Sources) != 1 || out.Sources[0].Status != remote.StatusWritten {
+			t.Errorf("%.40q: %s", tc.title, body)
+			continue
+		}
+		if src, err := f.st.Source(context.Background(), "titled.md"); err != nil || src.Title != tc.want {
+			t.Errorf("%.40q: stored %.40q, want %.40q (%v)", tc.title, src.Title, tc.want, err)
+		}
 	}
 }
 

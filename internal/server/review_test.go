@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/remote"
 )
 
@@ -63,7 +64,7 @@ func TestMethodNotAllowed(t *testing.T) {
 // the limit bounds memory.
 func TestStagingCountsIDsAndTitles(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.StageBytes = 20000 })
-	title := strings.Repeat("é", maxIngestTitle)
+	title := strings.Repeat("é", ingest.MaxTitle)
 	held := 0
 	for i := range 200 {
 		file := fmt.Sprintf("%s/%d.md", strings.Repeat("d", 1000), i)
