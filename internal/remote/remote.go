@@ -142,7 +142,15 @@ type sweeper struct {
 	bySource map[string]*pending // source id -> its file
 	inBatch  []*pending          // files with chunks in the current batch
 	all      []*pending
+	// unreachable counts the batches in a row that failed because the
+	// server could not be reached at all.
+	unreachable int
 }
+
+// maxUnreachable is how many batches in a row may fail to reach the
+// server before the run stops: a server that is down, or a wrong port,
+// once cost every batch its retries, an hour for a large vault.
+const maxUnreachable = 3
 
 // Sweep sends the new and changed conversation files under root to the
 // server. A file is recorded in the manifest only when every chunk of every
@@ -405,6 +413,9 @@ func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error 
 				return err
 			}
 		}
+		if p.failed {
+			return nil // it is sent whole next run: the rest would only wait on the server
+		}
 		s.batch = append(s.batch, c)
 		s.size += jsonLen(c.Content)
 		s.res.ChunksWritten++
@@ -447,8 +458,9 @@ func (s *sweeper) flush(ctx context.Context) error {
 	var batch []IngestChunk
 	for _, c := range s.batch {
 		// A source the server already completed, from chunks of this
-		// version an earlier run left waiting, needs no more of them.
-		if p := s.bySource[c.SourceFile]; p == nil || p.waiting[c.SourceFile] {
+		// version an earlier run left waiting, needs no more of them; nor
+		// does a file already failed, which is sent whole next run.
+		if p := s.bySource[c.SourceFile]; p != nil && !p.failed && p.waiting[c.SourceFile] {
 			batch = append(batch, c)
 		}
 	}
@@ -474,8 +486,18 @@ func (s *sweeper) flush(ctx context.Context) error {
 			s.failPending(p, nil)
 		}
 		logLine(s.opt.Failures, "batch", fmt.Sprintf("%d chunks of %s: %v", len(batch), strings.Join(names, ", "), err))
+		var down unreachableError
+		if !errors.As(err, &down) {
+			s.unreachable = 0
+			return nil
+		}
+		if s.unreachable++; s.unreachable >= maxUnreachable {
+			return recall.WrapError(recall.EUNAVAILABLE, err, "the server at %s cannot be reached (%v): stopped after %d requests in a row failed; what it confirmed is recorded, and the next run sends the rest",
+				s.opt.URL, down.err, s.unreachable)
+		}
 		return nil
 	}
+	s.unreachable = 0
 	for _, st := range resp.Sources {
 		p := s.bySource[st.SourceFile]
 		if p == nil || p.failed {
@@ -565,7 +587,7 @@ func (s *sweeper) postOnce(ctx context.Context, body []byte) (IngestResponse, ti
 	}
 	resp, err := s.opt.HTTPClient.Do(req)
 	if err != nil {
-		return IngestResponse{}, 0, err
+		return IngestResponse{}, 0, unreachableError{err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -596,6 +618,13 @@ func (s *sweeper) postOnce(ctx context.Context, body []byte) (IngestResponse, ti
 	}
 	return out, 0, nil
 }
+
+// unreachableError is a request that got no answer: the connection was
+// refused, reset or timed out.
+type unreachableError struct{ err error }
+
+func (e unreachableError) Error() string { return e.err.Error() }
+func (e unreachableError) Unwrap() error { return e.err }
 
 // badBatch is a batch the server refused as invalid: not retried now.
 type badBatch struct{ err error }
