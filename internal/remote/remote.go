@@ -34,7 +34,7 @@ type Options struct {
 	Full     bool // send every file, even those the manifest records
 
 	BatchChunks int           // chunks per request (0: 256)
-	BatchBytes  int           // chunk text bytes per request (0: 2 MiB; the server takes 4 MiB bodies)
+	BatchBytes  int           // request body bytes (0: 2 MiB; at most MaxBody less a margin)
 	Retries     int           // attempts per batch beyond the first (0: 3; -1: none)
 	MaxWait     time.Duration // longest pause between attempts (0: 30s)
 	HTTPClient  *http.Client  // nil: a client with a 2 minute timeout
@@ -171,6 +171,7 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	if opt.BatchBytes <= 0 {
 		opt.BatchBytes = 2 << 20
 	}
+	opt.BatchBytes = min(opt.BatchBytes, maxBatchBytes)
 	if opt.Retries == 0 {
 		opt.Retries = 3
 	}
@@ -395,20 +396,33 @@ func sourceVersion(title, date string, texts []string) string {
 
 // add puts a source's chunks in the batch. A source starts a new batch when
 // it would not fit in the current one, so it spans requests only when it is
-// larger than a whole batch.
+// larger than a whole batch. Batches are bounded by the bytes of the body
+// sent, each chunk measured as it is encoded, its path and title included.
 func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error {
+	sizes := make([]int, len(src))
 	n := 0
-	for _, c := range src {
-		n += jsonLen(c.Content)
+	for i, c := range src {
+		b, err := encode(c)
+		if err != nil {
+			return err
+		}
+		sizes[i] = len(b) + 1 // and its comma
+		if envelope+sizes[i] > maxBatchBytes {
+			// It can never be sent: the server would answer 413 on every run.
+			s.failPending(p, fmt.Errorf("chunk %d of %s is %d bytes as JSON, more than a request to the server may hold (%d): sweep with a smaller --chunk-size",
+				c.ChunkIndex, c.SourceFile, sizes[i], maxBatchBytes-envelope))
+			return nil
+		}
+		n += sizes[i]
 	}
-	if len(s.batch) > 0 && (len(s.batch)+len(src) > s.opt.BatchChunks || s.size+n > s.opt.BatchBytes) {
+	if len(s.batch) > 0 && (len(s.batch)+len(src) > s.opt.BatchChunks || envelope+s.size+n > s.opt.BatchBytes) {
 		if err := s.flush(ctx); err != nil {
 			return err
 		}
 	}
 	s.res.Sources++
-	for _, c := range src {
-		if len(s.batch) > 0 && (len(s.batch) >= s.opt.BatchChunks || s.size+jsonLen(c.Content) > s.opt.BatchBytes) {
+	for i, c := range src {
+		if len(s.batch) > 0 && (len(s.batch) >= s.opt.BatchChunks || envelope+s.size+sizes[i] > s.opt.BatchBytes) {
 			if err := s.flush(ctx); err != nil {
 				return err
 			}
@@ -417,7 +431,7 @@ func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error 
 			return nil // it is sent whole next run: the rest would only wait on the server
 		}
 		s.batch = append(s.batch, c)
-		s.size += jsonLen(c.Content)
+		s.size += sizes[i]
 		s.res.ChunksWritten++
 		if len(s.inBatch) == 0 || s.inBatch[len(s.inBatch)-1] != p {
 			s.inBatch = append(s.inBatch, p)
@@ -426,28 +440,25 @@ func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error 
 	return nil
 }
 
-// jsonLen is the length of text as encoding/json writes it in a request:
-// it escapes <, > and & (6 bytes each), quotes, backslashes, control
-// characters and U+2028/U+2029, so markup-heavy text can take several
-// times its own size, and batches are bounded by what is sent.
-func jsonLen(text string) int {
-	n := 0
-	for i := 0; i < len(text); i++ {
-		switch c := text[i]; {
-		case c == '<' || c == '>' || c == '&':
-			n += 6
-		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
-			n += 2
-		case c < 0x20:
-			n += 6
-		case c == 0xE2 && i+2 < len(text) && text[i+1] == 0x80 && (text[i+2] == 0xA8 || text[i+2] == 0xA9):
-			n += 6
-			i += 2
-		default:
-			n++
-		}
+// Request bodies stay under the server's limit with room to spare (a
+// server may run with a lower one than MaxBody; it says so with a 413).
+// envelope is what a body holds besides its chunks: {"chunks":[...]}.
+const (
+	maxBatchBytes = MaxBody - 64<<10
+	envelope      = len(`{"chunks":[]}`)
+)
+
+// encode is v as a request carries it: JSON without encoding/json's
+// escaping of <, > and & (six bytes each), which a JSON decoder does not
+// need and which made markup-heavy text several times its own size.
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
-	return n
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // flush posts the batch and settles the files it completes or fails.
@@ -542,7 +553,7 @@ func (e fatalError) Error() string { return e.err.Error() }
 
 // post sends one batch, retrying transient failures with backoff.
 func (s *sweeper) post(ctx context.Context, batch []IngestChunk) (IngestResponse, error) {
-	body, err := json.Marshal(IngestRequest{Chunks: batch})
+	body, err := encode(IngestRequest{Chunks: batch})
 	if err != nil {
 		return IngestResponse{}, err
 	}

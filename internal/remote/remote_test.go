@@ -793,3 +793,76 @@ func TestUnreachableServerStopsTheRun(t *testing.T) {
 		t.Errorf("no server: %+v %v", res, err)
 	}
 }
+
+// bodySizes wraps a server to keep the size of the largest request body
+// and count its 413 answers.
+func bodySizes(largest *atomic.Int64, tooLarge *atomic.Int32) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if int64(len(body)) > largest.Load() {
+				largest.Store(int64(len(body)))
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code == http.StatusRequestEntityTooLarge {
+				tooLarge.Add(1)
+			}
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+		})
+	}
+}
+
+// A request body stays under the server's limit however much of it is
+// not chunk text: a long path and title of markup, sent with every chunk,
+// once took requests past 4 MiB (only the text was counted, and
+// encoding/json wrote each <, > and & as six bytes).
+func TestRequestBodiesStayUnderTheServersLimit(t *testing.T) {
+	dir := t.TempDir()
+	var msgs []map[string]any
+	for i := range 600 {
+		msgs = append(msgs, map[string]any{"sender": "human", "text": fmt.Sprintf("q%d %s", i, strings.Repeat("<b> ", 300))})
+	}
+	b, _ := json.Marshal([]map[string]any{{"uuid": strings.Repeat("&", 200), "name": strings.Repeat("<", 1000), "chat_messages": msgs}})
+	deep := filepath.Join(dir, strings.Repeat("&", 250), strings.Repeat("&", 250), strings.Repeat("&", 250))
+	os.MkdirAll(deep, 0o755)
+	os.WriteFile(filepath.Join(deep, "conversations.json"), b, 0o644)
+	var largest atomic.Int64
+	var tooLarge atomic.Int32
+	tg := newTarget(t, bodySizes(&largest, &tooLarge))
+	opt := options(t, tg.srv.URL)
+	opt.BatchChunks, opt.BatchBytes = 0, 1<<30 // the default count; more bytes than the server takes
+	opt.Chunk = chunk.Options{Size: 2000, Overlap: 200}
+	var log strings.Builder
+	opt.Failures = &log
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesChanged != 1 || largest.Load() > remote.MaxBody || tooLarge.Load() != 0 {
+		t.Errorf("%+v %v; largest body %d bytes, %d answered 413\n%.500s", res, err, largest.Load(), tooLarge.Load(), log.String())
+	}
+}
+
+// A chunk too large for any request (--chunk-size has no upper bound)
+// fails its file saying so, without a request: the server once answered
+// 413 on every run.
+func TestChunkTooLargeForARequestFailsItsFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "page.md"), []byte("**User:** "+strings.Repeat(`"quoted" `, 600_000)), 0o644)
+	os.WriteFile(filepath.Join(dir, "small.md"), []byte("**User:** a small note"), 0o644)
+	var largest atomic.Int64
+	var tooLarge atomic.Int32
+	tg := newTarget(t, bodySizes(&largest, &tooLarge))
+	opt := options(t, tg.srv.URL)
+	opt.Chunk = chunk.Options{Size: 10_000_000, Overlap: chunk.NoOverlap}
+	var log strings.Builder
+	opt.Failures = &log
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesFailed != 1 || res.FilesChanged != 1 || tooLarge.Load() != 0 || largest.Load() > remote.MaxBody ||
+		!strings.Contains(log.String(), "page.md") || !strings.Contains(log.String(), "smaller --chunk-size") {
+		t.Errorf("%+v %v; largest body %d, %d answered 413\n%.500s", res, err, largest.Load(), tooLarge.Load(), log.String())
+	}
+}

@@ -9,6 +9,10 @@
 // status per source.
 package remote
 
+// MaxBody is the most a server takes in one /ingest body unless configured
+// otherwise (server.DefaultMaxBody).
+const MaxBody = 4 << 20
+
 // IngestRequest is the body of POST /ingest.
 type IngestRequest struct {
 	Chunks []IngestChunk `json:"chunks"`

@@ -47,12 +47,13 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/memory"
+	"github.com/recall-mcp/recall/internal/remote"
 	"github.com/recall-mcp/recall/internal/search"
 )
 
 // DefaultMaxBody bounds a request body to /ingest, which carries a batch
 // of a sweep's chunks.
-const DefaultMaxBody = 4 << 20
+const DefaultMaxBody = remote.MaxBody
 
 // maxCallBody bounds every other request's body: the largest input a tool
 // takes, a value of 100,000 characters, is 1.2 MB as JSON at worst (each
