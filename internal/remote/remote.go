@@ -45,12 +45,12 @@ type Options struct {
 type Result struct {
 	// The keys of a local sweep's summary (ingest.Result), so scripts read both alike.
 	FilesSeen     int     `json:"files_seen"`
-	FilesChanged  int     `json:"files_changed"` // sent, confirmed by the server and recorded in the manifest
-	FilesSkipped  int     `json:"files_skipped"` // recorded with the same content: not sent
-	FilesFailed   int     `json:"files_failed"`  // left out of the manifest: sent again next run
-	FilesRemoved  int     `json:"files_removed"` // recorded but no longer in the vault (the server keeps them)
-	ChunksWritten int     `json:"chunks_written"`
-	Bytes         int64   `json:"bytes"` // of the files sent
+	FilesChanged  int     `json:"files_changed"`  // sent, confirmed by the server and recorded in the manifest
+	FilesSkipped  int     `json:"files_skipped"`  // recorded with the same content: not sent
+	FilesFailed   int     `json:"files_failed"`   // left out of the manifest: sent again next run
+	FilesRemoved  int     `json:"files_removed"`  // recorded but no longer in the vault (the server keeps them)
+	ChunksWritten int     `json:"chunks_written"` // of the sources the server reported written
+	Bytes         int64   `json:"bytes"`          // of the files sent
 	Seconds       float64 `json:"seconds"`
 	// Remote only.
 	Sources       int `json:"sources"`
@@ -432,7 +432,6 @@ func (s *sweeper) add(ctx context.Context, p *pending, src []IngestChunk) error 
 		}
 		s.batch = append(s.batch, c)
 		s.size += sizes[i]
-		s.res.ChunksWritten++
 		if len(s.inBatch) == 0 || s.inBatch[len(s.inBatch)-1] != p {
 			s.inBatch = append(s.inBatch, p)
 		}
@@ -517,6 +516,9 @@ func (s *sweeper) flush(ctx context.Context) error {
 		switch {
 		case st.Complete():
 			delete(p.waiting, st.SourceFile)
+			if st.Status == StatusWritten { // not unchanged: chunks_written counts what the server wrote
+				s.res.ChunksWritten += st.TotalChunks
+			}
 		case st.Status == StatusRejected:
 			s.failPending(p, fmt.Errorf("the server rejected %s: %s", st.SourceFile, st.Error))
 		}

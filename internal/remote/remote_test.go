@@ -866,3 +866,39 @@ func TestChunkTooLargeForARequestFailsItsFile(t *testing.T) {
 		t.Errorf("%+v %v; largest body %d, %d answered 413\n%.500s", res, err, largest.Load(), tooLarge.Load(), log.String())
 	}
 }
+
+// chunks_written counts the chunks of sources the server reported
+// written: none while it is down, none for a --full run of what it holds
+// already. Chunks were once counted as they were queued.
+func TestChunksWrittenCountsWhatTheServerWrote(t *testing.T) {
+	dir := vault(t)
+	var down atomic.Bool
+	tg := newTarget(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, `{"error":{"code":"unavailable","message":"down"}}`, http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	opt := options(t, tg.srv.URL)
+	opt.Retries = -1
+	down.Store(true)
+	if res, _ := remote.Sweep(context.Background(), dir, opt); res.BatchesFailed == 0 || res.ChunksWritten != 0 {
+		t.Errorf("while down: %+v", res)
+	}
+	down.Store(false)
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	stored := 0
+	for _, c := range contents(t, tg.st) {
+		stored += strings.Count(c, "\n  ")
+	}
+	if err != nil || res.ChunksWritten != stored || stored == 0 {
+		t.Errorf("once up: %+v %v; the server holds %d chunks", res, err, stored)
+	}
+	opt.Full = true
+	if res, err := remote.Sweep(context.Background(), dir, opt); err != nil || res.FilesChanged != 4 || res.ChunksWritten != 0 {
+		t.Errorf("--full, nothing changed: %+v %v", res, err)
+	}
+}
