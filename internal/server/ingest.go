@@ -215,7 +215,11 @@ func (s *Server) ingest(ctx context.Context, req remote.IngestRequest) (remote.I
 func (g *group) reject(err error) {
 	g.status.Status = remote.StatusRejected
 	g.status.Error = shorten(recall.ErrorMessage(err))
-	g.status.SourceFile = shorten(g.status.SourceFile) // too long to be valid anyway
+	// The client finds its source by the path it sent: a path a source id
+	// may be is echoed whole; only a longer one, never valid, is cut.
+	if len(g.status.SourceFile) > recall.MaxSourceIDLen {
+		g.status.SourceFile = shorten(g.status.SourceFile)
+	}
 	g.doc = nil
 }
 

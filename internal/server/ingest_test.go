@@ -135,6 +135,24 @@ func TestIngestRejections(t *testing.T) {
 	}
 }
 
+// A rejected source is answered with the source_file it was sent as, so
+// the client can tell which of its files failed and why; a path of more
+// than 500 bytes was once answered cut short. Only a path too long to be
+// a source id is cut.
+func TestIngestRejectionEchoesSourceFile(t *testing.T) {
+	f := newFixture(t, nil)
+	long := strings.Repeat("d", 300) + "/" + strings.Repeat("e", 300) + "/long.md"
+	tooLong := strings.Repeat("x", recall.MaxSourceIDLen+1)
+	for _, file := range []string{long, tooLong} {
+		c := chunkOf(file, 0, 1, "x")
+		c.Era = "July"
+		_, out, body := f.ingest(plainTok, c)
+		if len(out.Sources) != 1 || out.Sources[0].Status != remote.StatusRejected || (out.Sources[0].SourceFile == file) != (file == long) {
+			t.Errorf("%d bytes: %.300s", len(file), body)
+		}
+	}
+}
+
 // A title is stored as a local sweep stores it: control characters become
 // spaces and a long one is cut at ingest.MaxTitle characters. Such titles
 // were once refused, and a client sent their files again on every run.
