@@ -622,6 +622,11 @@ func (s *sweeper) postOnce(ctx context.Context, body []byte) (IngestResponse, ti
 		if resp.StatusCode >= 500 {
 			return IngestResponse{}, 0, err
 		}
+		if resp.StatusCode == http.StatusBadRequest && strings.Contains(msg, `unknown field "version"`) {
+			// A server from before chunks carried a version refuses every
+			// batch alike: sending the rest of the vault cannot help.
+			return IngestResponse{}, 0, fatalError{recall.Errorf(recall.EINVALID, "the server at %s is older than this client: upgrade it", s.opt.URL)}
+		}
 		// Other 4xx: this batch is wrong and will stay wrong; later ones may be fine.
 		return IngestResponse{}, 0, badBatch{err}
 	}

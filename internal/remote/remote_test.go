@@ -902,3 +902,20 @@ func TestChunksWrittenCountsWhatTheServerWrote(t *testing.T) {
 		t.Errorf("--full, nothing changed: %+v %v", res, err)
 	}
 }
+
+// A server older than the client, which refuses the version field, stops
+// the run at the first batch, saying to upgrade it; the whole vault was
+// once sent, every batch refused alike.
+func TestOlderServerStopsTheRun(t *testing.T) {
+	var calls atomic.Int32
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, `{"error":{"code":"invalid","message":"json: unknown field \"version\""}}`, http.StatusBadRequest)
+	}))
+	defer old.Close()
+	opt := options(t, old.URL)
+	_, err := remote.Sweep(context.Background(), vault(t), opt)
+	if err == nil || !strings.Contains(recall.ErrorMessage(err), "is older than this client: upgrade it") || calls.Load() != 1 {
+		t.Errorf("%v after %d requests", err, calls.Load())
+	}
+}
