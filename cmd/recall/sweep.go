@@ -131,7 +131,11 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	if opts.Progress != nil {
 		fmt.Fprint(m.Stderr, "\r\033[K")
 	}
-	abs, _ := filepath.Abs(vault)
+	// Recorded as the sweep named it: the folder a link given for it leads to.
+	abs, verr := ingest.VaultPath(vault)
+	if verr != nil {
+		abs, _ = filepath.Abs(vault)
+	}
 	if !*dry && (err == nil || res.Interrupted) {
 		rec := res.Record(abs, started, time.Now().UTC(), err)
 		if rerr := st.RecordSweep(context.WithoutCancel(ctx), rec); rerr != nil && err == nil {
