@@ -1239,11 +1239,15 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		list = append(list, scored{c, sc, match})
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].c.score > list[j].c.score })
-	if quoted && resp.Mode != recall.ModeLexical {
-		// Quoting asks for the phrase (full text requires it in its own
-		// query): the vectors only rank the passages that hold it, unless
-		// none does; then the closest passages come back, and say so.
-		if anyExact {
+	if quoted {
+		// Quoting asks for the phrase word for word: only the passages
+		// that hold it are ranked. Full text needs the check as much as
+		// the vectors: its index matches a phrase by stems ("run late"
+		// finds "running late") and in the title. When no passage holds
+		// it, full text returns nothing and the vectors the closest
+		// passages, saying so.
+		switch {
+		case anyExact:
 			kept := list[:0]
 			for _, s := range list {
 				if slices.Contains(s.match, "exact") {
@@ -1251,7 +1255,9 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 				}
 			}
 			list = kept
-		} else {
+		case resp.Mode == recall.ModeLexical:
+			list = nil
+		default:
 			resp.Note = "no passage holds the quoted words exactly; these are the closest"
 		}
 	}

@@ -455,6 +455,57 @@ func TestQuotedPhraseFarDownTheVectors(t *testing.T) {
 	}
 }
 
+// Full text too returns only the passages that hold a quoted phrase word
+// for word, though its index matches phrases by stems and in titles: from
+// either full-text index, in lexical mode and in hybrid mode without
+// vectors; deeper passes fill the page when passages holding other forms
+// of the words rank above every one that holds the phrase.
+func TestQuotedPhraseWordForWordInFullText(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	titled := doc("c.md", "a note about the bus timetable")
+	titled.Source.Title = "Running late"
+	docs := []recall.Document{doc("a.md", "sorry, I was running late again"), doc("b.md", "the train runs late on sundays"), titled}
+	for i := range 100 {
+		docs = append(docs, doc(fmt.Sprintf("stems/%03d.md", i), fmt.Sprintf("runs late, runs late, runs late %d", i)))
+	}
+	for i := range 5 {
+		docs = append(docs, doc(fmt.Sprintf("late/%d.md", i), fmt.Sprintf("the bus was running late and so was I, the %d time this week", i)))
+	}
+	if _, err := st.Write(ctx, docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, mem := range []bool{false, true} {
+		eng := search.New(st, search.Options{MemoryLexical: mem})
+		if err := eng.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{recall.ModeLexical, recall.ModeHybrid} {
+			r, err := eng.Search(ctx, recall.SearchRequest{Query: `"run late"`, Mode: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Results) != 0 {
+				t.Errorf("in-memory index %v, %s: \"run late\", which no passage holds: %d results", mem, mode, len(r.Results))
+			}
+			r, err = eng.Search(ctx, recall.SearchRequest{Query: `"running late"`, Mode: mode, Limit: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range r.Results {
+				got = append(got, h.Source)
+				if !slices.Contains(h.Match, "exact") {
+					t.Errorf("in-memory index %v, %s: \"running late\" returned %s, which does not hold it", mem, mode, h.Source)
+				}
+			}
+			if len(got) != 6 {
+				t.Errorf("in-memory index %v, %s: \"running late\": %v; want a.md and late/0..4", mem, mode, got)
+			}
+		}
+	}
+}
+
 // memDoc is doc as owner's memory named key.
 func memDoc(owner, key, text string) recall.Document {
 	d := doc(recall.MemoryID(owner, key), text)
