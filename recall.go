@@ -285,7 +285,9 @@ type Store interface {
 	// Export calls fn for every source with all its chunks, ordered by id.
 	Export(ctx context.Context, fn func(Document) error) error
 
-	// Lexical returns full-text candidates, best first.
+	// Lexical returns full-text candidates, best first, one per text: of
+	// the chunks holding one text, the best ranked (ties to the newer
+	// chunk), so Limit counts distinct texts.
 	Lexical(ctx context.Context, q LexicalQuery) ([]Candidate, error)
 
 	// CreateSpace records a new vector space; ECONFLICT if the name exists

@@ -20,9 +20,13 @@
 // Removal marks a chunk dead; its postings are skipped, and dropped when the
 // dead ones pass a quarter of all postings (compaction rebuilds the lists).
 // Document frequencies count live chunks only, as FTS5's do.
+//
+// A search counts each text once, as the store's full-text search does: of
+// the chunks holding one text, only the best ranked is a result.
 package lexindex
 
 import (
+	"hash/maphash"
 	"math"
 	"slices"
 	"sync"
@@ -65,9 +69,10 @@ type postings struct {
 
 type doc struct {
 	id     int64
-	length int32 // tokens, title and body (FTS5's column size of the row)
-	terms  int32 // distinct terms: its postings
-	meta   int32 // index in metas
+	text   uint64 // textKey of its text's hash
+	length int32  // tokens, title and body (FTS5's column size of the row)
+	terms  int32  // distinct terms: its postings
+	meta   int32  // index in metas
 	dead   bool
 }
 
@@ -103,9 +108,17 @@ func (x *Index) IDs() []int64 {
 	return ids
 }
 
-// Add indexes a chunk from the terms of its source title and of its text
-// (textindex.Terms of each), replacing any chunk with the same id.
-func (x *Index) Add(id int64, meta recall.SourceMeta, title, body []string) {
+// textSeed keys texts by a 64-bit hash of their text hash: two texts share
+// a key about once in 2^64 pairs, where the full hashes would cost 64 bytes
+// a chunk.
+var textSeed = maphash.MakeSeed()
+
+func textKey(hash string) uint64 { return maphash.String(textSeed, hash) }
+
+// Add indexes a chunk from its text's hash (recall.TextHash) and the terms
+// of its source title and of its text (textindex.Terms of each), replacing
+// any chunk with the same id.
+func (x *Index) Add(id int64, meta recall.SourceMeta, hash string, title, body []string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.remove(id)
@@ -123,7 +136,7 @@ func (x *Index) Add(id int64, meta recall.SourceMeta, title, body []string) {
 		x.metaOf[meta] = m
 	}
 	s := int32(len(x.docs))
-	x.docs = append(x.docs, doc{id: id, length: int32(len(title) + len(body)), terms: int32(len(freq)), meta: m})
+	x.docs = append(x.docs, doc{id: id, text: textKey(hash), length: int32(len(title) + len(body)), terms: int32(len(freq)), meta: m})
 	x.slot[id] = s
 	for t, f := range freq {
 		tid, ok := x.termID[t]
@@ -212,8 +225,9 @@ func (x *Index) compact() {
 
 // Search returns up to k chunks holding any of the terms that allow accepts
 // (nil: all), best first, scored by BM25 as FTS5's bm25() with recall's
-// column weights scores them (negated: higher is better). Duplicate terms
-// count once. Ties go to the newer chunk (the larger id).
+// column weights scores them (negated: higher is better), one per text:
+// the best of the chunks holding it. Duplicate terms count once. Ties go
+// to the newer chunk (the larger id).
 func (x *Index) Search(terms []string, k int, allow func(*recall.SourceMeta) bool) []recall.Candidate {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -276,7 +290,9 @@ func (x *Index) Search(terms []string, k int, allow func(*recall.SourceMeta) boo
 		verdict = make([]int8, len(x.metas))
 	}
 	top := make([]recall.Candidate, 0, min(k, len(touched)))
-	worst := func() int { // index of the weakest kept candidate
+	texts := make([]uint64, 0, cap(top))   // the text of each kept candidate
+	kept := make(map[uint64]int, cap(top)) // the index in top of each kept text
+	worst := func() int {                  // index of the weakest kept candidate
 		w := 0
 		for i := 1; i < len(top); i++ {
 			if better(top[w], top[i]) {
@@ -301,18 +317,33 @@ func (x *Index) Search(terms []string, k int, allow func(*recall.SourceMeta) boo
 				continue
 			}
 		}
+		// A candidate no better than the weakest kept cannot enter, nor
+		// better its text's kept chunk (which is no weaker); only those
+		// that can are looked up by text.
+		if len(top) == k {
+			if w < 0 {
+				w = worst()
+			}
+			if !better(c, top[w]) {
+				continue
+			}
+		}
+		t := x.docs[s].text
+		if i, ok := kept[t]; ok {
+			if better(c, top[i]) {
+				top[i], w = c, -1
+			}
+			continue
+		}
 		if len(top) < k {
-			top = append(top, c)
+			kept[t] = len(top)
+			top, texts = append(top, c), append(texts, t)
 			w = -1
 			continue
 		}
-		if w < 0 {
-			w = worst()
-		}
-		if better(c, top[w]) {
-			top[w] = c
-			w = -1
-		}
+		delete(kept, texts[w])
+		kept[t] = w
+		top[w], texts[w], w = c, t, -1
 	}
 	slices.SortFunc(top, func(a, b recall.Candidate) int {
 		if better(a, b) {

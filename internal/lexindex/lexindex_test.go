@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,6 +47,10 @@ func corpus(t *testing.T, st recall.Store, r *rand.Rand, n int, gen int) ([]stri
 		}
 		for c := range 1 + r.IntN(3) {
 			body := text(5 + r.IntN(120))
+			if c == 0 && i%5 == 4 {
+				// A passage pasted into several sources: one text.
+				body = docs[len(docs)-1-r.IntN(3)].Chunks[0].Text
+			}
 			d.Chunks = append(d.Chunks, recall.Chunk{Index: c, Text: body, Hash: recall.TextHash(body)})
 		}
 		d.Source.ChunkCount = len(d.Chunks)
@@ -63,7 +68,7 @@ func load(t *testing.T, st recall.Store) *lexindex.Index {
 	t.Helper()
 	x := lexindex.New()
 	err := st.ScanChunks(ctx, func(c recall.StoredChunk) error {
-		x.Add(c.ID, c.Source, textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date)), textindex.Terms(c.Text))
+		x.Add(c.ID, c.Source, c.Hash, textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date)), textindex.Terms(c.Text))
 		return nil
 	})
 	if err != nil {
@@ -85,15 +90,15 @@ func apply(t *testing.T, st recall.Store, x *lexindex.Index, res recall.WriteRes
 		t.Fatal(err)
 	}
 	for _, c := range chunks {
-		x.Add(c.ID, c.Source, textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date)), textindex.Terms(c.Text))
+		x.Add(c.ID, c.Source, c.Hash, textindex.Terms(textindex.TitleText(c.Source.Title, c.Source.Date)), textindex.Terms(c.Text))
 	}
 }
 
 // TestAgreesWithFTS5 ranks random queries with the index and with the
 // store's FTS5 bm25() over the same chunks (a corpus small enough that the
-// store ranks every match): the same chunks in the same order with the same
-// scores, before and after replacing and deleting sources (dead chunks,
-// compaction), with and without filters.
+// store ranks every match, some texts held by several sources): the same
+// chunks in the same order with the same scores, before and after replacing
+// and deleting sources (dead chunks, compaction), with and without filters.
 func TestAgreesWithFTS5(t *testing.T) {
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{})
 	if err != nil {
@@ -178,4 +183,38 @@ func TestAgreesWithFTS5(t *testing.T) {
 		t.Fatalf("followed index holds %d chunks; a fresh load %d", x.Len(), fresh.Len())
 	}
 	check("after replace, delete and add")
+}
+
+// TestSearchCountsTextOnce: of the chunks holding one text, only the best
+// ranked is a result (of equal ones, the newest), so copies of a passage
+// never fill k; a copy that drops out leaves the text to the next best.
+func TestSearchCountsTextOnce(t *testing.T) {
+	x := lexindex.New()
+	shared := textindex.Terms("lanterns along the river at dusk")
+	hash := recall.TextHash("lanterns along the river at dusk")
+	for i := range 20 {
+		var title []string
+		if i == 7 {
+			title = textindex.Terms("lanterns")
+		}
+		x.Add(int64(i+1), recall.SourceMeta{ID: fmt.Sprintf("dup/%02d.md", i)}, hash, title, shared)
+	}
+	for i := range 3 {
+		text := fmt.Sprintf("paper lanterns for the party, list %d of many lists", i)
+		x.Add(int64(100+i), recall.SourceMeta{ID: fmt.Sprintf("own/%d.md", i)}, recall.TextHash(text), nil, textindex.Terms(text))
+	}
+	ids := func(k int) []int64 {
+		var out []int64
+		for _, c := range x.Search([]string{textindex.Term("lanterns")}, k, nil) {
+			out = append(out, c.ChunkID)
+		}
+		return out
+	}
+	if got := ids(4); len(got) != 4 || got[0] != 8 || !slices.Contains(got, 100) || !slices.Contains(got, 101) || !slices.Contains(got, 102) {
+		t.Errorf("k=4: chunks %v; want 8 (the titled copy) first, then 100, 101 and 102", got)
+	}
+	x.Remove(8)
+	if got := ids(1); !slices.Equal(got, []int64{20}) {
+		t.Errorf("without the titled copy, k=1: chunks %v; want [20], the newest of the equal copies", got)
+	}
 }

@@ -374,7 +374,7 @@ func loadLexical(ctx context.Context, st recall.Store) (*lexindex.Index, error) 
 				title = titleTerms(c.Source)
 				titles[c.Source] = title
 			}
-			lx.Add(c.ID, c.Source, title, body[i])
+			lx.Add(c.ID, c.Source, c.Hash, title, body[i])
 		}
 		chunks = chunks[:0]
 		if len(titles) > 4*batch {
@@ -703,7 +703,7 @@ func (e *Engine) applyLexical(ctx context.Context, res recall.WriteResult, terms
 	var missing []int64
 	for _, c := range res.Added {
 		if t, ok := terms[c.Hash]; ok {
-			e.lx.Add(c.ID, c.Source, titleTerms(c.Source), t)
+			e.lx.Add(c.ID, c.Source, c.Hash, titleTerms(c.Source), t)
 		} else {
 			missing = append(missing, c.ID)
 		}
@@ -716,7 +716,7 @@ func (e *Engine) applyLexical(ctx context.Context, res recall.WriteResult, terms
 		return err
 	}
 	for _, c := range chunks {
-		e.lx.Add(c.ID, c.Source, titleTerms(c.Source), textindex.Terms(c.Text))
+		e.lx.Add(c.ID, c.Source, c.Hash, titleTerms(c.Source), textindex.Terms(c.Text))
 	}
 	return nil
 }

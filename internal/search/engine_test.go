@@ -455,6 +455,25 @@ func TestQuotedPhraseFarDownTheVectors(t *testing.T) {
 	}
 }
 
+// fullTextEngines writes docs, without vectors, to a new store and returns
+// two engines over it, loaded: the first searches the store's full-text
+// index, the second its in-memory one.
+func fullTextEngines(t *testing.T, docs ...recall.Document) [2]*search.Engine {
+	t.Helper()
+	st := newStore(t)
+	if _, err := st.Write(context.Background(), docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var out [2]*search.Engine
+	for i := range out {
+		out[i] = search.New(st, search.Options{MemoryLexical: i == 1})
+		if err := out[i].LoadIndex(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
 // Full text too returns only the passages that hold a quoted phrase word
 // for word, though its index matches phrases by stems and in titles: from
 // either full-text index, in lexical mode and in hybrid mode without
@@ -462,7 +481,6 @@ func TestQuotedPhraseFarDownTheVectors(t *testing.T) {
 // of the words rank above every one that holds the phrase.
 func TestQuotedPhraseWordForWordInFullText(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
 	titled := doc("c.md", "a note about the bus timetable")
 	titled.Source.Title = "Running late"
 	docs := []recall.Document{doc("a.md", "sorry, I was running late again"), doc("b.md", "the train runs late on sundays"), titled}
@@ -472,14 +490,8 @@ func TestQuotedPhraseWordForWordInFullText(t *testing.T) {
 	for i := range 5 {
 		docs = append(docs, doc(fmt.Sprintf("late/%d.md", i), fmt.Sprintf("the bus was running late and so was I, the %d time this week", i)))
 	}
-	if _, err := st.Write(ctx, docs, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, mem := range []bool{false, true} {
-		eng := search.New(st, search.Options{MemoryLexical: mem})
-		if err := eng.LoadIndex(ctx); err != nil {
-			t.Fatal(err)
-		}
+	for i, eng := range fullTextEngines(t, docs...) {
+		mem := i == 1
 		for _, mode := range []string{recall.ModeLexical, recall.ModeHybrid} {
 			r, err := eng.Search(ctx, recall.SearchRequest{Query: `"run late"`, Mode: mode})
 			if err != nil {
@@ -503,6 +515,40 @@ func TestQuotedPhraseWordForWordInFullText(t *testing.T) {
 				t.Errorf("in-memory index %v, %s: \"running late\": %v; want a.md and late/0..4", mem, mode, got)
 			}
 		}
+	}
+}
+
+// A passage pasted into thousands of sources (a greeting opening every
+// conversation) is one full-text candidate, so its copies never fill the
+// candidates (the store's full text returns at most 1,000, and deeper
+// passes stop at maxDepth): the page is the passage once, naming every
+// other source in also_in, then the next passages, from either index.
+func TestDuplicatesDoNotStarvePage(t *testing.T) {
+	for _, copies := range []int{1200, 3000} {
+		t.Run(fmt.Sprint(copies), func(t *testing.T) {
+			ctx := context.Background()
+			var docs []recall.Document
+			for i := range copies {
+				docs = append(docs, doc(fmt.Sprintf("greet/%04d.md", i), "Hello! How can I help you today?"))
+			}
+			for i := range 10 {
+				docs = append(docs, doc(fmt.Sprintf("real/%02d.md", i), fmt.Sprintf("could you help me plan the garden today, the tomatoes and beans and the long border number %d", i)))
+			}
+			for i, eng := range fullTextEngines(t, docs...) {
+				mem := i == 1
+				r, err := eng.Search(ctx, recall.SearchRequest{Query: "help today", Mode: recall.ModeLexical, Limit: 5})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, h := range r.Results {
+					got = append(got, fmt.Sprintf("%s(+%d)", h.Source, len(h.AlsoIn)))
+				}
+				if len(r.Results) != 5 || !strings.HasPrefix(r.Results[0].Source, "greet/") || len(r.Results[0].AlsoIn) != copies-1 {
+					t.Errorf("in-memory index %v: %v; want the greeting once, naming the %d other sources, then 4 real ones", mem, got, copies-1)
+				}
+			}
+		})
 	}
 }
 

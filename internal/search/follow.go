@@ -261,7 +261,7 @@ func (e *Engine) addChunks(ctx context.Context, ids []int64, f *Followed) error 
 	}
 	var res recall.WriteResult
 	for i, c := range added {
-		e.lx.Add(c.ID, c.Source, titleTerms(c.Source), terms[i])
+		e.lx.Add(c.ID, c.Source, c.Hash, titleTerms(c.Source), terms[i])
 		if _, ok := vecs[c.Hash]; ok {
 			res.Added = append(res.Added, recall.IndexedChunk{ID: c.ID, Hash: c.Hash, Source: c.Source})
 		}

@@ -31,6 +31,10 @@ const rankExpr = `bm25(chunks_fts, 2.0, 1.0)`
 // in order), and words of one stem count once. A query without any word
 // (empty, or only punctuation) has no candidates; it is not an error.
 //
+// Each text counts once: of the chunks holding one text (a passage pasted
+// into many sources), only the best ranked is a candidate (ties to the
+// newer chunk), so that copies of one passage never fill the limit.
+//
 // The cost of a query is the number of chunks it ranks. Over a large store a
 // natural-language query holds words found in a good share of all chunks,
 // so the query is planned by document frequency (see plan), and no query
@@ -39,7 +43,7 @@ const rankExpr = `bm25(chunks_fts, 2.0, 1.0)`
 // Filters are conditions of the same SQL statement, applied before any
 // limit.
 func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) ([]recall.Candidate, error) {
-	query, args, err := lexicalSQL(q.Filter)
+	page, distinct, args, err := lexicalSQL(q.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +63,7 @@ func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) ([]recall.Cand
 	maxRanked := max(2*db.opts.LexicalBudget, limit)
 	var out []recall.Candidate
 	for _, expr := range exprs {
-		out, err = db.match(ctx, query, append(append([]any{expr}, args...), maxRanked, limit)...)
+		out, err = db.match(ctx, page, distinct, limit, append(append([]any{expr}, args...), maxRanked, limit)...)
 		if err != nil || len(out) >= limit {
 			break
 		}
@@ -67,16 +71,44 @@ func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) ([]recall.Cand
 	return out, err
 }
 
-// lexicalSQL returns the full-text statement for a filter, taking the
-// match expression, the filter's arguments, the most rows to rank and the
-// limit. The inner query walks matches newest first, in the index's own
-// order, and stops after the most rows to rank: no query ranks more, however
+// match runs a statement of lexicalSQL and returns one candidate per text.
+// Most pages hold no text twice, and the statement looks up only the
+// hashes of the rows it returns; when some text is there twice, the page
+// is made again by the statement that keeps each text's best row before
+// the limit, which looks up the hash of every row it ranks.
+func (db *DB) match(ctx context.Context, page, distinct string, limit int, args ...any) ([]recall.Candidate, error) {
+	out, hashes, err := db.matchRows(ctx, page, args...)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(out))
+	var kept []recall.Candidate
+	for i, c := range out {
+		if !seen[hashes[i]] {
+			seen[hashes[i]] = true
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == len(out) || len(out) < limit {
+		// No text twice, or every match is on the page.
+		return kept, nil
+	}
+	out, _, err = db.matchRows(ctx, distinct, args...)
+	return out, err
+}
+
+// lexicalSQL returns the full-text statements for a filter, each taking
+// the match expression, the filter's arguments, the most rows to rank and
+// the limit, and returning rows of chunk id, bm25 and text hash, best
+// first: page returns the best rows, distinct the best row of each text.
+// The inner query walks matches newest first, in the index's own order,
+// and stops after the most rows to rank: no query ranks more, however
 // common its words. Every filter is a condition of the inner query, so it
-// applies before either limit.
-func lexicalSQL(f recall.Filter) (string, []any, error) {
+// applies before any limit.
+func lexicalSQL(f recall.Filter) (page, distinct string, args []any, err error) {
 	where, args, err := filterSQL(f, "c")
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	inner := `SELECT chunks_fts.rowid AS id, ` + rankExpr + ` AS r FROM chunks_fts`
 	switch {
@@ -100,29 +132,43 @@ func lexicalSQL(f recall.Filter) (string, []any, error) {
 		}
 		inner += ` WHERE chunks_fts MATCH ? AND ` + where
 	}
-	return `SELECT id, r FROM (` + inner + ` ORDER BY chunks_fts.rowid DESC LIMIT ?) ORDER BY r LIMIT ?`, args, nil
+	ranked := `SELECT id, r FROM (` + inner + ` ORDER BY chunks_fts.rowid DESC LIMIT ?)`
+	// Ties go to the newer chunk, as in the in-memory index. The page's
+	// rows alone are looked up for their texts' hashes; distinct looks up
+	// every ranked row's, to keep each text's best one before the limit.
+	page = `SELECT x.id, x.r, c.hash FROM (` + ranked + ` ORDER BY r, id DESC LIMIT ?) x
+		CROSS JOIN chunks c ON c.id = x.id ORDER BY x.r, x.id DESC`
+	distinct = `SELECT id, r, hash FROM (SELECT x.id, x.r, c.hash,
+		row_number() OVER (PARTITION BY c.hash ORDER BY x.r, x.id DESC) AS n
+		FROM (` + ranked + `) x CROSS JOIN chunks c ON c.id = x.id) WHERE n = 1 ORDER BY r, id DESC LIMIT ?`
+	return page, distinct, args, nil
 }
 
-func (db *DB) match(ctx context.Context, query string, args ...any) ([]recall.Candidate, error) {
+// matchRows runs a full-text statement and returns its candidates and
+// their texts' hashes.
+func (db *DB) matchRows(ctx context.Context, query string, args ...any) ([]recall.Candidate, []string, error) {
 	st, err := db.readStmt(ctx, query)
 	if err != nil {
-		return nil, db.fail(ctx, err, "full-text search")
+		return nil, nil, db.fail(ctx, err, "full-text search")
 	}
 	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, db.fail(ctx, err, "full-text search")
+		return nil, nil, db.fail(ctx, err, "full-text search")
 	}
 	defer rows.Close()
 	var out []recall.Candidate
+	var hashes []string
 	for rows.Next() {
 		var c recall.Candidate
-		if err := rows.Scan(&c.ChunkID, &c.Score); err != nil {
-			return nil, db.fail(ctx, err, "full-text search")
+		var h string
+		if err := rows.Scan(&c.ChunkID, &c.Score, &h); err != nil {
+			return nil, nil, db.fail(ctx, err, "full-text search")
 		}
 		c.Score = -c.Score
 		out = append(out, c)
+		hashes = append(hashes, h)
 	}
-	return out, db.fail(ctx, rows.Err(), "full-text search")
+	return out, hashes, db.fail(ctx, rows.Err(), "full-text search")
 }
 
 // plan turns a parsed query into FTS5 expressions to try in order, each one

@@ -317,6 +317,41 @@ func testLexicalRanking(t *testing.T, s recall.Store) {
 	}
 }
 
+// testLexicalDistinctTexts: a passage held by many sources is one
+// candidate, its best-ranked chunk (ties to the newer chunk), so the limit
+// counts distinct texts and its copies do not crowd out the rest.
+func testLexicalDistinctTexts(t *testing.T, s recall.Store) {
+	const copies = 30
+	var docs []recall.Document
+	for i := range copies {
+		d := doc(fmt.Sprintf("dup/%02d.md", i), recall.KindArchive, "lanterns along the river at dusk")
+		if i == 7 {
+			d.Source.Title = "lanterns"
+		}
+		docs = append(docs, d)
+	}
+	for i := range 3 {
+		docs = append(docs, doc(fmt.Sprintf("own/%d.md", i), recall.KindArchive, fmt.Sprintf("paper lanterns for the party, list %d of many lists", i)))
+	}
+	write(t, s, docs...)
+	cands, err := s.Lexical(ctx, recall.LexicalQuery{Text: "lanterns", Limit: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sourcesOf(t, s, cands)
+	if want := []string{"dup/07.md", "own/0.md", "own/1.md", "own/2.md"}; len(got) != 4 || got[0] != want[0] || !sameSet(got, want) {
+		t.Errorf("lanterns, limit 4: %v; want the shared passage once, from the source titled lanterns, then %v", got, want[1:])
+	}
+	// Of chunks that rank alike, the newer stands for the text.
+	cands, err = s.Lexical(ctx, recall.LexicalQuery{Text: "lanterns", Limit: 4, Filter: recall.Filter{SourcePrefix: "dup/1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sourcesOf(t, s, cands); !slices.Equal(got, []string{"dup/19.md"}) {
+		t.Errorf("lanterns in dup/1: %v; want [dup/19.md], the newest of ten equal copies", got)
+	}
+}
+
 // testLexicalCommonWords fills a store with more matching chunks than any
 // reasonable query budget, so that a backend planning queries by document
 // frequency walks its common-word paths; the best chunk must still win.

@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"LexicalCJK", testLexicalCJK},
 		{"LexicalCaseFolding", testLexicalCaseFolding},
 		{"LexicalRanking", testLexicalRanking},
+		{"LexicalDistinctTexts", testLexicalDistinctTexts},
 		{"LexicalCommonWords", testLexicalCommonWords},
 		{"LexicalDateWords", testLexicalDateWords},
 		{"Spaces", testSpaces},
