@@ -406,9 +406,9 @@ func titleTerms(m recall.SourceMeta) []string {
 type recordedWrite struct {
 	res  recall.WriteResult
 	vecs []recall.Vector
-	// put marks a PutVectors call, which indexed the chunks in indexed
-	// (those holding its texts then: a chunk written later with one of
-	// them has no vector unless its own write brought one).
+	// put marks a PutVectors call; indexed are the chunks holding its
+	// texts then, of every space (a chunk written later with one of them
+	// has no vector unless its own write brought one).
 	put     bool
 	indexed []recall.IndexedChunk
 }
@@ -561,29 +561,43 @@ func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 	if err != nil {
 		return err
 	}
-	indexed, err := e.indexVectors(context.WithoutCancel(ctx), vecs)
-	e.record(recordedWrite{vecs: vecs, put: true, indexed: indexed})
+	ctx = context.WithoutCancel(ctx)
+	err = e.indexVectors(ctx, vecs)
+	w := recordedWrite{vecs: vecs, put: true}
+	if e.recording && err == nil {
+		// The indexes being built may be of another space than the one
+		// in use, or there may be none in use yet (the first load): the
+		// replay indexes the chunks holding these texts now, of every
+		// space's vectors, not only those indexed here.
+		hashes := make([]string, len(vecs))
+		for i, v := range vecs {
+			hashes[i] = v.Hash
+		}
+		slices.Sort(hashes)
+		w.indexed, err = e.store.ChunksByHash(ctx, slices.Compact(hashes))
+	}
+	e.record(w)
 	return err
 }
 
 // indexVectors adds the chunks holding the texts of vecs (of the read
-// space) to the index, and returns them. With the in-memory full-text
-// index, only chunks it holds: one another process wrote joins both
-// indexes when Follow finds it. Called with e.mu held.
-func (e *Engine) indexVectors(ctx context.Context, vecs []recall.Vector) ([]recall.IndexedChunk, error) {
+// space) to the index. With the in-memory full-text index, only chunks it
+// holds: one another process wrote joins both indexes when Follow finds
+// it. Called with e.mu held.
+func (e *Engine) indexVectors(ctx context.Context, vecs []recall.Vector) error {
 	if e.vx == nil {
-		return nil, nil
+		return nil
 	}
 	byHash := e.spaceVectors(vecs)
 	if len(byHash) == 0 {
-		return nil, nil
+		return nil
 	}
 	chunks, err := e.store.ChunksByHash(ctx, slices.Collect(maps.Keys(byHash)))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	chunks = slices.DeleteFunc(chunks, func(c recall.IndexedChunk) bool { return e.lx != nil && !e.lx.Has(c.ID) })
-	return chunks, e.indexChunks(chunks, byHash)
+	return e.indexChunks(chunks, byHash)
 }
 
 // spaceVectors returns the vectors of the read space in vecs by hash.

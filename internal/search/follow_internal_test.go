@@ -370,3 +370,46 @@ func TestLoadWithWritesBetweenScans(t *testing.T) {
 		inStep(t, eng, st)
 	}
 }
+
+// afterVectorScan runs fn once, right after LoadIndex's vector scan.
+type afterVectorScan struct {
+	*sqlite.DB
+	fn func()
+}
+
+func (a *afterVectorScan) ScanVectors(ctx context.Context, space string, f func(recall.IndexedChunk, []float32) error) error {
+	err := a.DB.ScanVectors(ctx, space, f)
+	if a.fn != nil {
+		a.fn()
+		a.fn = nil
+	}
+	return err
+}
+
+// TestPutVectorsDuringFirstLoad: vectors the engine stores during its
+// first LoadIndex (a repair, a memory's vectors), after the scan passed
+// their chunk, are in the index it loads, with or without the in-memory
+// full-text index, though no index was in use when they were stored.
+func TestPutVectorsDuringFirstLoad(t *testing.T) {
+	ctx := context.Background()
+	for _, mem := range []bool{false, true} {
+		_, st, _ := pair(t)
+		a, b := mkdoc("a.md", "alpha river stone"), mkdoc("b.md", "bravo wombat dune")
+		ok(t)(st.Write(ctx, []recall.Document{a}, vecsOf(a)))
+		ok(t)(st.Write(ctx, []recall.Document{b}, nil)) // b waits for repair
+		w := &afterVectorScan{DB: st}
+		eng := New(w, Options{Embedder: embedtest.New(16), MemoryLexical: mem})
+		w.fn = func() { ok(t)(nil, eng.PutVectors(ctx, vecsOf(b))) }
+		if err := eng.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fresh := New(st, Options{Embedder: embedtest.New(16)})
+		ok(t)(nil, fresh.LoadIndex(ctx))
+		got, want := eng.vx.chunkIDs(), fresh.vx.chunkIDs()
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) || eng.vx.texts() != fresh.vx.texts() {
+			t.Errorf("in-memory full text %v: vector chunk ids %v (%d texts); a fresh load %v (%d texts)", mem, got, eng.vx.texts(), want, fresh.vx.texts())
+		}
+	}
+}
