@@ -929,15 +929,18 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		}()
 	}
 	type lexOut struct {
-		cands  []recall.Candidate
-		chunks []recall.StoredChunk
-		err    error
+		cands   []recall.Candidate
+		chunks  []recall.StoredChunk
+		holders map[string]bool // quotedSemantic: the sources holding the quoted words
+		err     error
 	}
 	var lexDone chan lexOut
 	var gen uint64 // e.gen when full text ran
 	// A semantic search with quoted words ranks, by vector, the sources
 	// that hold them, which full text (it requires quoted words) finds:
-	// the passages holding them may be far down the vector ranking.
+	// the passages holding them may be far down the vector ranking. Every
+	// source holding them is asked for, up to maxPhraseHolders texts: the
+	// best by vector may rank anywhere by full text.
 	quotedSemantic := req.Mode == recall.ModeSemantic && len(textindex.QuotedPhrases(req.Query)) > 0
 	if req.Mode != recall.ModeSemantic || quotedSemantic {
 		// The index is picked here, not on the goroutine: taking the read
@@ -948,10 +951,10 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		gen = e.gen
 		// Hybrid fuses the first depth candidates; the rest are there in
 		// case it falls back to full text alone, and are read only then.
-		read := want
+		lexWant, read := max(want, depth), want
 		switch {
 		case quotedSemantic:
-			read = max(want, depth) // for their sources
+			lexWant, read = maxPhraseHolders, maxPhraseHolders // for their sources
 		case req.Mode != recall.ModeLexical && e.vecReady():
 			read = depth
 		}
@@ -959,13 +962,16 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		lexDone = make(chan lexOut, 1)
 		go func() {
 			var out lexOut
-			out.cands, out.err = e.lexical(ctx, lx, req, max(want, depth))
+			out.cands, out.err = e.lexical(ctx, lx, req, lexWant)
 			if out.err == nil && len(out.cands) > 0 {
 				ids := make([]int64, min(read, len(out.cands)))
 				for i := range ids {
 					ids[i] = out.cands[i].ChunkID
 				}
 				out.chunks, out.err = e.store.ChunksByID(ctx, ids)
+			}
+			if quotedSemantic {
+				out.holders = phraseHolders(req.Query, out.chunks)
 			}
 			lexDone <- out
 		}()
@@ -1038,12 +1044,7 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		if out.err != nil {
 			return resp, false, out.err
 		}
-		if len(out.chunks) > 0 {
-			holders = map[string]bool{}
-			for _, c := range out.chunks {
-				holders[c.Source.ID] = true
-			}
-		}
+		holders = out.holders
 	}
 	var vecRes []unitHit
 	if resp.Mode != recall.ModeLexical {
@@ -1094,6 +1095,28 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	}
 	resp, err = e.shape(ctx, req, resp, order, have)
 	return resp, more, err
+}
+
+// maxPhraseHolders bounds how many texts holding a quoted phrase a
+// semantic search ranks by vector (the store's full text returns no more).
+const maxPhraseHolders = 1000
+
+// phraseHolders returns the sources of the chunks that hold the quoted
+// phrases of query word for word (nil when none does: the vectors then
+// rank every passage, and say so). Full text matches phrases by stems.
+func phraseHolders(query string, chunks []recall.StoredChunk) map[string]bool {
+	_, all := exactPhrases(query)
+	phrases := textindex.NewPhrases(all)
+	var holders map[string]bool
+	for _, c := range chunks {
+		if phrases.InAll(c.Text) {
+			if holders == nil {
+				holders = map[string]bool{}
+			}
+			holders[c.Source.ID] = true
+		}
+	}
+	return holders
 }
 
 // vecReady reports whether vector search can run (under e.mu).

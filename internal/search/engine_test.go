@@ -79,6 +79,19 @@ func writeNumbered(t *testing.T, st *sqlite.DB, emb recall.Embedder, n int, name
 	writeDocs(t, st, emb, docs...)
 }
 
+// vectorEngine writes docs with their vectors of the test embedder of dim
+// dimensions to a new store and returns an engine over it, loaded.
+func vectorEngine(t *testing.T, dim int, docs ...recall.Document) *search.Engine {
+	t.Helper()
+	st, emb := newSpaceStore(t, dim)
+	writeDocs(t, st, emb, docs...)
+	eng := search.New(st, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
 func semanticSources(t *testing.T, eng *search.Engine, q string) map[string]bool {
 	t.Helper()
 	r, err := eng.Search(context.Background(), recall.SearchRequest{Query: q, Mode: recall.ModeSemantic, Limit: 20, PerSource: 1})
@@ -433,17 +446,12 @@ func TestQuotedPhraseIsRequired(t *testing.T) {
 // the rest of the query): it is found, labelled exact, with no note.
 func TestQuotedPhraseFarDownTheVectors(t *testing.T) {
 	ctx := context.Background()
-	st, emb := newSpaceStore(t, 64)
 	var docs []recall.Document
 	for i := range 60 {
 		docs = append(docs, doc(fmt.Sprintf("k/%02d.md", i), fmt.Sprintf("kettle tea morning ritual number n%d", i)))
 	}
 	docs = append(docs, doc("g.md", "we saw a purple giraffe at the zoo "+strings.Repeat("alpha beta gamma delta epsilon zeta eta theta ", 3)))
-	writeDocs(t, st, emb, docs...)
-	eng := search.New(st, search.Options{Embedder: emb})
-	if err := eng.LoadIndex(ctx); err != nil {
-		t.Fatal(err)
-	}
+	eng := vectorEngine(t, 64, docs...)
 	for _, mode := range []string{recall.ModeLexical, recall.ModeHybrid, recall.ModeSemantic} {
 		r, err := eng.Search(ctx, recall.SearchRequest{Query: `"purple giraffe" kettle tea morning`, Mode: mode})
 		if err != nil {
@@ -451,6 +459,33 @@ func TestQuotedPhraseFarDownTheVectors(t *testing.T) {
 		}
 		if len(r.Results) != 1 || r.Results[0].Source != "g.md" || !slices.Contains(r.Results[0].Match, "exact") || r.Note != "" {
 			t.Errorf("%s: %+v", mode, r)
+		}
+	}
+}
+
+// Semantic search with a quoted phrase ranks every passage holding it by
+// vector, not only those among the first full-text candidates: the best by
+// vector (every other word of the query, where 60 holders rank above it by
+// full text) comes first.
+func TestQuotedSemanticRanksEveryHolder(t *testing.T) {
+	ctx := context.Background()
+	var docs []recall.Document
+	for i := range 60 {
+		docs = append(docs, doc(fmt.Sprintf("filler/%02d.md", i), fmt.Sprintf("blue door blue door w%d", i)))
+	}
+	docs = append(docs, doc("target.md", "blue door the of and to in"))
+	eng := vectorEngine(t, 64, docs...)
+	for _, q := range []string{"blue door the of and to in", `"blue door" the of and to in`} {
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: q, Mode: recall.ModeSemantic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range r.Results {
+			got = append(got, fmt.Sprintf("%s(%.3f)", h.Source, h.Score))
+		}
+		if len(got) == 0 || r.Results[0].Source != "target.md" {
+			t.Errorf("semantic %s: %v; want target.md, whose text is the query's, first", q, got)
 		}
 	}
 }
