@@ -135,3 +135,80 @@ func compareCandidates(t *testing.T, what string, want, got []recall.Candidate) 
 		}
 	}
 }
+
+// longWords are words longer than a B-tree entry can hold (about 2,700
+// bytes), as a base64 blob or a run of Cyrillic without spaces gives,
+// and two that differ only after their first maxTermBytes bytes.
+func longWords() []string {
+	r := rand.New(rand.NewPCG(1, 2))
+	random := func(alphabet string, n int) string {
+		rs := []rune(alphabet)
+		var b strings.Builder
+		for range n {
+			b.WriteRune(rs[r.IntN(len(rs))])
+		}
+		return b.String()
+	}
+	b64 := "abcdefghijklmnopqrstuvwxyz0123456789"
+	shared := random(b64, 400)
+	return []string{
+		random(b64, 3000),
+		random("абвгдежзийклмнопрстуфхцчшщыэюя", 2000), // 4,000 bytes
+		random("αβγδεζηθικλμνξοπρστυφχψω", 1500),
+		shared + "q" + random(b64, 50),
+		shared + "z" + random(b64, 50),
+		random(b64, maxTermBytes+1),
+	}
+}
+
+// TestLongWords: a chunk holding a word too long for a B-tree entry is
+// stored, with the rest of its batch, and the word is found by a query for
+// it, alone or in a phrase, ranked as SQLite ranks it; two long words that
+// differ only near their end stay two terms.
+func TestLongWords(t *testing.T) {
+	pg := openTest(t, pgtest.Server(t), Options{})
+	defer pg.Close()
+	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	words := longWords()
+	var docs []recall.Document
+	for i, w := range words {
+		docs = append(docs, textDoc(fmt.Sprintf("long%d.md", i), "short words here "+w+" and after", "more short words"))
+	}
+	docs = append(docs, textDoc("plain.md", "short words only"), textDoc("twice.md", words[0]+" "+words[0]+" again"))
+	for _, s := range []recall.Store{lite, pg} {
+		if _, err := s.Write(ctx, docs, nil); err != nil {
+			t.Fatalf("%T: write of long words: %v", s, err)
+		}
+	}
+	queries := []string{"short", `"here ` + words[1] + ` and"`}
+	for _, w := range words {
+		queries = append(queries, w, w+" words")
+	}
+	for _, q := range queries {
+		want, err := lite.Lexical(ctx, recall.LexicalQuery{Text: q, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pg.Lexical(ctx, recall.LexicalQuery{Text: q, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 {
+			t.Errorf("query %.40q…: SQLite finds nothing", q)
+		}
+		compareCandidates(t, fmt.Sprintf("%.40q…", q), want, got)
+	}
+	if _, _, err := pg.Delete(ctx, "long0.md", "long3.md"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pg.Lexical(ctx, recall.LexicalQuery{Text: words[4]}); err != nil || len(got) != 1 {
+		t.Errorf("the other of two words alike once one is deleted: %v, %v; want its chunk", got, err)
+	}
+	if err := pg.IntegrityCheck(ctx); err != nil {
+		t.Error(err)
+	}
+}

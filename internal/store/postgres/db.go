@@ -24,7 +24,8 @@
 // frequency and positions, filled in Go with exactly the terms the SQLite
 // store gives FTS5 (textindex: folding, CJK bigrams, Porter stems, the
 // title column with the date written out), with document frequencies kept
-// in a terms table. Lexical plans a query as the SQLite store does and
+// in a terms table; a term too long for a B-tree entry is held by a key of
+// fixed length (termKey). Lexical plans a query as the SQLite store does and
 // ranks by FTS5's bm25() formula (k1 1.2, b 0.75, title weight 2, body 1),
 // computed in Go over the candidates' postings, so both stores return the
 // same candidates with the same scores (TestRankingAgreesWithSQLite). See
@@ -259,6 +260,8 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 			return recall.Errorf(recall.EUNAVAILABLE, "%sthe disk holding the database is full: nothing of this write was stored; free some space and retry", what)
 		case pe.Code == "22021" || pe.Code == "22P05": // bad UTF-8, or NUL, in text
 			return recall.WrapError(recall.EINVALID, err, "%stext PostgreSQL cannot store", what)
+		case pe.Code == "54000": // program_limit_exceeded: a value too large for an index entry, say
+			return recall.WrapError(recall.EINVALID, err, "%sa value is larger than PostgreSQL can hold here (%s)", what, pe.Message)
 		case pe.Code == "XX001" || pe.Code == "XX002": // data_corrupted, index_corrupted
 			return recall.WrapError(recall.EDAMAGED, err, "%sthe database is damaged: restore a backup (or REINDEX a damaged index)", what)
 		}

@@ -23,6 +23,7 @@ func TestFailCodes(t *testing.T) {
 		{&pgconn.PgError{Code: "XX002", Message: "index \"chunks_pkey\" contains unexpected zero page"}, recall.EDAMAGED},
 		{&pgconn.PgError{Code: "53100", Message: "could not extend file"}, recall.EUNAVAILABLE},
 		{&pgconn.PgError{Code: "22021", Message: "invalid byte sequence"}, recall.EINVALID},
+		{&pgconn.PgError{Code: "54000", Message: "index row size 3016 exceeds btree version 4 maximum 2704 for index \"postings_pkey\""}, recall.EINVALID},
 		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "XX001"}), recall.EDAMAGED},
 		{errors.New("something else"), recall.EINTERNAL},
 	} {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"math"
 	"slices"
 	"strings"
@@ -27,6 +28,28 @@ const (
 	bodyWeight  = 1.0
 )
 
+// maxTermBytes is the longest term the full-text tables hold as it is. A
+// B-tree entry holds at most about 2,700 bytes, so a longer word (a base64
+// blob, a run of Cyrillic or Thai without spaces) could not be a key of
+// postings or terms, and failed its whole write; SQLite's FTS5 stores any.
+const maxTermBytes = 256
+
+// termKey is what the full-text tables hold for term t, on write and on
+// lookup alike: t itself, or for a longer term its first maxTermBytes bytes
+// and its SHA-256. A key is longer than maxTermBytes, so it never equals a
+// term held as itself; two long terms share one only if their digests do.
+// Each long term keeps its own postings and document frequency, so BM25
+// ranks it as FTS5 does, and a prefix of at most maxTermBytes bytes (the
+// index's prefixes are one CJK character) matches its key as it matches
+// the term. Migration 0002 rekeys terms stored before.
+func termKey(t string) string {
+	if len(t) <= maxTermBytes {
+		return t
+	}
+	sum := sha256.Sum256([]byte(t))
+	return t[:maxTermBytes] + string(sum[:])
+}
+
 // termPosting is one term of a chunk as the postings table holds it.
 type termPosting struct {
 	term      string
@@ -43,7 +66,8 @@ type termDoc struct {
 
 // makeTermDoc indexes a chunk: the terms of its source's title text
 // (textindex.TitleText) and of its text, exactly as the SQLite store gives
-// them to FTS5 (textindex.IndexText), so both rank alike. Title tokens take
+// them to FTS5 (textindex.IndexText), so both rank alike, each held by its
+// key (termKey). Title tokens take
 // positions 0..titleLen-1 and body tokens start at titleLen+1, so a phrase
 // never spans the two columns, as in FTS5.
 func makeTermDoc(title string, c *recall.Chunk) termDoc {
@@ -57,6 +81,7 @@ func makeTermDoc(title string, c *recall.Chunk) termDoc {
 	d := termDoc{titleLen: len(tt), length: len(tt) + len(body)}
 	at := make(map[string]int, len(body)/2+len(tt))
 	add := func(t string, pos int, w float32) {
+		t = termKey(t)
 		i, ok := at[t]
 		if !ok {
 			i = len(d.terms)
@@ -92,8 +117,10 @@ func (u unit) key() string {
 	return k
 }
 
-// toUnits gives the index terms of parsed query units, leaving out the
-// tokens FTS5 would drop (an empty term) and units left with no term.
+// toUnits gives the index terms of parsed query units, by their keys
+// (termKey), leaving out the tokens FTS5 would drop (an empty term) and
+// units left with no term. A prefix is cut to maxTermBytes, which the keys
+// of longer terms begin with.
 func toUnits(us []textindex.Unit) []unit {
 	var out []unit
 	for _, u := range us {
@@ -103,9 +130,17 @@ func toUnits(us []textindex.Unit) []unit {
 				terms = append(terms, term)
 			}
 		}
-		if len(terms) > 0 {
-			out = append(out, unit{terms: terms, prefix: u.Prefix})
+		if len(terms) == 0 {
+			continue
 		}
+		for i, t := range terms {
+			if u.Prefix && i == len(terms)-1 {
+				terms[i] = t[:min(len(t), maxTermBytes)]
+			} else {
+				terms[i] = termKey(t)
+			}
+		}
+		out = append(out, unit{terms: terms, prefix: u.Prefix})
 	}
 	return out
 }

@@ -264,6 +264,45 @@ func TestMigrationsRecorded(t *testing.T) {
 	checkMigrations(t, db)
 }
 
+// TestLongTermsMigrated: long terms a database held as they are before
+// migration 0002 (a word that compresses well fits a B-tree entry) are
+// rekeyed, so queries find them and removals find their postings.
+func TestLongTermsMigrated(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	word := strings.Repeat("ha", 3000)
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "laugh "+word), textDoc("b.md", "laugh")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Back to what version 1 wrote: the term as it is, everywhere.
+	full, key := []byte(word), []byte(termKey(word))
+	for _, q := range []string{`UPDATE postings SET term = $1 WHERE term = $2`, `UPDATE terms SET term = $1 WHERE term = $2`,
+		`UPDATE chunks SET terms = array_replace(terms, $2, $1)`} {
+		if _, err := db.pool.Exec(ctx, q, full, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.pool.Exec(ctx, `DELETE FROM recall_schema_migrations WHERE version > 1`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = openTest(t, dsn, Options{})
+	defer db.Close()
+	checkMigrations(t, db)
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Error(err)
+	}
+	if got, err := db.Lexical(ctx, recall.LexicalQuery{Text: word}); err != nil || len(got) != 1 {
+		t.Errorf("the long word after the migration: %v, %v; want its chunk", got, err)
+	}
+	if _, _, err := db.Delete(ctx, "a.md"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Errorf("after deleting the chunk of a migrated term: %v", err)
+	}
+}
+
 // TestNewerSchemaRefused: a database migrated by a newer recall is refused,
 // not guessed at.
 func TestNewerSchemaRefused(t *testing.T) {
