@@ -4,8 +4,10 @@
 // sharing one store. It implements recall.Store and passes the same
 // contract suite (storetest) as the embedded SQLite store.
 //
-// Writes are serialised. Every write transaction first takes one
-// transaction-level advisory lock (writerLock), as SQLite has one writer.
+// Writes are serialised. Every write transaction (READ COMMITTED, whatever
+// the database's default, so that it sees what the writer before it
+// committed) first takes one transaction-level advisory lock (writerLock),
+// as SQLite has one writer.
 // Chunk ids, drawn from the chunks' identity sequence inside the lock, then
 // commit in ascending order, so a process following the store by Census
 // (count and largest chunk id; search.Engine.Follow) can never miss a chunk
@@ -294,7 +296,10 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx, err := db.pool.Begin(ctx)
+	// READ COMMITTED whatever the database's default: each statement then
+	// sees what the writer before committed, where a snapshot taken at the
+	// first statement, before the writer lock was granted, would not.
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return db.fail(ctx, err, "begin")
 	}

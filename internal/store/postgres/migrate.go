@@ -51,7 +51,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) error {
 	case !set && existing:
 		return errNoSchema
 	}
-	tx, err := pool.Begin(ctx)
+	// READ COMMITTED, as writes (see writeTx): what is read again under
+	// the lock must be what the holder before committed.
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return err
 	}

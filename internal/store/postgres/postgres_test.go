@@ -188,11 +188,68 @@ func TestConcurrentWritersCommitInOrder(t *testing.T) {
 	}
 }
 
+// TestStricterDefaultIsolation: a database whose default isolation is
+// REPEATABLE READ or SERIALIZABLE (ALTER DATABASE ... SET
+// default_transaction_isolation, as some sites set it) is migrated and
+// written as any other: a transaction that waited for the migration or
+// writer lock must see what the holder committed, which a snapshot taken
+// before the lock was granted did not (a migration ran twice, writes of
+// one source by two processes failed on duplicate keys).
+func TestStricterDefaultIsolation(t *testing.T) {
+	for _, iso := range []string{"repeatable read", "serializable"} {
+		t.Run(strings.ReplaceAll(iso, " ", "_"), func(t *testing.T) {
+			dsn := pgtest.Server(t)
+			u, _ := url.Parse(dsn)
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = conn.Exec(ctx, `ALTER DATABASE `+strings.TrimPrefix(u.Path, "/")+` SET default_transaction_isolation = '`+iso+`'`)
+			conn.Close(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stores := openConcurrently(t, dsn, 3)
+			for _, s := range stores {
+				defer s.Close()
+			}
+			checkMigrations(t, stores[0])
+			var wg sync.WaitGroup
+			for w, s := range stores {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range 20 {
+						doc := textDoc(fmt.Sprintf("k%d.md", i%3), fmt.Sprintf("text %d of writer %d", i, w))
+						if _, err := s.Write(ctx, []recall.Document{doc}, nil); err != nil {
+							t.Errorf("a write beside others: %v (code %s)", err, recall.ErrorCode(err))
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if err := stores[0].IntegrityCheck(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // TestConcurrentOpenMigratesOnce: processes opening a fresh database at
 // the same moment all succeed, and each migration is applied once.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
-	dsn := pgtest.Server(t)
-	const n = 6
+	dbs := openConcurrently(t, pgtest.Server(t), 6)
+	for _, d := range dbs {
+		defer d.Close()
+	}
+	checkMigrations(t, dbs[0])
+}
+
+// openConcurrently opens n stores on dsn at the same moment, failing the
+// test unless all of them open.
+func openConcurrently(t *testing.T, dsn string, n int) []*DB {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	dbs := make(chan *DB, n)
@@ -211,22 +268,17 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	close(dbs)
-	for err := range errs {
-		t.Errorf("Open: %v", err)
-	}
-	var db *DB
+	var out []*DB
 	for d := range dbs {
-		if db == nil {
-			db = d
-			continue
+		out = append(out, d)
+	}
+	for err := range errs {
+		for _, d := range out {
+			d.Close()
 		}
-		d.Close()
+		t.Fatalf("Open: %v", err)
 	}
-	if db == nil {
-		t.Fatal("no store opened")
-	}
-	defer db.Close()
-	checkMigrations(t, db)
+	return out
 }
 
 func checkMigrations(t *testing.T, db *DB) {
