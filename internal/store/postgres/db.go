@@ -56,6 +56,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -260,6 +261,12 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 		switch {
 		case pe.Code == "53100": // disk_full
 			return recall.Errorf(recall.EUNAVAILABLE, "%sthe disk holding the database is full: nothing of this write was stored; free some space and retry", what)
+		case pe.Code == "57014": // query_canceled, not by the caller: statement_timeout
+			return recall.WrapError(recall.EUNAVAILABLE, err, "%sa statement ran longer than the database's statement_timeout allows: retry, or raise it for recall's role", what)
+		case pe.Code == "55P03": // lock_not_available: lock_timeout
+			return recall.WrapError(recall.EUNAVAILABLE, err, "%sanother session (maintenance such as VACUUM FULL or REINDEX?) held a table locked longer than lock_timeout: nothing was changed; retry", what)
+		case pe.Code == "53300": // too_many_connections
+			return recall.WrapError(recall.EUNAVAILABLE, err, "%sthe database server has no connection free (max_connections, or the role's or database's connection limit): retry later", what)
 		case pe.Code == "22021" || pe.Code == "22P05": // bad UTF-8, or NUL, in text
 			return recall.WrapError(recall.EINVALID, err, "%stext PostgreSQL cannot store", what)
 		case pe.Code == "54000": // program_limit_exceeded: a value too large for an index entry, say
@@ -278,14 +285,19 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 // statement: the server cannot be reached, went away or is shutting down
 // (a restart, a failover). The caller may retry later; it is not a bug.
 func unreachable(err error) bool {
+	// A failure to connect, whatever the server answered (it may be out of
+	// slots, starting or shutting down), before the server's codes.
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		// connection_exception, admin/crash shutdown, cannot connect now.
 		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
 	}
-	var ce *pgconn.ConnectError
 	var ne net.Error
-	return pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || errors.As(err, &ce) || errors.As(err, &ne) ||
+	return pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxClosed) || errors.As(err, &ne) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
@@ -309,7 +321,10 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	// A writer waits for another at most LockTimeout, as SQLite's writers
 	// wait out a busy timeout: a holder that is stuck (a frozen client, a
 	// half-open connection) fails the write with a message, never hangs it.
-	if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, db.opts.LockTimeout.Milliseconds())); err != nil {
+	// A statement_timeout set for the database or role does not cut that
+	// wait shorter; it applies again to the write's statements.
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true), set_config('statement_timeout', '0', true)`,
+		strconv.FormatInt(db.opts.LockTimeout.Milliseconds(), 10)); err != nil {
 		return db.fail(ctx, err, "begin")
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, writerLock); err != nil {
@@ -318,6 +333,9 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 			return recall.Errorf(recall.EUNAVAILABLE, "another writer has held the database's write lock for over %s: nothing was written; retry", db.opts.LockTimeout)
 		}
 		return db.fail(ctx, err, "wait for the writer lock")
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout TO DEFAULT`); err != nil {
+		return db.fail(ctx, err, "begin")
 	}
 	if err := fn(tx); err != nil {
 		return db.fail(ctx, err, "")

@@ -24,6 +24,9 @@ func TestFailCodes(t *testing.T) {
 		{&pgconn.PgError{Code: "53100", Message: "could not extend file"}, recall.EUNAVAILABLE},
 		{&pgconn.PgError{Code: "22021", Message: "invalid byte sequence"}, recall.EINVALID},
 		{&pgconn.PgError{Code: "54000", Message: "index row size 3016 exceeds btree version 4 maximum 2704 for index \"postings_pkey\""}, recall.EINVALID},
+		{&pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"}, recall.EUNAVAILABLE},
+		{&pgconn.PgError{Code: "55P03", Message: "canceling statement due to lock timeout"}, recall.EUNAVAILABLE},
+		{&pgconn.PgError{Code: "53300", Message: "too many connections for role \"recall\""}, recall.EUNAVAILABLE},
 		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: "XX001"}), recall.EDAMAGED},
 		{errors.New("something else"), recall.EINTERNAL},
 	} {

@@ -606,6 +606,84 @@ func TestStuckWriterTimesOut(t *testing.T) {
 	}
 }
 
+// TestStatementTimeoutSparesWriterWait: a statement_timeout set for the
+// database, shorter than LockTimeout, does not cut a write's wait for the
+// writer lock short (which failed the write as an internal error): the
+// write waits LockTimeout and says so.
+func TestStatementTimeoutSparesWriterWait(t *testing.T) {
+	dsn := pgtest.Server(t)
+	setup := openTest(t, dsn, Options{})
+	u, _ := url.Parse(dsn)
+	_, err := setup.pool.Exec(ctx, `ALTER DATABASE `+strings.TrimPrefix(u.Path, "/")+` SET statement_timeout = '200ms'`)
+	setup.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := openTest(t, dsn, Options{LockTimeout: 700 * time.Millisecond})
+	defer db.Close()
+	release := holdWriterLock(t, db)
+	defer release()
+	start := time.Now()
+	_, err = db.Write(ctx, []recall.Document{textDoc("a.md", "waiting")}, nil)
+	if recall.ErrorCode(err) != recall.EUNAVAILABLE || !strings.Contains(err.Error(), "write lock") || time.Since(start) < 700*time.Millisecond {
+		t.Errorf("Write while another holds the lock, after %v: %v (code %s); want EUNAVAILABLE naming the lock after LockTimeout",
+			time.Since(start).Round(time.Millisecond), err, recall.ErrorCode(err))
+	}
+	release()
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "now")}, nil); err != nil {
+		t.Errorf("a write once the lock is free: %v", err)
+	}
+}
+
+// TestTableLockedIsUnavailable: a write that waits out lock_timeout on a
+// table another session holds (VACUUM FULL, REINDEX, pg_repack) fails
+// EUNAVAILABLE, to be retried, not as an internal error.
+func TestTableLockedIsUnavailable(t *testing.T) {
+	db := openTest(t, pgtest.Server(t), Options{LockTimeout: 300 * time.Millisecond})
+	defer db.Close()
+	hold, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx)
+	if _, err := hold.Exec(ctx, `LOCK TABLE postings IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Write(ctx, []recall.Document{textDoc("a.md", "waiting for the table")}, nil)
+	if recall.ErrorCode(err) != recall.EUNAVAILABLE {
+		t.Errorf("Write while a table is locked: %v (code %s); want EUNAVAILABLE", err, recall.ErrorCode(err))
+	}
+}
+
+// TestNoConnectionSlotIsUnavailable: a server (or role, or database) out
+// of connection slots refuses the pool a new connection (SQLSTATE 53300):
+// EUNAVAILABLE, which servers answer 503, not an internal error.
+func TestNoConnectionSlotIsUnavailable(t *testing.T) {
+	dsn := pgtest.Server(t)
+	admin := openTest(t, dsn, Options{})
+	defer admin.Close()
+	u, _ := url.Parse(dsn)
+	role := "lim_" + strings.TrimPrefix(u.Path, "/")
+	if _, err := admin.pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN CONNECTION LIMIT 1`); err != nil {
+		t.Skipf("cannot create a role on this server: %v", err)
+	}
+	defer admin.pool.Exec(ctx, `DROP OWNED BY `+role+`; DROP ROLE `+role)
+	if _, err := admin.pool.Exec(ctx, `GRANT SELECT ON ALL TABLES IN SCHEMA public TO `+role); err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	db := openTest(t, u.String(), Options{MaxConns: 4})
+	defer db.Close()
+	conn, err := db.pool.Acquire(ctx) // the role's one connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := db.Source(ctx, "a.md"); recall.ErrorCode(err) != recall.EUNAVAILABLE {
+		t.Errorf("a read with no connection slot left: %v (code %s); want EUNAVAILABLE", err, recall.ErrorCode(err))
+	}
+}
+
 // TestServerGoneIsUnavailable: when the server drops the store's
 // connections (a restart, a failover), calls fail with EUNAVAILABLE, which
 // servers answer 503, not as internal errors; once it is back they work.
