@@ -56,6 +56,15 @@ func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)
 		defer cancel()
 		conn.Close(c)
 	}
+	// Nor an idle session timeout: the session idles while the sweep
+	// parses and embeds, and ending it would let the lock go. Set by
+	// statement, as a server before PostgreSQL 14 has no
+	// idle_session_timeout and refuses a connection that names it.
+	if _, err := conn.Exec(ctx, `SELECT set_config(name, '0', false) FROM pg_settings
+		WHERE name IN ('idle_session_timeout', 'idle_in_transaction_session_timeout')`); err != nil {
+		closeConn()
+		return nil, db.fail(ctx, err, "lock vault %s", vault)
+	}
 	key := vaultLockKey(vault)
 	var ok bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, vaultLockClass, key).Scan(&ok); err != nil {

@@ -829,6 +829,35 @@ func TestVaultLockShared(t *testing.T) {
 	storetest.VaultLockShared(t, a, b)
 }
 
+// TestVaultLockOutlivesIdleSessionTimeout: a database (or role) with
+// idle_session_timeout does not end the sweep lock's idle session while
+// the sweep parses and embeds, which let a second sweep of the vault take
+// the lock.
+func TestVaultLockOutlivesIdleSessionTimeout(t *testing.T) {
+	dsn := pgtest.Server(t)
+	setup := openTest(t, dsn, Options{})
+	u, _ := url.Parse(dsn)
+	_, err := setup.pool.Exec(ctx, `ALTER DATABASE `+strings.TrimPrefix(u.Path, "/")+
+		` SET idle_session_timeout = '300ms'; ALTER DATABASE `+strings.TrimPrefix(u.Path, "/")+` SET idle_in_transaction_session_timeout = '300ms'`)
+	setup.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := openTest(t, dsn, Options{}), openTest(t, dsn, Options{})
+	defer a.Close()
+	defer b.Close()
+	unlock, err := a.LockVault(ctx, "/vault", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	time.Sleep(time.Second) // the sweep parses and embeds
+	if unlock2, err := b.LockVault(ctx, "/vault", nil); err == nil {
+		unlock2()
+		t.Errorf("a second sweep took the lock of a vault still being swept")
+	}
+}
+
 // A sweep killed while it waits for the lock leaves no session behind: one
 // blocked in pg_advisory_lock outlived its process (the server does not
 // read from a session waiting for a lock), queued there and holding a
