@@ -43,7 +43,9 @@
 //
 // Differences from the SQLite store a user could notice: text holding a
 // NUL character or invalid UTF-8 is refused (EINVALID), as PostgreSQL's
-// text type cannot hold it; a space cannot have more than 16,000
+// text type cannot hold it (an id, prefix, owner or category holding one
+// finds nothing, as on SQLite, but so does a source prefix cut inside a
+// character, which SQLite compares byte by byte); a space cannot have more than 16,000
 // dimensions; ScanChunks and ScanVectors read pages by chunk id rather than
 // one snapshot; bulk writes (a sweep) are several times slower, the server
 // doing the index maintenance of every posting (BenchmarkWrite).

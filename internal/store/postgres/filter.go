@@ -3,6 +3,7 @@ package postgres
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
 )
@@ -23,9 +24,16 @@ func (a *args) add(v any) string {
 // a literal prefix (starts_with), never a LIKE pattern, so "%" and "_" in
 // ids are plain characters; the range condition beside it lets an index
 // on the id serve it.
+//
+// A value no source can hold (unstorable), which PostgreSQL would refuse
+// as a parameter, matches nothing: a prefix or category so written makes
+// the condition false, an owner so named owns nothing.
 func filterSQL(f recall.Filter, attrs string, a *args) (string, error) {
 	if err := f.Validate(); err != nil {
 		return "", err
+	}
+	if unstorable(f.SourcePrefix) || unstorable(f.Category) {
+		return "false", nil
 	}
 	var conds []string
 	if len(f.Kinds) > 0 {
@@ -53,7 +61,10 @@ func filterSQL(f recall.Filter, attrs string, a *args) (string, error) {
 	if f.Category != "" {
 		conds = append(conds, attrs+".category = "+a.add(f.Category))
 	}
-	if f.OwnerScoped {
+	switch {
+	case f.OwnerScoped && unstorable(f.Owner):
+		conds = append(conds, attrs+".kind = 'archive'")
+	case f.OwnerScoped:
 		conds = append(conds, "("+attrs+".kind = 'archive' OR "+attrs+".owner = "+a.add(f.Owner)+")")
 	}
 	if len(conds) == 0 {
@@ -61,3 +72,9 @@ func filterSQL(f recall.Filter, attrs string, a *args) (string, error) {
 	}
 	return strings.Join(conds, " AND "), nil
 }
+
+// unstorable reports a value PostgreSQL's text type cannot hold, a NUL
+// character or invalid UTF-8: no row holds it (ValidateDocument refuses it
+// on write), and PostgreSQL refuses it as a parameter, so a lookup by it
+// is answered without the database, as finding nothing.
+func unstorable(v string) bool { return strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,7 +36,7 @@ func collectSource(r pgx.CollectableRow) (recall.Source, error) { return scanSou
 
 // Source returns a source's metadata and body; ENOTFOUND when absent.
 func (db *DB) Source(ctx context.Context, id string) (recall.Source, error) {
-	if strings.IndexByte(id, 0) >= 0 { // no source can have it, and PostgreSQL refuses it as a value
+	if unstorable(id) { // no source can have it
 		return recall.Source{}, recall.Errorf(recall.ENOTFOUND, "no source %q", id)
 	}
 	s, err := scanSource(db.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = $1`, id))
@@ -129,7 +128,7 @@ func scanStoredChunk(r pgx.CollectableRow) (recall.StoredChunk, error) {
 // Chunks returns a source's chunks with from <= index <= to, in order;
 // ENOTFOUND when the source does not exist.
 func (db *DB) Chunks(ctx context.Context, source string, from, to int) ([]recall.StoredChunk, error) {
-	if strings.IndexByte(source, 0) >= 0 { // as in Source
+	if unstorable(source) { // as in Source
 		return nil, recall.Errorf(recall.ENOTFOUND, "no source %q", source)
 	}
 	rows, err := db.pool.Query(ctx, `SELECT `+storedChunkCols+storedChunkFrom+

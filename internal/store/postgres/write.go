@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -66,14 +64,13 @@ func ValidateDocument(d *recall.Document) error {
 		return err
 	}
 	s := &d.Source
-	bad := func(v string) bool { return strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) }
 	for _, f := range []string{s.ID, s.Title, s.Owner, s.Category, s.Vault, s.Body, s.ContentHash, s.Date} {
-		if bad(f) {
+		if unstorable(f) {
 			return recall.Errorf(recall.EINVALID, "source %q: a field holds a NUL character or invalid UTF-8, which PostgreSQL cannot store", s.ID)
 		}
 	}
 	for i, c := range d.Chunks {
-		if bad(c.Text) || bad(c.Header) {
+		if unstorable(c.Text) || unstorable(c.Header) {
 			return recall.Errorf(recall.EINVALID, "source %q: chunk %d holds a NUL character or invalid UTF-8, which PostgreSQL cannot store", s.ID, i)
 		}
 	}
@@ -154,6 +151,9 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 		res, n = recall.WriteResult{}, 0
 		w := newWriter(ctx, tx)
 		for _, id := range ids {
+			if unstorable(id) { // no source has it
+				continue
+			}
 			var sid int64
 			err := tx.QueryRow(ctx, `SELECT sid FROM sources WHERE id = $1`, id).Scan(&sid)
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -565,6 +565,9 @@ func parallel(n int, f func(i int)) {
 
 // readDocument returns the document with the given id, nil when absent.
 func readDocument(ctx context.Context, q querier, id string) (*recall.Document, error) {
+	if unstorable(id) {
+		return nil, nil
+	}
 	src, err := scanSource(q.QueryRow(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil

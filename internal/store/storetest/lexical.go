@@ -404,3 +404,26 @@ func testLexicalDateWords(t *testing.T, s recall.Store) {
 		t.Errorf("best match for the painting of October 13, 2023 is %s#%d; want s17.md#1", c.Source.ID, c.Index)
 	}
 }
+
+// testUnstorableFilters: filter values no source can hold (a NUL, invalid
+// UTF-8), as a request may send them, match nothing, not fail: an owner so
+// named owns nothing, and archive chunks, which have no owner, still pass.
+func testUnstorableFilters(t *testing.T, s recall.Store) {
+	m := doc("memory:ann:tea", recall.KindMemory, "mint tea")
+	m.Source.Owner, m.Source.Category = "ann", "drinks"
+	write(t, s, doc("a.md", recall.KindArchive, "mint tea"), m)
+	for _, v := range []string{"\x00", "a\x00", "\xff", "dr\xffinks"} {
+		for _, f := range []recall.Filter{{SourcePrefix: v}, {Category: v}} {
+			if got := search(t, s, "tea", f); len(got) != 0 {
+				t.Errorf("Lexical with %+v: %v; want nothing", f, got)
+			}
+			if got, _, err := s.ListSources(ctx, recall.ListOptions{Filter: f}); len(got) != 0 || err != nil {
+				t.Errorf("ListSources with %+v: %d sources, %v; want none", f, len(got), err)
+			}
+		}
+		f := recall.Filter{OwnerScoped: true, Owner: v}
+		if got := search(t, s, "tea", f); !sameSet(got, []string{"a.md"}) {
+			t.Errorf("Lexical with %+v: %v; want the archive chunk", f, got)
+		}
+	}
+}

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"LexicalBasics", testLexicalBasics},
 		{"LexicalFilters", testLexicalFilters},
 		{"LexicalHostileQueries", testLexicalHostile},
+		{"UnstorableFilters", testUnstorableFilters},
 		{"LexicalLiteralMeaning", testLexicalLiteralMeaning},
 		{"LexicalPhrase", testLexicalPhrase},
 		{"LexicalCJK", testLexicalCJK},

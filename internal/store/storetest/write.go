@@ -414,12 +414,19 @@ func testSourceNotFound(t *testing.T, s recall.Store) {
 	wantCode(t, err, recall.ENOTFOUND, "Source of a missing id")
 	_, err = s.Chunks(ctx, "missing", 0, 10)
 	wantCode(t, err, recall.ENOTFOUND, "Chunks of a missing id")
-	// An id no source can have (a NUL, as a request may hold) is missing
-	// too, not a database error.
-	_, err = s.Source(ctx, "a\x00.md")
-	wantCode(t, err, recall.ENOTFOUND, "Source of an id with a NUL")
-	_, err = s.Chunks(ctx, "a\x00.md", 0, 10)
-	wantCode(t, err, recall.ENOTFOUND, "Chunks of an id with a NUL")
+	// An id no source can have (a NUL or invalid UTF-8, as a request may
+	// hold) is missing too, not a database error, and deleting it deletes
+	// nothing.
+	write(t, s, doc("a.md", recall.KindArchive, "mint tea"))
+	for _, id := range []string{"a\x00.md", "a\xff.md"} {
+		_, err = s.Source(ctx, id)
+		wantCode(t, err, recall.ENOTFOUND, fmt.Sprintf("Source(%q)", id))
+		_, err = s.Chunks(ctx, id, 0, 10)
+		wantCode(t, err, recall.ENOTFOUND, fmt.Sprintf("Chunks(%q)", id))
+	}
+	if n, _, err := s.Delete(ctx, "a\x00.md", "a\xff.md", "a.md"); n != 1 || err != nil {
+		t.Errorf("Delete of two ids no source can have and a.md = %d, %v; want 1", n, err)
+	}
 }
 
 func testManifest(t *testing.T, s recall.Store) {
