@@ -67,13 +67,7 @@ var agreeQueries = []string{
 func TestRankingAgreesWithSQLite(t *testing.T) {
 	for _, budget := range []int{0, 20} {
 		t.Run(fmt.Sprintf("budget%d", budget), func(t *testing.T) {
-			pg := openTest(t, pgtest.Server(t), Options{LexicalBudget: budget})
-			defer pg.Close()
-			lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{LexicalBudget: budget})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer lite.Close()
+			pg, lite := openBoth(t, budget)
 			docs := agreeCorpus()
 			for i := 0; i < len(docs); i += 25 {
 				batch := docs[i:min(i+25, len(docs))]
@@ -108,6 +102,21 @@ func TestRankingAgreesWithSQLite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openBoth opens a PostgreSQL store on a fresh database and a SQLite store
+// in a temporary folder, both with the full-text budget given (0: the
+// default), closed when the test ends.
+func openBoth(t *testing.T, budget int) (*DB, *sqlite.DB) {
+	t.Helper()
+	pg := openTest(t, pgtest.Server(t), Options{LexicalBudget: budget})
+	t.Cleanup(func() { pg.Close() })
+	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{LexicalBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lite.Close() })
+	return pg, lite
 }
 
 // compareCandidates checks that two stores' candidates have the same
@@ -166,13 +175,7 @@ func longWords() []string {
 // it, alone or in a phrase, ranked as SQLite ranks it; two long words that
 // differ only near their end stay two terms.
 func TestLongWords(t *testing.T) {
-	pg := openTest(t, pgtest.Server(t), Options{})
-	defer pg.Close()
-	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lite.Close()
+	pg, lite := openBoth(t, 0)
 	words := longWords()
 	var docs []recall.Document
 	for i, w := range words {
@@ -210,5 +213,42 @@ func TestLongWords(t *testing.T) {
 	}
 	if err := pg.IntegrityCheck(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPhrasesBeyondRankedChunks: a quoted phrase, or a CJK word (checked
+// by position alike), whose words stand apart in more newer chunks than a
+// query ranks still finds the older chunks holding it, as FTS5 checks a
+// phrase before its newest-first cut; only the chunks holding all the
+// words were cut before, and the phrase checked after, which left none.
+func TestPhrasesBeyondRankedChunks(t *testing.T) {
+	const budget = 5 // ranks at most max(2*5, limit) chunks
+	pg, lite := openBoth(t, budget)
+	docs := []recall.Document{textDoc("old.md", "we flew to new york in may"), textDoc("cjk-old.md", "我喜欢喝薄荷茶")}
+	// More than maxRanked (10 at limit 5), fewer than four budgets, so
+	// the phrases' document frequencies are counted, not estimated.
+	for i := range 15 {
+		docs = append(docs, textDoc(fmt.Sprintf("n%02d.md", i), "york is old, the city of new ideas"), textDoc(fmt.Sprintf("c%02d.md", i), "薄荷很香，荷茶也好"))
+	}
+	docs = append(docs, textDoc("new.md", "new york again"))
+	for _, s := range []recall.Store{lite, pg} {
+		for _, d := range docs { // one write each: newer chunks get larger ids
+			if _, err := s.Write(ctx, []recall.Document{d}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, q := range []string{`"new york"`, `"new york" flew`, "薄荷茶", "薄荷茶 york"} {
+		for _, limit := range []int{5, 40} {
+			want, err := lite.Lexical(ctx, recall.LexicalQuery{Text: q, Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pg.Lexical(ctx, recall.LexicalQuery{Text: q, Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareCandidates(t, fmt.Sprintf("%s, limit %d", q, limit), want, got)
+		}
 	}
 }

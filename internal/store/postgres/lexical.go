@@ -167,7 +167,8 @@ type selection struct {
 // chunks: candidates are chosen newest first, filters applied, by a
 // statement that walks each selecting word's postings in descending chunk
 // id and stops at that many; then their postings are read, phrases checked
-// by position, and BM25 computed here. The document frequency of a phrase
+// by position (pages of older chunks read on until that many hold the
+// phrases, as FTS5 checks them before its cut), and BM25 computed here. The document frequency of a phrase
 // or a CJK prefix is counted exactly when its rarest word is in at most
 // four budgets of chunks, and estimated by that word's beyond (FTS5 always
 // counts it).
@@ -397,10 +398,11 @@ func (lx *lexQuery) tokensOf(ctx context.Context, us []unit) ([]token, error) {
 }
 
 // matchSQL returns a statement listing, newest first and at most
-// maxRanked, the ids of the chunks passing the filter that hold every
-// token given: it walks the postings of the rarest one down from the
-// largest chunk id and checks the others per chunk, so it stops early.
-func (lx *lexQuery) matchSQL(a *args, toks []token) (string, error) {
+// maxRanked, the ids below before (when not 0) of the chunks passing the
+// filter that hold every token given: it walks the postings of the rarest
+// one down from the largest chunk id and checks the others per chunk, so
+// it stops early.
+func (lx *lexQuery) matchSQL(a *args, toks []token, before int64) (string, error) {
 	driver := 0
 	for i, t := range toks {
 		if t.df < toks[driver].df {
@@ -416,6 +418,9 @@ func (lx *lexQuery) matchSQL(a *args, toks []token) (string, error) {
 		}
 	}
 	q += ` WHERE ` + termCond(a, "p", d.term, d.prefix)
+	if before > 0 {
+		q += ` AND p.chunk_id < ` + a.add(before)
+	}
 	for i, t := range toks {
 		if i != driver {
 			q += ` AND EXISTS (SELECT 1 FROM postings q WHERE q.chunk_id = p.chunk_id AND ` + termCond(a, "q", t.term, t.prefix) + `)`
@@ -437,9 +442,10 @@ func filtered(f recall.Filter) bool {
 		f.Category != "" || f.OwnerScoped
 }
 
-// candidates returns the ids of the chunks a selection chooses (before
-// phrases are checked), newest first, at most maxRanked.
-func (lx *lexQuery) candidates(ctx context.Context, sel selection) ([]int64, error) {
+// candidates returns the ids below before (when not 0) of the chunks a
+// selection chooses (before phrases are checked), newest first, at most
+// maxRanked.
+func (lx *lexQuery) candidates(ctx context.Context, sel selection, before int64) ([]int64, error) {
 	var a args
 	var query string
 	if sel.and {
@@ -447,7 +453,7 @@ func (lx *lexQuery) candidates(ctx context.Context, sel selection) ([]int64, err
 		if err != nil {
 			return nil, err
 		}
-		if query, err = lx.matchSQL(&a, toks); err != nil {
+		if query, err = lx.matchSQL(&a, toks, before); err != nil {
 			return nil, err
 		}
 	} else {
@@ -457,7 +463,7 @@ func (lx *lexQuery) candidates(ctx context.Context, sel selection) ([]int64, err
 			if err != nil {
 				return nil, err
 			}
-			part, err := lx.matchSQL(&a, toks)
+			part, err := lx.matchSQL(&a, toks, before)
 			if err != nil {
 				return nil, err
 			}
@@ -628,16 +634,42 @@ func (c *chunkTerms) weight(u unit) float64 {
 }
 
 // run chooses a selection's candidates, checks its phrases and returns the
-// best limit of them by BM25.
+// best limit of them by BM25. The candidates are the newest maxRanked
+// chunks that match, as FTS5 checks phrases before its newest-first cut:
+// when a unit is checked by position (a phrase, a CJK word), chunks that
+// hold its words but not in order do not count, and pages of older chunks
+// are read until maxRanked match or none is left.
 func (lx *lexQuery) run(ctx context.Context, sel selection, limit int) ([]recall.Candidate, error) {
-	ids, err := lx.candidates(ctx, sel)
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
 	all := append(slices.Clone(sel.units), sel.score...)
-	chunks, err := lx.load(ctx, ids, all)
-	if err != nil {
-		return nil, err
+	positional := slices.ContainsFunc(sel.units, func(u unit) bool { return len(u.terms) > 1 })
+	var ids []int64
+	chunks := map[int64]*chunkTerms{}
+	var before int64
+	for len(ids) < lx.maxRanked {
+		page, err := lx.candidates(ctx, sel, before)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		loaded, err := lx.load(ctx, page, all)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range page {
+			if c := loaded[id]; c != nil && sel.matches(c) && len(ids) < lx.maxRanked { // nil: deleted since chosen
+				ids = append(ids, id)
+				chunks[id] = c
+			}
+		}
+		if !positional || len(page) < lx.maxRanked {
+			break
+		}
+		before = page[len(page)-1]
+	}
+	if len(ids) == 0 {
+		return nil, nil
 	}
 	idf := make([]float64, len(sel.score))
 	for i, u := range sel.score {
@@ -650,27 +682,9 @@ func (lx *lexQuery) run(ctx context.Context, sel selection, limit int) ([]recall
 			idf[i] = 1e-6
 		}
 	}
-	var out []recall.Candidate
+	out := make([]recall.Candidate, 0, len(ids))
 	for _, id := range ids {
 		c := chunks[id]
-		if c == nil {
-			continue // deleted since it was chosen
-		}
-		matched := sel.and
-		for _, u := range sel.units {
-			in := c.weight(u) > 0
-			if sel.and && !in {
-				matched = false
-				break
-			}
-			if !sel.and && in {
-				matched = true
-				break
-			}
-		}
-		if !matched {
-			continue
-		}
 		score := 0.0
 		norm := k1 * (1 - b + b*float64(c.length)/lx.avgdl)
 		for i, u := range sel.score {
@@ -690,6 +704,21 @@ func (lx *lexQuery) run(ctx context.Context, sel selection, limit int) ([]recall
 		return int(y.ChunkID - x.ChunkID)
 	})
 	return out[:min(len(out), limit)], nil
+}
+
+// matches reports whether chunk c holds all the selection's units (and)
+// or any of them.
+func (sel selection) matches(c *chunkTerms) bool {
+	for _, u := range sel.units {
+		in := c.weight(u) > 0
+		if sel.and && !in {
+			return false
+		}
+		if !sel.and && in {
+			return true
+		}
+	}
+	return sel.and
 }
 
 // hits returns the number of chunks holding unit u, BM25's n(q): a term's
@@ -713,7 +742,7 @@ func (lx *lexQuery) hits(ctx context.Context, u unit) (int, error) {
 	}
 	all := &lexQuery{db: lx.db, maxRanked: rarest, n: lx.n, avgdl: lx.avgdl, dfs: lx.dfs}
 	var a args
-	query, err := all.matchSQL(&a, toks)
+	query, err := all.matchSQL(&a, toks, 0)
 	if err != nil {
 		return 0, err
 	}
