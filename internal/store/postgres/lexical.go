@@ -494,6 +494,7 @@ func (lx *lexQuery) candidates(ctx context.Context, sel selection, before int64)
 // chunkTerms is what scoring needs of one candidate chunk.
 type chunkTerms struct {
 	titleLen, length int
+	hash             string // the chunk's text: a text is one candidate (see run)
 	terms            map[string]termPosting
 }
 
@@ -501,14 +502,14 @@ type chunkTerms struct {
 // the units.
 func (lx *lexQuery) load(ctx context.Context, ids []int64, us []unit) (map[int64]*chunkTerms, error) {
 	out := make(map[int64]*chunkTerms, len(ids))
-	rows, err := lx.db.pool.Query(ctx, `SELECT id, title_len, tok_len FROM chunks WHERE id = ANY($1)`, ids)
+	rows, err := lx.db.pool.Query(ctx, `SELECT id, title_len, tok_len, hash FROM chunks WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var id int64
 		c := &chunkTerms{terms: map[string]termPosting{}}
-		if err := rows.Scan(&id, &c.titleLen, &c.length); err != nil {
+		if err := rows.Scan(&id, &c.titleLen, &c.length, &c.hash); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -702,6 +703,15 @@ func (lx *lexQuery) run(ctx context.Context, sel selection, limit int) ([]recall
 			return 1
 		}
 		return int(y.ChunkID - x.ChunkID)
+	})
+	// A text counts once, by its best chunk (ties: the newer), as in the
+	// SQLite store: copies of one passage would fill the limit otherwise.
+	seen := make(map[string]bool, len(out))
+	out = slices.DeleteFunc(out, func(c recall.Candidate) bool {
+		h := chunks[c.ChunkID].hash
+		dup := seen[h]
+		seen[h] = true
+		return dup
 	})
 	return out[:min(len(out), limit)], nil
 }
