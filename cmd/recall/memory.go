@@ -120,8 +120,8 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	switch sub {
 	case "save":
-		category := fs.String("category", "", "category (default: from the key prefix)")
-		date := fs.String("date", "", "date of the memory, YYYY-MM-DD (default today)")
+		category := fs.String("category", "", "category (default: the saved memory's; for a new key, from the key prefix)")
+		date := fs.String("date", "", "date of the memory, YYYY-MM-DD (default: the saved memory's; today for a new key)")
 		pos, err := m.parse(fs, args, "memory save KEY [flags] (VALUE | -)")
 		if err != nil {
 			return err

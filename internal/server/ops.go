@@ -277,7 +277,7 @@ func (s *Server) repair(ctx context.Context, in RepairInput) (RepairOutput, erro
 
 // SaveInput is save_memory's input.
 type SaveInput struct {
-	Key      string `json:"key" jsonschema:"the memory's name, up to 200 characters: letters of any script, digits and _-.:/ (e.g. project_recall or person_ada), not starting with diary/ (the diary's days are named so). Saving an existing key replaces its value"`
+	Key      string `json:"key" jsonschema:"the memory's name, up to 200 characters: letters of any script, digits and _-.:/ (e.g. project_recall or person_ada), not starting with diary/ (the diary's days are named so) or /, without .. or an empty or . segment between slashes; saved in Unicode NFKC. Saving an existing key replaces its value"`
 	Value    string `json:"value" jsonschema:"the text to remember, stored verbatim, up to 100000 characters"`
 	Category string `json:"category,omitempty" jsonschema:"a category such as project, person or note; by default the saved memory's, or for a new key derived from its prefix (project_, proj_, person_, note_, diary_)"`
 	Owner    string `json:"owner,omitempty" jsonschema:"whose memory this is (a token bound to an owner always uses its own)"`

@@ -319,7 +319,8 @@ func (s *Server) newMCPServer(admin bool, fallback *identity) *mcp.Server {
 	addTool(s, ms, fallback, &mcp.Tool{Name: "save_memory", Annotations: writes("Save a memory", true, true),
 		Description: "Store a value under a key, verbatim, and index it for search. Saving an existing key replaces its " +
 			"value. Answers with index ok (searchable by text and meaning), pending (searchable by text now, vectors " +
-			"follow) or skipped (the value was already stored as is).",
+			"follow) or skipped (the value was already stored as is, or the database has no vector space yet: " +
+			"searchable by text only).",
 		InputSchema: schema[SaveInput](map[string]func(*jsonschema.Schema){"key": length(1, memory.MaxKeyLen), "value": length(1, memory.MaxValueLen)})},
 		func(ctx context.Context, c caller, in SaveInput) (*mcp.CallToolResult, memory.SaveResult, int, error) {
 			out, err := s.save(ctx, c, in)
