@@ -39,6 +39,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sweep --remote URL", flag.ContinueOnError)
 	url := fs.String("remote", "", "send the vault to the recall server at `URL` (token from RECALL_TOKEN)")
 	full := fs.Bool("full", false, "send every file, even those the server already confirmed")
+	prune := fs.Bool("prune", false, "remove from the server the sources of files gone from the vault")
 	size := fs.Int("chunk-size", 2000, "chunk size limit in characters")
 	overlap := fs.Int("overlap", 0, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size, 200 for the default size)")
 	manifest := fs.String("manifest", "", "manifest `file` of confirmed files (default: under the data directory, one per server and vault)")
@@ -61,7 +62,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	if ov == 0 {
 		ov = *size / 10
 	}
-	opt := remote.Options{URL: *url, Token: m.setting("", "token", ""), Full: *full,
+	opt := remote.Options{URL: *url, Token: m.setting("", "token", ""), Full: *full, Prune: *prune,
 		Chunk: chunk.Options{Size: *size, Overlap: ov}, Manifest: *manifest}
 	if err := opt.Chunk.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))
@@ -113,6 +114,16 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintf(m.Stdout, "sent %d of %d files to %s (%d unchanged, %d failed), %d sources, %d chunks in %d requests, %.2fs\n",
 			res.FilesChanged, res.FilesSeen, *url, res.FilesSkipped, res.FilesFailed, res.Sources, res.ChunksWritten, res.Batches, res.Seconds)
+		if res.FilesRemoved > 0 {
+			action := "the server keeps them: run with --prune to remove them there"
+			if *prune {
+				action = "removed from the server"
+			}
+			printRemoved(m.Stdout, res.Removed, action)
+		}
+		if res.ConversationsRemoved > 0 {
+			fmt.Fprintf(m.Stdout, "%d conversations no longer in their exports were removed from the server\n", res.ConversationsRemoved)
+		}
 		if res.FilesFailed > 0 {
 			fmt.Fprintf(m.Stdout, "failures are listed in %s; they are sent again on the next run\n", lp)
 		}

@@ -257,15 +257,7 @@ func TestSweepRemote(t *testing.T) {
 	if res.FilesSeen < 9 || res.FilesChanged != res.FilesSeen || res.FilesFailed != 0 || raw["chunks_written"] == 0 || raw["bytes"] == 0 {
 		t.Fatalf("summary: %s", out)
 	}
-	req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(`{"query":"moments of vulnerability"}`))
-	req.Header.Set("Authorization", "Bearer "+serveToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(b), `"source":"2025/07/hard-week.md"`) {
+	if b := searchServer(t, url, `{"query":"moments of vulnerability"}`); !strings.Contains(b, `"source":"2025/07/hard-week.md"`) {
 		t.Errorf("search on the server: %s", b)
 	}
 	out, _, code = run(t, clientEnv, "sweep", "--remote="+url, "--json", sampleVault)
@@ -292,6 +284,61 @@ func TestSweepRemote(t *testing.T) {
 	clientEnv["RECALL_TOKEN"] = "wrong-token-0123456789abcdefgh"
 	if _, errs, code := run(t, clientEnv, "sweep", "--full", "--remote", url, sampleVault); code == 0 || !strings.Contains(errs, "401") {
 		t.Errorf("wrong token: exit %d: %s", code, errs)
+	}
+}
+
+// searchServer posts a search to the server's REST API and returns the answer.
+func searchServer(t *testing.T, url, body string) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/api/search", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+serveToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return string(b)
+}
+
+// `recall sweep DIR --remote URL --prune` removes from the server what was
+// removed from the vault; without --prune, gone files are only reported.
+func TestSweepRemotePrune(t *testing.T) {
+	serverEnv := testEnv(t)
+	serverEnv["RECALL_TOKEN"] = serveToken
+	url, _, stop := startServe(t, serverEnv)
+	defer stop()
+	vault := t.TempDir()
+	os.WriteFile(filepath.Join(vault, "keep.md"), []byte("**User:** about marmalade\n\n**Assistant:** oranges"), 0o644)
+	gone := filepath.Join(vault, "gone.md")
+	os.WriteFile(gone, []byte("**User:** about quinces\n\n**Assistant:** fragrant"), 0o644)
+
+	clientEnv := testEnv(t)
+	clientEnv["RECALL_TOKEN"] = serveToken
+	if out, errs, code := run(t, clientEnv, "sweep", "--remote", url, vault); code != 0 {
+		t.Fatalf("remote sweep exit %d: %s %s", code, out, errs)
+	}
+	found := func() bool {
+		return strings.Contains(searchServer(t, url, `{"query":"quinces","mode":"lexical"}`), `"source":"gone.md"`)
+	}
+	if !found() {
+		t.Fatal("the file was not sent")
+	}
+	os.Remove(gone)
+	out, errs, code := run(t, clientEnv, "sweep", "--remote", url, vault)
+	if code != 0 || !strings.Contains(out, "1 file is gone from the vault (the server keeps them: run with --prune to remove them there):\n  gone.md") || !found() {
+		t.Errorf("without --prune: exit %d: %s %s", code, out, errs)
+	}
+	out, errs, code = run(t, clientEnv, "sweep", "--remote", url, "--prune", "--json", vault)
+	var raw map[string]int
+	json.Unmarshal([]byte(strings.TrimSpace(out)), &raw)
+	if code != 0 || raw["files_removed"] != 1 || raw["sources_removed"] != 1 || found() {
+		t.Errorf("--prune: exit %d: %s %s", code, out, errs)
+	}
+	out, _, code = run(t, clientEnv, "sweep", "--remote", url, "--prune", "--json", vault)
+	json.Unmarshal([]byte(strings.TrimSpace(out)), &raw)
+	if code != 0 || raw["files_removed"] != 0 || raw["batches"] != 0 {
+		t.Errorf("once pruned: exit %d: %s", code, out)
 	}
 }
 

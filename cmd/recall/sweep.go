@@ -177,14 +177,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			case *prune:
 				action = "removed"
 			}
-			fmt.Fprintf(m.Stdout, "%s gone from the vault (%s):\n", plural(res.FilesRemoved, "file is", "files are"), action)
-			for i, r := range res.Removed {
-				if i == 20 {
-					fmt.Fprintf(m.Stdout, "  ... and %d more\n", len(res.Removed)-20)
-					break
-				}
-				fmt.Fprintf(m.Stdout, "  %s\n", r)
-			}
+			printRemoved(m.Stdout, res.Removed, action)
 		}
 		if res.ConversationsRemoved > 0 {
 			fmt.Fprintf(m.Stdout, "%d conversations no longer in their exports were removed with them\n", res.ConversationsRemoved)
@@ -296,4 +289,17 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// printRemoved lists the files a sweep found gone from the vault, the
+// first 20 of them, and what became of their sources.
+func printRemoved(w io.Writer, removed []string, action string) {
+	fmt.Fprintf(w, "%s gone from the vault (%s):\n", plural(len(removed), "file is", "files are"), action)
+	for i, r := range removed {
+		if i == 20 {
+			fmt.Fprintf(w, "  ... and %d more\n", len(removed)-20)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", r)
+	}
 }

@@ -32,6 +32,10 @@ type Options struct {
 	Manifest string // path of the local manifest file
 	Chunk    chunk.Options
 	Full     bool // send every file, even those the manifest records
+	// Prune removes from the server the sources of files the manifest
+	// records that are gone from the vault; without it they are only
+	// counted (FilesRemoved), as a local sweep keeps their sources.
+	Prune bool
 
 	BatchChunks int           // chunks per request (0: 256)
 	BatchBytes  int           // request body bytes (0: 2 MiB; at most MaxBody less a margin)
@@ -48,14 +52,20 @@ type Result struct {
 	FilesChanged  int     `json:"files_changed"`  // sent, confirmed by the server and recorded in the manifest
 	FilesSkipped  int     `json:"files_skipped"`  // recorded with the same content: not sent
 	FilesFailed   int     `json:"files_failed"`   // left out of the manifest: sent again next run
-	FilesRemoved  int     `json:"files_removed"`  // recorded but no longer in the vault (the server keeps them)
+	FilesRemoved  int     `json:"files_removed"`  // recorded but no longer in the vault (the server keeps them unless Prune)
 	ChunksWritten int     `json:"chunks_written"` // of the sources the server reported written
 	Bytes         int64   `json:"bytes"`          // of the files sent
 	Seconds       float64 `json:"seconds"`
+	// ConversationsRemoved counts conversations that a changed export no
+	// longer holds, removed from the server with it, as a local sweep
+	// removes them.
+	ConversationsRemoved int      `json:"conversations_removed,omitempty"`
+	Removed              []string `json:"-"` // the files gone from the vault, sorted
 	// Remote only.
-	Sources       int `json:"sources"`
-	Batches       int `json:"batches"`
-	BatchesFailed int `json:"batches_failed"`
+	Sources        int `json:"sources"`
+	Batches        int `json:"batches"`
+	BatchesFailed  int `json:"batches_failed"`
+	SourcesRemoved int `json:"sources_removed"` // sources the server removed, of gone files and of conversations gone from exports
 }
 
 // manifest records the files the server has confirmed, by content hash.
@@ -70,6 +80,20 @@ type fileEntry struct {
 	Hash  string `json:"hash"` // sha256 of the file's bytes
 	Size  int64  `json:"size"`
 	MTime int64  `json:"mtime"` // unix nanoseconds: an unchanged size and mtime skip the hashing
+	// Sources are the source ids the server confirmed for the file, when
+	// they are other than the file's own id alone (an export's
+	// conversations), so that those a changed export no longer holds, and
+	// those of a file gone, can be removed. An entry written before they
+	// were recorded has none and is taken for the file's own id.
+	Sources []string `json:"sources,omitempty"`
+}
+
+// sources are the source ids the entry records for the file rel.
+func (e fileEntry) sources(rel string) []string {
+	if e.Sources == nil {
+		return []string{rel}
+	}
+	return e.Sources
 }
 
 const manifestVersion = 1
@@ -128,6 +152,7 @@ type pending struct {
 	rel      string
 	entry    fileEntry
 	waiting  map[string]bool // source ids not yet reported complete
+	stale    []string        // sources recorded for the file that it no longer gives: removed once it is complete
 	failed   bool
 	finished bool
 }
@@ -221,14 +246,20 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 			unread[f.ID] = true
 		}
 	}
+	// A file gone stays in the manifest until the server confirms its
+	// removal (--prune), so a later run with --prune still knows it.
 	for rel := range man.Files {
 		if !present[rel] && !ingest.UnderAny(rel, unread) {
-			delete(man.Files, rel)
-			s.res.FilesRemoved++
+			s.res.Removed = append(s.res.Removed, rel)
 		}
 	}
+	sort.Strings(s.res.Removed)
+	s.res.FilesRemoved = len(s.res.Removed)
 
 	runErr := s.run(ctx, files)
+	if runErr == nil {
+		runErr = s.remove(ctx, present)
+	}
 	// Whatever happened, keep what the server confirmed.
 	if err := man.save(opt.Manifest); err != nil && runErr == nil {
 		runErr = fmt.Errorf("save manifest: %w", err)
@@ -261,15 +292,36 @@ func (s *sweeper) run(ctx context.Context, files []ingest.VaultFile) error {
 }
 
 func firstKey(m map[string]bool) string {
+	keys := sortedKeys(m)
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
+
+func sortedKeys(m map[string]bool) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if len(keys) == 0 {
-		return ""
+	return keys
+}
+
+// complete settles a file whose sources the server all confirmed: it is
+// recorded now, or, when it gave sources it no longer gives, once the
+// server confirms their removal (remove).
+func (s *sweeper) complete(p *pending) {
+	p.finished = true
+	if len(p.stale) == 0 {
+		s.record(p)
 	}
-	return keys[0]
+}
+
+func (s *sweeper) record(p *pending) {
+	s.man.Files[p.rel] = p.entry
+	s.res.FilesChanged++
+	s.res.Bytes += p.entry.Size
 }
 
 // file reads, parses and chunks one file into the batch.
@@ -287,6 +339,7 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 	sum := sha256.Sum256(data)
 	entry := fileEntry{Hash: hex.EncodeToString(sum[:]), Size: f.Size, MTime: f.MTime}
 	if !s.opt.Full && recorded && old.Hash == entry.Hash {
+		entry.Sources = old.Sources
 		s.man.Files[f.ID] = entry
 		s.res.FilesSkipped++
 		return nil
@@ -322,10 +375,20 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 		sources = append(sources, chunks)
 		p.waiting[chunks[0].SourceFile] = true
 	}
+	if ids := sortedKeys(p.waiting); len(ids) != 1 || ids[0] != f.ID {
+		p.entry.Sources = ids
+	}
+	if recorded {
+		for _, id := range old.sources(f.ID) {
+			if !p.waiting[id] {
+				p.stale = append(p.stale, id)
+			}
+		}
+	}
 	if len(sources) == 0 {
-		s.man.Files[f.ID] = entry // nothing to send: done
-		s.res.FilesChanged++
-		s.res.Bytes += entry.Size
+		// Nothing to send: done once what it gave before is removed.
+		s.all = append(s.all, p)
+		s.complete(p)
 		return nil
 	}
 	for _, src := range sources {
@@ -480,7 +543,11 @@ func (s *sweeper) flush(ctx context.Context) error {
 		return nil
 	}
 	s.res.Batches++
-	resp, err := s.post(ctx, batch)
+	var resp IngestResponse
+	err := s.post(ctx, "/ingest", IngestRequest{Chunks: batch}, &resp)
+	if err == nil && len(resp.Sources) == 0 {
+		err = errors.New("the server answered with no source statuses")
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -523,10 +590,7 @@ func (s *sweeper) flush(ctx context.Context) error {
 			s.failPending(p, fmt.Errorf("the server rejected %s: %s", st.SourceFile, st.Error))
 		}
 		if len(p.waiting) == 0 && !p.finished {
-			p.finished = true
-			s.man.Files[p.rel] = p.entry
-			s.res.FilesChanged++
-			s.res.Bytes += p.entry.Size
+			s.complete(p)
 		}
 	}
 	return nil
@@ -553,25 +617,23 @@ type fatalError struct{ err error }
 
 func (e fatalError) Error() string { return e.err.Error() }
 
-// post sends one batch, retrying transient failures with backoff.
-func (s *sweeper) post(ctx context.Context, batch []IngestChunk) (IngestResponse, error) {
-	body, err := encode(IngestRequest{Chunks: batch})
+// post sends one request to the server's path and decodes its answer into
+// out, retrying transient failures with backoff.
+func (s *sweeper) post(ctx context.Context, path string, req, out any) error {
+	body, err := encode(req)
 	if err != nil {
-		return IngestResponse{}, err
+		return err
 	}
 	wait := time.Second
 	for attempt := 0; ; attempt++ {
-		resp, retryAfter, err := s.postOnce(ctx, body)
+		retryAfter, err := s.postOnce(ctx, path, body, out)
 		if err == nil {
-			if len(resp.Sources) == 0 {
-				return resp, errors.New("the server answered with no source statuses")
-			}
-			return resp, nil
+			return nil
 		}
 		var fatal fatalError
 		var bad badBatch
 		if errors.As(err, &fatal) || errors.As(err, &bad) || attempt >= s.opt.Retries || s.opt.Retries < 0 {
-			return IngestResponse{}, err
+			return err
 		}
 		if retryAfter > 0 {
 			wait = retryAfter
@@ -581,7 +643,7 @@ func (s *sweeper) post(ctx context.Context, batch []IngestChunk) (IngestResponse
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return IngestResponse{}, ctx.Err()
+			return ctx.Err()
 		case <-t.C:
 		}
 		wait *= 2
@@ -589,10 +651,10 @@ func (s *sweeper) post(ctx context.Context, batch []IngestChunk) (IngestResponse
 }
 
 // postOnce makes one request. Errors that retrying cannot fix are fatalError.
-func (s *sweeper) postOnce(ctx context.Context, body []byte) (IngestResponse, time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opt.URL+"/ingest", bytes.NewReader(body))
+func (s *sweeper) postOnce(ctx context.Context, path string, body []byte, out any) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.opt.URL+path, bytes.NewReader(body))
 	if err != nil {
-		return IngestResponse{}, 0, fatalError{err}
+		return 0, fatalError{err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if s.opt.Token != "" {
@@ -600,12 +662,12 @@ func (s *sweeper) postOnce(ctx context.Context, body []byte) (IngestResponse, ti
 	}
 	resp, err := s.opt.HTTPClient.Do(req)
 	if err != nil {
-		return IngestResponse{}, 0, unreachableError{err}
+		return 0, unreachableError{err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return IngestResponse{}, 0, err
+		return 0, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg := serverMessage(data)
@@ -614,27 +676,26 @@ func (s *sweeper) postOnce(ctx context.Context, body []byte) (IngestResponse, ti
 		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
 			code := map[int]string{http.StatusUnauthorized: recall.EUNAUTHORIZED, http.StatusForbidden: recall.EFORBIDDEN,
 				http.StatusNotFound: recall.ENOTFOUND}[resp.StatusCode]
-			return IngestResponse{}, 0, fatalError{recall.Errorf(code, "%s %s: %s", s.opt.URL, resp.Status, msg)}
+			return 0, fatalError{recall.Errorf(code, "%s %s: %s", s.opt.URL, resp.Status, msg)}
 		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-			return IngestResponse{}, time.Duration(secs) * time.Second, err
+			return time.Duration(secs) * time.Second, err
 		}
 		if resp.StatusCode >= 500 {
-			return IngestResponse{}, 0, err
+			return 0, err
 		}
 		if resp.StatusCode == http.StatusBadRequest && strings.Contains(msg, `unknown field "version"`) {
 			// A server from before chunks carried a version refuses every
 			// batch alike: sending the rest of the vault cannot help.
-			return IngestResponse{}, 0, fatalError{recall.Errorf(recall.EINVALID, "the server at %s is older than this client: upgrade it", s.opt.URL)}
+			return 0, fatalError{recall.Errorf(recall.EINVALID, "the server at %s is older than this client: upgrade it", s.opt.URL)}
 		}
 		// Other 4xx: this batch is wrong and will stay wrong; later ones may be fine.
-		return IngestResponse{}, 0, badBatch{err}
+		return 0, badBatch{err}
 	}
-	var out IngestResponse
-	if err := json.Unmarshal(data, &out); err != nil {
-		return IngestResponse{}, 0, fmt.Errorf("the server's answer is not an ingest response: %w", err)
+	if err := json.Unmarshal(data, out); err != nil {
+		return 0, fmt.Errorf("the server's answer to %s is not what it should be: %w", path, err)
 	}
-	return out, 0, nil
+	return 0, nil
 }
 
 // unreachableError is a request that got no answer: the connection was

@@ -165,7 +165,8 @@ func TestRemoteSweepMatchesLocalSweep(t *testing.T) {
 	if chunks, _ := tg.st.Chunks(context.Background(), "chinese-names.md", 0, 10); len(chunks) != 1 || !strings.Contains(chunks[0].Text, "新的内容") {
 		t.Errorf("the change did not reach the server: %+v", chunks)
 	}
-	// A removed file leaves the manifest; the server keeps it.
+	// A removed file is reported; the server keeps it without Prune
+	// (TestPruneRemovesGoneFilesFromTheServer).
 	os.Remove(p)
 	res, err = remote.Sweep(context.Background(), dir, opt)
 	if err != nil || res.FilesRemoved != 1 {

@@ -2,7 +2,9 @@
 // parses and chunks conversations locally, posts the chunks to the server's
 // /ingest endpoint in batches, and keeps a local manifest of what the server
 // has confirmed, so an unchanged file is never sent twice and a file whose
-// chunks did not all arrive is sent again on the next run.
+// chunks did not all arrive is sent again on the next run. What left the
+// vault is taken back through /ingest/remove: conversations a changed
+// export no longer holds, and, with Prune, the sources of files gone.
 //
 // This file is the /ingest protocol itself, shared with internal/server. It
 // is the payload of the archive system recall replaces, answered with a
@@ -63,4 +65,41 @@ type SourceStatus struct {
 // Complete reports whether the source is stored in full.
 func (s SourceStatus) Complete() bool {
 	return s.Status == StatusWritten || s.Status == StatusUnchanged
+}
+
+// RemovePath is where a remote sweep removes sources it sent: POST with a
+// RemoveRequest, answered with a RemoveResponse.
+const RemovePath = "/ingest/remove"
+
+// MaxRemoveNames bounds the files and sources one RemoveRequest names.
+const MaxRemoveNames = 1000
+
+// RemoveRequest is the body of POST /ingest/remove: the archive sources of
+// vault files that are gone, and conversations an export no longer holds.
+// Only sources that came through /ingest are removed: a source the server
+// swept from a folder of its own (serve --vault) is kept, as are memories
+// and diary days, which no path here can name.
+type RemoveRequest struct {
+	// Files are vault files (paths as source_file takes them): each
+	// file's own source and the sources of its conversations
+	// ("<file>/<conversation id>") are removed.
+	Files []string `json:"files,omitempty"`
+	// Sources are single sources, such as one conversation of an export.
+	Sources []string `json:"sources,omitempty"`
+}
+
+// RemoveResponse answers POST /ingest/remove with one entry per name sent,
+// in the order sent.
+type RemoveResponse struct {
+	Files   []Removal `json:"files"`
+	Sources []Removal `json:"sources"`
+	Removed int       `json:"removed"` // sources removed in all
+}
+
+// Removal is what became of the sources one name covers.
+type Removal struct {
+	Name    string `json:"name"`           // as sent
+	Source  string `json:"source"`         // the source id it names
+	Removed int    `json:"removed"`        // sources removed (0: the server held none)
+	Kept    int    `json:"kept,omitempty"` // sources the server swept from a folder of its own: not removed
 }

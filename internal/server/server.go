@@ -604,6 +604,7 @@ func (s *Server) routes() {
 	handle("/mcp", false, s.serveMCP)
 	handle("GET /metrics", false, s.serveMetrics)
 	handle("POST /ingest", false, s.serveIngest)
+	handle("POST "+remote.RemovePath, false, s.serveRemove)
 	s.restRoutes(handle)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// The catch-all hides the router's own 405: tell a wrong method on

@@ -1,0 +1,141 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/recall-mcp/recall"
+)
+
+// removeBatch is how many names one removal request carries: well under
+// MaxRemoveNames, and, at most MaxSourceIDLen bytes each (twice that with
+// every byte escaped), under the server's 2 MiB limit on bodies other than
+// /ingest's.
+const removeBatch = 500
+
+// removal is one name to remove and what waits on it: a file whose stale
+// conversations it is, or a gone file's manifest entry.
+type removal struct {
+	name string
+	file bool     // a gone file: its own source and its conversations'
+	of   *pending // a changed file whose stale source this is
+	gone string   // a gone file this name is (part of)
+	left *int     // names of the same file the server has not confirmed yet
+}
+
+// remove asks the server to remove the conversations complete files no
+// longer give and, with Prune, the sources of files gone from the vault;
+// a file's entry changes only once the server confirms each of its names.
+// Any failure stops the run: what the server confirmed is recorded, and
+// the next run asks again for the rest.
+func (s *sweeper) remove(ctx context.Context, present map[string]bool) error {
+	var todo []removal
+	for _, p := range s.all {
+		if !p.finished || p.failed || len(p.stale) == 0 {
+			continue
+		}
+		n := len(p.stale)
+		for _, id := range p.stale {
+			todo = append(todo, removal{name: id, of: p, left: &n})
+		}
+	}
+	if s.opt.Prune {
+		// A file in the vault under a gone file's path (an export
+		// replaced by a folder of that name) is no conversation of it:
+		// such a file is removed by the sources it recorded instead.
+		gone := make(map[string]bool, len(s.res.Removed))
+		for _, rel := range s.res.Removed {
+			gone[rel] = true
+		}
+		shadowed := map[string]bool{}
+		for id := range present {
+			for q := parentID(id); q != ""; q = parentID(q) {
+				if gone[q] {
+					shadowed[q] = true
+				}
+			}
+		}
+		for _, rel := range s.res.Removed {
+			if !shadowed[rel] {
+				todo = append(todo, removal{name: rel, file: true, gone: rel, left: new(int(1))})
+				continue
+			}
+			var names []string
+			for _, id := range s.man.Files[rel].sources(rel) {
+				if !present[id] && !present[parentID(id)] {
+					names = append(names, id)
+				}
+			}
+			if len(names) == 0 {
+				delete(s.man.Files, rel)
+				continue
+			}
+			n := len(names)
+			for _, id := range names {
+				todo = append(todo, removal{name: id, gone: rel, left: &n})
+			}
+		}
+	}
+	for len(todo) > 0 {
+		batch := todo[:min(removeBatch, len(todo))]
+		todo = todo[len(batch):]
+		var req RemoveRequest
+		for _, r := range batch {
+			if r.file {
+				req.Files = append(req.Files, r.name)
+			} else {
+				req.Sources = append(req.Sources, r.name)
+			}
+		}
+		var resp RemoveResponse
+		s.res.Batches++
+		if err := s.post(ctx, RemovePath, req, &resp); err != nil {
+			s.res.BatchesFailed++
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var fatal fatalError
+			if errors.As(err, &fatal) {
+				err = fatal.err
+			}
+			if recall.ErrorCode(err) == recall.ENOTFOUND {
+				return recall.Errorf(recall.EINVALID, "the server at %s cannot remove sources (it has no %s): it is older than this client, upgrade it; what it confirmed is recorded", s.opt.URL, RemovePath)
+			}
+			return fmt.Errorf("remove %d sources from the server (what it confirmed is recorded; the next run asks again): %w", len(batch), err)
+		}
+		if len(resp.Files) != len(req.Files) || len(resp.Sources) != len(req.Sources) {
+			return fmt.Errorf("the server answered %d of %d removals", len(resp.Files)+len(resp.Sources), len(batch))
+		}
+		s.res.SourcesRemoved += resp.Removed
+		fi, si := 0, 0
+		for _, r := range batch {
+			var got Removal
+			if r.file {
+				got, fi = resp.Files[fi], fi+1
+			} else {
+				got, si = resp.Sources[si], si+1
+			}
+			if r.of != nil {
+				s.res.ConversationsRemoved += got.Removed
+			}
+			if *r.left--; *r.left > 0 {
+				continue
+			}
+			if r.of != nil {
+				s.record(r.of)
+			} else {
+				delete(s.man.Files, r.gone)
+			}
+		}
+	}
+	return nil
+}
+
+func parentID(id string) string {
+	if i := strings.LastIndexByte(id, '/'); i > 0 {
+		return id[:i]
+	}
+	return ""
+}

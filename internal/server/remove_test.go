@@ -1,0 +1,168 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/remote"
+)
+
+func (f *fixture) remove(token string, req remote.RemoveRequest) (int, remote.RemoveResponse, string) {
+	f.t.Helper()
+	b, _ := json.Marshal(req)
+	resp, body := f.do("POST", "/ingest/remove", token, string(b))
+	var out remote.RemoveResponse
+	if resp.StatusCode == 200 {
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
+			f.t.Fatalf("remove answer %s: %v", body, err)
+		}
+	}
+	return resp.StatusCode, out, body
+}
+
+// archiveIDs lists the stored archive sources.
+func (f *fixture) archiveIDs() string {
+	f.t.Helper()
+	page, _, err := f.st.ListSources(context.Background(), recall.ListOptions{Filter: recall.Filter{Kinds: []recall.Kind{recall.KindArchive}}, Limit: 1000})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range page {
+		ids = append(ids, s.ID)
+	}
+	return strings.Join(ids, " ")
+}
+
+// POST /ingest/remove removes a gone file's source, an export's
+// conversations (one level under it) and single conversations, all sent
+// through /ingest; what the server swept from a folder of its own is kept,
+// and searches no longer find what was removed.
+func TestIngestRemove(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	for _, id := range []string{"notes/a.md", "exp.json/c1", "exp.json/c2", "exp.json/c1/deeper", "exp.jsonx/c", "other.json/c9", "other.json/c10"} {
+		word := "zebra" + strings.NewReplacer("/", "", ".", "").Replace(id)
+		if status, out, body := f.ingest(plainTok, chunkOf(id, 0, 1, "a text about "+word)); status != 200 || !out.Sources[0].Complete() {
+			t.Fatalf("%s: %s", id, body)
+		}
+	}
+	// A conversation of the same export that the server swept itself.
+	swept := recall.Document{Source: recall.Source{ID: "exp.json/c3", Kind: recall.KindArchive, Vault: "/srv/vault",
+		ContentHash: recall.TextHash("swept"), ChunkCount: 1, IndexState: recall.IndexOK},
+		Chunks: []recall.Chunk{{Index: 0, Text: "swept", Hash: recall.TextHash("swept")}}}
+	if _, err := f.eng.Write(ctx, []recall.Document{swept}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.save("alice", "k", "alice's memory")
+	// Chunks of another conversation wait for the rest of their source.
+	if _, out, _ := f.ingest(plainTok, chunkOf("exp.json/c4", 0, 2, "half")); out.Sources[0].Status != remote.StatusPartial {
+		t.Fatalf("staging: %+v", out.Sources)
+	}
+
+	status, out, body := f.remove(plainTok, remote.RemoveRequest{
+		Files:   []string{`notes\a.md`, "exp.json", "missing.md", "memory"},
+		Sources: []string{"other.json/c9", "exp.json/c1"},
+	})
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	want := remote.RemoveResponse{
+		Files: []remote.Removal{{Name: `notes\a.md`, Source: "notes/a.md", Removed: 1}, {Name: "exp.json", Source: "exp.json", Removed: 2, Kept: 1},
+			{Name: "missing.md", Source: "missing.md"}, {Name: "memory", Source: "memory"}},
+		Sources: []remote.Removal{{Name: "other.json/c9", Source: "other.json/c9", Removed: 1}, {Name: "exp.json/c1", Source: "exp.json/c1"}},
+		Removed: 4,
+	}
+	if fmt.Sprint(out) != fmt.Sprint(want) {
+		t.Errorf("answer:\n%+v\nwant\n%+v", out, want)
+	}
+	if got := f.archiveIDs(); got != "exp.json/c1/deeper exp.json/c3 exp.jsonx/c other.json/c10" {
+		t.Errorf("left: %s", got)
+	}
+	if m, err := f.mem.Read(ctx, "k", "", memoryScope("alice")); err != nil || m.Value != "alice's memory" {
+		t.Errorf("the memory: %+v %v", m, err)
+	}
+	// The engine's in-memory indexes follow at once.
+	for word, found := range map[string]bool{"zebranotesamd": false, "zebraexpjsonc1": false, "zebraotherjsonc9": false, "zebraotherjsonc10": true} {
+		_, body := f.do("POST", "/api/search", plainTok, `{"query":"`+word+`","mode":"lexical"}`)
+		if !strings.Contains(body, `"results":[]`) != found {
+			t.Errorf("search %s after the removal: %s", word, body)
+		}
+	}
+	// The staged chunks of a removed conversation went with it: the rest
+	// of that upload does not bring it back.
+	if _, out, _ := f.ingest(plainTok, chunkOf("exp.json/c4", 1, 2, "rest")); out.Sources[0].Status != remote.StatusPartial {
+		t.Errorf("a removed source's staged chunks were kept: %+v", out.Sources)
+	}
+	// Removing again removes nothing, and says so.
+	if _, out, _ := f.remove(plainTok, remote.RemoveRequest{Files: []string{"notes/a.md"}}); out.Removed != 0 || out.Files[0].Removed != 0 {
+		t.Errorf("again: %+v", out)
+	}
+	// The admin token may, like /ingest.
+	if status, out, body := f.remove(adminTok, remote.RemoveRequest{Sources: []string{"other.json/c10"}}); status != 200 || out.Removed != 1 {
+		t.Errorf("admin: %d %s", status, body)
+	}
+	waitFor(f.audit, `"route":"POST /ingest/remove"`)
+	if a := f.audit.String(); !strings.Contains(a, `"token":"plain"`) || !strings.Contains(a, `"results":4`) || strings.Contains(a, "notes/a.md") {
+		t.Errorf("audit: %s", a)
+	}
+}
+
+// Every name is checked as source_file is, before anything is removed;
+// memories and diary days cannot be named; a token bound to an owner may
+// not remove archive sources.
+func TestIngestRemoveRefusals(t *testing.T) {
+	f := newFixture(t, nil)
+	f.ingest(plainTok, chunkOf("keep.md", 0, 1, "kept text"))
+	f.save("alice", "k", "alice's memory")
+	many := make([]string, remote.MaxRemoveNames+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("f%d.md", i)
+	}
+	for _, tc := range []struct {
+		req  remote.RemoveRequest
+		want string
+	}{
+		{remote.RemoveRequest{}, "files and sources are empty"},
+		{remote.RemoveRequest{Files: many}, "1001 names in one request; send at most 1000"},
+		{remote.RemoveRequest{Files: many[:600], Sources: many[600:]}, "1001 names"},
+		{remote.RemoveRequest{Files: []string{"keep.md", "../etc"}}, "leaves the vault"},
+		{remote.RemoveRequest{Files: []string{"keep.md", "/abs"}}, "absolute"},
+		{remote.RemoveRequest{Sources: []string{"keep.md", `C:\x`}}, "absolute"},
+		{remote.RemoveRequest{Sources: []string{"keep.md", ""}}, "empty"},
+		{remote.RemoveRequest{Sources: []string{"keep.md", "memory:alice:k"}}, "reserved"},
+		{remote.RemoveRequest{Files: []string{"keep.md", "memory:alice"}}, "reserved"},
+		{remote.RemoveRequest{Files: []string{"keep.md", "diary:alice:2025-01-01"}}, "reserved"},
+		{remote.RemoveRequest{Files: []string{"keep.md", "a\x1b[2J.md"}}, "control character U+001B"},
+		{remote.RemoveRequest{Files: []string{"keep.md", strings.Repeat("x", recall.MaxSourceIDLen+1)}}, "longer than 1024 bytes"},
+	} {
+		if status, _, body := f.remove(plainTok, tc.req); status != 400 || !strings.Contains(body, tc.want) {
+			t.Errorf("%.80v: %d %.300s", tc.req, status, body)
+		}
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"files":["keep.md"],"extra":1}`, `unknown field \"extra\"`},
+		{`{"files":"keep.md"}`, "field files must be a list"},
+		{`[]`, "must be a JSON object"},
+	} {
+		if resp, body := f.do("POST", "/ingest/remove", plainTok, tc.body); resp.StatusCode != 400 || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: %d %s", tc.body, resp.StatusCode, body)
+		}
+	}
+	if status, _, body := f.remove(aliceTok, remote.RemoveRequest{Files: []string{"keep.md"}}); status != 403 || !strings.Contains(body, "bound to an owner") {
+		t.Errorf("owner-bound token: %d %s", status, body)
+	}
+	if status, _, _ := f.remove("", remote.RemoveRequest{Files: []string{"keep.md"}}); status != 401 {
+		t.Errorf("no token: %d", status)
+	}
+	if got := f.archiveIDs(); got != "keep.md" {
+		t.Errorf("a refused request removed something: %q", got)
+	}
+	if m, err := f.mem.Read(context.Background(), "k", "", memoryScope("alice")); err != nil || m.Value != "alice's memory" {
+		t.Errorf("the memory: %+v %v", m, err)
+	}
+}
