@@ -309,13 +309,9 @@ func (m *Main) dataDir() (string, error) {
 	if d := m.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "recall"), nil
 	}
-	home := m.Getenv("HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("cannot find a data directory: set --db or RECALL_DB: %w", err)
-		}
-		home = h
+	home, err := m.homeDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot find a data directory: set --db or RECALL_DB: %w", err)
 	}
 	switch runtime.GOOS {
 	case "darwin":
@@ -326,6 +322,15 @@ func (m *Main) dataDir() (string, error) {
 		}
 	}
 	return filepath.Join(home, ".local", "share", "recall"), nil
+}
+
+// homeDir is the user's home directory: HOME as Main sees it, else the
+// system's idea of it.
+func (m *Main) homeDir() (string, error) {
+	if home := m.Getenv("HOME"); home != "" {
+		return home, nil
+	}
+	return os.UserHomeDir()
 }
 
 // isPostgres reports whether a --db / RECALL_DB value names a PostgreSQL

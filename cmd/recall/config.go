@@ -9,7 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/recall-mcp/recall/internal/search"
 )
 
 // config holds settings from the config file. Precedence, highest first:
@@ -48,6 +52,10 @@ func (m *Main) loadConfig() (config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	c := config{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
@@ -71,9 +79,23 @@ func (m *Main) loadConfig() (config, error) {
 		if _, dup := c[k]; dup {
 			return nil, usagef("config %s:%d: %s is set twice", path, n, k)
 		}
-		c[k] = configValue(v)
+		// Errors name the key, never the value (it may be a token).
+		v, err := configValue(v)
+		if err == nil {
+			v, err = m.configPath(k, v, dir)
+		}
+		if err == nil && v != "" && checkSetting[k] != nil {
+			err = checkSetting[k](v)
+		}
+		if err != nil {
+			return nil, usagef("config %s:%d: %s: %v", path, n, k, err)
+		}
+		c[k] = v
 	}
-	return c, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
 }
 
 // knownSettings are the keys a config file may set (each is also
@@ -91,23 +113,122 @@ func settingName(key string) string {
 	return fmt.Sprintf("%s (RECALL_%s or the config file)", key, strings.ToUpper(key))
 }
 
-// configValue reads a value: a comment after white space ("path  # note")
-// is not part of it, and one pair of matching quotes around it is removed.
-func configValue(v string) string {
+// configValue reads a value: a # at its start or after white space starts
+// a comment ("db = # set later" is no value), and one pair of matching
+// quotes around it is removed (a quoted value may hold " #"). A quote left
+// open, or text after the closing quote other than a comment, is an error:
+// either way the value is not what its writer meant.
+func configValue(v string) (string, error) {
 	v = strings.TrimSpace(v)
-	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') {
-		if end := strings.IndexByte(v[1:], v[0]); end >= 0 {
-			return v[1 : end+1] // what follows the closing quote is a comment
+	if v != "" && (v[0] == '"' || v[0] == '\'') {
+		end := strings.IndexByte(v[1:], v[0])
+		if end < 0 {
+			return "", fmt.Errorf("the quote (%c) is not closed", v[0])
 		}
+		if rest := strings.TrimSpace(v[end+2:]); rest != "" && rest[0] != '#' {
+			return "", errors.New("text after the closing quote (quotes cannot be doubled or escaped)")
+		}
+		return v[1 : end+1], nil
 	}
-	for i := 1; i < len(v); i++ {
-		if v[i] == '#' && (v[i-1] == ' ' || v[i-1] == '\t') {
+	for i := 0; i < len(v); i++ {
+		if v[i] == '#' && (i == 0 || v[i-1] == ' ' || v[i-1] == '\t') {
 			v = v[:i]
 			break
 		}
 	}
-	return strings.TrimSpace(v)
+	return strings.TrimSpace(v), nil
 }
+
+// configPath anchors a config file's path-valued setting: a leading ~/ is
+// the home directory, and a relative path is relative to the config file's
+// folder (dir), not to wherever recall happens to run. A model is a path
+// only when written as one (~/, ./ or ../, or absolute): a bare name is a
+// model's name. A PostgreSQL db is not a path.
+func (m *Main) configPath(key, v, dir string) (string, error) {
+	switch key {
+	case "db":
+		if isPostgres(v) {
+			return v, nil
+		}
+	case "model":
+		if !explicitPath(v) {
+			return v, nil
+		}
+	case "models_dir", "audit", "tokens_file":
+	default:
+		return v, nil
+	}
+	if v == "" {
+		return v, nil
+	}
+	if v == "~" || hasDirPrefix(v, "~") {
+		home, err := m.homeDir()
+		if err != nil {
+			return "", fmt.Errorf("~ needs HOME to be set: %w", err)
+		}
+		v = filepath.Join(home, v[1:])
+	}
+	if !filepath.IsAbs(v) {
+		v = filepath.Join(dir, v)
+	}
+	return v, nil
+}
+
+// explicitPath reports whether v is written as a path: absolute, or
+// starting with ~/, ./ or ../ (or being ~, . or ..).
+func explicitPath(v string) bool {
+	if filepath.IsAbs(v) {
+		return true
+	}
+	for _, p := range []string{"~", ".", ".."} {
+		if v == p || hasDirPrefix(v, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasDirPrefix reports whether v starts with the folder p and a separator.
+func hasDirPrefix(v, p string) bool {
+	return strings.HasPrefix(v, p+"/") || strings.HasPrefix(v, p+string(filepath.Separator))
+}
+
+// checkSetting checks the values a config file may get wrong, so that the
+// error names the file and line: once the value is in use, it could have
+// come from a flag or the environment as well.
+var checkSetting = map[string]func(string) error{
+	"embedder": func(v string) error {
+		if !slices.Contains(embedders, strings.ToLower(v)) {
+			return fmt.Errorf("unknown embedder %q: use %s", v, strings.Join(embedders, ", "))
+		}
+		return nil
+	},
+	"fusion": func(v string) error {
+		if !slices.Contains(search.Fusions, v) {
+			return fmt.Errorf("unknown fusion %q: use %s", v, strings.Join(search.Fusions, ", "))
+		}
+		return nil
+	},
+	"timezone": func(v string) error {
+		if _, err := time.LoadLocation(v); err != nil {
+			return fmt.Errorf("unknown time zone %q (use an IANA name such as Europe/Berlin)", v)
+		}
+		return nil
+	},
+	"categories": func(v string) error {
+		_, err := parseCategories(v)
+		return err
+	},
+	"dimensions": func(v string) error {
+		if n, err := strconv.Atoi(v); err != nil || n <= 0 {
+			return fmt.Errorf("must be a positive number, got %q", v)
+		}
+		return nil
+	},
+}
+
+// embedders are the embedding providers (makeEmbedderDim's cases).
+var embedders = []string{"builtin", "ollama", "openai", "cloudflare", "none"}
 
 // setting resolves one setting: flag value, then RECALL_<KEY>, then the
 // config file, then def.

@@ -530,8 +530,113 @@ func TestConfigFile(t *testing.T) {
 	}
 }
 
-// A bad value names the setting, wherever it came from: a config file's
-// dimensions = abc was reported as RECALL_DIMENSIONS.
+// A config file's paths mean what they say wherever recall runs: "db =
+// ~/data/recall.db" made a folder named "~" in the working directory, and a
+// relative path was relative to the working directory, not to the file.
+func TestConfigPathsAreAnchored(t *testing.T) {
+	home, wd := t.TempDir(), t.TempDir()
+	cfgDir := filepath.Join(home, "etc")
+	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(cfgDir, "config")
+	t.Chdir(wd)
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"HOME": home, "RECALL_CONFIG": cfg, "RECALL_EMBEDDER": "none"}
+	for _, tc := range []struct{ text, db string }{
+		{"db = ~/data/recall.db\n", filepath.Join(home, "data", "recall.db")},
+		{"db = data/recall.db\n", filepath.Join(cfgDir, "data", "recall.db")},
+	} {
+		write(tc.text)
+		if _, errs, code := run(t, env, "memory", "save", "note_a", "hello"); code != 0 {
+			t.Fatalf("%q: exit %d: %s", tc.text, code, errs)
+		}
+		if _, err := os.Stat(tc.db); err != nil {
+			t.Errorf("%q: no database at %s: %v", tc.text, tc.db, err)
+		}
+	}
+	if entries, _ := os.ReadDir(wd); len(entries) > 0 {
+		t.Errorf("the working directory got %s", entries[0].Name())
+	}
+
+	write("models_dir = ~/models\naudit = audit.log\ntokens_file = ../tokens\nmodel = ./mini\n")
+	m := &Main{Getenv: func(k string) string { return env[k] }}
+	c, err := m.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{
+		"models_dir":  filepath.Join(home, "models"),
+		"audit":       filepath.Join(cfgDir, "audit.log"),
+		"tokens_file": filepath.Join(home, "tokens"),
+		"model":       filepath.Join(cfgDir, "mini"),
+	} {
+		if c[k] != want {
+			t.Errorf("%s = %q, want %q", k, c[k], want)
+		}
+	}
+	// Names are not paths: a model's name, a PostgreSQL database.
+	write("model = BAAI/bge-small-en-v1.5\ndb = postgres://u@h/recall\n")
+	if c, err = m.loadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if c["model"] != "BAAI/bge-small-en-v1.5" || c["db"] != "postgres://u@h/recall" {
+		t.Errorf("names were taken for paths: model %q, db %q", c["model"], c["db"])
+	}
+}
+
+// A config value is what it says or is refused, naming the file and line:
+// "db = # set later" was a file named "# set later", an unclosed quote was
+// kept, 'it”s.db' was "it", text after a closing quote was dropped, and
+// values checked later (fusion, timezone, embedder, categories) named
+// neither the file nor the line.
+func TestConfigValues(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	t.Chdir(dir)
+	for _, tc := range []struct{ text, want string }{
+		{"db = # set later\n", ""},
+		{"db = \"/x/unterminated.db\n", "db: the quote"},
+		{"db = 'it''s.db'\n", "db: text after the closing quote"},
+		{"db = \"p.db\" junk\n", "db: text after the closing quote"},
+		{"\nfusion = bogus\n", ":2: fusion: unknown fusion"},
+		{"timezone = Mars/Base\n", "timezone: unknown time zone"},
+		{"embedder = bogus\n", "embedder: unknown embedder"},
+		{"categories = job_\n", `categories: "job_" is not prefix=category`},
+	} {
+		if err := os.WriteFile(cfg, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"RECALL_CONFIG": cfg, "RECALL_EMBEDDER": "none", "HOME": dir}
+		_, errs, code := run(t, env, "memory", "save", "note_a", "x")
+		if tc.want == "" {
+			if code != 0 || strings.Contains(errs, "set later") {
+				t.Errorf("%q: exit %d: %s", tc.text, code, errs)
+			}
+			continue
+		}
+		if code != exitUsage || !strings.Contains(errs, "config "+cfg+":") || !strings.Contains(errs, tc.want) {
+			t.Errorf("%q: exit %d %q, want the file, line and %q", tc.text, code, errs, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "# set later")); err == nil {
+		t.Error("a comment became the database's name")
+	}
+	// A folder given as the config file is a config error.
+	env := map[string]string{"RECALL_CONFIG": dir, "RECALL_EMBEDDER": "none", "HOME": dir}
+	if _, errs, code := run(t, env, "memory", "save", "note_a", "x"); code != exitUsage || !strings.HasPrefix(errs, "recall: config "+dir) {
+		t.Errorf("a folder as the config file: exit %d %q", code, errs)
+	}
+}
+
+// A bad value names where it came from: a config file's dimensions = abc
+// was reported as RECALL_DIMENSIONS (it now names the file and line), and
+// RECALL_DIMENSIONS=abc names both places it may come from.
 func TestBadSettingNamesBothPlaces(t *testing.T) {
 	env := testEnv(t)
 	cfg := filepath.Join(t.TempDir(), "config")
@@ -539,9 +644,15 @@ func TestBadSettingNamesBothPlaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	env["RECALL_CONFIG"], env["RECALL_EMBEDDER"] = cfg, "ollama"
-	want := `dimensions (RECALL_DIMENSIONS or the config file) must be a positive number, got "abc"`
+	want := `config ` + cfg + `:1: dimensions: must be a positive number, got "abc"`
 	if _, errs, code := run(t, env, "memory", "save", "note_x", "x"); code != exitUsage || !strings.Contains(errs, want) {
 		t.Errorf("dimensions = abc in the config file: exit %d %q, want %q", code, errs, want)
+	}
+	delete(env, "RECALL_CONFIG")
+	env["RECALL_DIMENSIONS"] = "abc"
+	want = `dimensions (RECALL_DIMENSIONS or the config file) must be a positive number, got "abc"`
+	if _, errs, code := run(t, env, "memory", "save", "note_x", "x"); code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("RECALL_DIMENSIONS=abc: exit %d %q, want %q", code, errs, want)
 	}
 }
 

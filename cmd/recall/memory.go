@@ -49,16 +49,26 @@ func (m *Main) memoryOptions(ctx context.Context, st recall.Store, emb recall.Em
 	}
 	opt := memory.Options{Embedder: emb, Space: space, Dim: dim, Chunk: chunk.Options{}, Location: loc}
 	if spec := m.setting("", "categories", ""); spec != "" {
-		for _, pair := range strings.Split(spec, ",") {
-			prefix, cat, ok := strings.Cut(strings.TrimSpace(pair), "=")
-			prefix, cat = strings.TrimSpace(prefix), strings.TrimSpace(cat)
-			if !ok || prefix == "" || cat == "" {
-				return memory.Options{}, usagef("categories: %q is not prefix=category", pair)
-			}
-			opt.Categories = append(opt.Categories, memory.CategoryRule{Prefix: prefix, Category: cat})
+		if opt.Categories, err = parseCategories(spec); err != nil {
+			return memory.Options{}, usagef("categories: %v", err)
 		}
 	}
 	return opt, nil
+}
+
+// parseCategories reads a categories setting: "prefix=category" pairs
+// separated by commas.
+func parseCategories(spec string) ([]memory.CategoryRule, error) {
+	var rules []memory.CategoryRule
+	for _, pair := range strings.Split(spec, ",") {
+		prefix, cat, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		prefix, cat = strings.TrimSpace(prefix), strings.TrimSpace(cat)
+		if !ok || prefix == "" || cat == "" {
+			return nil, fmt.Errorf("%q is not prefix=category", pair)
+		}
+		rules = append(rules, memory.CategoryRule{Prefix: prefix, Category: cat})
+	}
+	return rules, nil
 }
 
 // location is the configured time zone for "today" (RECALL_TIMEZONE, default local).
