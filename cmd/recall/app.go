@@ -124,6 +124,11 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	rest := fs.Args()
+	if len(rest) > 0 {
+		if path, ok := configFlag(rest[1:]); ok {
+			m.g.config = path // read it instead of RECALL_CONFIG or the default file
+		}
+	}
 	cfg, err := m.loadConfig()
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "recall: %v\n", err)
@@ -231,14 +236,33 @@ func (m *Main) parse(fs *flag.FlagSet, args []string, usage string) ([]string, e
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-	if m.g.config != "" { // --config given after the command
-		cfg, err := m.loadConfig()
-		if err != nil {
-			return nil, err
-		}
-		m.cfg = cfg
-	}
 	return pos, nil
+}
+
+// configFlag finds a --config given after the command (the last one, as
+// the command's own parsing would), before the config file is read: the
+// file it names is read instead of RECALL_CONFIG's or the default one,
+// which may be broken. Arguments after "--" are not flags.
+func configFlag(args []string) (path string, found bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "config" {
+			continue
+		}
+		if !hasValue {
+			if i+1 == len(args) {
+				break // the command's parsing reports the missing value
+			}
+			i++
+			value = args[i]
+		}
+		path, found = value, true
+	}
+	return path, found
 }
 
 // parseNone parses the flags of a command that takes no arguments. An extra

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -631,6 +632,46 @@ func TestConfigValues(t *testing.T) {
 	env := map[string]string{"RECALL_CONFIG": dir, "RECALL_EMBEDDER": "none", "HOME": dir}
 	if _, errs, code := run(t, env, "memory", "save", "note_a", "x"); code != exitUsage || !strings.HasPrefix(errs, "recall: config "+dir) {
 		t.Errorf("a folder as the config file: exit %d %q", code, errs)
+	}
+}
+
+// --config after the command is the config file read: a broken default
+// file (or RECALL_CONFIG's) was read first and stopped the command.
+func TestConfigFlagAfterCommand(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".config", "recall"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(home, ".config", "recall", "config")
+	good := filepath.Join(home, "good.conf")
+	db := filepath.Join(home, "r.db")
+	for name, text := range map[string]string{broken: "bogus = 1\n", good: "db = " + db + "\n"} {
+		if err := os.WriteFile(name, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{nil, []string{"memory", "save", "--config", good, "note_a", "x"}},
+		{nil, []string{"memory", "save", "note_a", "-config=" + good, "x"}},
+		{map[string]string{"RECALL_CONFIG": broken}, []string{"memory", "save", "note_a", "x", "--config", good}},
+	} {
+		env := map[string]string{"HOME": home, "RECALL_EMBEDDER": "none"}
+		maps.Copy(env, tc.env)
+		if _, errs, code := run(t, env, tc.args...); code != 0 {
+			t.Errorf("%q: exit %d: %s", tc.args, code, errs)
+		}
+		if _, err := os.Stat(db); err != nil {
+			t.Errorf("%q: the good file's database is not there: %v", tc.args, err)
+		}
+		os.Remove(db)
+	}
+	// After "--", --config is an argument: the default file is read.
+	env := map[string]string{"HOME": home, "RECALL_EMBEDDER": "none"}
+	if _, errs, code := run(t, env, "memory", "save", "note_a", "--", "--config"); code != exitUsage || !strings.Contains(errs, broken) {
+		t.Errorf("--config after --: exit %d %q, want the default file's error", code, errs)
 	}
 }
 
