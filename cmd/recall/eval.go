@@ -65,11 +65,18 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 			outPath = filepath.Join(dir, "eval-results.jsonl")
 		}
 	}
-	of, err := os.Create(outPath)
+	// 0600 as everything recall writes: the results list memory keys and
+	// source names. A results file an earlier version made 0644 is narrowed.
+	of, err := os.OpenFile(outPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
 	defer of.Close()
+	if fi, err := of.Stat(); err == nil && fi.Mode().IsRegular() {
+		if err := of.Chmod(0o600); err != nil {
+			return err
+		}
+	}
 	enc := json.NewEncoder(of)
 	var outs []quality.Outcome
 	usedMode := *mode

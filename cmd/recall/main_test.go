@@ -675,6 +675,38 @@ func TestConfigFlagAfterCommand(t *testing.T) {
 	}
 }
 
+// eval's results list memory keys and source names: they are written 0600,
+// as everything else recall writes (they were 0644), and a results file
+// made 0644 before is narrowed.
+func TestEvalResultsArePrivate(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "note_a", "hello there"); code != 0 {
+		t.Fatal(errs)
+	}
+	qf := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(qf, []byte(`{"query": "hello", "expect": [{"source": "a.md"}]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(t.TempDir(), "old.jsonl")
+	if err := os.WriteFile(old, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"eval", "--queries", qf}, {"eval", "--queries", qf, "--out", old}} {
+		if out, errs, code := run(t, env, args...); code != 0 {
+			t.Fatalf("%q: exit %d: %s %s", args, code, out, errs)
+		}
+	}
+	for _, p := range []string{env["RECALL_DB"] + ".eval-results.jsonl", old} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s is %o, want 600", p, perm)
+		}
+	}
+}
+
 // A bad value names where it came from: a config file's dimensions = abc
 // was reported as RECALL_DIMENSIONS (it now names the file and line), and
 // RECALL_DIMENSIONS=abc names both places it may come from.
