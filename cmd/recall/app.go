@@ -116,11 +116,11 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	m.globalFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			m.usage()
+			m.usage(m.Stdout)
 			return exitOK
 		}
 		fmt.Fprintf(m.Stderr, "recall: %v\n", err)
-		m.usage()
+		m.usage(m.Stderr) // stdout is the data channel: a mistake prints nothing there
 		return exitUsage
 	}
 	rest := fs.Args()
@@ -139,7 +139,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		if len(rest) > 1 {
 			return m.Run(ctx, []string{rest[1], "-h"})
 		}
-		m.usage()
+		m.usage(m.Stdout)
 		return exitOK
 	}
 	for _, c := range commands() {
@@ -148,7 +148,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		}
 	}
 	fmt.Fprintf(m.Stderr, "recall: unknown command %q\n", rest[0])
-	m.usage()
+	m.usage(m.Stderr)
 	return exitUsage
 }
 
@@ -293,8 +293,9 @@ func (m *Main) subUsage(fs *flag.FlagSet, usage string) {
 	fs.PrintDefaults()
 }
 
-func (m *Main) usage() {
-	w := m.Stdout
+// usage prints the commands and global flags to w: stdout when asked for,
+// stderr after a mistake.
+func (m *Main) usage(w io.Writer) {
 	fmt.Fprintln(w, "recall: a searchable long-term memory for AI assistants")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "usage: recall [global flags] <command> [flags] [args]")

@@ -707,6 +707,31 @@ func TestEvalResultsArePrivate(t *testing.T) {
 	}
 }
 
+// The usage text goes to stdout when asked for, and to stderr after a
+// mistake (it went to stdout, the data channel, with exit status 2).
+func TestUsageAfterAMistakeGoesToStderr(t *testing.T) {
+	env := testEnv(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"bogus"}, exitUsage},
+		{[]string{"--bogus"}, exitUsage},
+		{[]string{"help"}, exitOK},
+		{[]string{"-h"}, exitOK},
+		{nil, exitOK},
+	} {
+		out, errs, code := run(t, env, tc.args...)
+		usage, quiet := out, errs
+		if tc.code != exitOK {
+			usage, quiet = errs, out
+		}
+		if code != tc.code || !strings.Contains(usage, "usage: recall") || quiet != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", tc.args, code, out, errs)
+		}
+	}
+}
+
 // A bad value names where it came from: a config file's dimensions = abc
 // was reported as RECALL_DIMENSIONS (it now names the file and line), and
 // RECALL_DIMENSIONS=abc names both places it may come from.
