@@ -239,6 +239,23 @@ func (m *Main) parse(fs *flag.FlagSet, args []string, usage string) ([]string, e
 	return pos, nil
 }
 
+// globalsFirst reads the global flags given before a subcommand (`recall
+// memory --db X save …`: every command takes them, and a command with
+// subcommands took them only after its subcommand) and returns the
+// arguments from the subcommand on. -h there asks for the command's help.
+func (m *Main) globalsFirst(name string, args []string) ([]string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	m.globalFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return []string{"-h"}, nil
+		}
+		return nil, usagef("%s: %v: only the global flags (--db, --embedder, --model, --config) go before the subcommand, its own after it (see `recall %s -h`)", name, err, name)
+	}
+	return fs.Args(), nil
+}
+
 // configFlag finds a --config given after the command (the last one, as
 // the command's own parsing would), before the config file is read: the
 // file it names is read instead of RECALL_CONFIG's or the default one,

@@ -732,6 +732,35 @@ func TestUsageAfterAMistakeGoesToStderr(t *testing.T) {
 	}
 }
 
+// Every command takes the global flags, a command with subcommands also
+// before its subcommand: `recall memory --db X save …` was refused as an
+// unknown subcommand "--db". Its own flags still go after the subcommand,
+// and the error says so.
+func TestGlobalFlagsBeforeSubcommand(t *testing.T) {
+	env := testEnv(t)
+	db := filepath.Join(t.TempDir(), "other.db")
+	for _, args := range [][]string{
+		{"memory", "--db", db, "save", "note_a", "hello"},
+		{"diary", "--db=" + db, "-embedder", "none", "write", "a day"},
+		{"space", "--db", db, "list"},
+		{"model", "--embedder", "none", "list"},
+	} {
+		if out, errs, code := run(t, env, args...); code != 0 {
+			t.Errorf("%q: exit %d: %s %s", args, code, out, errs)
+		}
+	}
+	out, errs, code := run(t, env, "--db", db, "memory", "get", "note_a")
+	if code != 0 || !strings.Contains(out, "hello") {
+		t.Errorf("the memory saved with --db before save is not in %s: exit %d: %s %s", db, code, out, errs)
+	}
+	if _, errs, code := run(t, env, "memory", "--json", "get", "note_a"); code != exitUsage || !strings.Contains(errs, "go before the subcommand") {
+		t.Errorf("memory --json get: exit %d %q, want where the flags go", code, errs)
+	}
+	if out, _, code := run(t, env, "memory", "--db", db, "-h"); code != 0 || !strings.Contains(out, "recall memory save") {
+		t.Errorf("memory --db X -h: exit %d %q", code, out)
+	}
+}
+
 // A bad value names where it came from: a config file's dimensions = abc
 // was reported as RECALL_DIMENSIONS (it now names the file and line), and
 // RECALL_DIMENSIONS=abc names both places it may come from.

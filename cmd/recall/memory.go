@@ -113,6 +113,10 @@ func (m *Main) readValue(arg string) (string, error) {
 }
 
 func (m *Main) cmdMemory(ctx context.Context, args []string) error {
+	args, err := m.globalsFirst("memory", args)
+	if err != nil {
+		return err
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(m.Stdout, `usage:
   recall memory save KEY [--category C] [--owner O] [--date YYYY-MM-DD] [--json] (VALUE | -)
@@ -248,6 +252,10 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 }
 
 func (m *Main) cmdDiary(ctx context.Context, args []string) error {
+	args, err := m.globalsFirst("diary", args)
+	if err != nil {
+		return err
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(m.Stdout, `usage:
   recall diary write [--date YYYY-MM-DD] [--replace] [--owner O] [--json] (TEXT | -)

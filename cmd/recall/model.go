@@ -16,6 +16,10 @@ import (
 )
 
 func (m *Main) cmdModel(ctx context.Context, args []string) error {
+	args, err := m.globalsFirst("model", args)
+	if err != nil {
+		return err
+	}
 	usage := `usage:
   recall model list              models installed in the models directory
   recall model pull NAME         download a known model from Hugging Face (resumable, checked)

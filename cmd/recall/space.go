@@ -92,6 +92,10 @@ var spaceUsage = map[string]string{
 }
 
 func (m *Main) cmdSpace(ctx context.Context, args []string) error {
+	args, err := m.globalsFirst("space", args)
+	if err != nil {
+		return err
+	}
 	usage := "usage:"
 	for _, sub := range []string{"list", "create", "use", "drop"} {
 		usage += "\n  recall " + spaceUsage[sub]
