@@ -309,7 +309,7 @@ func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
 	}
 	home := m.Getenv("HOME")
 	extra := hub.PackageDirs(hub.SitePackages(m.Getenv, home))
-	dir, _, err := hub.Resolve(model, modelsDir, extra)
+	dir, fromDir, err := hub.Resolve(model, modelsDir, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +317,7 @@ func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
 	if name == "" {
 		name = hub.DefaultModel
 	}
-	if strings.ContainsAny(name, `/\`) { // a directory: name the model by its files
+	if fromDir { // a directory, however it was written: name the model by its files
 		if name, err = hub.Identify(dir); err != nil {
 			return nil, err
 		}

@@ -222,6 +222,32 @@ func twoModels(t *testing.T) (env map[string]string, a, b, vault string) {
 	return env, a, b, vault
 }
 
+// A folder named without a slash (--model model, from the folder above
+// it) is loaded as a folder, so it is named by its files too: two
+// different models in folders called "model" once shared one space named
+// "model".
+func TestModelFolderByBareNameIsFingerprinted(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"] = "builtin"
+	a, b := t.TempDir(), t.TempDir()
+	copyModel(t, a, 0)
+	copyModel(t, b, 7)
+	for i, dir := range []string{a, b} {
+		t.Chdir(dir)
+		if _, errs, code := run(t, env, "--model", "model", "memory", "save", "note_"+string(rune('a'+i)), "hello"); code != 0 {
+			t.Fatalf("memory save with model %d: %s", i, errs)
+		}
+	}
+	out, errs, _ := run(t, env, "space", "list", "--json")
+	var spaces []recall.SpaceStats
+	if err := json.Unmarshal([]byte(out), &spaces); err != nil {
+		t.Fatalf("space list: %v: %s %s", err, out, errs)
+	}
+	if len(spaces) != 2 || spaces[0].Model == spaces[1].Model {
+		t.Errorf("two different models in folders named model: spaces %+v", spaces)
+	}
+}
+
 // A model loaded from a directory is named by its files, not by the
 // directory's name: two different models in directories called "model"
 // get a space each, and a space made from a directory can be filled and
