@@ -301,15 +301,18 @@ func (m *Main) makeEmbedderDim(provider, model string, dim int) (recall.Embedder
 }
 
 // builtinEmbedder loads the in-process encoder. A missing model is
-// EUNAVAILABLE with a one-line explanation of how to get it.
+// EUNAVAILABLE with a one-line explanation of how to get it; so is any
+// model but one in a folder named by path when there is no models
+// directory (no home directory to find it in, as for a system service),
+// since a database given by --db or RECALL_DB needs none.
 func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
-	modelsDir, err := m.modelsDir()
-	if err != nil {
-		return nil, err
-	}
+	modelsDir, dirErr := m.modelsDir()
 	home := m.Getenv("HOME")
 	extra := hub.PackageDirs(hub.SitePackages(m.Getenv, home))
 	dir, fromDir, err := hub.Resolve(model, modelsDir, extra)
+	if dirErr != nil && recall.ErrorCode(err) == recall.EUNAVAILABLE {
+		return nil, recall.Errorf(recall.EUNAVAILABLE, "the built-in model is unavailable: %v", dirErr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +337,7 @@ func (m *Main) modelsDir() (string, error) {
 	}
 	dir, err := m.dataDir()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("no models directory (there is no home directory to keep models in): set RECALL_MODELS_DIR or models_dir in the config file")
 	}
 	return filepath.Join(dir, "models"), nil
 }

@@ -422,6 +422,21 @@ func TestUnknownModelNameIgnoresPackagedModel(t *testing.T) {
 	}
 }
 
+// Without a home directory (a system service with no user) and with the
+// database given, the built-in model is unavailable, not an error: every
+// command once failed saying to set --db or RECALL_DB, which was set.
+func TestNoHomeDirectoryRunsLexicalOnly(t *testing.T) {
+	t.Setenv("HOME", "") // os.UserHomeDir finds none either
+	env := map[string]string{"RECALL_DB": filepath.Join(t.TempDir(), "r.db")}
+	out, errs, code := run(t, env, "memory", "save", "note_a", "hello")
+	if code != 0 || !strings.Contains(errs, "RECALL_MODELS_DIR") || !strings.Contains(errs, "lexical-only") {
+		t.Fatalf("memory save with RECALL_DB set and no home: exit %d: %s %s", code, out, errs)
+	}
+	if out, errs, code := run(t, env, "search", "hello"); code != 0 || !strings.Contains(out, "note_a") {
+		t.Fatalf("search with no home: exit %d: %s %s", code, out, errs)
+	}
+}
+
 // With the audit setting, export, import and delete from the command line
 // write one audit line each, with counts and never content.
 func TestCLIAudit(t *testing.T) {
