@@ -66,6 +66,20 @@ func TryLock(path, note string, perm os.FileMode) (*Lock, string, error) {
 	return &Lock{path: abs, release: release}, "", nil
 }
 
+// Busy words a refusal to run while another holder has the lock at path,
+// whose note is its process id: who holds it (" (process 123)", or "" when
+// unknown) and, where a holder that crashed leaves the lock behind, how to
+// clear it (", or delete PATH if no <what> is running").
+func Busy(path, holder, what string) (who, stale string) {
+	if holder != "" {
+		who = " (process " + holder + ")"
+	}
+	if CrashLeavesLock {
+		stale = ", or delete " + path + " if no " + what + " is running"
+	}
+	return who, stale
+}
+
 // Unlock releases the lock; only its first call does anything. The file
 // stays: deleting it could let two holders lock two different files of
 // one name.

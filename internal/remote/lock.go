@@ -22,14 +22,8 @@ func lockManifest(manifest string) (unlock func(), err error) {
 	p := manifest + ".lock"
 	l, holder, err := lockfile.TryLock(p, strconv.Itoa(os.Getpid()), 0o600)
 	if errors.Is(err, lockfile.ErrLocked) {
-		if holder != "" {
-			holder = " (process " + holder + ")"
-		}
-		stale := ""
-		if lockfile.CrashLeavesLock {
-			stale = ", or delete " + p + " if no sweep is running"
-		}
-		return nil, recall.Errorf(recall.ECONFLICT, "another remote sweep%s is using the manifest %s: wait for it to finish%s", holder, manifest, stale)
+		who, stale := lockfile.Busy(p, holder, "sweep")
+		return nil, recall.Errorf(recall.ECONFLICT, "another remote sweep%s is using the manifest %s: wait for it to finish%s", who, manifest, stale)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock manifest: %w", err)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/lockfile"
 )
 
 // DefaultEndpoint is where models come from unless HF_ENDPOINT says
@@ -40,8 +41,13 @@ func Endpoint(getenv func(string) string) string {
 // verified; it records what was fetched.
 const manifestName = ".recall-model.json"
 
-// lockName is held while a pull writes into a model directory.
-const lockName = ".pull.lock"
+// lockPath is the lock held while a pull writes into the directory of the
+// model called name under dir. It lies beside the model's directory, not
+// in it, as it stays after the pull (deleting it could let two pulls lock
+// two files of one name): a pull that fetched nothing leaves no folder.
+func lockPath(dir, name string) string {
+	return filepath.Join(dir, "."+name+".pull.lock")
+}
 
 // Puller downloads models. The zero value works: it downloads from
 // DefaultEndpoint with its own timeouts and reports nothing.
@@ -83,7 +89,7 @@ func (p *Puller) Pull(ctx context.Context, m Model, dir string) (string, error) 
 	if err := os.MkdirAll(modelDir, 0o755); err != nil {
 		return "", fmt.Errorf("create model directory: %w", err)
 	}
-	unlock, err := lockDir(modelDir, m.Name)
+	unlock, err := lockModel(dir, m.Name)
 	if err != nil {
 		return "", err
 	}
@@ -422,28 +428,19 @@ func syncDir(dir string) {
 	}
 }
 
-// lockDir takes the model directory's pull lock, clearing one left by a
-// process that no longer runs.
-func lockDir(dir, name string) (func(), error) {
-	lock := filepath.Join(dir, lockName)
-	for range 2 {
-		fh, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			fmt.Fprintf(fh, "%d\n", os.Getpid())
-			fh.Close()
-			return func() { os.Remove(lock) }, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("lock %s: %w", lock, err)
-		}
-		data, _ := os.ReadFile(lock)
-		pid, perr := strconv.Atoi(strings.TrimSpace(string(data)))
-		if perr == nil && pid > 0 && !processAlive(pid) {
-			os.Remove(lock)
-			continue
-		}
-		break
+// lockModel takes the pull lock of the model called name under dir: a
+// file lock the system releases when its holder ends, however it ends, so
+// a pull that crashed leaves none behind and two pulls can never both take
+// it.
+func lockModel(dir, name string) (func(), error) {
+	path := lockPath(dir, name)
+	l, holder, err := lockfile.TryLock(path, strconv.Itoa(os.Getpid()), 0o644)
+	if errors.Is(err, lockfile.ErrLocked) {
+		who, stale := lockfile.Busy(path, holder, "pull")
+		return nil, recall.Errorf(recall.ECONFLICT, "another pull of %s is running%s: wait for it%s", name, who, stale)
 	}
-	return nil, recall.Errorf(recall.ECONFLICT,
-		"another pull of %s is running (lock file %s); wait for it, or delete the lock file if no pull is running", name, lock)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return l.Unlock, nil
 }

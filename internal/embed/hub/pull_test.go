@@ -145,8 +145,10 @@ func checkInstalled(t *testing.T, dir string, content map[string][]byte) {
 	if len(leftovers) > 0 {
 		t.Errorf("leftover part files: %v", leftovers)
 	}
-	if _, err := os.Stat(filepath.Join(dir, lockName)); err == nil {
-		t.Error("lock file left behind")
+	if unlock, err := lockModel(filepath.Dir(dir), filepath.Base(dir)); err != nil {
+		t.Errorf("the pull lock is still held: %v", err)
+	} else {
+		unlock()
 	}
 }
 
@@ -410,13 +412,47 @@ func TestPullClearsStaleLock(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Skipf("cannot start a process to get a dead pid: %v", err)
 	}
-	dir := filepath.Join(root, m.Name)
-	os.MkdirAll(dir, 0o755)
-	if err := os.WriteFile(filepath.Join(dir, lockName), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(lockPath(root, m.Name), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := (&Puller{Endpoint: srv.URL}).Pull(context.Background(), m, root); err != nil {
 		t.Fatalf("pull with a dead process's lock: %v", err)
+	}
+}
+
+// Pulls that start together over a lock file a dead pull left take the
+// lock one at a time: clearing a stale lock by its recorded process id
+// once let two of them in.
+func TestPullLockHeldByOneOverStaleLock(t *testing.T) {
+	for trial := 0; trial < 100; trial++ {
+		dir := t.TempDir()
+		if err := os.WriteFile(lockPath(dir, "m"), []byte("999999\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var unlocks []func()
+		start := make(chan struct{})
+		for range 4 {
+			wg.Go(func() {
+				<-start
+				if unlock, err := lockModel(dir, "m"); err == nil {
+					mu.Lock()
+					unlocks = append(unlocks, unlock) // held: a holder pulls for a while
+					mu.Unlock()
+				} else if recall.ErrorCode(err) != recall.ECONFLICT {
+					t.Errorf("lock: %v", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for _, unlock := range unlocks {
+			unlock()
+		}
+		if len(unlocks) != 1 {
+			t.Fatalf("trial %d: %d pulls hold the lock of one model directory at once", trial, len(unlocks))
+		}
 	}
 }
 
