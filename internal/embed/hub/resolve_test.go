@@ -3,10 +3,12 @@ package hub
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,6 +85,28 @@ func TestPinnedFilesMatchPackagedMiniLM(t *testing.T) {
 	got, _, err := Resolve(DefaultModel, t.TempDir(), dirs)
 	if err != nil || got != dirs[0] {
 		t.Errorf("Resolve via the package = %q, %v", got, err)
+	}
+}
+
+// scripts/fetch-model.sh checks what it installs against its own copy of
+// the default model's pinned sizes and hashes, which must be the table's.
+func TestFetchScriptPinsTheTablesFiles(t *testing.T) {
+	script, err := os.ReadFile("../../../scripts/fetch-model.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(script), "\npinned='\n")
+	block, _, ok2 := strings.Cut(rest, "'\n")
+	if !ok || !ok2 {
+		t.Fatal("no pinned='...' block in scripts/fetch-model.sh")
+	}
+	m, _ := Lookup(DefaultModel)
+	var want []string
+	for _, f := range m.Files {
+		want = append(want, fmt.Sprintf("%s %d %s", f.Path, f.Size, f.SHA256))
+	}
+	if got := strings.Split(strings.TrimSpace(block), "\n"); !slices.Equal(got, want) {
+		t.Errorf("scripts/fetch-model.sh pins\n%s\nthe table has\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
