@@ -115,6 +115,11 @@ func Split(messages []string, opt Options) []recall.Chunk {
 	return chunks
 }
 
+// Empty reports whether Split makes no chunk of messages (they hold only
+// white space), without splitting them: a remote sweep names an export's
+// sources before it chunks them.
+func Empty(messages []string) bool { return len(newSplitter(messages, Options{}).msgs) == 0 }
+
 // SplitSpans returns the spans of the chunks Split makes, as byte offsets
 // into Join(messages).
 func SplitSpans(messages []string, opt Options) []Span {

@@ -23,13 +23,25 @@ import (
 	"github.com/recall-mcp/recall/internal/textindex"
 )
 
-// isExport reports whether a file holds many conversations (a ChatGPT or
+// IsExport reports whether a file holds many conversations (a ChatGPT or
 // Claude data export); each becomes its own source "<file>/<conversation id>".
-func isExport(rel string) bool { return strings.EqualFold(path.Ext(rel), ".json") }
+// Sweeps stream an export, local and remote alike, and read any other file
+// whole.
+func IsExport(rel string) bool { return strings.EqualFold(path.Ext(rel), ".json") }
 
 // MaxFileSize bounds a single-conversation file read into memory. Exports
 // (.json) are streamed and have no such bound.
 const MaxFileSize = 256 << 20
+
+// TooLarge is the failure of a file of size bytes that a sweep would read
+// whole and that is over MaxFileSize, or nil. A remote sweep
+// (internal/remote) fails such a file alike.
+func TooLarge(rel string, size int64) error {
+	if IsExport(rel) || size <= MaxFileSize {
+		return nil
+	}
+	return fmt.Errorf("file is %d bytes, over the %d byte limit for a single conversation", size, MaxFileSize)
+}
 
 // pipeline runs parse workers, an embedding stage and a single writer.
 type pipeline struct {
@@ -201,9 +213,9 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 
 	var r io.ReadSeeker = fh
 	lim := BatchLimits{Docs: math.MaxInt, Bytes: math.MaxInt}
-	if !isExport(f.rel) {
-		if f.size > MaxFileSize {
-			return fail(fmt.Errorf("file is %d bytes, over the %d byte limit for a single conversation", f.size, MaxFileSize))
+	if !IsExport(f.rel) {
+		if err := TooLarge(f.rel, f.size); err != nil {
+			return fail(err)
 		}
 		data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
 		if err != nil {

@@ -324,58 +324,73 @@ func (s *sweeper) record(p *pending) {
 	s.res.Bytes += p.entry.Size
 }
 
-// file reads, parses and chunks one file into the batch.
+// file sends one new or changed file's conversations. An export is
+// streamed, as a local sweep streams it: hashed, read once to name its
+// sources, then read again with each conversation's chunks going into the
+// batch as they are made, so that memory holds a batch and a conversation,
+// not the export. Any other file is read whole, within the local sweep's
+// limit (ingest.MaxFileSize).
 func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 	old, recorded := s.man.Files[f.ID]
 	if !s.opt.Full && recorded && old.Size == f.Size && old.MTime == f.MTime {
 		s.res.FilesSkipped++
 		return nil
 	}
-	data, err := os.ReadFile(f.Path)
+	if err := ingest.TooLarge(f.ID, f.Size); err != nil {
+		s.fail(f.ID, err)
+		return nil
+	}
+	fh, err := os.Open(f.Path)
 	if err != nil {
 		s.fail(f.ID, err)
 		return nil
 	}
-	sum := sha256.Sum256(data)
-	entry := fileEntry{Hash: hex.EncodeToString(sum[:]), Size: f.Size, MTime: f.MTime}
-	if !s.opt.Full && recorded && old.Hash == entry.Hash {
-		entry.Sources = old.Sources
-		s.man.Files[f.ID] = entry
-		s.res.FilesSkipped++
-		return nil
-	}
-	var convs []convo.Conversation
-	if err := convo.Parse(f.ID, bytes.NewReader(data), func(c convo.Conversation) error {
-		convs = append(convs, c)
-		return ctx.Err()
-	}); err != nil {
+	defer fh.Close()
+	sum, each, err := conversations(ctx, f.ID, fh)
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		s.fail(f.ID, err)
 		return nil
 	}
+	entry := fileEntry{Hash: sum, Size: f.Size, MTime: f.MTime}
+	if !s.opt.Full && recorded && old.Hash == entry.Hash {
+		entry.Sources = old.Sources
+		s.man.Files[f.ID] = entry
+		s.res.FilesSkipped++
+		return nil
+	}
+
+	// Every source of the file is named before any is sent, so that a
+	// broken export sends nothing (as a local sweep writes nothing of it)
+	// and the file completes only once the server confirmed all of them.
 	p := &pending{rel: f.ID, entry: entry, waiting: map[string]bool{}}
-	var sources [][]IngestChunk
-	for _, c := range convs {
-		chunks, err := s.chunks(f.ID, c)
-		if err != nil {
-			s.fail(f.ID, err)
-			return nil
+	err = each(func(c convo.Conversation) error {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if len(chunks) == 0 {
-			continue
+		id, err := sourceID(f.ID, c)
+		if err != nil || id == "" {
+			return err
 		}
-		if id := chunks[0].SourceFile; p.waiting[id] {
+		if p.waiting[id] {
 			// Two conversations of the file are one source (ids that differ
 			// only in Unicode normalisation): sending both would keep one.
-			s.fail(f.ID, fmt.Errorf("two conversations of the file are the source %s (their ids differ only in Unicode normalisation)", id))
-			return nil
+			return fmt.Errorf("two conversations of the file are the source %s (their ids differ only in Unicode normalisation)", id)
 		}
-		sources = append(sources, chunks)
-		p.waiting[chunks[0].SourceFile] = true
+		p.waiting[id] = true
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.fail(f.ID, err)
+		return nil
 	}
-	if ids := sortedKeys(p.waiting); len(ids) != 1 || ids[0] != f.ID {
+	ids := sortedKeys(p.waiting)
+	if len(ids) != 1 || ids[0] != f.ID {
 		p.entry.Sources = ids
 	}
 	if recorded {
@@ -385,42 +400,137 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 			}
 		}
 	}
-	if len(sources) == 0 {
+	if len(ids) == 0 {
 		// Nothing to send: done once what it gave before is removed.
 		s.all = append(s.all, p)
 		s.complete(p)
 		return nil
 	}
-	for _, src := range sources {
-		if prev := s.bySource[src[0].SourceFile]; prev != nil && !prev.finished {
+	for _, id := range ids {
+		if prev := s.bySource[id]; prev != nil && !prev.finished {
 			// Two files claim one source id: the later one waits for a run of its own.
-			s.fail(f.ID, fmt.Errorf("source %s is also sent for %s", src[0].SourceFile, prev.rel))
+			s.fail(f.ID, fmt.Errorf("source %s is also sent for %s", id, prev.rel))
 			return nil
 		}
 	}
 	s.all = append(s.all, p)
-	for _, src := range sources {
-		s.bySource[src[0].SourceFile] = p
-		if err := s.add(ctx, p, src); err != nil {
+	named := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		s.bySource[id] = p
+		named[id] = true
+	}
+
+	var sendErr error
+	err = each(func(c convo.Conversation) error {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
+		src, err := s.chunks(f.ID, c)
+		if err != nil || len(src) == 0 {
+			return err
+		}
+		if !named[src[0].SourceFile] {
+			return errChanged
+		}
+		if sendErr = s.add(ctx, p, src); sendErr != nil {
+			return sendErr
+		}
+		if p.failed {
+			return errStop // it is sent whole next run: the rest would only wait on the server
+		}
+		return nil
+	})
+	switch {
+	case sendErr != nil:
+		return sendErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && !errors.Is(err, errStop):
+		// What was sent of it stays on the server; the file is sent again
+		// next run.
+		s.failPending(p, err)
 	}
 	return nil
+}
+
+// errStop ends the reading of a file that failed on its way to the server.
+var errStop = errors.New("stop")
+
+// errChanged fails a file whose bytes changed between its readings: what
+// was read is not the file the manifest would record.
+var errChanged = errors.New("the file changed while it was read: it is sent again next run")
+
+// conversations hashes the file fh (the source rel) and gives each, which
+// calls fn with every conversation in it, in order. An export is read from
+// disk on every call, its bytes checked against the hash; any other file is
+// read and parsed once, within ingest.MaxFileSize.
+func conversations(ctx context.Context, rel string, fh *os.File) (sum string, each func(fn func(convo.Conversation) error) error, err error) {
+	if ingest.IsExport(rel) {
+		h := sha256.New()
+		if _, err := io.Copy(h, fh); err != nil {
+			return "", nil, err
+		}
+		sum = hex.EncodeToString(h.Sum(nil))
+		return sum, func(fn func(convo.Conversation) error) error {
+			if _, err := fh.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			h := sha256.New()
+			if err := convo.Parse(rel, io.TeeReader(fh, h), fn); err != nil {
+				return err
+			}
+			if _, err := io.Copy(h, fh); err != nil {
+				return err
+			}
+			if hex.EncodeToString(h.Sum(nil)) != sum {
+				return errChanged
+			}
+			return nil
+		}, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, ingest.MaxFileSize+1))
+	if err == nil {
+		err = ingest.TooLarge(rel, int64(len(data)))
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	h := sha256.Sum256(data)
+	var convs []convo.Conversation
+	if err := convo.Parse(rel, bytes.NewReader(data), func(c convo.Conversation) error {
+		convs = append(convs, c)
+		return ctx.Err()
+	}); err != nil {
+		return "", nil, err
+	}
+	return hex.EncodeToString(h[:]), func(fn func(convo.Conversation) error) error {
+		for _, c := range convs {
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// sourceID is the source id of conversation c of the file rel, or "" when
+// it makes no source (it holds no text).
+func sourceID(rel string, c convo.Conversation) (string, error) {
+	if len(c.Messages) == 0 || chunk.Empty(c.Messages) {
+		return "", nil
+	}
+	if c.ID == "" {
+		return rel, nil
+	}
+	return recall.CleanSourceID(rel + "/" + strings.ReplaceAll(c.ID, "/", "_"))
 }
 
 // chunks turns one conversation into the chunks of its source, named and
 // dated as a local sweep names and dates them.
 func (s *sweeper) chunks(rel string, c convo.Conversation) ([]IngestChunk, error) {
-	if len(c.Messages) == 0 {
-		return nil, nil
-	}
-	id := rel
-	if c.ID != "" {
-		cid, err := recall.CleanSourceID(rel + "/" + strings.ReplaceAll(c.ID, "/", "_"))
-		if err != nil {
-			return nil, err
-		}
-		id = cid
+	id, err := sourceID(rel, c)
+	if err != nil || id == "" {
+		return nil, err
 	}
 	title := ingest.CleanTitle(c.Title)
 	if title == "" && c.ID == "" {
