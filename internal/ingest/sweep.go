@@ -278,19 +278,21 @@ func CleanTitle(title string) string {
 }
 
 // VaultPath is the path of the vault at root as sweeps name it: absolute,
-// and for a vault given as a symbolic link, the folder it points to, since
-// the walk does not follow links and would find nothing in the link
-// itself. A remote sweep (internal/remote) names its vault alike, so both
-// walk the same files and a link shares the real folder's manifest.
+// with every symbolic link on the way resolved. A vault given as a link is
+// the folder it points to (the walk does not follow links and would find
+// nothing in the link itself), and one folder reached through a linked
+// parent (/tmp and /private/tmp on macOS, a linked home) is one vault: one
+// sweep lock, one owner of its sources, where two names made two sweeps
+// run at once and each take the sources over from the other. A remote
+// sweep (internal/remote) names its vault alike, so both walk the same
+// files and a link shares the real folder's manifest.
 func VaultPath(root string) (string, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return "", fmt.Errorf("vault %s: %w", root, err)
 	}
-	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		if abs, err = filepath.EvalSymlinks(abs); err != nil {
-			return "", recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
-		}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
 	}
 	if fi, err := os.Stat(abs); err != nil {
 		return "", recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)

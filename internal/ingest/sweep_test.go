@@ -445,6 +445,29 @@ func TestSweepSymlinkedVault(t *testing.T) {
 	}
 }
 
+// TestSweepThroughALinkedParent: one folder reached through a linked
+// parent is one vault: the sweep by the other name finds its files stored
+// (nothing changed), and both names take one sweep lock.
+func TestSweepThroughALinkedParent(t *testing.T) {
+	st := openStore(t)
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	write(t, filepath.Join(real, "vault"), "a.md", convA)
+	if err := os.Symlink(real, filepath.Join(base, "link")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	viaLink := filepath.Join(base, "link", "vault")
+	a, errA := VaultPath(filepath.Join(real, "vault"))
+	b, errB := VaultPath(viaLink)
+	if errA != nil || errB != nil || a != b {
+		t.Fatalf("one folder, two vault paths: %s (%v), %s (%v)", a, errA, b, errB)
+	}
+	sweep(t, st, filepath.Join(real, "vault"), Options{})
+	if res, log := sweep(t, st, viaLink, Options{}); res.FilesChanged != 0 || res.FilesSkipped != 1 || log != "" {
+		t.Errorf("the same vault swept through a linked parent: %+v %s", res, log)
+	}
+}
+
 // TestSweepSpaceWithoutEmbedder: a sweep given a space and no embedder (a
 // server's, whose repair embeds) stores chunks without vectors, marks their
 // sources pending and counts the texts missing; the repair's vectors then

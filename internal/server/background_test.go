@@ -13,6 +13,7 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/search"
 )
 
 // While the embedder fails, background repair backs off (5 s, then longer),
@@ -81,6 +82,29 @@ func TestBackgroundSweepSkipsAVaultBeingSwept(t *testing.T) {
 		b.sweep(ctx, vault)
 		if m, err := f.st.Manifest(ctx, recall.KindArchive, abs); err != nil || len(m) != 1 {
 			t.Fatalf("round %d: the sweep after the vault was freed stored %v (%v)", round, m, err)
+		}
+	}
+}
+
+// The wait between looks for other processes' writes stretches with what a
+// look that found nothing cost, never with the work of applying what one
+// found: after catching up with a large sweep, the next change is found at
+// the usual pace.
+func TestFollowWaitStretchesWithLooksOnly(t *testing.T) {
+	every := 2 * time.Second
+	for _, c := range []struct {
+		took time.Duration
+		f    search.Followed
+		want time.Duration
+	}{
+		{10 * time.Millisecond, search.Followed{}, every},
+		{500 * time.Millisecond, search.Followed{}, 10 * time.Second},
+		{3 * time.Second, search.Followed{Added: 38381}, every},
+		{3 * time.Second, search.Followed{Removed: 1}, every},
+		{3 * time.Second, search.Followed{Switched: "next"}, every},
+	} {
+		if got := followWait(every, c.took, c.f); got != c.want {
+			t.Errorf("after a look of %s finding %+v: wait %s, want %s", c.took, c.f, got, c.want)
 		}
 	}
 }
