@@ -52,6 +52,8 @@ type background struct {
 	// Only sweepLoop's goroutine uses it.
 	busy map[string]string
 
+	loadRetry time.Duration // first wait before loading the index again after a failure (doubling to 5 min)
+
 	page  int           // texts per background page
 	pause time.Duration // between pages, so foreground writes and searches get their turn
 	idle  time.Duration // between checks once nothing is missing
@@ -114,7 +116,7 @@ func newBackground(eng *search.Engine, st recall.Store, emb recall.Embedder, spa
 		pause = 250 * time.Millisecond
 	}
 	b := &background{eng: eng, st: st, emb: emb, space: space, m: m, log: log, now: now, page: page, pause: pause,
-		idle: 5 * time.Minute, sem: make(chan struct{}, 1), wake: make(chan struct{}, 1), idx: "loading",
+		idle: 5 * time.Minute, loadRetry: 5 * time.Second, sem: make(chan struct{}, 1), wake: make(chan struct{}, 1), idx: "loading",
 		rep: RepairState{State: "waiting", Space: space}}
 	if emb == nil || space == "" {
 		b.rep = RepairState{State: "off"}
@@ -148,6 +150,22 @@ func (b *background) nudge() {
 	}
 }
 
+// loadIndex loads the engine's indexes and says how it went, in the log
+// and the index state.
+func (b *background) loadIndex(ctx context.Context, start time.Time) bool {
+	if err := b.eng.LoadIndex(ctx); err != nil {
+		if ctx.Err() == nil {
+			b.log.Error("load vector index", "err", err)
+			b.setIndex("failed")
+		}
+		return false
+	}
+	space, n := b.eng.ReadSpace()
+	b.log.Info("vector index loaded", "space", space, "vectors", n, "ms", b.now().Sub(start).Milliseconds())
+	b.setIndex("ready")
+	return true
+}
+
 // run loads the index, then repairs page by page until ctx ends.
 func (b *background) run(ctx context.Context) {
 	start := b.now()
@@ -162,16 +180,30 @@ func (b *background) run(ctx context.Context) {
 			}
 		}()
 	}
-	if err := b.eng.LoadIndex(ctx); err != nil {
+	if !b.loadIndex(ctx, start) {
 		if ctx.Err() != nil {
 			return
 		}
-		b.log.Error("load vector index", "err", err)
-		b.setIndex("failed")
-	} else {
-		space, n := b.eng.ReadSpace()
-		b.log.Info("vector index loaded", "space", space, "vectors", n, "ms", b.now().Sub(start).Milliseconds())
-		b.setIndex("ready")
+		// A load that failed (a dropped connection, an I/O error) is tried
+		// again, while sweeps and repair go on: until it succeeds,
+		// searches use the store's full text and nothing follows other
+		// processes' writes.
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			for wait := b.loadRetry; ; wait = min(2*wait, 5*time.Minute) {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				if b.loadIndex(ctx, start) || ctx.Err() != nil {
+					return
+				}
+			}
+		}()
 	}
 	b.wg.Add(1)
 	go func() { defer b.wg.Done(); b.follow(ctx) }()

@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,5 +108,39 @@ func TestFollowWaitStretchesWithLooksOnly(t *testing.T) {
 		if got := followWait(every, c.took, c.f); got != c.want {
 			t.Errorf("after a look of %s finding %+v: wait %s, want %s", c.took, c.f, got, c.want)
 		}
+	}
+}
+
+// flakySpaces fails its store's first Spaces call, as a dropped connection
+// or an I/O error would.
+type flakySpaces struct {
+	recall.Store
+	calls atomic.Int64
+}
+
+func (s *flakySpaces) Spaces(ctx context.Context) ([]recall.VectorSpace, error) {
+	if s.calls.Add(1) == 1 {
+		return nil, errors.New("disk I/O error")
+	}
+	return s.Store.Spaces(ctx)
+}
+
+// An index load that fails at start-up is tried again: one passing error
+// does not leave a server without semantic search until it restarts.
+func TestIndexLoadIsRetried(t *testing.T) {
+	f := newFixture(t, nil)
+	st := &flakySpaces{Store: f.st}
+	eng := search.New(st, search.Options{Embedder: f.emb, MemoryLexical: true})
+	b := newBackground(eng, st, f.emb, testSpace, newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now, 256, 0)
+	b.loadRetry = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); b.wg.Wait() }()
+	go b.run(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.index().State != "ready" {
+		if time.Now().After(deadline) {
+			t.Fatalf("index state %q after a failed first load (Spaces called %d times); want it loaded again", b.index().State, st.calls.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
