@@ -192,14 +192,7 @@ func (b *background) run(ctx context.Context) {
 		go func() {
 			defer b.wg.Done()
 			for wait := b.loadRetry; ; wait = min(2*wait, 5*time.Minute) {
-				t := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
-				if b.loadIndex(ctx, start) || ctx.Err() != nil {
+				if !sleepCtx(ctx, wait) || b.loadIndex(ctx, start) || ctx.Err() != nil {
 					return
 				}
 			}
@@ -267,12 +260,8 @@ func (b *background) follow(ctx context.Context) {
 	wait := every
 	warned := ""
 	for {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		start := time.Now()
 		f, err := b.eng.Follow(ctx)
@@ -454,4 +443,16 @@ func followWait(every, took time.Duration, f search.Followed) time.Duration {
 		return every
 	}
 	return max(every, 20*took)
+}
+
+// sleepCtx waits d, or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
