@@ -132,8 +132,10 @@ func (m *Main) queryEmbedder(ctx context.Context, st recall.Store, emb recall.Em
 // space's size.
 func (m *Main) spaceEmbedder(ctx context.Context, st recall.Store, sp recall.VectorSpace, configured recall.Embedder) (recall.Embedder, error) {
 	if configured != nil {
-		if i := configured.Info(); i.Provider == sp.Provider && i.Model == sp.Model && i.Dim == 0 && sizesOfModel(ctx, st, i) > 1 {
-			knowDim(ctx, configured)
+		if i := configured.Info(); i.Provider == sp.Provider && i.Model == sp.Model && i.Dim == 0 {
+			if spaces, err := st.Spaces(ctx); err == nil && sizesOfModel(spaces, i) > 1 {
+				knowDim(ctx, configured)
+			}
 		}
 		if m.madeSpace(ctx, st, sp, configured) {
 			return configured, nil
@@ -153,11 +155,7 @@ func (m *Main) spaceEmbedder(ctx context.Context, st recall.Store, sp recall.Vec
 // different sizes), the size of the embedder's vectors tells which is its,
 // and an embedder that has not said must be asked (knowDim). With one, it
 // is taken to be its, as always, without a call.
-func sizesOfModel(ctx context.Context, st recall.Store, info recall.EmbedderInfo) int {
-	spaces, err := st.Spaces(ctx)
-	if err != nil {
-		return 0
-	}
+func sizesOfModel(spaces []recall.VectorSpace, info recall.EmbedderInfo) int {
 	n := 0
 	for _, s := range spaces {
 		if s.Provider == info.Provider && s.Model == info.Model {
@@ -378,7 +376,7 @@ func (m *Main) ensureSpace(ctx context.Context, st recall.Store, emb recall.Embe
 	if err != nil {
 		return "", err
 	}
-	if info.Dim == 0 && sizesOfModel(ctx, st, info) > 1 {
+	if info.Dim == 0 && sizesOfModel(spaces, info) > 1 {
 		// Which of the model's spaces (one per size) is its depends on
 		// the size it makes.
 		knowDim(ctx, emb)
