@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/recall-mcp/recall"
 )
@@ -97,14 +96,11 @@ func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, e
 		}
 		blocks := []string{cur.Source.Body}
 		if cur.Source.Kind == recall.KindDiary {
-			var b body
-			if err := json.Unmarshal([]byte(cur.Source.Body), &b); err != nil {
-				return nil, recall.WrapError(recall.EINTERNAL, err, "diary %s is unreadable", cur.Source.Date)
+			d, err := dayOf(cur.Source)
+			if err != nil {
+				return nil, err
 			}
-			blocks = blocks[:0]
-			for _, e := range b.Entries {
-				blocks = append(blocks, e.Text)
-			}
+			blocks = entryTexts(d.Entries)
 		}
 		next := recall.Document{Source: cur.Source, Chunks: s.chunks(cur.Source.Title, blocks)}
 		next.Source.ChunkCount, next.Source.IndexState = len(next.Chunks), s.initialState()
@@ -153,8 +149,7 @@ func CheckStored(src recall.Source) error {
 		if want := recall.DiaryID(src.Owner, src.Date); src.ID != want {
 			return recall.Errorf(recall.EINVALID, "the diary day %s of owner %q has the id %q", src.Date, src.Owner, want)
 		}
-		var b body
-		if err := json.Unmarshal([]byte(src.Body), &b); err != nil {
+		if _, err := dayOf(src); err != nil {
 			return recall.Errorf(recall.EINVALID, "a diary day's body must be its entries as JSON")
 		}
 	}

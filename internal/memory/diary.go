@@ -79,11 +79,7 @@ func (s *Service) WriteDiary(ctx context.Context, text, date, owner string, repl
 		if err != nil {
 			return nil, err
 		}
-		blocks := make([]string, len(b.Entries))
-		for i, e := range b.Entries {
-			blocks[i] = e.Text
-		}
-		chunks := s.chunks("diary "+date, blocks)
+		chunks := s.chunks("diary "+date, entryTexts(b.Entries))
 		created := time.Time{}
 		if cur != nil {
 			created = cur.Source.CreatedAt
@@ -143,6 +139,15 @@ func (s *Service) ReadDiary(ctx context.Context, date, owner string, sc Scope) (
 		return Day{}, err
 	}
 	return dayOf(src)
+}
+
+// entryTexts are a day's entries' texts, the blocks its chunks are made of.
+func entryTexts(es []Entry) []string {
+	texts := make([]string, len(es))
+	for i, e := range es {
+		texts[i] = e.Text
+	}
+	return texts
 }
 
 func dayOf(src recall.Source) (Day, error) {
