@@ -503,8 +503,8 @@ func group(m map[string]recall.SourceState, present, unread map[string]bool) (by
 		switch {
 		case present[id]:
 			byFile[id] = append(byFile[id], id)
-		case present[parent(id)]:
-			byFile[parent(id)] = append(byFile[parent(id)], id)
+		case present[Parent(id)]:
+			byFile[Parent(id)] = append(byFile[Parent(id)], id)
 		case !UnderAny(id, unread):
 			gone = append(gone, id)
 		}
@@ -518,7 +518,7 @@ func UnderAny(id string, paths map[string]bool) bool {
 	if len(paths) == 0 {
 		return false
 	}
-	for p := id; p != ""; p = parent(p) {
+	for p := id; p != ""; p = Parent(p) {
 		if paths[p] {
 			return true
 		}
@@ -526,7 +526,8 @@ func UnderAny(id string, paths map[string]bool) bool {
 	return false
 }
 
-func parent(id string) string {
+// Parent is the folder (or export) a source id lies in, "" at the top.
+func Parent(id string) string {
 	if i := strings.LastIndexByte(id, '/'); i > 0 {
 		return id[:i]
 	}
@@ -536,10 +537,10 @@ func parent(id string) string {
 // goneFile names the file a vanished source came from: the source itself
 // when its name is a supported file, else its export.
 func goneFile(id string) string {
-	if convo.Supported(id) || parent(id) == "" {
+	if convo.Supported(id) || Parent(id) == "" {
 		return id
 	}
-	return parent(id)
+	return Parent(id)
 }
 
 // unchanged reports whether every source of a file records the file's

@@ -241,7 +241,7 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	// a local sweep keeps their sources.
 	unread := map[string]bool{}
 	for _, f := range failures {
-		logLine(opt.Failures, f.Name, f.Err.Error())
+		ingest.LogFailure(opt.Failures, f.Name, f.Err.Error())
 		if f.ID != "" {
 			unread[f.ID] = true
 		}
@@ -292,11 +292,13 @@ func (s *sweeper) run(ctx context.Context, files []ingest.VaultFile) error {
 }
 
 func firstKey(m map[string]bool) string {
-	keys := sortedKeys(m)
-	if len(keys) == 0 {
-		return ""
+	first := ""
+	for k := range m {
+		if first == "" || k < first {
+			first = k
+		}
 	}
-	return keys[0]
+	return first
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -672,7 +674,7 @@ func (s *sweeper) flush(ctx context.Context) error {
 			names = append(names, p.rel)
 			s.failPending(p, nil)
 		}
-		logLine(s.opt.Failures, "batch", fmt.Sprintf("%d chunks of %s: %v", len(batch), strings.Join(names, ", "), err))
+		ingest.LogFailure(s.opt.Failures, "batch", fmt.Sprintf("%d chunks of %s: %v", len(batch), strings.Join(names, ", "), err))
 		var down unreachableError
 		if !errors.As(err, &down) {
 			s.unreachable = 0
@@ -713,13 +715,13 @@ func (s *sweeper) failPending(p *pending, err error) {
 	p.failed = true
 	s.res.FilesFailed++
 	if err != nil {
-		logLine(s.opt.Failures, p.rel, err.Error())
+		ingest.LogFailure(s.opt.Failures, p.rel, err.Error())
 	}
 }
 
 func (s *sweeper) fail(rel string, err error) {
 	s.res.FilesFailed++
-	logLine(s.opt.Failures, rel, err.Error())
+	ingest.LogFailure(s.opt.Failures, rel, err.Error())
 }
 
 // fatalError stops the run: retrying cannot help (wrong token, wrong URL).
@@ -835,5 +837,3 @@ func serverMessage(data []byte) string {
 	}
 	return s
 }
-
-func logLine(w io.Writer, what, reason string) { ingest.LogFailure(w, what, reason) }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/ingest"
 )
 
 // removeBatch is how many names one removal request carries: well under
@@ -51,7 +51,7 @@ func (s *sweeper) remove(ctx context.Context, present map[string]bool) error {
 		}
 		shadowed := map[string]bool{}
 		for id := range present {
-			for q := parentID(id); q != ""; q = parentID(q) {
+			for q := ingest.Parent(id); q != ""; q = ingest.Parent(q) {
 				if gone[q] {
 					shadowed[q] = true
 				}
@@ -64,7 +64,7 @@ func (s *sweeper) remove(ctx context.Context, present map[string]bool) error {
 			}
 			var names []string
 			for _, id := range s.man.Files[rel].sources(rel) {
-				if !present[id] && !present[parentID(id)] {
+				if !present[id] && !present[ingest.Parent(id)] {
 					names = append(names, id)
 				}
 			}
@@ -131,11 +131,4 @@ func (s *sweeper) remove(ctx context.Context, present map[string]bool) error {
 		}
 	}
 	return nil
-}
-
-func parentID(id string) string {
-	if i := strings.LastIndexByte(id, '/'); i > 0 {
-		return id[:i]
-	}
-	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/remote"
 )
 
@@ -161,7 +162,7 @@ func (s *Server) unstage(files, sources []remote.Removal) {
 		st.drop(r.Source)
 	}
 	for id := range st.m {
-		if i := strings.LastIndexByte(id, '/'); i > 0 && gone[id[:i]] {
+		if p := ingest.Parent(id); p != "" && gone[p] {
 			st.drop(id)
 		}
 	}
