@@ -169,13 +169,8 @@ func sizesOfModel(spaces []recall.VectorSpace, info recall.EmbedderInfo) int {
 // not configured (a remote model's size is learned from its first
 // answer); 0 when it cannot be reached.
 func knowDim(ctx context.Context, emb recall.Embedder) int {
-	if d := emb.Info().Dim; d != 0 {
-		return d
-	}
-	if v, err := emb.Embed(ctx, recall.InputDocument, []string{"dimension probe"}); err == nil && len(v) == 1 {
-		return len(v[0])
-	}
-	return 0
+	d, _ := embed.Dim(ctx, emb)
+	return d
 }
 
 // madeSpace reports whether emb is the model of space sp. A model loaded
@@ -305,7 +300,7 @@ func (m *Main) makeEmbedderDim(provider, model string, dim int) (recall.Embedder
 // since a database given by --db or RECALL_DB needs none.
 func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
 	modelsDir, dirErr := m.modelsDir()
-	home := m.Getenv("HOME")
+	home, _ := m.homeDir()
 	extra := hub.PackageDirs(hub.SitePackages(m.Getenv, home))
 	dir, fromDir, err := hub.Resolve(model, modelsDir, extra)
 	if dirErr != nil && recall.ErrorCode(err) == recall.EUNAVAILABLE {
@@ -387,18 +382,14 @@ func (m *Main) ensureSpace(ctx context.Context, st recall.Store, emb recall.Embe
 			return s.Name, nil
 		}
 	}
-	dim := info.Dim
-	if dim == 0 {
-		v, err := emb.Embed(ctx, recall.InputDocument, []string{"dimension probe"})
-		if recall.ErrorCode(err) == recall.EUNAVAILABLE {
-			return "", fmt.Errorf("%w: %w", errUnprobed, err)
-		}
-		if err != nil {
-			return "", fmt.Errorf("probe %s/%s for its dimension: %w", info.Provider, info.Model, err)
-		}
-		dim = len(v[0])
-		info = emb.Info()
+	dim, err := embed.Dim(ctx, emb)
+	if recall.ErrorCode(err) == recall.EUNAVAILABLE {
+		return "", fmt.Errorf("%w: %w", errUnprobed, err)
 	}
+	if err != nil {
+		return "", fmt.Errorf("probe %s/%s for its dimension: %w", info.Provider, info.Model, err)
+	}
+	info = emb.Info()
 	s, err := st.CreateSpace(ctx, recall.VectorSpace{Name: spaceName(info), Provider: info.Provider,
 		Model: info.Model, Dim: dim, Normalized: info.Normalized})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed"
 	"github.com/recall-mcp/recall/internal/repair"
 )
 
@@ -182,13 +183,9 @@ func (m *Main) spaceCreate(ctx context.Context, st recall.Store, name string) er
 		return err
 	}
 	info := emb.Info()
-	dim := info.Dim
-	if dim == 0 {
-		v, err := emb.Embed(ctx, recall.InputDocument, []string{"dimension probe"})
-		if err != nil {
-			return fmt.Errorf("probe %s/%s: %w", info.Provider, info.Model, err)
-		}
-		dim = len(v[0])
+	dim, err := embed.Dim(ctx, emb)
+	if err != nil {
+		return fmt.Errorf("probe %s/%s: %w", info.Provider, info.Model, err)
 	}
 	sp, err := st.CreateSpace(ctx, recall.VectorSpace{Name: name, Provider: info.Provider, Model: info.Model, Dim: dim, Normalized: info.Normalized})
 	if err != nil {

@@ -11,6 +11,7 @@
 package embed
 
 import (
+	"context"
 	"math"
 
 	"github.com/recall-mcp/recall"
@@ -104,4 +105,25 @@ func truncate(s string, max int) string {
 		n++
 	}
 	return s
+}
+
+// ProbeText is a text every embedding model takes: it learns a model's
+// vector size (Dim) and tells an outage from texts a model refuses (repair).
+const ProbeText = "dimension probe"
+
+// Dim returns the size of emb's vectors: its own word when it has one,
+// else that of a vector it makes for ProbeText (a remote model says only
+// by answering).
+func Dim(ctx context.Context, emb recall.Embedder) (int, error) {
+	if d := emb.Info().Dim; d != 0 {
+		return d, nil
+	}
+	v, err := emb.Embed(ctx, recall.InputDocument, []string{ProbeText})
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 1 {
+		return 0, recall.Errorf(recall.EUNAVAILABLE, "the embedder returned %d vectors for one text", len(v))
+	}
+	return len(v[0]), nil
 }

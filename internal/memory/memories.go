@@ -108,13 +108,10 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 
 	chunks := s.chunks(req.Key, []string{req.Value})
 	var vecs []recall.Vector
-	// A rewrite of the metadata carries no vectors: it is written pending,
-	// and the store makes it "ok" when the vectors it needs are there (a
-	// delete or replace since the read may have taken them).
+	// A rewrite of the metadata carries no vectors; the store settles the
+	// state it is written with against the vectors it holds then (a delete
+	// or replace since the read may have taken them).
 	state := cur.IndexState
-	if state == recall.IndexOK {
-		state = recall.IndexPending
-	}
 	if reembed {
 		vecs, state = s.embedWithin(ctx, chunks)
 	}

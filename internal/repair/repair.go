@@ -152,7 +152,7 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 	// of the wrong size fails the probe as it fails the texts, so an
 	// embedder of another dimension stops the run too.
 	outage := func() error {
-		if _, perr := one([]recall.PendingText{{Text: probeText}}); perr == nil {
+		if _, perr := one([]recall.PendingText{{Text: embed.ProbeText}}); perr == nil {
 			return nil
 		}
 		return cmp.Or(ctx.Err(), err)
@@ -219,9 +219,6 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 	return out, refused, nil
 }
 
-// probeText is a text every embedding model takes, as the dimension probe
-// of a new space is.
-const probeText = "dimension probe"
 
 func findSpace(ctx context.Context, st recall.Store, name string) (recall.VectorSpace, error) {
 	spaces, err := st.Spaces(ctx)

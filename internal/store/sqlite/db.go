@@ -468,7 +468,7 @@ func (db *DB) waitWalk(ctx context.Context, w *walk) error {
 	}
 	select {
 	case <-w.done:
-		if w.err == nil || errors.Is(w.err, ErrCorrupt) || w.err == errClosedChecking {
+		if w.final() || w.err == errClosedChecking {
 			return w.err
 		}
 		// The detail goes to the server's log; a client is told why its
