@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,8 +98,8 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 // config file's fusion.
 func (m *Main) fusionSetting() (string, error) {
 	fusion := m.setting(m.fusion, "fusion", search.DefaultFusion)
-	if !slices.Contains(search.Fusions, fusion) {
-		return "", usagef("unknown fusion %q: use %s", fusion, strings.Join(search.Fusions, ", "))
+	if err := checkSetting["fusion"](fusion); err != nil {
+		return "", usagef("%v", err)
 	}
 	return fusion, nil
 }
@@ -248,11 +247,10 @@ func readSpace(ctx context.Context, st recall.Store) (*recall.VectorSpace, error
 func (m *Main) makeEmbedder(provider, model string) (recall.Embedder, error) {
 	dim := 0
 	if d := m.setting("", "dimensions", ""); d != "" {
-		n, err := strconv.Atoi(d)
-		if err != nil || n <= 0 {
-			return nil, usagef("%s must be a positive number, got %q", settingName("dimensions"), d)
+		if err := checkSetting["dimensions"](d); err != nil {
+			return nil, usagef("%s %v", settingName("dimensions"), err)
 		}
-		dim = n
+		dim, _ = strconv.Atoi(d)
 	}
 	return m.makeEmbedderDim(provider, model, dim)
 }
@@ -290,7 +288,7 @@ func (m *Main) makeEmbedderDim(provider, model string, dim int) (recall.Embedder
 		return embed.NewCloudflare(embed.CloudflareConfig{AccountID: acct, APIToken: tok, Model: model,
 			BaseURL: m.setting("", "cloudflare_url", ""), Dim: dim})
 	}
-	return nil, usagef("unknown embedder %q: use builtin, ollama, openai, cloudflare or none", provider)
+	return nil, usagef("%v", checkSetting["embedder"](provider))
 }
 
 // builtinEmbedder loads the in-process encoder. A missing model is

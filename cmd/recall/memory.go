@@ -77,11 +77,10 @@ func (m *Main) location() (*time.Location, error) {
 	if tz == "" {
 		return time.Local, nil
 	}
-	loc, err := time.LoadLocation(tz)
-	if err != nil {
-		return nil, usagef("unknown time zone %q (use an IANA name such as Europe/Berlin)", tz)
+	if err := checkSetting["timezone"](tz); err != nil {
+		return nil, usagef("%v", err)
 	}
-	return loc, nil
+	return time.LoadLocation(tz)
 }
 
 // cliScope: the command line is the database's owner, so it acts as admin in
