@@ -219,7 +219,6 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 	return out, refused, nil
 }
 
-
 func findSpace(ctx context.Context, st recall.Store, name string) (recall.VectorSpace, error) {
 	spaces, err := st.Spaces(ctx)
 	if err != nil {
