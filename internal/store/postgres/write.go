@@ -91,13 +91,22 @@ func settleWritten(ctx context.Context, tx pgx.Tx, docs []recall.Document) error
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE sources SET index_state = CASE
-			WHEN EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
-				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read)
-					AND v.hash = c.hash AND v.unit = 0))
-			THEN 'pending' ELSE 'ok' END
-		WHERE id = ANY($1::text[])
-		AND EXISTS (SELECT 1 FROM spaces WHERE is_read)`, ids)
+	return settleStates(ctx, tx, `id = ANY($1::text[])`, ids)
+}
+
+// readState is the index state the read space makes true of a source:
+// "pending" while a chunk's text has no vector there, else "ok".
+const readState = `CASE WHEN EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
+	AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read)
+		AND v.hash = c.hash AND v.unit = 0))
+	THEN 'pending' ELSE 'ok' END`
+
+// settleStates gives the sources scope selects the state the read space
+// makes true (readState), writing only those it changes; with no read
+// space, it leaves them as they are.
+func settleStates(ctx context.Context, tx pgx.Tx, scope string, args ...any) error {
+	_, err := tx.Exec(ctx, `UPDATE sources SET index_state = `+readState+`
+		WHERE `+scope+` AND index_state != `+readState+` AND EXISTS (SELECT 1 FROM spaces WHERE is_read)`, args...)
 	if err != nil {
 		return fmt.Errorf("settle index states: %w", err)
 	}

@@ -110,13 +110,7 @@ func (db *DB) UseSpace(ctx context.Context, name string) error {
 		// Index states say what semantic search finds: each source is
 		// "ok" exactly when every chunk has a vector in the new read space.
 		// Only the rows whose state changes are written.
-		const lacking = `EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
-			AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ?1 AND v.hash = c.hash))`
-		if _, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = 'pending' WHERE index_state != 'pending' AND `+lacking, name); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = 'ok' WHERE index_state != 'ok' AND NOT `+lacking, name)
-		return err
+		return settleStates(ctx, tx, `true`)
 	})
 }
 
