@@ -52,7 +52,8 @@ type background struct {
 	// Only sweepLoop's goroutine uses it.
 	busy map[string]string
 
-	loadRetry time.Duration // first wait before loading the index again after a failure (doubling to 5 min)
+	loadRetry   time.Duration // first wait before loading the index again after a failure (doubling to 5 min)
+	repairRetry time.Duration // first wait before repairing again after a failed run (doubling to 5 min)
 
 	page  int           // texts per background page
 	pause time.Duration // between pages, so foreground writes and searches get their turn
@@ -72,6 +73,10 @@ type background struct {
 	rep   RepairState
 	emb   recall.Embedder // repair and server sweeps write vectors with emb into space
 	space string
+	// moved ends the context of the background repair's current round
+	// (its run and the wait after it) when the target moves to another
+	// space; nil outside a round.
+	moved context.CancelFunc
 }
 
 // target returns the embedder and space repair and the server's sweeps
@@ -94,11 +99,28 @@ func (b *background) followSwitch() {
 	b.mu.Lock()
 	b.emb, b.space = emb, space
 	b.rep.Space = space
+	moved := b.moved
+	b.moved = nil
 	b.mu.Unlock()
 	if b.switched != nil {
 		b.switched(emb, space, dim)
 	}
-	b.nudge()
+	// The new space's missing vectors are repaired now: not after a
+	// backoff from the old model's failures (up to 5 min), nor after a
+	// call to it that may not answer for minutes.
+	if moved != nil {
+		moved()
+	}
+}
+
+// round returns the context of one round of background repair: it ends
+// with ctx, or when followSwitch moves the target to another space.
+func (b *background) round(ctx context.Context) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithCancel(ctx)
+	b.mu.Lock()
+	b.moved = cancel
+	b.mu.Unlock()
+	return rctx, cancel
 }
 
 // logger is the part of slog.Logger background work uses.
@@ -116,7 +138,7 @@ func newBackground(eng *search.Engine, st recall.Store, emb recall.Embedder, spa
 		pause = 250 * time.Millisecond
 	}
 	b := &background{eng: eng, st: st, emb: emb, space: space, m: m, log: log, now: now, page: page, pause: pause,
-		idle: 5 * time.Minute, loadRetry: 5 * time.Second, sem: make(chan struct{}, 1), wake: make(chan struct{}, 1), idx: "loading",
+		idle: 5 * time.Minute, loadRetry: 5 * time.Second, repairRetry: 5 * time.Second, sem: make(chan struct{}, 1), wake: make(chan struct{}, 1), idx: "loading",
 		rep: RepairState{State: "waiting", Space: space}}
 	if emb == nil || space == "" {
 		b.rep = RepairState{State: "off"}
@@ -209,13 +231,18 @@ func (b *background) run(ctx context.Context) {
 	}
 	var backoff time.Duration
 	for {
-		p, err := b.repairOnce(ctx, b.page)
+		rctx, done := b.round(ctx)
+		p, err := b.repairOnce(rctx, b.page)
 		wait := b.pause
 		switch {
 		case ctx.Err() != nil:
+			done()
 			return
+		case rctx.Err() != nil:
+			// The target moved during the run, which was stopped, not
+			// failed: the wait below ends at once (rctx is done).
 		case err != nil:
-			backoff = min(max(2*backoff, 5*time.Second), 5*time.Minute)
+			backoff = min(max(2*backoff, b.repairRetry), 5*time.Minute)
 			wait = backoff
 			b.log.Warn("background repair", "err", recall.ErrorMessage(err), "retry_in", backoff.String())
 		case p.Done:
@@ -234,11 +261,18 @@ func (b *background) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			done()
 			return
+		case <-rctx.Done():
+			t.Stop()
 		case <-wake:
 			t.Stop()
 		case <-t.C:
 		}
+		if rctx.Err() != nil {
+			backoff = 0 // the target moved: the old model's failures say nothing of the new one
+		}
+		done()
 	}
 }
 
@@ -321,6 +355,7 @@ func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress
 	}
 	defer func() { <-b.sem }()
 	b.mu.Lock()
+	before := b.rep.State
 	b.rep.State = "running"
 	b.mu.Unlock()
 
@@ -331,6 +366,8 @@ func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress
 	b.rep.Embedded += p.Embedded
 	b.rep.LastRun = b.now().UTC().Format(time.RFC3339)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		b.rep.State = before // stopped (the server closes, the target moved, a client left), not failed
 	case err != nil:
 		b.rep.State, b.rep.LastError = "retrying", recall.ErrorMessage(err)
 	case p.Done:

@@ -16,6 +16,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
 	"github.com/recall-mcp/recall/internal/search"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
 // While the embedder fails, background repair backs off (5 s, then longer),
@@ -143,4 +144,111 @@ func TestIndexLoadIsRetried(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// When another process makes a new space the read space (`recall space
+// use`) while background repair is stuck on the old space's model, failing
+// and backing off, or waiting on a call that does not answer, repair moves
+// to the new space at once: its missing vectors are embedded with its model
+// without waiting out the old model's backoff (up to 5 min) or its call.
+func TestBackgroundRepairFollowsASwitchAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		stuck func(*embedtest.Embedder)
+		state string // the repair state that shows repair is stuck
+	}{
+		{"backing off", func(e *embedtest.Embedder) { e.FailOn(0, embedtest.FaultError) }, "retrying"},
+		{"waiting on a call", func(e *embedtest.Embedder) { e.Delay = time.Hour }, "running"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "recall.db")
+			st, err := sqlite.Open(ctx, path, sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			other, err := sqlite.Open(ctx, path, sqlite.Options{}) // the process running `recall space use`
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
+			old := embedtest.New(64)
+			c.stuck(old)
+			if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: testSpace, Provider: "embedtest", Model: "word-hash", Dim: 64, Normalized: true}); err != nil {
+				t.Fatal(err)
+			}
+			made := make(chan *embedtest.Embedder, 1)
+			eng := search.New(st, search.Options{Embedder: old, MemoryLexical: true,
+				SpaceEmbedder: func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error) {
+					e := embedtest.New(sp.Dim)
+					made <- e
+					return e, nil
+				}})
+			if err := eng.LoadIndex(ctx); err != nil {
+				t.Fatal(err)
+			}
+			text := "a text without a vector"
+			doc := recall.Document{Source: recall.Source{ID: "b.md", Kind: recall.KindArchive, Title: "t",
+				ContentHash: recall.TextHash("x"), ChunkCount: 1, IndexState: recall.IndexPending},
+				Chunks: []recall.Chunk{{Index: 0, Text: text, Header: "t", Hash: recall.TextHash(text)}}}
+			if _, err := eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
+				t.Fatal(err)
+			}
+
+			b := newBackground(eng, st, old, testSpace, newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now, 256, 0)
+			b.followEvery = 10 * time.Millisecond
+			b.repairRetry = 5 * time.Minute // a backoff far longer than this test may take
+			rctx, cancel := context.WithCancel(ctx)
+			defer func() { cancel(); b.wg.Wait() }()
+			b.wg.Add(1)
+			go func() { defer b.wg.Done(); b.run(rctx) }()
+			if !until(func() bool { return old.Calls() > 0 && b.repairState().State == c.state }) {
+				t.Fatalf("repair state %+v; want %s on the old model", b.repairState(), c.state)
+			}
+
+			if _, err := other.CreateSpace(ctx, recall.VectorSpace{Name: "u", Provider: "embedtest", Model: "word-hash", Dim: 24, Normalized: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := other.UseSpace(ctx, "u"); err != nil {
+				t.Fatal(err)
+			}
+			missing := func() int {
+				stats, err := other.Stats(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range stats.Spaces {
+					if s.Name == "u" {
+						return s.Missing
+					}
+				}
+				t.Fatal("no space u")
+				return 0
+			}
+			if !until(func() bool { return missing() == 0 }) {
+				t.Fatalf("space u still misses %d vectors 30 s after it became the read space; repair state %+v", missing(), b.repairState())
+			}
+			if e := <-made; e.Texts() == 0 {
+				t.Errorf("the new space's model embedded nothing")
+			}
+			if r := b.repairState(); r.Space != "u" {
+				t.Errorf("repair state %+v; want space u", r)
+			}
+		})
+	}
+}
+
+// until polls cond until it holds and reports whether it did within 30 s:
+// a bound on a failure, far above the milliseconds a pass takes, not a
+// measure of speed.
+func until(cond func() bool) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
 }
