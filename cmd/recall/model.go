@@ -54,7 +54,7 @@ known models: ` + knownModels()
 		if err != nil {
 			return err
 		}
-		packaged := hub.Packaged(hub.SitePackages(m.Getenv, m.Getenv("HOME")))
+		packaged := hub.Packaged(m.sitePackages())
 		if len(list)+len(packaged) == 0 {
 			fmt.Fprintf(m.Stdout, "no models in %s (known: %s)\n", dir, knownModels())
 			return nil

