@@ -307,22 +307,11 @@ func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, err
 	if len(c.Messages) == 0 {
 		return nil, nil
 	}
-	id := f.rel
-	if c.ID != "" {
-		cid, err := recall.CleanSourceID(f.rel + "/" + strings.ReplaceAll(c.ID, "/", "_"))
-		if err != nil {
-			return nil, err
-		}
-		id = cid
+	id, err := SourceID(f.rel, c)
+	if err != nil {
+		return nil, err
 	}
-	title := CleanTitle(c.Title)
-	if title == "" && c.ID == "" {
-		title = strings.TrimSuffix(path.Base(f.rel), path.Ext(f.rel))
-	}
-	date := c.Date
-	if date == "" {
-		date = dateFromPath(f.rel, p.now())
-	}
+	title, date := label(f.rel, c, p.now())
 	chunks := chunk.Split(c.Messages, p.opt.Chunk)
 	if len(chunks) == 0 {
 		return nil, nil
@@ -350,6 +339,40 @@ func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, err
 		},
 		Chunks: chunks,
 	}, nil
+}
+
+// SourceID is the source id of conversation c of the vault file rel: rel
+// for a file that is one conversation, "<rel>/<conversation id>" for a
+// conversation of an export (a slash in the id read as "_"). A remote
+// sweep (internal/remote) names its sources with it too.
+func SourceID(rel string, c convo.Conversation) (string, error) {
+	if c.ID == "" {
+		return rel, nil
+	}
+	return recall.CleanSourceID(rel + "/" + strings.ReplaceAll(c.ID, "/", "_"))
+}
+
+// Label is the title and date a sweep stores for conversation c of the
+// vault file rel: its own title (cleaned, CleanTitle) and date; a file that
+// is one conversation and has no title is titled by its name, and a
+// conversation without a date is dated by the file's path (DateFromPath).
+// A conversation of an export has no name of its own to fall back on: an id
+// ("c-2", "2025") is no title, nor a date. A remote sweep labels what it
+// sends with it, and /ingest labels a source its client sent no title or
+// date for as the file source_file names, so a vault is stored alike
+// whichever way it is swept.
+func Label(rel string, c convo.Conversation) (title, date string) { return label(rel, c, time.Now()) }
+
+func label(rel string, c convo.Conversation, now time.Time) (title, date string) {
+	title = CleanTitle(c.Title)
+	if title == "" && c.ID == "" {
+		title = strings.TrimSuffix(path.Base(rel), path.Ext(rel))
+	}
+	date = c.Date
+	if date == "" {
+		date = dateFromPath(rel, now)
+	}
+	return title, date
 }
 
 var pathDate = regexp.MustCompile(`(?:^|/)((?:19|20)\d\d)(?:[/_-](0[1-9]|1[0-2]))?(?:[/_-](0[1-9]|[12]\d|3[01]))?(?:/|[_\-. ]|$)`)

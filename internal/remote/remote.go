@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -521,27 +520,17 @@ func sourceID(rel string, c convo.Conversation) (string, error) {
 	if len(c.Messages) == 0 || chunk.Empty(c.Messages) {
 		return "", nil
 	}
-	if c.ID == "" {
-		return rel, nil
-	}
-	return recall.CleanSourceID(rel + "/" + strings.ReplaceAll(c.ID, "/", "_"))
+	return ingest.SourceID(rel, c)
 }
 
-// chunks turns one conversation into the chunks of its source, named and
-// dated as a local sweep names and dates them.
+// chunks turns one conversation into the chunks of its source, named,
+// titled and dated as a local sweep does it (ingest.SourceID, ingest.Label).
 func (s *sweeper) chunks(rel string, c convo.Conversation) ([]IngestChunk, error) {
 	id, err := sourceID(rel, c)
 	if err != nil || id == "" {
 		return nil, err
 	}
-	title := ingest.CleanTitle(c.Title)
-	if title == "" && c.ID == "" {
-		title = strings.TrimSuffix(path.Base(rel), path.Ext(rel))
-	}
-	date := c.Date
-	if date == "" {
-		date = ingest.DateFromPath(rel)
-	}
+	title, date := ingest.Label(rel, c)
 	cs := chunk.Split(c.Messages, s.opt.Chunk)
 	texts := make([]string, len(cs))
 	for i, ch := range cs {
@@ -550,7 +539,10 @@ func (s *sweeper) chunks(rel string, c convo.Conversation) ([]IngestChunk, error
 	version := sourceVersion(title, date, texts)
 	out := make([]IngestChunk, len(cs))
 	for i, t := range texts {
-		out[i] = IngestChunk{SourceFile: id, ChunkIndex: i, TotalChunks: len(cs), Content: t, Era: date, ConversationTitle: title, Version: version}
+		// Both sent even when empty: the server labels a source whose
+		// chunks give none as the file their path names, and a
+		// conversation of an export is none.
+		out[i] = IngestChunk{SourceFile: id, ChunkIndex: i, TotalChunks: len(cs), Content: t, Era: &date, ConversationTitle: &title, Version: version}
 	}
 	return out, nil
 }

@@ -717,7 +717,7 @@ func TestTitlesStoredAsALocalSweepStoresThem(t *testing.T) {
 			var req remote.IngestRequest
 			json.Unmarshal(body, &req)
 			for _, c := range req.Chunks {
-				if strings.ContainsFunc(c.ConversationTitle, unicode.IsControl) || utf8.RuneCountInString(c.ConversationTitle) > 1000 {
+				if c.ConversationTitle != nil && (strings.ContainsFunc(*c.ConversationTitle, unicode.IsControl) || utf8.RuneCountInString(*c.ConversationTitle) > 1000) {
 					http.Error(w, `{"error":{"code":"invalid","message":"conversation_title is not clean"}}`, http.StatusBadRequest)
 					return
 				}
@@ -918,5 +918,54 @@ func TestOlderServerStopsTheRun(t *testing.T) {
 	_, err := remote.Sweep(context.Background(), vault(t), opt)
 	if err == nil || !strings.Contains(recall.ErrorMessage(err), "is older than this client: upgrade it") || calls.Load() != 1 {
 		t.Errorf("%v after %d requests", err, calls.Load())
+	}
+}
+
+// A source with no title of its own, or no date, gets the same title and
+// date from a remote sweep as from a local one. The server once named every
+// untitled source by the last element of its id and dated it by any date in
+// its id: an export's conversation whose first message gives no title was
+// titled by its conversation id, and a conversation whose id reads as a
+// date (a fine-tuning set's element 2025, or an id "2024-03-05-standup")
+// was dated by it, where a local sweep stores no title and no date.
+func TestUntitledSourcesStoredAsALocalSweepStoresThem(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ChatGPT: no title, and a first message that gives none (a code block).
+	write("chatgpt/conversations.json", `[{"id": "conv-1.v2", "title": "", "create_time": null, "mapping": {
+	  "a": {"id": "a", "message": {"author": {"role": "user"}, "content": {"content_type": "text", "parts": ["`+"```\\nls -la\\n```"+`"]}}, "children": ["b"]},
+	  "b": {"id": "b", "parent": "a", "message": {"author": {"role": "assistant"}, "content": {"content_type": "text", "parts": ["a listing"]}}, "children": []}}}]`)
+	// Claude: no name at all, an image placeholder first.
+	write("claude/conversations.json", `[{"uuid": "c-2", "chat_messages": [{"sender": "human", "text": "[image]"}, {"sender": "assistant", "text": "a picture"}]}]`)
+	// A JSON array of conversations: ids that read as dates, no titles.
+	write("sets/train.json", `[{"id": "2024-03-05-standup", "messages": [{"role": "user", "content": "`+"```\\nstandup\\n```"+`"}, {"role": "assistant", "content": "noted"}]},
+	  {"id": "2025", "messages": [{"role": "user", "content": "[image]"}, {"role": "assistant", "content": "seen"}]}]`)
+	// Files that are one conversation, without a title line.
+	write("notes/untitled.md", "**User:** no heading here\n\n**Assistant:** none")
+	write("2023/05/plain.txt", "just some text without markers")
+
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	var log strings.Builder
+	opt.Failures = &log
+	if res, err := remote.Sweep(context.Background(), dir, opt); err != nil || res.FilesFailed != 0 || res.FilesChanged != 5 {
+		t.Fatalf("%+v %v\n%s", res, err, log.String())
+	}
+	_, local := localSweep(t, dir, opt.Chunk)
+	got, want := contents(t, tg.st), contents(t, local)
+	if len(want) != 6 {
+		t.Fatalf("the local sweep stored %d sources, want 6:\n%s", len(want), strings.Join(want, "\n"))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("remote store:\n%s\n\nlocal sweep:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

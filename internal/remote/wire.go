@@ -24,12 +24,19 @@ type IngestRequest struct {
 // several requests; the source is written, replacing the stored one, once
 // all TotalChunks have arrived.
 type IngestChunk struct {
-	SourceFile        string `json:"source_file"`  // vault-relative path; backslashes are read as slashes
-	ChunkIndex        int    `json:"chunk_index"`  // 0 <= ChunkIndex < TotalChunks
-	TotalChunks       int    `json:"total_chunks"` // the source's chunk count
-	Content           string `json:"content"`
-	Era               string `json:"era,omitempty"` // date: YYYY, YYYY-MM or YYYY-MM-DD
-	ConversationTitle string `json:"conversation_title,omitempty"`
+	SourceFile  string `json:"source_file"`  // vault-relative path; backslashes are read as slashes
+	ChunkIndex  int    `json:"chunk_index"`  // 0 <= ChunkIndex < TotalChunks
+	TotalChunks int    `json:"total_chunks"` // the source's chunk count
+	Content     string `json:"content"`
+	// Era is the source's date (YYYY, YYYY-MM or YYYY-MM-DD) and
+	// ConversationTitle its title. Either one absent (nil) from every chunk
+	// of a source is made as a local sweep makes it for the file
+	// SourceFile names (ingest.Label): the file's name, a date in its path.
+	// Sent, even empty, it is stored as sent: a conversation of an export
+	// with no title or date of its own has none (recall sweep --remote
+	// sends both, labelled by ingest.Label).
+	Era               *string `json:"era,omitempty"`
+	ConversationTitle *string `json:"conversation_title,omitempty"`
 	// Version names the version of the whole source the chunk belongs to
 	// (the client sends a hash of all its chunks): the server assembles a
 	// source only from chunks of one version and starts over when another

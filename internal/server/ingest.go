@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/convo"
 	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/remote"
 )
@@ -55,7 +55,10 @@ type staged struct {
 	bytes   int64
 	era     string
 	title   string
-	touched time.Time
+	// dated and titled: a chunk gave an era or a title, even an empty
+	// one; a source given neither is labelled as the file its id names.
+	dated, titled bool
+	touched       time.Time
 }
 
 func newStaging(ttl time.Duration, maxBytes int64, now func() time.Time) *staging {
@@ -256,9 +259,9 @@ func (s *Server) checkGroup(g *group) error {
 			return recall.Errorf(recall.EINVALID, "chunk %d: content holds a NUL character", c.ChunkIndex)
 		case strings.TrimSpace(c.Content) == "":
 			return recall.Errorf(recall.EINVALID, "chunk %d: content is empty", c.ChunkIndex)
-		case c.Era != "":
-			if _, _, ok := recall.DateRange(c.Era); !ok {
-				return recall.Errorf(recall.EINVALID, "era %q is not a date: use YYYY, YYYY-MM or YYYY-MM-DD", c.Era)
+		case c.Era != nil && *c.Era != "":
+			if _, _, ok := recall.DateRange(*c.Era); !ok {
+				return recall.Errorf(recall.EINVALID, "era %q is not a date: use YYYY, YYYY-MM or YYYY-MM-DD", *c.Era)
 			}
 		}
 	}
@@ -311,17 +314,17 @@ func (s *Server) stageGroups(groups []*group) {
 			}
 			e.chunks[c.ChunkIndex] = c.Content
 			added += int64(len(c.Content))
-			if c.Era != "" {
-				added += int64(len(c.Era) - len(e.era))
-				e.era = c.Era
+			if c.Era != nil {
+				added += int64(len(*c.Era) - len(e.era))
+				e.era, e.dated = *c.Era, true
 			}
-			if c.ConversationTitle != "" {
+			if c.ConversationTitle != nil {
 				// Cleaned as a local sweep stores titles (a tab is a
 				// space, a heading of a page is cut), not refused: the
 				// client would send the file again on every run.
-				title := ingest.CleanTitle(c.ConversationTitle)
+				title := ingest.CleanTitle(*c.ConversationTitle)
 				added += int64(len(title) - len(e.title))
-				e.title = title
+				e.title, e.titled = title, true
 			}
 		}
 		e.touched = now
@@ -346,15 +349,21 @@ func (s *Server) stageGroups(groups []*group) {
 }
 
 // archiveDocument builds the source from a complete set of chunks, in the
-// shape a local sweep gives it (title, date and the embedding header).
+// shape a local sweep gives it (title, date and the embedding header). A
+// title or date no chunk gave is the one a local sweep gives the file the
+// id names (a client that sends a file's chunks alone may leave them out);
+// one given, even empty, is kept: an export's conversation is no file, and
+// its id is neither its title nor its date.
 func archiveDocument(id string, e *staged) *recall.Document {
-	title := e.title
-	if title == "" {
-		title = strings.TrimSuffix(path.Base(id), path.Ext(id))
-	}
-	date := e.era
-	if date == "" {
-		date = ingest.DateFromPath(id)
+	title, date := e.title, e.era
+	if !e.titled || !e.dated {
+		t, d := ingest.Label(id, convo.Conversation{Title: e.title, Date: e.era})
+		if !e.titled {
+			title = t
+		}
+		if !e.dated {
+			date = d
+		}
 	}
 	header := title
 	if date != "" {

@@ -27,7 +27,7 @@ func (f *fixture) ingest(token string, chunks ...remote.IngestChunk) (int, remot
 }
 
 func chunkOf(file string, i, n int, text string) remote.IngestChunk {
-	return remote.IngestChunk{SourceFile: file, ChunkIndex: i, TotalChunks: n, Content: text, Era: "2025-07", ConversationTitle: "title"}
+	return remote.IngestChunk{SourceFile: file, ChunkIndex: i, TotalChunks: n, Content: text, Era: new("2025-07"), ConversationTitle: new("title")}
 }
 
 func TestIngestWritesCompleteSources(t *testing.T) {
@@ -98,7 +98,7 @@ func TestIngestRejections(t *testing.T) {
 		{chunkOf("a.md", 0, 0, "x"), "total_chunks must be"},
 		{chunkOf("a.md", 0, 1, "  "), "content is empty"},
 		{chunkOf("a.md", 0, 1, "a nul \x00 here"), "content holds a NUL character"},
-		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", Era: "July"}, `era "July" is not a date`},
+		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", Era: new("July")}, `era "July" is not a date`},
 		{chunkOf("ctl\u001b[2J\n.md", 0, 1, "x"), "control character U+001B"},
 	} {
 		status, out, body := f.ingest(plainTok, tc.chunk)
@@ -145,7 +145,7 @@ func TestIngestRejectionEchoesSourceFile(t *testing.T) {
 	tooLong := strings.Repeat("x", recall.MaxSourceIDLen+1)
 	for _, file := range []string{long, tooLong} {
 		c := chunkOf(file, 0, 1, "x")
-		c.Era = "July"
+		c.Era = new("July")
 		_, out, body := f.ingest(plainTok, c)
 		if len(out.Sources) != 1 || out.Sources[0].Status != remote.StatusRejected || (out.Sources[0].SourceFile == file) != (file == long) {
 			t.Errorf("%d bytes: %.300s", len(file), body)
@@ -165,13 +165,48 @@ func TestIngestCleansTitlesAsASweepDoes(t *testing.T) {
 		{long, strings.Repeat("é", ingest.MaxTitle)},
 	} {
 		c := chunkOf("titled.md", 0, 1, "text titled "+tc.want)
-		c.ConversationTitle = tc.title
+		c.ConversationTitle = &tc.title
 		if _, out, body := f.ingest(plainTok, c); len(out.Sources) != 1 || out.Sources[0].Status != remote.StatusWritten {
 			t.Errorf("%.40q: %s", tc.title, body)
 			continue
 		}
 		if src, err := f.st.Source(context.Background(), "titled.md"); err != nil || src.Title != tc.want {
 			t.Errorf("%.40q: stored %.40q, want %.40q (%v)", tc.title, src.Title, tc.want, err)
+		}
+	}
+}
+
+// A title or era sent, even empty, is stored as sent; one left out is made
+// as a local sweep makes it for the file source_file names (ingest.Label).
+// Empty ones were once taken for left out, and a conversation of an export
+// with no title, or no date, was titled or dated by its id.
+func TestIngestLabelsAsASweepDoes(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct {
+		file, title, era string // "-": left out
+		want             string // title|date
+	}{
+		{"2024/05/notes.md", "-", "-", "notes|2024-05"},
+		{"2024/05/titled.md", "Titled", "-", "Titled|2024-05"},
+		{"2024/05/dated.md", "-", "2023", "dated|2023"},
+		{"exports/conversations.json/2025", "", "", "|"},
+		{"exports/conversations.json/c-2.v1", "", "2024-01-02", "|2024-01-02"},
+		{"2024/06/chat.json/c-3", "Plan", "", "Plan|"},
+	} {
+		c := remote.IngestChunk{SourceFile: tc.file, TotalChunks: 1, Content: "text of " + tc.file}
+		if tc.title != "-" {
+			c.ConversationTitle = &tc.title
+		}
+		if tc.era != "-" {
+			c.Era = &tc.era
+		}
+		if _, out, body := f.ingest(plainTok, c); len(out.Sources) != 1 || out.Sources[0].Status != remote.StatusWritten {
+			t.Errorf("%s: %s", tc.file, body)
+			continue
+		}
+		src, err := f.st.Source(context.Background(), tc.file)
+		if got := src.Title + "|" + src.Date; err != nil || got != tc.want {
+			t.Errorf("%s (title %q, era %q): stored %q, want %q (%v)", tc.file, tc.title, tc.era, got, tc.want, err)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func TestStagingCountsIDsAndTitles(t *testing.T) {
 	held := 0
 	for i := range 200 {
 		file := fmt.Sprintf("%s/%d.md", strings.Repeat("d", 1000), i)
-		c := remote.IngestChunk{SourceFile: file, ChunkIndex: 0, TotalChunks: 100000, Content: "x", ConversationTitle: title}
+		c := remote.IngestChunk{SourceFile: file, ChunkIndex: 0, TotalChunks: 100000, Content: "x", ConversationTitle: &title}
 		st, _, body := f.ingest(plainTok, c)
 		if st != 200 {
 			t.Fatalf("%d %s", st, body)
