@@ -108,6 +108,15 @@ var extensions = map[string]bool{".md": true, ".markdown": true, ".txt": true, "
 // case-insensitively.
 func Supported(name string) bool { return extensions[extension(name)] }
 
+// Several reports whether a file of this name may hold several
+// conversations, each with an id (Conversation.ID), that a sweep stores as
+// sources of their own: JSON (an export, an array of conversations) and
+// JSON lines (one conversation a line). Any other file is one conversation.
+func Several(name string) bool {
+	ext := extension(name)
+	return ext == ".json" || ext == ".jsonl"
+}
+
 func extension(name string) string {
 	return strings.ToLower(path.Ext(strings.ReplaceAll(name, `\`, "/")))
 }

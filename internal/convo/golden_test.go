@@ -51,6 +51,38 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// Only a file Several names may give conversations with ids: a remote
+// sweep asks the server about the conversations of such a file alone.
+func TestSeveral(t *testing.T) {
+	paths, err := filepath.Glob("testdata/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withIDs := map[string]bool{}
+	for _, path := range paths {
+		if strings.HasSuffix(path, ".golden") {
+			continue
+		}
+		convs, _ := parseFile(t, path)
+		for _, c := range convs {
+			if c.ID != "" {
+				withIDs[filepath.Ext(path)] = true
+				if !Several(path) {
+					t.Errorf("%s gives conversation %q, but Several says it is one conversation", path, c.ID)
+				}
+			}
+		}
+	}
+	if !withIDs[".json"] || !withIDs[".jsonl"] {
+		t.Errorf("fixtures give conversations with ids only in %v: the test would prove little", withIDs)
+	}
+	for _, name := range []string{"a.md", "a.markdown", "a.txt", "dir.json/a.md"} {
+		if Several(name) {
+			t.Errorf("Several(%q)", name)
+		}
+	}
+}
+
 func parseFile(t *testing.T, path string) ([]Conversation, error) {
 	t.Helper()
 	f, err := os.Open(path)

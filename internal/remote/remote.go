@@ -85,6 +85,13 @@ type fileEntry struct {
 	// those of a file gone, can be removed. An entry written before they
 	// were recorded has none and is taken for the file's own id.
 	Sources []string `json:"sources,omitempty"`
+	// Listed is set on the entry of every file that may hold several
+	// conversations (convo.Several): its Sources are recorded. Such an
+	// entry without it was written by an older client, which recorded no
+	// conversations: at the file's next change the server is asked which
+	// sources it holds for the file (SourcesPath), so that conversations
+	// the file lost before are removed too.
+	Listed bool `json:"listed,omitempty"`
 }
 
 // sources are the source ids the entry records for the file rel.
@@ -93,6 +100,12 @@ func (e fileEntry) sources(rel string) []string {
 		return []string{rel}
 	}
 	return e.Sources
+}
+
+// unlisted reports whether the entry of the file rel may leave out
+// conversations the server holds for it (see Listed).
+func (e fileEntry) unlisted(rel string) bool {
+	return e.Sources == nil && !e.Listed && convo.Several(rel)
 }
 
 const manifestVersion = 1
@@ -148,10 +161,14 @@ func (m *manifest) save(p string) error {
 
 // pending is a file whose chunks are on their way.
 type pending struct {
-	rel      string
-	entry    fileEntry
-	waiting  map[string]bool // source ids not yet reported complete
-	stale    []string        // sources recorded for the file that it no longer gives: removed once it is complete
+	rel     string
+	entry   fileEntry
+	waiting map[string]bool // source ids not yet reported complete
+	stale   []string        // sources recorded for the file that it no longer gives: removed once it is complete
+	// list: the manifest did not record the file's conversations, so the
+	// server is asked for the sources it holds for the file once the file
+	// is complete (ask); those the file no longer gives are stale too.
+	list     bool
 	failed   bool
 	finished bool
 }
@@ -314,7 +331,7 @@ func sortedKeys(m map[string]bool) []string {
 // server confirms their removal (remove).
 func (s *sweeper) complete(p *pending) {
 	p.finished = true
-	if len(p.stale) == 0 {
+	if len(p.stale) == 0 && !p.list {
 		s.record(p)
 	}
 }
@@ -357,7 +374,7 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 	}
 	entry := fileEntry{Hash: sum, Size: f.Size, MTime: f.MTime}
 	if !s.opt.Full && recorded && old.Hash == entry.Hash {
-		entry.Sources = old.Sources
+		entry.Sources, entry.Listed = old.Sources, old.Listed
 		s.man.Files[f.ID] = entry
 		s.res.FilesSkipped++
 		return nil
@@ -394,12 +411,14 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 	if len(ids) != 1 || ids[0] != f.ID {
 		p.entry.Sources = ids
 	}
+	p.entry.Listed = convo.Several(f.ID)
 	if recorded {
 		for _, id := range old.sources(f.ID) {
 			if !p.waiting[id] {
 				p.stale = append(p.stale, id)
 			}
 		}
+		p.list = old.unlisted(f.ID)
 	}
 	if len(ids) == 0 {
 		// Nothing to send: done once what it gave before is removed.

@@ -31,6 +31,9 @@ type removal struct {
 // Any failure stops the run: what the server confirmed is recorded, and
 // the next run asks again for the rest.
 func (s *sweeper) remove(ctx context.Context, present map[string]bool) error {
+	if err := s.ask(ctx, present); err != nil {
+		return err
+	}
 	var todo []removal
 	for _, p := range s.all {
 		if !p.finished || p.failed || len(p.stale) == 0 {
@@ -92,18 +95,7 @@ func (s *sweeper) remove(ctx context.Context, present map[string]bool) error {
 		var resp RemoveResponse
 		s.res.Batches++
 		if err := s.post(ctx, RemovePath, req, &resp); err != nil {
-			s.res.BatchesFailed++
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			var fatal fatalError
-			if errors.As(err, &fatal) {
-				err = fatal.err
-			}
-			if recall.ErrorCode(err) == recall.ENOTFOUND {
-				return recall.Errorf(recall.EINVALID, "the server at %s cannot remove sources (it has no %s): it is older than this client, upgrade it; what it confirmed is recorded", s.opt.URL, RemovePath)
-			}
-			return fmt.Errorf("remove %d sources from the server (what it confirmed is recorded; the next run asks again): %w", len(batch), err)
+			return s.postFailed(ctx, err, "remove sources", RemovePath, fmt.Sprintf("remove %d sources from the server", len(batch)))
 		}
 		if len(resp.Files) != len(req.Files) || len(resp.Sources) != len(req.Sources) {
 			return fmt.Errorf("the server answered %d of %d removals", len(resp.Files)+len(resp.Sources), len(batch))
@@ -131,4 +123,70 @@ func (s *sweeper) remove(ctx context.Context, present map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// ask completes the files whose conversations the manifest did not record
+// (pending.list): it pages through the sources the server holds for each,
+// and those the file no longer gives are removed with its stale ones. The
+// server lists only sources sent through /ingest, and a file is asked
+// about only once every source it gives was confirmed. A listed source that
+// is a file of its own (in the vault, or recorded: a folder of the file's
+// name that was there once) is no conversation of it and is left alone.
+func (s *sweeper) ask(ctx context.Context, present map[string]bool) error {
+	for _, p := range s.all {
+		if !p.list || !p.finished || p.failed {
+			continue
+		}
+		known := map[string]bool{}
+		for _, id := range p.entry.sources(p.rel) {
+			known[id] = true
+		}
+		for _, id := range p.stale {
+			known[id] = true
+		}
+		req := SourcesRequest{File: p.rel}
+		for {
+			var resp SourcesResponse
+			s.res.Batches++
+			if err := s.post(ctx, SourcesPath, req, &resp); err != nil {
+				return s.postFailed(ctx, err, "list the sources it holds for a file", SourcesPath, "list the sources the server holds for "+p.rel)
+			}
+			for _, id := range resp.Sources {
+				if _, file := s.man.Files[id]; !known[id] && !file && !present[id] {
+					known[id] = true
+					p.stale = append(p.stale, id)
+				}
+			}
+			if resp.Next == "" {
+				break
+			}
+			if resp.Next == req.Cursor {
+				return fmt.Errorf("the server's list of the sources it holds for %s does not advance past cursor %q", p.rel, resp.Next)
+			}
+			req.Cursor = resp.Next
+		}
+		p.list = false
+		if len(p.stale) == 0 {
+			s.record(p)
+		}
+	}
+	return nil
+}
+
+// postFailed is the error that stops a run when a request of its removals
+// failed: a server without the route path (older than this client) is
+// told to be upgraded.
+func (s *sweeper) postFailed(ctx context.Context, err error, cannot, path, doing string) error {
+	s.res.BatchesFailed++
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var fatal fatalError
+	if errors.As(err, &fatal) {
+		err = fatal.err
+	}
+	if recall.ErrorCode(err) == recall.ENOTFOUND {
+		return recall.Errorf(recall.EINVALID, "the server at %s cannot %s (it has no %s): it is older than this client, upgrade it; what it confirmed is recorded", s.opt.URL, cannot, path)
+	}
+	return fmt.Errorf("%s (what it confirmed is recorded; the next run asks again): %w", doing, err)
 }

@@ -2,6 +2,9 @@ package remote_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -207,6 +210,168 @@ func TestPruneKeepsFilesUnderAGoneFilesPath(t *testing.T) {
 		t.Errorf("prune: %+v %v", res, err)
 	}
 	if got := sourceIDs(t, tg.st); got != "a.json/b.md" {
+		t.Errorf("left: %s", got)
+	}
+}
+
+// oldEntry rewrites the manifest's entry of the file rel as a client from
+// before entries recorded an export's conversations wrote it: the file as
+// it now is, with no list of its conversations.
+func oldEntry(t *testing.T, manifest, dir, rel string) {
+	t.Helper()
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	m["files"].(map[string]any)[rel] = map[string]any{"hash": hex.EncodeToString(sum[:]), "size": fi.Size(), "mtime": fi.ModTime().UnixNano()}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An export whose manifest entry an older client wrote, without its
+// conversations, lost some before it changes again: once its changed
+// conversations are all confirmed, the server is asked which sources it
+// holds for it, and those the export no longer holds are removed, as a
+// local sweep removes them. They once stayed on the server for good. A
+// file that failed is not asked about and removes nothing; a server
+// without the listing stops the run, saying to upgrade it; an entry this
+// client wrote records its conversations and is never asked about.
+func TestOldManifestEntryAsksTheServer(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "claude.json")
+	export(t, p, "alpha", "beta", "gamma")
+	session := filepath.Join(dir, "logs", "session.jsonl")
+	os.MkdirAll(filepath.Dir(session), 0o755)
+	os.WriteFile(session, []byte(`{"role": "user", "content": "first"}`+"\n"), 0o644)
+	var mode atomic.Int32 // 1: /ingest fails; 2: no listing, as an older server; 3: a listing that never ends
+	var asked atomic.Int32
+	tg := newTarget(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.URL.Path == remote.SourcesPath && mode.Load() == 2:
+				http.Error(w, `{"error":{"code":"not_found","message":"no such endpoint"}}`, http.StatusNotFound)
+				return
+			case r.URL.Path == remote.SourcesPath && mode.Load() == 3:
+				w.Write([]byte(`{"file": "claude.json", "sources": [], "next": "again"}`))
+				return
+			case r.URL.Path == remote.SourcesPath:
+				asked.Add(1)
+			case r.URL.Path == "/ingest" && mode.Load() == 1:
+				http.Error(w, `{"error":{"code":"unavailable","message":"down"}}`, http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	opt := options(t, tg.srv.URL)
+	opt.Retries = -1
+	ctx := context.Background()
+	if _, err := remote.Sweep(ctx, dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	// The export lost gamma, swept by an older client: gamma stayed on the
+	// server, and the manifest does not know it was sent.
+	export(t, p, "alpha", "beta")
+	oldEntry(t, opt.Manifest, dir, "claude.json")
+	const before = "claude.json/alpha claude.json/beta claude.json/gamma logs/session.jsonl"
+	if res, err := remote.Sweep(ctx, dir, opt); err != nil || res.FilesSkipped != 2 || asked.Load() != 0 || sourceIDs(t, tg.st) != before {
+		t.Errorf("unchanged: %+v %v, asked %d, %s", res, err, asked.Load(), sourceIDs(t, tg.st))
+	}
+	export(t, p, "alpha", "beta", "delta")
+	manifest, _ := os.ReadFile(opt.Manifest)
+	for _, m := range []int32{1, 2, 3} {
+		mode.Store(m)
+		res, err := remote.Sweep(ctx, dir, opt)
+		switch m {
+		case 1:
+			if err != nil || res.FilesFailed != 1 {
+				t.Errorf("failed send: %+v %v", res, err)
+			}
+		case 2:
+			if err == nil || !strings.Contains(recall.ErrorMessage(err), "is older than this client, upgrade it") {
+				t.Errorf("no listing: %+v %v", res, err)
+			}
+		case 3:
+			if err == nil || !strings.Contains(err.Error(), "does not advance") {
+				t.Errorf("endless listing: %+v %v", res, err)
+			}
+		}
+		if got := sourceIDs(t, tg.st); !strings.Contains(got, "claude.json/gamma") {
+			t.Errorf("mode %d removed gamma: %s", m, got)
+		}
+		if now, _ := os.ReadFile(opt.Manifest); string(now) != string(manifest) {
+			t.Errorf("mode %d changed the manifest:\n%s", m, now)
+		}
+	}
+	if asked.Load() != 0 {
+		t.Errorf("a file that failed was asked about %d times", asked.Load())
+	}
+	mode.Store(0)
+	res, err := remote.Sweep(ctx, dir, opt)
+	if err != nil || res.FilesChanged != 1 || res.ConversationsRemoved != 1 || res.SourcesRemoved != 1 || asked.Load() != 1 {
+		t.Errorf("changed: %+v %v, asked %d", res, err, asked.Load())
+	}
+	_, local := localSweep(t, dir, opt.Chunk)
+	if got, want := strings.Join(contents(t, tg.st), "\n"), strings.Join(contents(t, local), "\n"); got != want {
+		t.Errorf("remote store:\n%s\n\nlocal sweep:\n%s", got, want)
+	}
+	// Recorded now, with its conversations: the next change removes what
+	// the export lost without asking, and so does a session's.
+	export(t, p, "alpha", "delta")
+	os.WriteFile(session, []byte(`{"role": "user", "content": "first, then more"}`+"\n"), 0o644)
+	res, err = remote.Sweep(ctx, dir, opt)
+	if err != nil || res.FilesChanged != 2 || res.ConversationsRemoved != 1 || asked.Load() != 1 {
+		t.Errorf("recorded: %+v %v, asked %d", res, err, asked.Load())
+	}
+	if got := sourceIDs(t, tg.st); got != "claude.json/alpha claude.json/delta logs/session.jsonl" {
+		t.Errorf("recorded: %s", got)
+	}
+}
+
+// A source the server lists for an export that is a file of its own (one
+// of a folder of the export's name, gone from the vault and kept on the
+// server without Prune) is no conversation of the export: asking about
+// the export leaves it alone.
+func TestAskingKeepsFilesUnderTheExportsPath(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.json")
+	os.MkdirAll(p, 0o755)
+	os.WriteFile(filepath.Join(p, "b.md"), []byte("**User:** hi\n\n**Assistant:** hello"), 0o644)
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	ctx := context.Background()
+	if _, err := remote.Sweep(ctx, dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(p)
+	export(t, p, "alpha", "beta")
+	if res, err := remote.Sweep(ctx, dir, opt); err != nil || res.FilesRemoved != 1 || res.FilesChanged != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	oldEntry(t, opt.Manifest, dir, "a.json")
+	export(t, p, "alpha")
+	if res, err := remote.Sweep(ctx, dir, opt); err != nil || res.ConversationsRemoved != 1 {
+		t.Errorf("%+v %v", res, err)
+	}
+	if got := sourceIDs(t, tg.st); got != "a.json/alpha a.json/b.md" {
 		t.Errorf("left: %s", got)
 	}
 }

@@ -110,3 +110,29 @@ type Removal struct {
 	Removed int    `json:"removed"`        // sources removed (0: the server held none)
 	Kept    int    `json:"kept,omitempty"` // sources the server swept from a folder of its own: not removed
 }
+
+// SourcesPath is where a remote sweep asks which sources the server holds
+// for a file it sent: POST with a SourcesRequest, answered with a
+// SourcesResponse. A client whose manifest does not record the
+// conversations it sent for an export (one an older client wrote) asks it
+// once the export changed, so that conversations the export lost before
+// are removed too.
+const SourcesPath = "/ingest/sources"
+
+// SourcesRequest is the body of POST /ingest/sources.
+type SourcesRequest struct {
+	// File is a vault file, as source_file takes it.
+	File string `json:"file"`
+	// Cursor continues a listing: the Next of the page before ("" starts it).
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// SourcesResponse answers POST /ingest/sources with one page of the
+// sources RemoveRequest.Files would remove for the file: its own source
+// and the sources of its conversations ("<file>/<conversation id>", one
+// level under it), archive sources sent through /ingest only, in id order.
+type SourcesResponse struct {
+	File    string   `json:"file"`           // the source id File names
+	Sources []string `json:"sources"`        // this page's ids (a page may hold none and still have a Next)
+	Next    string   `json:"next,omitempty"` // the cursor of the next page; "" after the last
+}

@@ -55,7 +55,7 @@ func TestBodyLimit(t *testing.T) {
 func TestBodyLimitByRoute(t *testing.T) {
 	f := newFixture(t, nil)
 	big := `{"query":"` + strings.Repeat("x", maxCallBody) + `"}`
-	for _, path := range []string{"/api/search", "/mcp", "/api/diary"} {
+	for _, path := range []string{"/api/search", "/mcp", "/api/diary", "/ingest/remove", "/ingest/sources"} {
 		if resp, body := f.do("POST", path, plainTok, big, mcpHeaders...); resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Errorf("%s with a body over %d bytes: %d %.200s", path, maxCallBody, resp.StatusCode, body)
 		}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net/http"
 	"strings"
 
 	"github.com/recall-mcp/recall"
@@ -21,26 +20,6 @@ import (
 // together: one transaction, and its ids held in memory.
 const maxRemoveSources = 100_000
 
-func (s *Server) serveRemove(w http.ResponseWriter, r *http.Request) {
-	// Who may put text in front of every owner may take it back; a token
-	// bound to one owner may do neither.
-	if id := identityFrom(r.Context()); id.bound {
-		s.writeError(w, r, recall.Errorf(recall.EFORBIDDEN, "this token is bound to an owner; removing sources of the shared archive needs an unbound token or the admin token"))
-		return
-	}
-	var req remote.RemoveRequest
-	if err := decode(r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	resp, err := s.removeSources(r.Context(), req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ok(w, r, resp, resp.Removed)
-}
-
 // removeSources resolves every name first, so a request holding one bad
 // name removes nothing, then removes all of it in one write.
 func (s *Server) removeSources(ctx context.Context, req remote.RemoveRequest) (remote.RemoveResponse, error) {
@@ -52,14 +31,17 @@ func (s *Server) removeSources(ctx context.Context, req remote.RemoveRequest) (r
 		return remote.RemoveResponse{}, recall.Errorf(recall.EINVALID, "%d names in one request; send at most %d", n, remote.MaxRemoveNames)
 	}
 	resp := remote.RemoveResponse{Files: make([]remote.Removal, len(req.Files)), Sources: make([]remote.Removal, len(req.Sources))}
-	for i, name := range req.Files {
-		if err := cleanName(&resp.Files[i], "files", name); err != nil {
-			return remote.RemoveResponse{}, err
-		}
-	}
-	for i, name := range req.Sources {
-		if err := cleanName(&resp.Sources[i], "sources", name); err != nil {
-			return remote.RemoveResponse{}, err
+	for _, names := range []struct {
+		field string
+		sent  []string
+		out   []remote.Removal
+	}{{"files", req.Files, resp.Files}, {"sources", req.Sources, resp.Sources}} {
+		for i, name := range names.sent {
+			id, err := cleanName(names.field, name)
+			if err != nil {
+				return remote.RemoveResponse{}, err
+			}
+			names.out[i] = remote.Removal{Name: name, Source: id}
 		}
 	}
 	var ids []string
@@ -94,19 +76,12 @@ func (s *Server) removeSources(ctx context.Context, req remote.RemoveRequest) (r
 		if err := one(r); err != nil {
 			return remote.RemoveResponse{}, err
 		}
-		// An export's conversations, one level under the file, as a
-		// local sweep assigns sources to their files.
-		prefix := r.Source + "/"
-		opts := recall.ListOptions{Filter: recall.Filter{Kinds: []recall.Kind{recall.KindArchive}, SourcePrefix: prefix}, Limit: 1000}
-		for {
-			page, next, err := s.st.ListSources(ctx, opts)
+		for cursor := ""; ; {
+			page, next, err := s.conversationsOf(ctx, r.Source, cursor)
 			if err != nil {
 				return remote.RemoveResponse{}, err
 			}
 			for _, src := range page {
-				if strings.Contains(src.ID[len(prefix):], "/") {
-					continue
-				}
 				if err := take(r, src); err != nil {
 					return remote.RemoveResponse{}, err
 				}
@@ -114,7 +89,7 @@ func (s *Server) removeSources(ctx context.Context, req remote.RemoveRequest) (r
 			if next == "" {
 				break
 			}
-			opts.Cursor = next
+			cursor = next
 		}
 	}
 	for i := range resp.Sources {
@@ -133,15 +108,68 @@ func (s *Server) removeSources(ctx context.Context, req remote.RemoveRequest) (r
 	return resp, nil
 }
 
+// conversationsOf reads one page, from cursor, of the archive sources one
+// level under the file id (an export's conversations, as a local sweep
+// assigns sources to their files); next is "" after the last page. A page
+// reads at most 1,000 sources, deeper ones included, so it may give none
+// and still have a next.
+func (s *Server) conversationsOf(ctx context.Context, file, cursor string) (page []recall.Source, next string, err error) {
+	prefix := file + "/"
+	page, next, err = s.st.ListSources(ctx, recall.ListOptions{Filter: recall.Filter{Kinds: []recall.Kind{recall.KindArchive}, SourcePrefix: prefix},
+		Cursor: cursor, Limit: 1000})
+	if err != nil {
+		return nil, "", err
+	}
+	kept := page[:0]
+	for _, src := range page {
+		if !strings.Contains(src.ID[len(prefix):], "/") {
+			kept = append(kept, src)
+		}
+	}
+	return kept, next, nil
+}
+
+// POST /ingest/sources tells a remote sweep which sources it holds for a
+// file, a page at a time: the sources /ingest/remove would remove for it,
+// so that a client that does not know which conversations it sent for an
+// export (its manifest was written by an older client) can remove those
+// the export no longer holds. Who may remove them may list them.
+func (s *Server) listSources(ctx context.Context, req remote.SourcesRequest) (remote.SourcesResponse, error) {
+	id, err := cleanName("file", req.File)
+	if err != nil {
+		return remote.SourcesResponse{}, err
+	}
+	resp := remote.SourcesResponse{File: id, Sources: []string{}}
+	sent := func(src recall.Source) bool { return src.Kind == recall.KindArchive && src.Vault == "" }
+	if req.Cursor == "" {
+		src, err := s.st.Source(ctx, id)
+		switch {
+		case err == nil && sent(src):
+			resp.Sources = append(resp.Sources, src.ID)
+		case err != nil && !recall.IsNotFound(err):
+			return remote.SourcesResponse{}, err
+		}
+	}
+	page, next, err := s.conversationsOf(ctx, id, req.Cursor)
+	if err != nil {
+		return remote.SourcesResponse{}, err
+	}
+	for _, src := range page {
+		if sent(src) {
+			resp.Sources = append(resp.Sources, src.ID)
+		}
+	}
+	resp.Next = next
+	return resp, nil
+}
+
 // cleanName checks one name as /ingest checks source_file.
-func cleanName(r *remote.Removal, field, name string) error {
-	r.Name = name
+func cleanName(field, name string) (string, error) {
 	id, err := recall.CleanSourceID(name)
 	if err != nil {
-		return recall.Errorf(recall.EINVALID, "%s: %s", field, recall.ErrorMessage(err))
+		return "", recall.Errorf(recall.EINVALID, "%s: %s", field, recall.ErrorMessage(err))
 	}
-	r.Source = id
-	return nil
+	return id, nil
 }
 
 // unstage drops chunks waiting in staging for the sources named: a source

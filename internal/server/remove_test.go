@@ -24,6 +24,18 @@ func (f *fixture) remove(token string, req remote.RemoveRequest) (int, remote.Re
 	return resp.StatusCode, out, body
 }
 
+// sweptSource stores the archive source id as the server's own sweep of a
+// folder (serve --vault) stores it: no client sent it through /ingest.
+func (f *fixture) sweptSource(ctx context.Context, id string) {
+	f.t.Helper()
+	swept := recall.Document{Source: recall.Source{ID: id, Kind: recall.KindArchive, Vault: "/srv/vault",
+		ContentHash: recall.TextHash("swept"), ChunkCount: 1, IndexState: recall.IndexOK},
+		Chunks: []recall.Chunk{{Index: 0, Text: "swept", Hash: recall.TextHash("swept")}}}
+	if _, err := f.eng.Write(ctx, []recall.Document{swept}, nil); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // archiveIDs lists the stored archive sources.
 func (f *fixture) archiveIDs() string {
 	f.t.Helper()
@@ -52,12 +64,7 @@ func TestIngestRemove(t *testing.T) {
 		}
 	}
 	// A conversation of the same export that the server swept itself.
-	swept := recall.Document{Source: recall.Source{ID: "exp.json/c3", Kind: recall.KindArchive, Vault: "/srv/vault",
-		ContentHash: recall.TextHash("swept"), ChunkCount: 1, IndexState: recall.IndexOK},
-		Chunks: []recall.Chunk{{Index: 0, Text: "swept", Hash: recall.TextHash("swept")}}}
-	if _, err := f.eng.Write(ctx, []recall.Document{swept}, nil); err != nil {
-		t.Fatal(err)
-	}
+	f.sweptSource(ctx, "exp.json/c3")
 	f.save("alice", "k", "alice's memory")
 	// Chunks of another conversation wait for the rest of their source.
 	if _, out, _ := f.ingest(plainTok, chunkOf("exp.json/c4", 0, 2, "half")); out.Sources[0].Status != remote.StatusPartial {
@@ -164,5 +171,104 @@ func TestIngestRemoveRefusals(t *testing.T) {
 	}
 	if m, err := f.mem.Read(context.Background(), "k", "", memoryScope("alice")); err != nil || m.Value != "alice's memory" {
 		t.Errorf("the memory: %+v %v", m, err)
+	}
+}
+
+func (f *fixture) sources(token string, req remote.SourcesRequest) (int, remote.SourcesResponse, string) {
+	f.t.Helper()
+	b, _ := json.Marshal(req)
+	resp, body := f.do("POST", remote.SourcesPath, token, string(b))
+	var out remote.SourcesResponse
+	if resp.StatusCode == 200 {
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
+			f.t.Fatalf("sources answer %s: %v", body, err)
+		}
+	}
+	return resp.StatusCode, out, body
+}
+
+// POST /ingest/sources lists, a page at a time, the sources /ingest/remove
+// would remove for a file: its own and its conversations', sent through
+// /ingest; not what the server swept itself, deeper sources, memories, or
+// files that only begin alike.
+func TestIngestSources(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	var chunks []remote.IngestChunk
+	for _, id := range []string{"exp.json", "exp.json/c1", "exp.json/c2", "exp.json/c1/deeper", "exp.jsonx/c", "other.json/c9"} {
+		chunks = append(chunks, chunkOf(id, 0, 1, "text of "+id))
+	}
+	const many = 2100
+	for i := range many {
+		chunks = append(chunks, chunkOf(fmt.Sprintf("big.json/%04d", i), 0, 1, fmt.Sprintf("text %d", i)))
+	}
+	if status, _, body := f.ingest(plainTok, chunks...); status != 200 {
+		t.Fatalf("%d %.300s", status, body)
+	}
+	f.sweptSource(ctx, "exp.json/c3")
+	f.save("alice", "k", "alice's memory")
+
+	status, out, body := f.sources(plainTok, remote.SourcesRequest{File: `exp.json`})
+	if status != 200 || out.File != "exp.json" || strings.Join(out.Sources, " ") != "exp.json exp.json/c1 exp.json/c2" || out.Next != "" {
+		t.Errorf("exp.json: %d %s", status, body)
+	}
+	if _, out, body := f.sources(adminTok, remote.SourcesRequest{File: "nothing.json"}); out.Sources == nil || len(out.Sources) != 0 || out.Next != "" {
+		t.Errorf("a file the server holds nothing of: %s", body)
+	}
+	// Pages follow one another to the end, every source once.
+	var got []string
+	pages := 0
+	for req := (remote.SourcesRequest{File: "big.json"}); ; pages++ {
+		status, out, body := f.sources(plainTok, req)
+		if status != 200 || pages > many {
+			t.Fatalf("page %d: %d %.300s", pages, status, body)
+		}
+		got = append(got, out.Sources...)
+		if out.Next == "" {
+			break
+		}
+		req.Cursor = out.Next
+	}
+	if len(got) != many || pages < 2 || got[0] != "big.json/0000" || got[many-1] != fmt.Sprintf("big.json/%04d", many-1) {
+		t.Errorf("%d pages gave %d sources, want %d", pages+1, len(got), many)
+	}
+	waitFor(f.audit, `"route":"POST /ingest/sources"`)
+	if a := f.audit.String(); !strings.Contains(a, `"token":"plain"`) || strings.Contains(a, "exp.json/c1") {
+		t.Errorf("audit: %s", a)
+	}
+}
+
+// A listing is refused as a removal is: the name checked as source_file
+// is, unknown fields, a cursor the server did not make, a token bound to
+// an owner, no token.
+func TestIngestSourcesRefusals(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct {
+		body, want string
+	}{
+		{`{}`, "empty"},
+		{`{"file":"../etc"}`, "leaves the vault"},
+		{`{"file":"/abs"}`, "absolute"},
+		{`{"file":"memory:alice"}`, "reserved"},
+		{`{"file":"a\u001b[2J.json"}`, "control character U+001B"},
+		{`{"file":"` + strings.Repeat("x", recall.MaxSourceIDLen+1) + `"}`, "longer than 1024 bytes"},
+		{`{"file":"a.json","cursor":"%%%"}`, "invalid cursor"},
+		{`{"file":"a.json","cursor":"` + strings.Repeat("A", 5000) + `"}`, "invalid cursor"},
+		{`{"file":"a.json","extra":1}`, `unknown field \"extra\"`},
+		{`{"file":["a.json"]}`, "field file must be a string"},
+		{`[]`, "must be a JSON object"},
+	} {
+		if resp, body := f.do("POST", remote.SourcesPath, plainTok, tc.body); resp.StatusCode != 400 || !strings.Contains(body, tc.want) {
+			t.Errorf("%.80s: %d %.300s", tc.body, resp.StatusCode, body)
+		}
+	}
+	if status, _, body := f.sources(aliceTok, remote.SourcesRequest{File: "a.json"}); status != 403 || !strings.Contains(body, "bound to an owner") {
+		t.Errorf("owner-bound token: %d %s", status, body)
+	}
+	if status, _, _ := f.sources("", remote.SourcesRequest{File: "a.json"}); status != 401 {
+		t.Errorf("no token: %d", status)
+	}
+	if resp, _ := f.do("GET", remote.SourcesPath, plainTok, ""); resp.StatusCode != 405 {
+		t.Errorf("GET: %d", resp.StatusCode)
 	}
 }

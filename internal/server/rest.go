@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/recall-mcp/recall"
-	"github.com/recall-mcp/recall/internal/remote"
 )
 
 // errorBody is every REST error: {"error": {"code": ..., "message": ...}}.
@@ -401,22 +401,27 @@ func (s *Server) restRoutes(handle func(pattern string, admin bool, h http.Handl
 	})
 }
 
-func (s *Server) serveIngest(w http.ResponseWriter, r *http.Request) {
-	// The archive is shared by every owner: a token bound to one owner may
-	// not put text in front of the others.
-	if id := identityFrom(r.Context()); id.bound {
-		s.writeError(w, r, recall.Errorf(recall.EFORBIDDEN, "this token is bound to an owner; ingesting into the shared archive needs an unbound token or the admin token"))
-		return
+// archiveRoute serves an endpoint of the archive every owner shares
+// (/ingest, /ingest/remove, /ingest/sources): a token bound to one owner
+// may not put text in front of the others, nor take it back or list it
+// (doing says which, in the refusal); the body is one JSON request, and
+// results counts what the answer holds for the audit log.
+func archiveRoute[Req, Resp any](s *Server, doing string, do func(context.Context, Req) (Resp, error), results func(Resp) int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if id := identityFrom(r.Context()); id.bound {
+			s.writeError(w, r, recall.Errorf(recall.EFORBIDDEN, "this token is bound to an owner; %s the shared archive needs an unbound token or the admin token", doing))
+			return
+		}
+		var req Req
+		if err := decode(r, &req); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		resp, err := do(r.Context(), req)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ok(w, r, resp, results(resp))
 	}
-	var req remote.IngestRequest
-	if err := decode(r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	resp, err := s.ingest(r.Context(), req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ok(w, r, resp, len(resp.Sources))
 }

@@ -603,8 +603,12 @@ func (s *Server) routes() {
 	}
 	handle("/mcp", false, s.serveMCP)
 	handle("GET /metrics", false, s.serveMetrics)
-	handle("POST /ingest", false, s.serveIngest)
-	handle("POST "+remote.RemovePath, false, s.serveRemove)
+	handle("POST /ingest", false, archiveRoute(s, "ingesting into", s.ingest,
+		func(r remote.IngestResponse) int { return len(r.Sources) }))
+	handle("POST "+remote.RemovePath, false, archiveRoute(s, "removing sources of", s.removeSources,
+		func(r remote.RemoveResponse) int { return r.Removed }))
+	handle("POST "+remote.SourcesPath, false, archiveRoute(s, "listing sources of", s.listSources,
+		func(r remote.SourcesResponse) int { return len(r.Sources) }))
 	s.restRoutes(handle)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// The catch-all hides the router's own 405: tell a wrong method on
