@@ -110,7 +110,14 @@ type Options struct {
 	SweepLog   io.Writer     // failed files, one line each, and a summary per sweep (nil: discarded)
 	StageTTL   time.Duration // how long partial /ingest sources wait (0: 15 minutes)
 	StageBytes int64         // staged chunk text bound (0: 64 MiB)
+	// Grace is how long a stopping Serve lets requests in flight finish
+	// before it closes their connections (0: DefaultGrace). Event streams
+	// are not waited for: see Serve.
+	Grace time.Duration
 }
+
+// DefaultGrace is Options.Grace's default.
+const DefaultGrace = 5 * time.Second
 
 // Rate limit defaults: enough for an assistant's bursts of tool calls.
 const (
@@ -179,6 +186,9 @@ func New(opt Options) (*Server, error) {
 	}
 	if opt.BadTokenBurst <= 0 {
 		opt.BadTokenBurst = 10
+	}
+	if opt.Grace <= 0 {
+		opt.Grace = DefaultGrace
 	}
 	for _, o := range opt.CORSOrigins {
 		if o == "*" || o == "null" || !strings.Contains(o, "://") {
@@ -300,14 +310,20 @@ func loopbackName(host string) bool {
 	return true
 }
 
-// Serve answers HTTP on ln until ctx ends, then shuts down gracefully.
+// Serve answers HTTP on ln until ctx ends, then shuts down: event streams
+// end at once (they end only when their clients go, so waiting for them
+// would always take the whole grace), requests in flight are given
+// Options.Grace to finish, and the connections still open after it are
+// closed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base := context.WithValue(context.Background(), stoppingKey{}, ctx)
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -316,9 +332,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Event streams stay open until their clients go: give requests a
-	// moment to finish, then close what is left.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opt.Grace)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		hs.Close()
@@ -327,6 +341,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// stoppingKey holds, in the context of a request Serve answers, the
+// context whose end stops Serve.
+type stoppingKey struct{}
+
+// untilStopping returns r with a context that also ends when the server
+// begins to stop, and the function releasing it.
+func untilStopping(r *http.Request) (*http.Request, func()) {
+	stopping, ok := r.Context().Value(stoppingKey{}).(context.Context)
+	if !ok {
+		return r, func() {}
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	unhook := context.AfterFunc(stopping, cancel)
+	return r.WithContext(ctx), func() { unhook(); cancel() }
 }
 
 // RunStdio serves MCP over r and w (newline-delimited JSON) until the
@@ -767,6 +797,13 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			method = strings.ToLower(r.Method)
 		}
 		ri.set(func(ri *reqInfo) { ri.route = "mcp " + method })
+		if r.Method == http.MethodGet {
+			// A GET holds the session's event stream open for as long
+			// as its client likes: it ends when the server stops.
+			var release func()
+			r, release = untilStopping(r)
+			defer release()
+		}
 	}
 	// The SDK binds a session to TokenInfo.UserID and refuses it to any
 	// other; the header it reads is replaced by a fixed value so the real

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/memory"
+)
+
+// holdEmbedder embeds like the fixture's embedder, except a text holding
+// "HOLD", whose call waits until release is closed or its context ends.
+// held is closed when such a call arrives.
+type holdEmbedder struct {
+	recall.Embedder
+	held, release chan struct{}
+}
+
+func (h *holdEmbedder) Embed(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
+	for _, t := range texts {
+		if strings.Contains(t, "HOLD") {
+			close(h.held)
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return h.Embedder.Embed(ctx, kind, texts)
+}
+
+// heldServer is a fixture whose memory saves of a value holding "HOLD"
+// wait for the test, served by Serve (not httptest) with the given grace.
+func heldServer(t *testing.T, grace time.Duration) (*fixture, *holdEmbedder, string, func() error) {
+	t.Helper()
+	var hold *holdEmbedder
+	f := newFixture(t, func(o *Options) {
+		hold = &holdEmbedder{Embedder: o.Embedder, held: make(chan struct{}), release: make(chan struct{})}
+		// The save waits for the embedder as long as the test holds it.
+		o.Memory = memory.New(o.Store, o.Engine, memory.Options{Embedder: hold, Space: testSpace, EmbedBudget: time.Hour})
+		o.Grace = grace
+	})
+	ln, err := f.srv.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- f.srv.Serve(ctx, ln) }()
+	stop := func() error { cancel(); return <-served }
+	t.Cleanup(func() { cancel() })
+	return f, hold, "http://" + ln.Addr().String(), stop
+}
+
+// heldSave starts saving a memory whose embedding the test holds, with a
+// tool call in an MCP session on url, and returns once the save waits for
+// it, with a channel that gets the call's outcome (nil: saved). Its
+// answer comes as an event stream too, one that ends with the call.
+func heldSave(t *testing.T, f *fixture, url string, hold *holdEmbedder) <-chan error {
+	t.Helper()
+	cs, err := f.dial(plainTok, url+"/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	got := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "save_memory",
+			Arguments: map[string]any{"key": "held", "value": "HOLD the door"}})
+		if err == nil && res.IsError {
+			err = errors.New(resultText(res))
+		}
+		got <- err
+	}()
+	<-hold.held
+	return got
+}
+
+// TestShutdownEndsEventStreams: a client holding its MCP session's event
+// stream open (GET /mcp) does not hold up a stopping server. The stream
+// is ended, cleanly, as shutdown begins, while a request in flight still
+// has its grace and is answered. The grace is a minute, so a server that
+// waited for the stream would be unmistakable: it would cut the stream
+// when the minute was up instead of ending it.
+func TestShutdownEndsEventStreams(t *testing.T) {
+	f, hold, url, stop := heldServer(t, time.Minute)
+	sid := f.rawSession(plainTok)
+	req, _ := http.NewRequest("GET", url+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+plainTok)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	if stream.StatusCode != 200 || !strings.HasPrefix(stream.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET /mcp: %d %s", stream.StatusCode, stream.Header.Get("Content-Type"))
+	}
+	saved := heldSave(t, f, url, hold)
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	if _, err := io.ReadAll(stream.Body); err != nil {
+		t.Fatalf("the event stream was cut, not ended, by the shutdown: %v", err)
+	}
+	// The stream ended while the save still held the shutdown.
+	close(hold.release)
+	if err := <-saved; err != nil {
+		t.Errorf("the save in flight when shutdown began: %v", err)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if _, err := f.mem.Read(context.Background(), "held", "", memory.Scope{}); err != nil {
+		t.Errorf("the save answered during the shutdown is not stored: %v", err)
+	}
+}
