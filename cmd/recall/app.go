@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/hub"
@@ -41,6 +42,10 @@ type Main struct {
 	Getenv func(string) string
 	// IsTerminal reports whether stderr is a terminal (progress output).
 	IsTerminal func() bool
+	// Hurry, closed at a second interrupt (main closes it), tells a
+	// server stopping because Run's context ended to stop waiting for
+	// requests and background work in flight.
+	Hurry <-chan struct{}
 
 	g       globals
 	fusion  string // --fusion of search and eval
@@ -50,6 +55,10 @@ type Main struct {
 	store   recall.Store
 	closers []func() error
 	log     *slog.Logger
+
+	// grace is how long a stopping server waits for requests in flight
+	// (0: server.DefaultGrace); tests lengthen it.
+	grace time.Duration
 
 	// dirModel is the name recall before 2026-11-30 gave the model loaded
 	// from a directory (the directory's name); legacySpaces remembers which

@@ -11,12 +11,32 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, hurry := interrupts()
 	stopProfile := startProfile()
 	m := NewMain()
+	m.Hurry = hurry
 	code := m.Run(ctx, os.Args[1:])
-	stop()
 	m.Close()
 	stopProfile()
 	os.Exit(code)
+}
+
+// interrupts returns a context that ends at the first SIGINT or SIGTERM
+// (commands stop, finishing what is in flight) and a channel closed at
+// the second (a server stops waiting for requests in flight). A third
+// has its default effect: the process ends at once, which the stores
+// survive as they survive a crash.
+func interrupts() (context.Context, <-chan struct{}) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	hurry := make(chan struct{})
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		signal.Stop(sigs)
+		close(hurry)
+	}()
+	return ctx, hurry
 }

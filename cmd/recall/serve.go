@@ -43,7 +43,7 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 		return err
 	}
 	opt := server.Options{AllowPathToken: *allowPath, CORSOrigins: cors, AllowedHosts: hosts,
-		Rate: rate.Limit(*perSec), Burst: *burst}
+		Rate: rate.Limit(*perSec), Burst: *burst, Grace: m.grace}
 	if *perSec == 0 {
 		opt.Rate = rate.Inf
 	}
@@ -90,10 +90,24 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	fmt.Fprintf(m.Stderr, "listening on http://%s\n", ln.Addr())
 	bctx, stop := context.WithCancel(ctx)
 	srv.Start(bctx)
+	defer m.onHurry(srv.Hurry)()
 	err = srv.Serve(ctx, ln)
 	stop()
 	srv.Wait(5 * time.Second) // an interrupted sweep records itself before the store closes
 	return err
+}
+
+// onHurry calls f if m.Hurry closes before the returned function is called.
+func (m *Main) onHurry(f func()) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-m.Hurry: // nil: never
+			f()
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
 }
 
 // serverTokens reads the credentials: RECALL_TOKEN, the tokens file

@@ -56,14 +56,8 @@ func startServe(t *testing.T, env map[string]string, args ...string) (string, *l
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	m := NewMain()
-	stderr := &lockedBuffer{}
-	m.Stdout, m.Stderr, m.Stdin = io.Discard, stderr, strings.NewReader("")
 	m.Getenv = func(k string) string { return env[k] }
-	done := make(chan int, 1)
-	go func() {
-		done <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
-		m.Close()
-	}()
+	url, stderr, done := serveWith(t, ctx, cancel, m, args...)
 	stop := func() int {
 		cancel()
 		select {
@@ -74,10 +68,26 @@ func startServe(t *testing.T, env map[string]string, args ...string) (string, *l
 			return -1
 		}
 	}
+	return url, stderr, stop
+}
+
+// serveWith runs `recall serve` with m on a free port until ctx ends, and
+// returns its URL, its stderr and a channel that gets its exit code once
+// m is closed. cancel ends ctx.
+func serveWith(t *testing.T, ctx context.Context, cancel func(), m *Main, args ...string) (string, *lockedBuffer, <-chan int) {
+	t.Helper()
+	stderr := &lockedBuffer{}
+	m.Stdout, m.Stderr, m.Stdin = io.Discard, stderr, strings.NewReader("")
+	done := make(chan int, 1)
+	go func() {
+		code := m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+		m.Close()
+		done <- code
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if m := listeningRE.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1], stderr, stop
+			return m[1], stderr, done
 		}
 		select {
 		case code := <-done:
@@ -85,7 +95,8 @@ func startServe(t *testing.T, env map[string]string, args ...string) (string, *l
 		default:
 		}
 		if time.Now().After(deadline) {
-			stop()
+			cancel()
+			<-done
 			t.Fatalf("serve never said where it listens: %s", stderr.String())
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -149,6 +149,10 @@ type Server struct {
 	schemas    map[string]*jsonschema.Schema // tools' input schemas by name (invalidArgs)
 	searching  sync.Map                      // identity key → chan of its searches running (searchTurn)
 
+	// cut ends when Hurry is called: a shutdown stops waiting.
+	cut    context.Context
+	cutNow context.CancelFunc
+
 	sessMu      sync.Mutex
 	sessOwner   map[string]string // MCP session id → the identity key that opened it
 	sessPending map[string]int    // identity key → initialize requests in flight
@@ -210,6 +214,7 @@ func New(opt Options) (*Server, error) {
 	s := &Server{opt: opt, eng: opt.Engine, st: opt.Store, mem: opt.Memory, keys: keys, log: opt.Logger, schemas: map[string]*jsonschema.Schema{},
 		metrics: newMetrics(), bad: newBadTokens(opt.BadTokenRate, opt.BadTokenBurst, 10_000, opt.Now),
 		stage: newStaging(opt.StageTTL, opt.StageBytes, opt.Now)}
+	s.cut, s.cutNow = context.WithCancel(context.Background())
 	if opt.Audit != nil {
 		s.audit = &auditLog{w: opt.Audit}
 	}
@@ -248,9 +253,9 @@ func (s *Server) Start(ctx context.Context) {
 	})
 }
 
-// Wait waits, at most d, for the background work Start began to end once
-// its context is done: a sweep records how far it got before the store
-// closes. It reports whether everything ended.
+// Wait waits, at most d and until Hurry, for the background work Start
+// began to end once its context is done: a sweep records how far it got
+// before the store closes. It reports whether everything ended.
 func (s *Server) Wait(d time.Duration) bool {
 	done := make(chan struct{})
 	go func() { s.bg.wg.Wait(); close(done) }()
@@ -260,9 +265,16 @@ func (s *Server) Wait(d time.Duration) bool {
 	case <-done:
 		return true
 	case <-t.C:
-		return false
+	case <-s.cut.Done():
 	}
+	return false
 }
+
+// Hurry cuts a shutdown short (a second interrupt): Serve closes the
+// connections still open, ending their requests' contexts, and returns,
+// and Wait stops waiting. Nothing acknowledged is lost: a request is
+// answered only once its writes have committed.
+func (s *Server) Hurry() { s.cutNow() }
 
 // Open reports whether requests without a token are accepted (no user
 // token is configured).
@@ -313,10 +325,10 @@ func loopbackName(host string) bool {
 // Serve answers HTTP on ln until ctx ends, then shuts down: event streams
 // end at once (they end only when their clients go, so waiting for them
 // would always take the whole grace), requests in flight are given
-// Options.Grace to finish, and the connections still open after it are
-// closed.
+// Options.Grace to finish, and the connections still open after it, or
+// at Hurry, are closed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	base := context.WithValue(context.Background(), stoppingKey{}, ctx)
+	base := context.WithValue(s.cut, stoppingKey{}, ctx)
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -332,7 +344,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opt.Grace)
+	sctx, cancel := context.WithTimeout(s.cut, s.opt.Grace)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		hs.Close()

@@ -56,7 +56,7 @@ func heldServer(t *testing.T, grace time.Duration) (*fixture, *holdEmbedder, str
 	served := make(chan error, 1)
 	go func() { served <- f.srv.Serve(ctx, ln) }()
 	stop := func() error { cancel(); return <-served }
-	t.Cleanup(func() { cancel() })
+	t.Cleanup(func() { cancel(); f.srv.Hurry() })
 	return f, hold, "http://" + ln.Addr().String(), stop
 }
 
@@ -123,5 +123,29 @@ func TestShutdownEndsEventStreams(t *testing.T) {
 	}
 	if _, err := f.mem.Read(context.Background(), "held", "", memory.Scope{}); err != nil {
 		t.Errorf("the save answered during the shutdown is not stored: %v", err)
+	}
+}
+
+// TestHurryCutsShutdownShort: Hurry (a second interrupt) stops a
+// shutdown's wait for the requests in flight, however long the grace:
+// their connections are closed and their contexts end, Serve returns, and
+// Wait stops waiting for background work.
+func TestHurryCutsShutdownShort(t *testing.T) {
+	f, hold, url, stop := heldServer(t, time.Hour)
+	saved := heldSave(t, f, url, hold)
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	f.srv.bg.wg.Add(1) // background work that does not end by itself
+	defer f.srv.bg.wg.Done()
+	f.srv.Hurry()
+	if err := <-stopped; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	// Its context ended: it is refused, or its connection closed first.
+	if err := <-saved; err == nil {
+		t.Error("the save in flight was waited for; it should have been cut")
+	}
+	if f.srv.Wait(time.Hour) {
+		t.Error("Wait reports background work ended that had not")
 	}
 }
