@@ -327,7 +327,11 @@ type Store interface {
 	// calls wait once with that error and waits until the lock is free or
 	// ctx is done. A lock ends with its holder however that ends (a
 	// process killed, a connection lost), so a crash never keeps sweeps
-	// out. ctx bounds only the taking.
+	// out. ctx bounds only the taking; given a context of WithVaultLock
+	// for this vault, the lock is recorded under its mark, and writes
+	// made with that context fail once the store no longer holds it: a
+	// lock can end before unlock (on PostgreSQL its session can, with a
+	// server restart, a cut connection, a terminated backend).
 	LockVault(ctx context.Context, vault string, wait func(busy error)) (unlock func(), err error)
 	Stats(ctx context.Context) (Stats, error)
 	Close() error
@@ -349,6 +353,33 @@ func WithCommitHook(ctx context.Context, hook func()) context.Context {
 func CommitHook(ctx context.Context) func() {
 	h, _ := ctx.Value(commitHookKey{}).(func())
 	return h
+}
+
+// vaultLockKey is the context key of WithVaultLock.
+type vaultLockKey struct{}
+
+// VaultLockMark is what WithVaultLock puts in a context: the vault, and,
+// by its address, one taking of its lock, told apart from any other.
+type VaultLockMark struct{ Vault string }
+
+// WithVaultLock returns a context for taking the sweep lock of vault
+// (Store.LockVault) and writing under it. The store records the lock it
+// gives under the context's mark; every write made with the context
+// (Write, Update, Delete, PutVectors and the others) then checks, in its
+// transaction right before it commits, that the store still holds that
+// lock, and fails, writing nothing, with an error wrapping
+// store.ErrVaultLockLost when it does not (released, lost with the
+// database session that held it, or never taken with this context). A
+// sweep stops at its next write once another may have taken the vault,
+// instead of writing beside it.
+func WithVaultLock(ctx context.Context, vault string) context.Context {
+	return context.WithValue(ctx, vaultLockKey{}, &VaultLockMark{Vault: vault})
+}
+
+// VaultLockOf returns the mark of WithVaultLock, or nil.
+func VaultLockOf(ctx context.Context) *VaultLockMark {
+	m, _ := ctx.Value(vaultLockKey{}).(*VaultLockMark)
+	return m
 }
 
 // InputKind tells an embedder whether texts are queries or documents, since

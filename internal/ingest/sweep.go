@@ -170,7 +170,11 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 
 	// One sweep of a vault at a time: two would each parse, embed and
 	// write the same changes. The lock is keyed by the path sources record.
+	// Every write is made under it (recall.WithVaultLock): one that finds
+	// the lock lost (its PostgreSQL session ended) fails, and the sweep
+	// stops there, since another may be sweeping the vault by then.
 	if !opt.DryRun {
+		ctx = recall.WithVaultLock(ctx, abs)
 		unlock, err := st.LockVault(ctx, abs, opt.Wait)
 		if err != nil {
 			if errors.Is(err, store.ErrVaultBusy) {

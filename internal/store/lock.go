@@ -23,6 +23,19 @@ func VaultBusy(vault, holder string) error {
 	return recall.WrapError(recall.ECONFLICT, ErrVaultBusy, "another sweep of %s into this database is running%s", vault, holder)
 }
 
+// ErrVaultLockLost is wrapped by the error of a write made under
+// recall.WithVaultLock once the store no longer holds that vault's sweep
+// lock.
+var ErrVaultLockLost = errors.New("the vault's sweep lock was lost")
+
+// VaultLockLost is the error of a write made under the sweep lock of vault
+// once the store no longer holds it: the write stored nothing, and the
+// sweep stops there, as another may be sweeping the vault by now.
+func VaultLockLost(vault string) error {
+	return recall.WrapError(recall.EUNAVAILABLE, ErrVaultLockLost,
+		"the sweep lock of %s is no longer held (the database session holding it ended: a server restart, a lost connection, a terminated backend), so another sweep may hold it: the sweep stopped before its next write, keeping what it had committed; sweep again", vault)
+}
+
 // LockHolder names this process to another that finds a lock it holds:
 // "process 1234 on hostname". The host matters on PostgreSQL, whose
 // clients may be on several machines.

@@ -60,6 +60,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -115,6 +116,11 @@ type DB struct {
 	// where names the server and database for error messages, without
 	// credentials.
 	where string
+
+	// The sweep locks this handle holds, by the mark of the context they
+	// were taken with, for the writes made under it (checkVaultLock).
+	locksMu sync.Mutex
+	locks   map[*recall.VaultLockMark]heldLock
 }
 
 var _ recall.Store = (*DB)(nil)
@@ -153,7 +159,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, connectErr(ctx, where, err, dsn, cfg.ConnConfig.Password)
 	}
-	db := &DB{pool: pool, opts: opts, where: where}
+	db := &DB{pool: pool, opts: opts, where: where, locks: map[*recall.VaultLockMark]heldLock{}}
 	check := func(ctx context.Context, pool *pgxpool.Pool) error { return migrate(ctx, pool, opts.Existing) }
 	if opts.ReadOnly {
 		check = checkSchema
@@ -340,6 +346,9 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return db.fail(ctx, err, "begin")
 	}
 	if err := fn(tx); err != nil {
+		return db.fail(ctx, err, "")
+	}
+	if err := db.checkVaultLock(ctx, tx); err != nil {
 		return db.fail(ctx, err, "")
 	}
 	if hook := recall.CommitHook(ctx); hook != nil {

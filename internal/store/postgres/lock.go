@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store"
 )
 
@@ -35,9 +39,11 @@ func vaultLockKey(vault string) int32 {
 // server releases it when that session ends, so with a holder that was
 // killed at once, and with one whose machine or network failed once TCP
 // keepalives give up on it (about 2.5 minutes, asked for here rather than
-// the system's usual 2 hours). A holder whose connection is lost mid-sweep
-// loses the lock without noticing: another sweep may then run beside it,
-// which costs work twice but never correctness.
+// the system's usual 2 hours). A holder whose session ends mid-sweep (a
+// server restart, a cut connection, its backend terminated) loses the
+// lock, and another sweep may take it: the holder's writes made under
+// recall.WithVaultLock then fail (checkVaultLock), so it stops before its
+// next write instead of writing beside the other.
 func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)) (func(), error) {
 	cfg := db.pool.Config().ConnConfig
 	cfg.RuntimeParams["application_name"] = holderPrefix + store.LockHolder()
@@ -96,15 +102,78 @@ func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)
 			}
 		}
 	}
+	mark := recall.VaultLockOf(ctx)
+	if mark != nil && mark.Vault != vault {
+		mark = nil // a mark for another vault's lock
+	}
+	if mark != nil {
+		// The session holding the lock, as writes under the mark check
+		// it: by process id and start, as a later session may be given
+		// the same process id.
+		held := heldLock{key: key}
+		if err := conn.QueryRow(ctx, `SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()`).
+			Scan(&held.pid, &held.start); err != nil {
+			closeConn()
+			return nil, db.fail(ctx, err, "lock vault %s", vault)
+		}
+		db.locksMu.Lock()
+		db.locks[mark] = held
+		db.locksMu.Unlock()
+	}
+	var once sync.Once
 	return func() {
-		// Unlocked before the session ends: the server ends a session
-		// after its client has gone, and the next holder should not find
-		// the lock still held meanwhile.
-		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn.Exec(c, `SELECT pg_advisory_unlock($1, $2)`, vaultLockClass, key)
-		closeConn()
+		once.Do(func() {
+			db.locksMu.Lock()
+			delete(db.locks, mark)
+			db.locksMu.Unlock()
+			// Unlocked before the session ends: the server ends a session
+			// after its client has gone, and the next holder should not find
+			// the lock still held meanwhile.
+			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			conn.Exec(c, `SELECT pg_advisory_unlock($1, $2)`, vaultLockClass, key)
+			closeConn()
+		})
 	}, nil
+}
+
+// heldLock is a sweep lock a DB holds: its key and the session holding it.
+type heldLock struct {
+	key   int32
+	pid   int32
+	start time.Time
+}
+
+// checkVaultLock fails a write made under recall.WithVaultLock when this
+// handle no longer holds the sweep lock taken with that context: released,
+// or lost with its session, which nothing tells the holder of (the
+// session idles while the sweep parses and embeds). It runs in the
+// write's transaction right before the commit, under the writer lock: a
+// sweep that took the lock since writes after this write commits, as it
+// would had the lock been lost a moment later.
+func (db *DB) checkVaultLock(ctx context.Context, tx pgx.Tx) error {
+	mark := recall.VaultLockOf(ctx)
+	if mark == nil {
+		return nil
+	}
+	vault := mark.Vault
+	db.locksMu.Lock()
+	held, ok := db.locks[mark]
+	db.locksMu.Unlock()
+	if !ok {
+		return store.VaultLockLost(vault)
+	}
+	err := tx.QueryRow(ctx, `SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		  AND l.classid = $1::int8::oid AND l.objid = $2::int8::oid AND l.objsubid = 2 AND l.granted
+		  AND l.pid = $3 AND a.backend_start = $4`, int64(vaultLockClass), int64(held.key), held.pid, held.start).Scan(new(int))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.VaultLockLost(vault)
+	}
+	if err != nil {
+		return fmt.Errorf("check the sweep lock of %s: %w", vault, err)
+	}
+	return nil
 }
 
 // vaultHolder names the process holding the sweep lock of key in this

@@ -148,6 +148,11 @@ type DB struct {
 	walk       *walk
 	stopWalk   context.CancelFunc
 	walkClosed bool
+
+	// The sweep locks this handle holds, by the mark of the context they
+	// were taken with, for the writes made under it (checkVaultLock).
+	locksMu sync.Mutex
+	locks   map[*recall.VaultLockMark]bool
 }
 
 // walk is one check of the whole file: done is closed when it has ended,
@@ -752,6 +757,9 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
 		return db.fail(ctx, err, "")
+	}
+	if err := db.checkVaultLock(ctx); err != nil {
+		return err
 	}
 	if hook := recall.CommitHook(ctx); hook != nil {
 		hook()

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/lockfile"
 	"github.com/recall-mcp/recall/internal/store"
 )
@@ -39,7 +40,7 @@ func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)
 	for {
 		l, holder, err := lockfile.TryLock(path, store.LockHolder(), perm)
 		if err == nil {
-			return l.Unlock, nil
+			return db.hold(ctx, vault, l.Unlock), nil
 		}
 		if !errors.Is(err, lockfile.ErrLocked) {
 			return nil, fmt.Errorf("lock vault %s: %w", vault, err)
@@ -58,4 +59,43 @@ func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)
 		case <-t.C:
 		}
 	}
+}
+
+// hold records the lock of vault, taken with ctx, under the context's
+// mark (recall.WithVaultLock), and returns its unlock, which forgets it.
+// A file lock is held until unlock, so a write under the mark finds it
+// unless the holder has let go.
+func (db *DB) hold(ctx context.Context, vault string, unlock func()) func() {
+	mark := recall.VaultLockOf(ctx)
+	if mark == nil || mark.Vault != vault {
+		return unlock
+	}
+	db.locksMu.Lock()
+	if db.locks == nil {
+		db.locks = map[*recall.VaultLockMark]bool{}
+	}
+	db.locks[mark] = true
+	db.locksMu.Unlock()
+	return func() {
+		db.locksMu.Lock()
+		delete(db.locks, mark)
+		db.locksMu.Unlock()
+		unlock()
+	}
+}
+
+// checkVaultLock fails a write made under recall.WithVaultLock when this
+// handle does not hold the sweep lock taken with that context.
+func (db *DB) checkVaultLock(ctx context.Context) error {
+	mark := recall.VaultLockOf(ctx)
+	if mark == nil {
+		return nil
+	}
+	db.locksMu.Lock()
+	held := db.locks[mark]
+	db.locksMu.Unlock()
+	if !held {
+		return store.VaultLockLost(mark.Vault)
+	}
+	return nil
 }

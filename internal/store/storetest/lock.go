@@ -119,3 +119,41 @@ func VaultLockShared(t *testing.T, a, b recall.Store) {
 	}
 	unlock()
 }
+
+// testWritesUnderVaultLock: writes made with a sweep lock's context
+// (recall.WithVaultLock) commit while the store holds the lock taken with
+// it, and fail, writing nothing, when it does not: another taking's
+// context, or the lock released. (A backend whose lock can be lost while
+// held, PostgreSQL's with its session, tests that loss on its own.)
+func testWritesUnderVaultLock(t *testing.T, s recall.Store) {
+	const vault = "/vaults/held"
+	held := recall.WithVaultLock(ctx, vault)
+	unlock, err := s.LockVault(held, vault, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(held, []recall.Document{doc("a.md", recall.KindArchive, "kept")}, nil); err != nil {
+		t.Fatalf("a write under the lock held: %v", err)
+	}
+	present := func(id string) bool { _, err := s.Source(ctx, id); return err == nil }
+	wantLost := func(err error, what string) {
+		t.Helper()
+		if !errors.Is(err, store.ErrVaultLockLost) {
+			t.Errorf("%s: error %v, want one wrapping ErrVaultLockLost", what, err)
+		}
+		wantCode(t, err, recall.EUNAVAILABLE, what)
+	}
+	_, err = s.Write(recall.WithVaultLock(ctx, vault), []recall.Document{doc("b.md", recall.KindArchive, "other")}, nil)
+	wantLost(err, "a write under a lock never taken with its context")
+	unlock()
+	_, err = s.Write(held, []recall.Document{doc("c.md", recall.KindArchive, "late")}, nil)
+	wantLost(err, "a write after unlock")
+	_, _, err = s.Delete(held, "a.md")
+	wantLost(err, "a delete after unlock")
+	if !present("a.md") || present("b.md") || present("c.md") {
+		t.Errorf("a.md, b.md, c.md present: %v %v %v, want only the write under the held lock", present("a.md"), present("b.md"), present("c.md"))
+	}
+	if _, err := s.Write(ctx, []recall.Document{doc("d.md", recall.KindArchive, "unlocked")}, nil); err != nil {
+		t.Errorf("a write outside any lock: %v", err)
+	}
+}

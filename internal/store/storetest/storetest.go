@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"Stats", testStats},
 		{"Canceled", testCanceled},
 		{"VaultLock", func(t *testing.T, s recall.Store) { testVaultLock(t, s, open) }},
+		{"WritesUnderVaultLock", testWritesUnderVaultLock},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
