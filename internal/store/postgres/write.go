@@ -1,13 +1,13 @@
 package postgres
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -405,19 +405,13 @@ func (w *writer) flushChunks(res *recall.WriteResult) error {
 	docs := make([]termDoc, len(pend))
 	parallel(len(pend), func(i int) { docs[i] = makeTermDoc(pend[i].title, pend[i].chunk) })
 
+	keyed := keyPostings(docs, ids)
 	chunkRows := make([][]any, len(pend))
-	var posts []posting
 	for i, p := range pend {
-		id := ids[i]
-		res.Added[p.added].ID = id
+		res.Added[p.added].ID = ids[i]
 		d := &docs[i]
-		terms := make([][]byte, len(d.terms))
-		for j := range d.terms {
-			terms[j] = []byte(d.terms[j].term)
-			posts = append(posts, posting{terms[j], id, &d.terms[j]})
-		}
-		chunkRows[i] = []any{id, p.sid, p.chunk.Index, p.chunk.Hash, p.chunk.MidWord, string(p.src.Kind), p.src.Owner,
-			p.src.Category, p.dates[0], p.dates[1], d.titleLen, d.length, p.chunk.Text, p.chunk.Header, terms}
+		chunkRows[i] = []any{ids[i], p.sid, p.chunk.Index, p.chunk.Hash, p.chunk.MidWord, string(p.src.Kind), p.src.Owner,
+			p.src.Category, p.dates[0], p.dates[1], d.titleLen, d.length, p.chunk.Text, p.chunk.Header, keyed.chunkTerms[i]}
 		w.length += int64(d.length)
 	}
 	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"chunks"},
@@ -430,12 +424,7 @@ func (w *writer) flushChunks(res *recall.WriteResult) error {
 	// every entry goes to another page than the one before (a sweep's
 	// batch of 200 chunks is some 40,000 postings of 14,000 terms). The
 	// index's upkeep is most of a bulk write's time (BenchmarkWrite).
-	slices.SortFunc(posts, func(a, b posting) int {
-		if c := bytes.Compare(a.term, b.term); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.chunkID, b.chunkID)
-	})
+	posts := keyed.posts
 	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"postings"}, []string{"term", "chunk_id", "tf", "positions"},
 		pgx.CopyFromSlice(len(posts), func(i int) ([]any, error) {
 			p := posts[i]
@@ -443,7 +432,7 @@ func (w *writer) flushChunks(res *recall.WriteResult) error {
 		})); err != nil {
 		return fmt.Errorf("write full-text postings: %w", err)
 	}
-	if err := w.addFreqs(docs); err != nil {
+	if err := w.applyFreqs(keyed.terms, keyed.df); err != nil {
 		return err
 	}
 	w.chunks += len(pend)
@@ -458,32 +447,84 @@ type posting struct {
 	*termPosting
 }
 
-// addFreqs counts the new chunks' terms into the document frequencies.
-func (w *writer) addFreqs(docs []termDoc) error {
-	df := map[string]int32{}
-	for i := range docs {
-		for _, t := range docs[i].terms {
-			df[t.term]++
-		}
-	}
-	return w.applyFreqs(df)
+// keyedPostings are the postings of new chunks in key order (term, then
+// chunk id), with the distinct terms in order, the number of the chunks
+// that hold each (their document frequencies' increase), and each chunk's
+// terms for its row. A term's bytes are shared by all of them.
+type keyedPostings struct {
+	posts      []posting
+	terms      [][]byte
+	df         []int32
+	chunkTerms [][][]byte
 }
 
-// applyFreqs adds deltas to the document frequencies, in term order, and
-// drops the terms no chunk holds any more.
-func (w *writer) applyFreqs(delta map[string]int32) error {
-	if len(delta) == 0 {
+// keyPostings orders the postings of the chunks docs (numbered ids, in
+// ascending order) by key: the distinct terms are sorted, and the postings
+// counted into place by their term's rank, which keeps each term's in
+// chunk order, instead of sorting every posting (some 40,000 for a
+// sweep's batch) by its key.
+func keyPostings(docs []termDoc, ids []int64) keyedPostings {
+	n := 0
+	for i := range docs {
+		n += len(docs[i].terms)
+	}
+	// Each posting's term as an index into distinct (one map lookup a
+	// posting), then as its rank in order.
+	seen := map[string]int32{}
+	var distinct []string
+	at := make([]int32, 0, n)
+	for i := range docs {
+		for _, t := range docs[i].terms {
+			d, ok := seen[t.term]
+			if !ok {
+				d = int32(len(distinct))
+				seen[t.term] = d
+				distinct = append(distinct, t.term)
+			}
+			at = append(at, d)
+		}
+	}
+	order := make([]int32, len(distinct))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(distinct[a], distinct[b]) })
+	rank := make([]int32, len(distinct))
+	k := keyedPostings{terms: make([][]byte, len(distinct)), df: make([]int32, len(distinct)),
+		posts: make([]posting, n), chunkTerms: make([][][]byte, len(docs))}
+	for r, d := range order {
+		rank[d] = int32(r)
+		k.terms[r] = []byte(distinct[d])
+	}
+	for p, d := range at {
+		at[p] = rank[d]
+		k.df[at[p]]++
+	}
+	// Each term's postings start where the terms before it end.
+	next := make([]int32, len(distinct))
+	for r := 1; r < len(next); r++ {
+		next[r] = next[r-1] + k.df[r-1]
+	}
+	p := 0
+	for i := range docs {
+		k.chunkTerms[i] = make([][]byte, len(docs[i].terms))
+		for j := range docs[i].terms {
+			r := at[p]
+			p++
+			k.chunkTerms[i][j] = k.terms[r]
+			k.posts[next[r]] = posting{k.terms[r], ids[i], &docs[i].terms[j]}
+			next[r]++
+		}
+	}
+	return k
+}
+
+// applyFreqs adds deltas to the document frequencies of terms (in
+// ascending order, without repeats) and drops the terms no chunk holds
+// any more.
+func (w *writer) applyFreqs(terms [][]byte, dfs []int32) error {
+	if len(terms) == 0 {
 		return nil
-	}
-	keys := make([]string, 0, len(delta))
-	for k := range delta {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	terms := make([][]byte, len(keys))
-	dfs := make([]int32, len(keys))
-	for i, k := range keys {
-		terms[i], dfs[i] = []byte(k), delta[k]
 	}
 	if _, err := w.tx.Exec(w.ctx, `INSERT INTO terms (term, df) SELECT * FROM unnest($1::bytea[], $2::integer[])
 		ON CONFLICT (term) DO UPDATE SET df = terms.df + EXCLUDED.df`, terms, dfs); err != nil {
@@ -523,7 +564,13 @@ func (w *writer) finish(res *recall.WriteResult) error {
 		for _, t := range w.goneTerms {
 			df[string(t)]--
 		}
-		if err := w.applyFreqs(df); err != nil {
+		keys := slices.Sorted(maps.Keys(df))
+		terms := make([][]byte, len(keys))
+		dfs := make([]int32, len(keys))
+		for i, k := range keys {
+			terms[i], dfs[i] = []byte(k), df[k]
+		}
+		if err := w.applyFreqs(terms, dfs); err != nil {
 			return err
 		}
 		w.goneTerms, w.goneIDs = nil, nil
