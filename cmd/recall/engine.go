@@ -71,9 +71,13 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 		budget = 2 * time.Second
 	}
 	opt := search.Options{Embedder: query, Fusion: fusion, EmbedBudget: budget, MemoryLexical: m.serving}
-	if m.serving && emb != nil {
+	if m.serving && (emb != nil || provider != "none") {
 		// A server moves to a read space another process switches to
-		// (`recall space use`) with that space's model.
+		// (`recall space use`) with that space's model. So does one whose
+		// model could not be used at start (not installed yet, a remote
+		// one down on a new database): the space another process makes
+		// once the model is there is searched and repaired without a
+		// restart. One configured with embedder none stays on full text.
 		opt.SpaceEmbedder = func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error) {
 			q, err := m.spaceEmbedder(ctx, st, sp, emb)
 			if err != nil {

@@ -595,3 +595,71 @@ func TestServeFollowsSwitchToAnotherSize(t *testing.T) {
 		t.Errorf("a save after the switch: %d %s", code, body)
 	}
 }
+
+// TestServeWithoutAModelFollowsASpaceMadeLater: a server started while its
+// model could not be used (Ollama down on a new database, so no space
+// could be made) runs on full text with repair off. Once another process
+// makes a space with a model the server can reach, the server searches it
+// and its background repair embeds what was stored meanwhile, without a
+// restart. A server configured with embedder none stays on full text.
+func TestServeWithoutAModelFollowsASpaceMadeLater(t *testing.T) {
+	for _, embedder := range []string{"ollama", "none"} {
+		t.Run(embedder, func(t *testing.T) {
+			var down atomic.Bool
+			down.Store(true)
+			srv := fakeOllama(t, &down)
+			env := testEnv(t)
+			env["RECALL_OLLAMA_URL"] = srv.URL
+			env["RECALL_TOKEN"] = serveToken
+			if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 { // text only
+				t.Fatal(errs)
+			}
+			senv := maps.Clone(env)
+			senv["RECALL_EMBEDDER"], senv["RECALL_MODEL"] = embedder, "model-a"
+			url, stderr, stop := startServeLoaded(t, senv)
+			defer stop()
+			type stats struct {
+				Spaces []struct {
+					Name    string `json:"name"`
+					Missing int    `json:"missing"`
+				} `json:"spaces"`
+				Index struct {
+					Space string `json:"space"`
+				} `json:"index"`
+				Repair struct {
+					State string `json:"state"`
+					Space string `json:"space"`
+				} `json:"repair"`
+			}
+			stat := func() stats {
+				code, body := get(t, url+"/api/stats", serveToken)
+				var st stats
+				if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+					t.Fatalf("stats: %d %s", code, body)
+				}
+				return st
+			}
+			if st := stat(); st.Repair.State != "off" || st.Index.Space != "" {
+				t.Fatalf("a server started without a model: %+v; want repair off, no read space", st)
+			}
+
+			down.Store(false)
+			// The first space made is the read space.
+			if _, errs, code := run(t, env, "--embedder", "ollama", "--model", "model-b", "space", "create", "b"); code != 0 {
+				t.Fatal(errs)
+			}
+			if embedder == "none" {
+				waitFor(t, func() bool { return strings.Contains(stderr.String(), "read_space=b") }, "the server to see space b")
+				if st := stat(); st.Repair.State != "off" || st.Index.Space != "" {
+					t.Errorf("a server configured with embedder none: %+v; want repair off, no read space", st)
+				}
+				return
+			}
+			waitFor(t, func() bool {
+				st := stat()
+				return st.Index.Space == "b" && st.Repair.Space == "b" && st.Repair.State == "idle" &&
+					len(st.Spaces) == 1 && st.Spaces[0].Missing == 0
+			}, "the server to read space b and repair its vectors")
+		})
+	}
+}

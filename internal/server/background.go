@@ -21,7 +21,7 @@ import (
 
 // RepairState is the background repair's progress, shown in stats.
 type RepairState struct {
-	State     string `json:"state"` // off (no embedder), waiting (index loading), running, idle (nothing missing), retrying (after an error)
+	State     string `json:"state"` // off (no embedder), waiting (not run yet), running, idle (nothing missing), retrying (after an error)
 	Space     string `json:"space,omitempty"`
 	Embedded  int    `json:"embedded"` // chunk texts embedded since start-up
 	Missing   int    `json:"missing"`  // chunk texts without a vector after the last page
@@ -73,11 +73,17 @@ type background struct {
 	rep   RepairState
 	emb   recall.Embedder // repair and server sweeps write vectors with emb into space
 	space string
-	// moved ends the context of the background repair's current round
-	// (its run and the wait after it) when the target moves to another
-	// space; nil outside a round.
-	moved context.CancelFunc
+	// moved ends when followSwitch moves the target (emb, space) to
+	// another space, and is then made anew: it ends what works for the
+	// old target (onTarget): the background repair's run and the wait
+	// after it, or its wait for a target when the server has none.
+	moved    context.Context
+	endMoved context.CancelFunc
 }
+
+// errTargetMoved is the cause of a context onTarget made when the target
+// moved to another space.
+var errTargetMoved = errors.New("the read space moved to another space")
 
 // target returns the embedder and space repair and the server's sweeps
 // write vectors with and into.
@@ -90,7 +96,8 @@ func (b *background) target() (recall.Embedder, string) {
 // followSwitch moves the server's writes to the read space Follow switched
 // to, with its model: what the server saves, sweeps and repairs from then
 // on is searchable there (and no longer needs the old space, which may be
-// dropped next).
+// dropped next). A server that had no target (started without a model)
+// has one from then on, and its background repair starts.
 func (b *background) followSwitch() {
 	emb, space, dim := b.eng.QueryEmbedder()
 	if emb == nil || space == "" {
@@ -99,8 +106,11 @@ func (b *background) followSwitch() {
 	b.mu.Lock()
 	b.emb, b.space = emb, space
 	b.rep.Space = space
-	moved := b.moved
-	b.moved = nil
+	if b.rep.State == "off" {
+		b.rep.State = "waiting"
+	}
+	end := b.endMoved
+	b.moved, b.endMoved = context.WithCancel(context.Background())
 	b.mu.Unlock()
 	if b.switched != nil {
 		b.switched(emb, space, dim)
@@ -108,19 +118,19 @@ func (b *background) followSwitch() {
 	// The new space's missing vectors are repaired now: not after a
 	// backoff from the old model's failures (up to 5 min), nor after a
 	// call to it that may not answer for minutes.
-	if moved != nil {
-		moved()
-	}
+	end()
 }
 
-// round returns the context of one round of background repair: it ends
-// with ctx, or when followSwitch moves the target to another space.
-func (b *background) round(ctx context.Context) (context.Context, context.CancelFunc) {
-	rctx, cancel := context.WithCancel(ctx)
+// onTarget returns the target (nil and "" when the server has none) and a
+// context that ends with ctx, or with errTargetMoved as its cause when
+// followSwitch moves the target to another space; stop releases it.
+func (b *background) onTarget(ctx context.Context) (tctx context.Context, stop func(), emb recall.Embedder, space string) {
 	b.mu.Lock()
-	b.moved = cancel
+	emb, space, moved := b.emb, b.space, b.moved
 	b.mu.Unlock()
-	return rctx, cancel
+	tctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(moved, func() { cancel(errTargetMoved) })
+	return tctx, func() { unhook(); cancel(nil) }, emb, space
 }
 
 // logger is the part of slog.Logger background work uses.
@@ -140,6 +150,7 @@ func newBackground(eng *search.Engine, st recall.Store, emb recall.Embedder, spa
 	b := &background{eng: eng, st: st, emb: emb, space: space, m: m, log: log, now: now, page: page, pause: pause,
 		idle: 5 * time.Minute, loadRetry: 5 * time.Second, repairRetry: 5 * time.Second, sem: make(chan struct{}, 1), wake: make(chan struct{}, 1), idx: "loading",
 		rep: RepairState{State: "waiting", Space: space}}
+	b.moved, b.endMoved = context.WithCancel(context.Background())
 	if emb == nil || space == "" {
 		b.rep = RepairState{State: "off"}
 	}
@@ -226,13 +237,22 @@ func (b *background) run(ctx context.Context) {
 		b.wg.Add(1)
 		go func() { defer b.wg.Done(); b.sweepLoop(ctx) }()
 	}
-	if emb, space := b.target(); emb == nil || space == "" {
-		return
-	}
 	var backoff time.Duration
 	for {
-		rctx, done := b.round(ctx)
-		p, err := b.repairOnce(rctx, b.page)
+		// A round (a run and the wait after it) ends early when the
+		// target moves to another space.
+		rctx, done, emb, space := b.onTarget(ctx)
+		if emb == nil || space == "" {
+			// No model to repair with until another process makes a
+			// read space this server can load one for (followSwitch).
+			<-rctx.Done()
+			done()
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		p, err := b.repairWith(rctx, emb, space, b.page)
 		wait := b.pause
 		switch {
 		case ctx.Err() != nil:
@@ -341,13 +361,18 @@ func (b *background) setIndex(state string) {
 	b.mu.Unlock()
 }
 
-// repairOnce embeds up to limit missing texts, resuming at the space's
-// recorded cursor.
+// repairOnce embeds up to limit missing texts of the target space,
+// resuming at its recorded cursor.
 func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress, error) {
 	emb, space := b.target()
 	if emb == nil || space == "" {
 		return repair.Progress{}, recall.Errorf(recall.EUNAVAILABLE, "no embedder is configured, so there is nothing to repair with")
 	}
+	return b.repairWith(ctx, emb, space, limit)
+}
+
+// repairWith embeds up to limit missing texts of space with emb.
+func (b *background) repairWith(ctx context.Context, emb recall.Embedder, space string, limit int) (repair.Progress, error) {
 	select {
 	case b.sem <- struct{}{}:
 	case <-ctx.Done():

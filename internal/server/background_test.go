@@ -146,6 +146,103 @@ func TestIndexLoadIsRetried(t *testing.T) {
 	}
 }
 
+// switchFixture is a database opened twice, by a server and by another
+// process that switches its read space (`recall space use`), holding one
+// chunk text without a vector, and the server's engine. The engine
+// follows a switch with a fresh embedtest model of the space's size, sent
+// on made.
+type switchFixture struct {
+	st, other *sqlite.DB
+	eng       *search.Engine
+	made      chan *embedtest.Embedder
+}
+
+// newSwitchFixture makes the fixture. With old, the database starts with
+// its space (testSpace) as the read space and the engine embeds queries
+// with it; without, the database has no space and the engine runs on
+// full text.
+func newSwitchFixture(t *testing.T, old *embedtest.Embedder) *switchFixture {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "recall.db")
+	f := &switchFixture{made: make(chan *embedtest.Embedder, 4)}
+	for _, h := range []**sqlite.DB{&f.st, &f.other} {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		*h = db
+	}
+	opt := search.Options{MemoryLexical: true,
+		SpaceEmbedder: func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error) {
+			e := embedtest.New(sp.Dim)
+			f.made <- e
+			return e, nil
+		}}
+	if old != nil {
+		opt.Embedder = old
+		if _, err := f.st.CreateSpace(ctx, recall.VectorSpace{Name: testSpace, Provider: "embedtest", Model: "word-hash", Dim: 64, Normalized: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.eng = search.New(f.st, opt)
+	if err := f.eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	text := "a text without a vector"
+	doc := recall.Document{Source: recall.Source{ID: "b.md", Kind: recall.KindArchive, Title: "t",
+		ContentHash: recall.TextHash("x"), ChunkCount: 1, IndexState: recall.IndexPending},
+		Chunks: []recall.Chunk{{Index: 0, Text: text, Header: "t", Hash: recall.TextHash(text)}}}
+	if _, err := f.eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// use makes the other process create space name (24 dimensions) and make
+// it the read space.
+func (f *switchFixture) use(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.other.CreateSpace(ctx, recall.VectorSpace{Name: name, Provider: "embedtest", Model: "word-hash", Dim: 24, Normalized: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.other.UseSpace(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// missing counts the texts without a vector in space, as the other
+// process sees them.
+func (f *switchFixture) missing(t *testing.T, space string) int {
+	t.Helper()
+	stats, err := f.other.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stats.Spaces {
+		if s.Name == space {
+			return s.Missing
+		}
+	}
+	t.Fatalf("no space %s", space)
+	return 0
+}
+
+// start runs the fixture's background work, with emb writing into space,
+// until the test ends.
+func (f *switchFixture) start(t *testing.T, emb recall.Embedder, space string, log logger) *background {
+	b := newBackground(f.eng, f.st, emb, space, newMetrics(), log, time.Now, 256, 0)
+	b.followEvery = 10 * time.Millisecond
+	b.repairRetry = 5 * time.Minute // a backoff far longer than a test may take
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); b.wg.Wait() })
+	b.wg.Add(1)
+	go func() { defer b.wg.Done(); b.run(ctx) }()
+	return b
+}
+
 // When another process makes a new space the read space (`recall space
 // use`) while background repair is stuck on the old space's model, failing
 // and backing off, or waiting on a call that does not answer, repair moves
@@ -161,81 +258,112 @@ func TestBackgroundRepairFollowsASwitchAtOnce(t *testing.T) {
 		{"waiting on a call", func(e *embedtest.Embedder) { e.Delay = time.Hour }, "running"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "recall.db")
-			st, err := sqlite.Open(ctx, path, sqlite.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			other, err := sqlite.Open(ctx, path, sqlite.Options{}) // the process running `recall space use`
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { other.Close() })
 			old := embedtest.New(64)
 			c.stuck(old)
-			if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: testSpace, Provider: "embedtest", Model: "word-hash", Dim: 64, Normalized: true}); err != nil {
-				t.Fatal(err)
-			}
-			made := make(chan *embedtest.Embedder, 1)
-			eng := search.New(st, search.Options{Embedder: old, MemoryLexical: true,
-				SpaceEmbedder: func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error) {
-					e := embedtest.New(sp.Dim)
-					made <- e
-					return e, nil
-				}})
-			if err := eng.LoadIndex(ctx); err != nil {
-				t.Fatal(err)
-			}
-			text := "a text without a vector"
-			doc := recall.Document{Source: recall.Source{ID: "b.md", Kind: recall.KindArchive, Title: "t",
-				ContentHash: recall.TextHash("x"), ChunkCount: 1, IndexState: recall.IndexPending},
-				Chunks: []recall.Chunk{{Index: 0, Text: text, Header: "t", Hash: recall.TextHash(text)}}}
-			if _, err := eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
-				t.Fatal(err)
-			}
-
-			b := newBackground(eng, st, old, testSpace, newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now, 256, 0)
-			b.followEvery = 10 * time.Millisecond
-			b.repairRetry = 5 * time.Minute // a backoff far longer than this test may take
-			rctx, cancel := context.WithCancel(ctx)
-			defer func() { cancel(); b.wg.Wait() }()
-			b.wg.Add(1)
-			go func() { defer b.wg.Done(); b.run(rctx) }()
+			f := newSwitchFixture(t, old)
+			b := f.start(t, old, testSpace, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if !until(func() bool { return old.Calls() > 0 && b.repairState().State == c.state }) {
 				t.Fatalf("repair state %+v; want %s on the old model", b.repairState(), c.state)
 			}
 
-			if _, err := other.CreateSpace(ctx, recall.VectorSpace{Name: "u", Provider: "embedtest", Model: "word-hash", Dim: 24, Normalized: true}); err != nil {
-				t.Fatal(err)
+			f.use(t, "u")
+			if !until(func() bool { return f.missing(t, "u") == 0 }) {
+				t.Fatalf("space u still misses %d vectors 30 s after it became the read space; repair state %+v", f.missing(t, "u"), b.repairState())
 			}
-			if err := other.UseSpace(ctx, "u"); err != nil {
-				t.Fatal(err)
-			}
-			missing := func() int {
-				stats, err := other.Stats(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, s := range stats.Spaces {
-					if s.Name == "u" {
-						return s.Missing
-					}
-				}
-				t.Fatal("no space u")
-				return 0
-			}
-			if !until(func() bool { return missing() == 0 }) {
-				t.Fatalf("space u still misses %d vectors 30 s after it became the read space; repair state %+v", missing(), b.repairState())
-			}
-			if e := <-made; e.Texts() == 0 {
+			if e := <-f.made; e.Texts() == 0 {
 				t.Errorf("the new space's model embedded nothing")
 			}
 			if r := b.repairState(); r.Space != "u" {
 				t.Errorf("repair state %+v; want space u", r)
 			}
 		})
+	}
+}
+
+// A server started without a model to embed with (embedder none, the
+// model missing, no read space yet) has background repair off. When
+// another process makes a read space whose model the server can load,
+// the server moves to it and its background repair starts: the space's
+// missing vectors are embedded, and the repair state says so.
+func TestBackgroundRepairStartsWhenAModelArrives(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		old  *embedtest.Embedder // the engine's query model at start (the server itself has none)
+	}{
+		{"no read space at start", nil},
+		{"a read space without its model at start", embedtest.New(64)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newSwitchFixture(t, c.old)
+			b := f.start(t, nil, "", slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if !until(func() bool { return b.index().State == "ready" }) {
+				t.Fatalf("index state %+v", b.index())
+			}
+			if r := b.repairState(); r.State != "off" {
+				t.Fatalf("repair state %+v at start without a model; want off", r)
+			}
+
+			f.use(t, "u")
+			if !until(func() bool { return b.repairState().State == "idle" }) {
+				t.Fatalf("repair state %+v 30 s after space u became the read space; want idle", b.repairState())
+			}
+			if r := b.repairState(); r.Space != "u" || r.Embedded != 1 || f.missing(t, "u") != 0 {
+				t.Errorf("repair state %+v, %d texts missing in space u; want space u, 1 text embedded, none missing", r, f.missing(t, "u"))
+			}
+		})
+	}
+}
+
+// censusCounter counts its store's Census calls: one per look of Follow.
+type censusCounter struct {
+	recall.Store
+	looks atomic.Int64
+}
+
+func (s *censusCounter) Census(ctx context.Context, space string) (recall.Census, error) {
+	s.looks.Add(1)
+	return s.Store.Census(ctx, space)
+}
+
+// A server without a model whose read space another process moves to one
+// whose model it cannot load either stays quiet: it says so once, does not
+// ask for the model again until the read space changes, and its repair
+// stays off however often new writes wake it.
+func TestBackgroundWithoutAModelStaysQuiet(t *testing.T) {
+	f := newSwitchFixture(t, nil)
+	counted := &censusCounter{Store: f.st}
+	f.eng = search.New(counted, search.Options{MemoryLexical: true,
+		SpaceEmbedder: func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error) {
+			f.made <- nil
+			return nil, recall.Errorf(recall.EUNAVAILABLE, "model %s is not installed", sp.Model)
+		}})
+	var logs syncBuffer
+	b := f.start(t, nil, "", slog.New(slog.NewTextHandler(&logs, nil)))
+	if !until(func() bool { return b.index().State == "ready" }) {
+		t.Fatalf("index state %+v", b.index())
+	}
+	f.use(t, "u")
+	<-f.made
+	after := counted.looks.Load()
+	for counted.looks.Load() < after+20 { // 20 more looks, each with a nudge as /ingest gives
+		b.nudge()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := len(f.made); n != 0 {
+		t.Errorf("the model of space u was asked for %d more times", n)
+	}
+	if r := b.repairState(); r.State != "off" || r.LastRun != "" || r.LastError != "" {
+		t.Errorf("repair state %+v; want off, never run", r)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	warns := 0
+	for _, l := range lines {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			warns++
+		}
+	}
+	if warns != 1 || !strings.Contains(logs.String(), "cannot be used here") {
+		t.Errorf("%d warnings; want the one saying space u's model cannot be used:\n%s", warns, logs.String())
 	}
 }
 
