@@ -75,8 +75,9 @@ type background struct {
 	space string
 	// moved ends when followSwitch moves the target (emb, space) to
 	// another space, and is then made anew: it ends what works for the
-	// old target (onTarget): the background repair's run and the wait
-	// after it, or its wait for a target when the server has none.
+	// old target (onTarget), a repair run for it, background or admin,
+	// and the background repair's wait after a run, or for a target when
+	// the server has none.
 	moved    context.Context
 	endMoved context.CancelFunc
 }
@@ -117,7 +118,9 @@ func (b *background) followSwitch() {
 	}
 	// The new space's missing vectors are repaired now: not after a
 	// backoff from the old model's failures (up to 5 min), nor after a
-	// call to it that may not answer for minutes.
+	// call to it that may not answer for minutes, nor after an admin's
+	// repair of the old space (which holds the one repair slot) has done
+	// its max_texts.
 	end()
 }
 
@@ -362,13 +365,21 @@ func (b *background) setIndex(state string) {
 }
 
 // repairOnce embeds up to limit missing texts of the target space,
-// resuming at its recorded cursor.
+// resuming at its recorded cursor. A run the target moved away from stops
+// and returns errTargetMoved, with the progress it made for the space it
+// was repairing.
 func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress, error) {
-	emb, space := b.target()
+	tctx, stop, emb, space := b.onTarget(ctx)
+	defer stop()
 	if emb == nil || space == "" {
 		return repair.Progress{}, recall.Errorf(recall.EUNAVAILABLE, "no embedder is configured, so there is nothing to repair with")
 	}
-	return b.repairWith(ctx, emb, space, limit)
+	p, err := b.repairWith(tctx, emb, space, limit)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(tctx), errTargetMoved) {
+		p.Space = space
+		return p, errTargetMoved
+	}
+	return p, err
 }
 
 // repairWith embeds up to limit missing texts of space with emb.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/search"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
@@ -364,6 +365,59 @@ func TestBackgroundWithoutAModelStaysQuiet(t *testing.T) {
 	}
 	if warns != 1 || !strings.Contains(logs.String(), "cannot be used here") {
 		t.Errorf("%d warnings; want the one saying space u's model cannot be used:\n%s", warns, logs.String())
+	}
+}
+
+// An admin's repair (repair_archive, POST /admin/repair) of the old space
+// stops when another process makes another space the read space, rather
+// than embed for a space no longer searched until its max_texts are done
+// (holding the one repair slot the new space's repair waits for), and its
+// answer says which space it repaired and where the target moved.
+func TestAdminRepairStopsAtASwitch(t *testing.T) {
+	ctx := context.Background()
+	old := embedtest.New(64)
+	old.Delay = time.Hour // a model that does not answer: each call waits on it
+	f := newSwitchFixture(t, old)
+	srv, err := New(Options{Engine: f.eng, Store: f.st, Embedder: old, Space: testSpace, AdminToken: adminTok,
+		Memory: memory.New(f.st, f.eng, memory.Options{Embedder: old, Space: testSpace})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		out RepairOutput
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, err := srv.repair(ctx, RepairInput{MaxTexts: 100})
+		done <- answer{out, err}
+	}()
+	if !until(func() bool { return old.Calls() > 0 }) {
+		t.Fatal("the admin repair never called the old model")
+	}
+
+	f.use(t, "u")
+	if fl, err := f.eng.Follow(ctx); err != nil || fl.Switched != "u" {
+		t.Fatalf("follow: %+v %v", fl, err)
+	}
+	srv.bg.followSwitch() // as the server's follow loop does
+	var a answer
+	if !until(func() bool {
+		select {
+		case a = <-done:
+			return true
+		default:
+			return false
+		}
+	}) {
+		t.Fatal("the admin repair of the old space went on 30 s after the read space moved")
+	}
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.out.Space != testSpace || a.out.MovedTo != "u" || a.out.Embedded != 0 || a.out.Missing != 1 || a.out.Done ||
+		!strings.Contains(a.out.Note, "made u the read space") {
+		t.Errorf("answer %+v; want space %s, moved_to u, 1 missing, a note saying so", a.out, testSpace)
 	}
 }
 

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"time"
 	"unicode/utf8"
@@ -245,11 +247,15 @@ type RepairInput struct {
 
 // RepairOutput is repair_archive's answer.
 type RepairOutput struct {
-	Space    string `json:"space"`
+	Space    string `json:"space"`    // the space this call embedded for
 	Embedded int    `json:"embedded"` // chunk texts embedded by this call
-	Missing  int    `json:"missing"`  // chunk texts still without a vector
+	Missing  int    `json:"missing"`  // chunk texts still without a vector in space
 	Done     bool   `json:"done"`     // nothing is missing any more
-	Note     string `json:"note"`
+	// MovedTo is the read space another process switched to while this
+	// call ran (`recall space use`): the call stopped there, as vectors
+	// of space are no longer searched, and repair now fills MovedTo.
+	MovedTo string `json:"moved_to,omitempty"`
+	Note    string `json:"note"`
 }
 
 const maxRepairTexts = 10000
@@ -262,17 +268,40 @@ func (s *Server) repair(ctx context.Context, in RepairInput) (RepairOutput, erro
 		return RepairOutput{}, recall.Errorf(recall.EINVALID, "max_texts must be between 1 and %d", maxRepairTexts)
 	}
 	p, err := s.bg.repairOnce(ctx, in.MaxTexts)
+	moved := errors.Is(err, errTargetMoved)
+	if moved {
+		// The run stopped before counting what its space still misses.
+		p.Missing, err = s.missing(ctx, p.Space)
+	}
 	if err != nil {
 		return RepairOutput{}, err
 	}
 	out := RepairOutput{Space: p.Space, Embedded: p.Embedded, Missing: p.Missing, Done: p.Done}
 	switch {
+	case moved:
+		_, out.MovedTo = s.bg.target()
+		out.Note = fmt.Sprintf("stopped: another process made %s the read space while this call repaired %s, "+
+			"whose vectors are no longer searched; call again to repair %s", out.MovedTo, out.Space, out.MovedTo)
 	case p.Done:
 		out.Note = "reached the end: every chunk text has a vector"
 	default:
 		out.Note = "stopped after max_texts; call again to continue where this call stopped"
 	}
 	return out, nil
+}
+
+// missing counts the chunk texts without a vector in space.
+func (s *Server) missing(ctx context.Context, space string) (int, error) {
+	st, err := s.st.Stats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, sp := range st.Spaces {
+		if sp.Name == space {
+			return sp.Missing, nil
+		}
+	}
+	return 0, nil // dropped meanwhile: nothing of it is missing
 }
 
 // SaveInput is save_memory's input.
