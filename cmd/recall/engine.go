@@ -29,12 +29,12 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 	provider := strings.ToLower(m.setting(m.g.embedder, "embedder", "builtin"))
 	model := m.setting(m.g.model, "model", "")
 	emb, err := m.makeEmbedder(provider, model)
+	unusable := "" // why the configured model cannot be used
 	if err != nil {
 		if recall.ErrorCode(err) != recall.EUNAVAILABLE {
 			return nil, nil, "", err
 		}
-		fmt.Fprintf(m.Stderr, "recall: %s; running lexical-only\n", recall.ErrorMessage(err))
-		emb = nil
+		unusable, emb = recall.ErrorMessage(err), nil
 	}
 	space := ""
 	var query recall.Embedder
@@ -52,10 +52,26 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 			return nil, nil, "", err
 		}
 	}
-	if emb != nil {
+	switch {
+	case emb != nil:
 		if query, err = m.queryEmbedder(ctx, st, emb); err != nil {
 			return nil, nil, "", err
 		}
+	case provider != "none":
+		// The configured model cannot be used, but searches read the
+		// read space, whose model may be another one that can (a switch
+		// to a remote model, the config file still naming the built-in
+		// one, which this machine lacks). New text is stored unembedded
+		// all the same, for repair.
+		if query, err = m.otherQueryEmbedder(ctx, st, provider, model); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	switch {
+	case unusable != "" && query == nil:
+		fmt.Fprintf(m.Stderr, "recall: %s; running lexical-only\n", unusable)
+	case unusable != "":
+		fmt.Fprintf(m.Stderr, "recall: %s; searching with the read space's own model, and storing new text unembedded until `recall repair`\n", unusable)
 	}
 	if query != nil {
 		query = embed.WithQueryCache(query, 256, 10*time.Minute)
@@ -119,6 +135,32 @@ func (m *Main) queryEmbedder(ctx context.Context, st recall.Store, emb recall.Em
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "recall: searches read space %s (%s/%s), which cannot be used: %s; running lexical-only\n",
 			read.Name, read.Provider, read.Model, recall.ErrorMessage(err))
+		return nil, nil
+	}
+	return q, nil
+}
+
+// otherQueryEmbedder returns the read space's embedder when the configured
+// one (provider, model) could not be made and the read space is of another
+// model; nil, saying so, when that one cannot be made either. The
+// configured model's own space is not tried again: it fails as the
+// configured model did.
+func (m *Main) otherQueryEmbedder(ctx context.Context, st recall.Store, provider, model string) (recall.Embedder, error) {
+	read, err := readSpace(ctx, st)
+	if err != nil || read == nil {
+		return nil, err
+	}
+	if read.Provider == provider && (model == "" || read.Model == model) {
+		return nil, nil
+	}
+	q, err := m.spaceEmbedder(ctx, st, *read, nil)
+	if err != nil || q == nil {
+		msg := "not available"
+		if err != nil {
+			msg = recall.ErrorMessage(err)
+		}
+		fmt.Fprintf(m.Stderr, "recall: searches read space %s (%s/%s), which cannot be used: %s\n",
+			read.Name, read.Provider, read.Model, msg)
 		return nil, nil
 	}
 	return q, nil

@@ -663,3 +663,44 @@ func TestServeWithoutAModelFollowsASpaceMadeLater(t *testing.T) {
 		})
 	}
 }
+
+// TestReadSpaceSearchedWhenTheConfiguredModelIsMissing: with the configured
+// model unusable (here the built-in model, not installed), searches
+// still embed queries with the read space's model when that is another one
+// that can be used, and new text is stored for repair.
+func TestReadSpaceSearchedWhenTheConfiguredModelIsMissing(t *testing.T) {
+	env := ollamaEnv(t)
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	missing := maps.Clone(env)
+	missing["RECALL_EMBEDDER"] = "builtin"
+	delete(missing, "RECALL_MODEL")
+	missing["RECALL_MODELS_DIR"] = t.TempDir()
+	out, errs, code := run(t, missing, "search", "--json", "revive a sourdough starter")
+	if code != 0 {
+		t.Fatalf("search: %s", errs)
+	}
+	var r recall.SearchResponse
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode != recall.ModeHybrid || len(r.Results) == 0 || r.Results[0].Source != "2025/09/sourdough.md" {
+		t.Fatalf("mode %s (%s), results %+v; stderr %s", r.Mode, r.Note, r.Results, errs)
+	}
+	if !strings.Contains(errs, "searching with the read space's own model") || strings.Contains(errs, "lexical-only") {
+		t.Fatalf("stderr: %s", errs)
+	}
+
+	// Its own model down too: full text, saying why.
+	missing["RECALL_OLLAMA_URL"] = "http://127.0.0.1:1"
+	out, errs, code = run(t, missing, "search", "--json", "revive a sourdough starter")
+	if code != 0 {
+		t.Fatalf("search: %s", errs)
+	}
+	r = recall.SearchResponse{}
+	json.Unmarshal([]byte(out), &r)
+	if r.Mode != recall.ModeLexical || r.Note == "" || len(r.Results) == 0 {
+		t.Fatalf("mode %s (%s), %d results; stderr %s", r.Mode, r.Note, len(r.Results), errs)
+	}
+}
