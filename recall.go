@@ -314,6 +314,12 @@ type Store interface {
 	// ScanVectors calls fn for every chunk that has a vector in the space.
 	// fn may keep c and vec: each call is given its own.
 	ScanVectors(ctx context.Context, space string, fn func(c IndexedChunk, vec []float32) error) error
+	// StreamVectors calls fn for every chunk that has a vector in the
+	// space, as ScanVectors does, but in whatever order the store reads
+	// fastest, and vec is valid only during the call (the store may reuse
+	// it): for scoring one query against the vectors as they are read,
+	// which keeps none of them.
+	StreamVectors(ctx context.Context, space string, fn func(c IndexedChunk, vec []float32) error) error
 
 	// RecordSweep appends a sweep record; Stats reports the latest.
 	RecordSweep(ctx context.Context, r SweepRecord) error

@@ -22,10 +22,10 @@ import (
 // and "" when embedding is off or the model is unavailable: recall then runs
 // lexical-only and says so once on stderr). Queries are embedded with the
 // model of the space searches read from, which may differ from the
-// configured one while a model switch is under way (`recall space`). With
-// loadIndex, the read space's vectors are loaded for semantic search, when
-// there is a query embedder to search them with.
-func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*search.Engine, recall.Embedder, string, error) {
+// configured one while a model switch is under way (`recall space`).
+// vectors says how searches reach the read space's vectors, when there is
+// a query embedder to search them with.
+func (m *Main) engine(ctx context.Context, st recall.Store, vectors vectorUse) (*search.Engine, recall.Embedder, string, error) {
 	provider := strings.ToLower(m.setting(m.g.embedder, "embedder", "builtin"))
 	model := m.setting(m.g.model, "model", "")
 	emb, err := m.makeEmbedder(provider, model)
@@ -86,7 +86,14 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 	if m.serving {
 		budget = 2 * time.Second
 	}
-	opt := search.Options{Embedder: query, Fusion: fusion, EmbedBudget: budget, MemoryLexical: m.serving}
+	opt := search.Options{Embedder: query, Fusion: fusion, EmbedBudget: budget, MemoryLexical: m.serving,
+		ScanVectors: vectors == scanVectors}
+	if opt.ScanVectors {
+		// The search reads every vector of the read space (about a
+		// second at 100,000 chunks): it has as long as the index load it
+		// replaces had, which nothing bounded but the command's end.
+		opt.Budget = time.Hour
+	}
 	if m.serving && (emb != nil || provider != "none") {
 		// A server moves to a read space another process switches to
 		// (`recall space use`) with that space's model. So does one whose
@@ -106,13 +113,30 @@ func (m *Main) engine(ctx context.Context, st recall.Store, loadIndex bool) (*se
 	// Without a query embedder no search reads the vectors: a one-off
 	// command would load hundreds of megabytes of them for nothing (9 s
 	// at 100,000 chunks).
-	if loadIndex && query != nil {
+	if vectors != noVectors && query != nil {
 		if err := eng.LoadIndex(ctx); err != nil {
 			return nil, nil, "", err
 		}
 	}
 	return eng, emb, space, nil
 }
+
+// vectorUse says how a command's searches reach the read space's vectors.
+type vectorUse int
+
+const (
+	// noVectors: the command reads no vectors here: it searches none
+	// (or full text only), or it is a server, which loads the index in
+	// the background.
+	noVectors vectorUse = iota
+	// scanVectors: the command answers one query, whose vector leg reads
+	// the vectors from the store as it scores them (search.Options.
+	// ScanVectors): building the whole index for one query cost more
+	// than twice as much (BENCHMARKS.md, "One-off command-line search").
+	scanVectors
+	// indexVectors: the command answers many queries, from the index.
+	indexVectors
+)
 
 // fusionSetting is the hybrid fusion to use: --fusion, RECALL_FUSION or the
 // config file's fusion.

@@ -43,7 +43,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, _, _, err := m.engine(ctx, st, true)
+	eng, _, _, err := m.engine(ctx, st, indexVectors)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func (m *Main) memoryService(ctx context.Context, open func(context.Context) (re
 	if err != nil {
 		return nil, err
 	}
-	eng, emb, space, err := m.engine(ctx, st, false)
+	eng, emb, space, err := m.engine(ctx, st, noVectors)
 	if err != nil {
 		return nil, err
 	}

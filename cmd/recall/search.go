@@ -103,9 +103,18 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 		return err
 	}
 	// A full-text search of one query reads no vectors: it need not wait
-	// for them to load (seconds on a large archive).
-	lexicalOnly := *sf.queries == "" && req.Mode == recall.ModeLexical
-	eng, _, _, err := m.engine(ctx, st, !lexicalOnly)
+	// for them to load (seconds on a large archive). Another search of one
+	// query reads them from the store as it scores them; a file of queries
+	// searches an index of them.
+	vectors := indexVectors
+	switch {
+	case *sf.queries != "":
+	case req.Mode == recall.ModeLexical:
+		vectors = noVectors
+	default:
+		vectors = scanVectors
+	}
+	eng, _, _, err := m.engine(ctx, st, vectors)
 	if err != nil {
 		return err
 	}
@@ -242,7 +251,7 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, _, _, err := m.engine(ctx, st, false)
+	eng, _, _, err := m.engine(ctx, st, noVectors)
 	if err != nil {
 		return err
 	}

@@ -14,20 +14,28 @@ import (
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
-// scanCounter is a store that counts the loads of a vector index.
+// scanCounter is a store that counts the loads of a vector index and the
+// scans of a search without one.
 type scanCounter struct {
 	recall.Store
-	scans atomic.Int32
+	loads, streams atomic.Int32
 }
 
 func (s *scanCounter) ScanVectors(ctx context.Context, space string, fn func(recall.IndexedChunk, []float32) error) error {
-	s.scans.Add(1)
+	s.loads.Add(1)
 	return s.Store.ScanVectors(ctx, space, fn)
 }
 
-// A one-off search loads the vectors only when it can search them: not
+func (s *scanCounter) StreamVectors(ctx context.Context, space string, fn func(recall.IndexedChunk, []float32) error) error {
+	s.streams.Add(1)
+	return s.Store.StreamVectors(ctx, space, fn)
+}
+
+// A one-off search reads the vectors only when it can search them: not
 // for --mode lexical, nor without a query embedder (at 100,000 chunks the
-// load was 9 of a search's 10 seconds).
+// load was 9 of a search's 10 seconds). Searching them, it scans them as
+// it scores them rather than load an index for one query (2.75 s at
+// 100,000 chunks); a file of queries loads the index.
 func TestOneOffSearchLoadsVectorsOnlyToSearchThem(t *testing.T) {
 	env := testEnv(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +49,7 @@ func TestOneOffSearchLoadsVectorsOnlyToSearchThem(t *testing.T) {
 		t.Fatalf("sweep: exit %d: %s%s", code, out, errs)
 	}
 
-	search := func(embedder string, args ...string) (recall.SearchResponse, int32) {
+	search := func(embedder, stdin string, args ...string) (recall.SearchResponse, int32, int32) {
 		t.Helper()
 		e := map[string]string{}
 		for k, v := range env {
@@ -55,7 +63,7 @@ func TestOneOffSearchLoadsVectorsOnlyToSearchThem(t *testing.T) {
 		st := &scanCounter{Store: db}
 		var out, errb bytes.Buffer
 		m := NewMain()
-		m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
+		m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader(stdin)
 		m.Getenv = func(k string) string { return e[k] }
 		m.IsTerminal = func() bool { return false }
 		m.store = st
@@ -68,23 +76,26 @@ func TestOneOffSearchLoadsVectorsOnlyToSearchThem(t *testing.T) {
 		if code != 0 || json.Unmarshal(out.Bytes(), &resp) != nil {
 			t.Fatalf("search %v: exit %d: %s%s", args, code, out.String(), errb.String())
 		}
-		return resp, st.scans.Load()
+		return resp, st.loads.Load(), st.streams.Load()
 	}
 	for _, tt := range []struct {
 		embedder string
 		args     []string
+		stdin    string
 		mode     string
 		loads    int32
+		scans    int32
 	}{
-		{"ollama", []string{"sourdough starter"}, recall.ModeHybrid, 1},
-		{"ollama", []string{"--mode", "semantic", "sourdough starter"}, recall.ModeSemantic, 1},
-		{"ollama", []string{"--mode", "lexical", "sourdough starter"}, recall.ModeLexical, 0},
-		{"none", []string{"sourdough starter"}, recall.ModeLexical, 0},
+		{"ollama", []string{"sourdough starter"}, "", recall.ModeHybrid, 0, 1},
+		{"ollama", []string{"--mode", "semantic", "sourdough starter"}, "", recall.ModeSemantic, 0, 1},
+		{"ollama", []string{"--queries", "-"}, `{"query": "sourdough starter"}`, recall.ModeHybrid, 1, 0},
+		{"ollama", []string{"--mode", "lexical", "sourdough starter"}, "", recall.ModeLexical, 0, 0},
+		{"none", []string{"sourdough starter"}, "", recall.ModeLexical, 0, 0},
 	} {
-		resp, loads := search(tt.embedder, tt.args...)
-		if loads != tt.loads || resp.Mode != tt.mode || len(resp.Results) == 0 {
-			t.Errorf("embedder %s, search %v: mode %s, %d results, %d index loads; want mode %s, %d loads",
-				tt.embedder, tt.args, resp.Mode, len(resp.Results), loads, tt.mode, tt.loads)
+		resp, loads, scans := search(tt.embedder, tt.stdin, tt.args...)
+		if loads != tt.loads || scans != tt.scans || resp.Mode != tt.mode || len(resp.Results) == 0 {
+			t.Errorf("embedder %s, search %v: mode %s, %d results, %d index loads, %d scans; want mode %s, %d loads, %d scans",
+				tt.embedder, tt.args, resp.Mode, len(resp.Results), loads, scans, tt.mode, tt.loads, tt.scans)
 		}
 	}
 }

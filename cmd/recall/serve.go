@@ -141,7 +141,7 @@ func (m *Main) newServer(ctx context.Context, opt server.Options) (*server.Serve
 	if err != nil {
 		return nil, err
 	}
-	eng, emb, space, err := m.engine(ctx, st, false)
+	eng, emb, space, err := m.engine(ctx, st, noVectors)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 		return err
 	}
 	// The engine only writes the vectors here: no search reads an index.
-	eng, configured, _, err := m.engine(ctx, st, false)
+	eng, configured, _, err := m.engine(ctx, st, noVectors)
 	if err != nil {
 		return err
 	}

@@ -319,7 +319,7 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	eng, _, _, err := m.engine(ctx, st, false)
+	eng, _, _, err := m.engine(ctx, st, noVectors)
 	if err != nil {
 		return err
 	}

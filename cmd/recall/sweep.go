@@ -63,7 +63,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		if st, err = m.openStore(ctx); err != nil {
 			return err
 		}
-		eng, emb, space, err := m.engine(ctx, st, false)
+		eng, emb, space, err := m.engine(ctx, st, noVectors)
 		if err != nil {
 			return err
 		}

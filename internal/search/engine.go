@@ -63,6 +63,14 @@ type Options struct {
 	// chunks and ranks only a budget of them. It costs memory and a scan of
 	// every chunk at start-up: for servers, not one-off commands.
 	MemoryLexical bool
+	// ScanVectors makes LoadIndex load no vector index: each search reads
+	// the read space's vectors from the store instead (Store.StreamVectors)
+	// and scores them exactly as they are read, with the filters applied
+	// before the cut as the index applies them. For a command that answers
+	// one query, where loading the index costs more than the scan
+	// (BENCHMARKS.md); not for processes that answer many. Budget must
+	// allow for a scan of every vector.
+	ScanVectors bool
 }
 
 // Engine is safe for concurrent use.
@@ -82,7 +90,8 @@ type Engine struct {
 	space  string          // read space name ("" when there is none)
 	emb    recall.Embedder // embeds queries for space (nil: lexical only)
 	vx     *unitIndex
-	lx     *lexindex.Index // nil unless Options.MemoryLexical and loaded
+	scan   *recall.VectorSpace // with Options.ScanVectors: the read space, when it holds vectors
+	lx     *lexindex.Index     // nil unless Options.MemoryLexical and loaded
 	loaded bool
 	gen    uint64 // counts committed writes (under mu)
 
@@ -130,7 +139,8 @@ func (e *Engine) writeTurn(ctx context.Context) (func(), error) {
 func (e *Engine) Store() recall.Store { return e.store }
 
 // LoadIndex builds the vector index of the read space (and, with
-// Options.MemoryLexical, the in-memory full-text index) from the store. It
+// Options.MemoryLexical, the in-memory full-text index) from the store;
+// with Options.ScanVectors, it only looks the read space up. It
 // does not block searches, which use the store's full text alone until it is
 // done, nor writes: writes that commit while the store is scanned are
 // recorded and replayed onto the new indexes before they go live, so they
@@ -174,6 +184,7 @@ func (e *Engine) load(ctx context.Context, sw *spaceSwitch) error {
 	var (
 		space string
 		vx    *unitIndex
+		scan  *recall.VectorSpace
 		lx    *lexindex.Index
 	)
 	e.mu.Lock()
@@ -197,7 +208,16 @@ func (e *Engine) load(ctx context.Context, sw *spaceSwitch) error {
 			err = fmt.Errorf("load full-text index: %w", err)
 		}
 	}
-	if err == nil && read != nil {
+	switch {
+	case err != nil || read == nil:
+	case e.opt.ScanVectors:
+		// Searches scan the space when it holds vectors; an empty one
+		// answers as an empty index does.
+		var c recall.Census
+		if c, err = e.store.Census(ctx, space); err == nil && c.Vectors > 0 {
+			scan = read
+		}
+	default:
 		vx, err = loadVectors(ctx, e.store, *read)
 		if err != nil {
 			err = fmt.Errorf("load vector index %s: %w", space, err)
@@ -211,10 +231,10 @@ func (e *Engine) load(ctx context.Context, sw *spaceSwitch) error {
 	if err != nil {
 		return err
 	}
-	oldSpace, oldVx, oldLx := e.space, e.vx, e.lx
-	e.space, e.vx, e.lx = space, vx, lx
+	oldSpace, oldVx, oldLx, oldScan := e.space, e.vx, e.lx, e.scan
+	e.space, e.vx, e.lx, e.scan = space, vx, lx, scan
 	if err := e.replay(ctx, pending); err != nil {
-		e.space, e.vx, e.lx = oldSpace, oldVx, oldLx
+		e.space, e.vx, e.lx, e.scan = oldSpace, oldVx, oldLx, oldScan
 		return fmt.Errorf("load indexes: %w", err)
 	}
 	if lx != nil && vx != nil {
@@ -229,7 +249,7 @@ func (e *Engine) load(ctx context.Context, sw *spaceSwitch) error {
 			}
 		}
 		if err := vx.apply(recall.WriteResult{Removed: extra}, nil); err != nil {
-			e.space, e.vx, e.lx = oldSpace, oldVx, oldLx
+			e.space, e.vx, e.lx, e.scan = oldSpace, oldVx, oldLx, oldScan
 			return fmt.Errorf("load indexes: %w", err)
 		}
 	}
@@ -1003,8 +1023,8 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		qvec, embedErr = nil, recall.Errorf(recall.EUNAVAILABLE, "the read space switched during the search")
 		*q = queryVec{retries: q.retries}
 	}
-	if qvec != nil && vecReady && len(qvec) != e.vx.dim {
-		qvec, embedErr = nil, recall.Errorf(recall.ECONFLICT, "the embedder returned a %d-dimensional query vector for a %d-dimensional space", len(qvec), e.vx.dim)
+	if qvec != nil && vecReady && len(qvec) != e.vecDim() {
+		qvec, embedErr = nil, recall.Errorf(recall.ECONFLICT, "the embedder returned a %d-dimensional query vector for a %d-dimensional space", len(qvec), e.vecDim())
 	}
 	switch {
 	case resp.Mode == "" || resp.Mode == recall.ModeHybrid:
@@ -1057,8 +1077,14 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		// with the float vectors. Hybrid blends them with full-text scores
 		// after scaling, where the codes' error (about 0.001) decides
 		// nothing, and saves the reads.
+		// (Without an index, the scan's scores are exact in every mode.)
 		exact := resp.Mode == recall.ModeSemantic
-		if vecRes, err = e.vx.search(ctx, qvec, vecWant, req.Filter, holders, exact); err != nil {
+		if e.vx != nil {
+			vecRes, err = e.vx.search(ctx, qvec, vecWant, req.Filter, holders, exact)
+		} else {
+			vecRes, err = e.streamSearch(ctx, qvec, vecWant, req.Filter, holders)
+		}
+		if err != nil {
 			return resp, false, err
 		}
 		more = len(vecRes) >= vecWant
@@ -1121,7 +1147,15 @@ func phraseHolders(query string, chunks []recall.StoredChunk) map[string]bool {
 
 // vecReady reports whether vector search can run (under e.mu).
 func (e *Engine) vecReady() bool {
-	return e.emb != nil && e.vx != nil && e.vx.len() > 0
+	return e.emb != nil && (e.vx != nil && e.vx.len() > 0 || e.scan != nil)
+}
+
+// vecDim is the dimension of the read space's vectors, when vecReady.
+func (e *Engine) vecDim() int {
+	if e.vx != nil {
+		return e.vx.dim
+	}
+	return e.scan.Dim
 }
 
 // StoreFullText reports whether a search for query reads its full-text
@@ -1163,7 +1197,7 @@ func (e *Engine) noVectorsReason() string {
 		return "no embedding model is available"
 	case !e.loaded:
 		return "the vector index is still loading"
-	case e.vx == nil:
+	case e.space == "":
 		return "no vector space exists yet"
 	default:
 		return "the vector space is empty (run `recall repair`)"

@@ -163,12 +163,7 @@ func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Fil
 	if !exact {
 		search = x.vx.SearchCodes
 	}
-	allow, key := f.Matcher(), fmt.Sprintf("%#v", f)
-	if only != nil {
-		match := allow
-		allow = func(m *recall.SourceMeta) bool { return only[m.ID] && match(m) }
-		key = ""
-	}
+	allow, key := vectorFilter(f, only)
 	res, err := search(ctx, q, k, allow, key)
 	if err != nil {
 		return nil, err
@@ -183,6 +178,20 @@ func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Fil
 		out[i] = unitHit{Hash: t, Score: r.Score, ChunkIDs: ids}
 	}
 	return out, nil
+}
+
+// vectorFilter returns the test a chunk's source must pass to be a vector
+// candidate of a search with filter f, further limited to the sources in
+// only when it is not nil, and the key under which an index may keep what
+// it allows ("" when it must not: only is the search's own).
+func vectorFilter(f recall.Filter, only map[string]bool) (func(*recall.SourceMeta) bool, string) {
+	allow, key := f.Matcher(), fmt.Sprintf("%#v", f)
+	if only != nil {
+		match := allow
+		allow = func(m *recall.SourceMeta) bool { return only[m.ID] && match(m) }
+		key = ""
+	}
+	return allow, key
 }
 
 // chunkIDs returns the ids of the chunks indexed, in no particular order.

@@ -42,11 +42,17 @@ func queryBound(dim int) int {
 // unit returns a unit-length copy of v, or ok false when v is zero or holds
 // NaN or Inf, which no cosine can be computed for.
 func unit(v []float32) (u []float32, ok bool) {
+	return unitInto(make([]float32, len(v)), v)
+}
+
+// unitInto is unit writing into dst (at least len(v) long), so that a
+// caller normalising many vectors in turn allocates once.
+func unitInto(dst, v []float32) (u []float32, ok bool) {
 	inv, ok := invNorm(v)
 	if !ok {
 		return nil, false
 	}
-	u = make([]float32, len(v))
+	u = dst[:len(v)]
 	for i, x := range v {
 		u[i] = float32(float64(x) * inv)
 	}

@@ -376,6 +376,12 @@ func (db *DB) VectorHashes(ctx context.Context, space string) ([]string, error) 
 	return column[string](ctx, db, "list vectors", `SELECT hash FROM vectors WHERE space = $1 AND unit = 0`, space)
 }
 
+// StreamVectors is ScanVectors, whose chunk id order and vectors of their
+// own satisfy its contract; a page is read ahead while fn runs.
+func (db *DB) StreamVectors(ctx context.Context, space string, fn func(c recall.IndexedChunk, vec []float32) error) error {
+	return db.ScanVectors(ctx, space, fn)
+}
+
 // ScanVectors calls fn for every chunk with a vector in the space, in chunk
 // id order, reading a page of chunks at a time (keyset on the chunk id;
 // see scanPages), so the vectors are never all in memory and no

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -334,6 +335,169 @@ func (db *DB) ScanVectors(ctx context.Context, space string, fn func(c recall.In
 	return db.fail(ctx, rows.Err(), "scan vectors")
 }
 
+// StreamVectors calls fn for every chunk with a vector in the space, in the
+// order the vectors are stored. It reads, in one read transaction, the
+// sources' attributes and every chunk's text hash first (a few megabytes
+// at 100,000 chunks), then the vectors in one sequential pass, handing each
+// to the chunks holding its text: joined in SQL, each row's lookups of its
+// chunk and source cost more than reading the vector (1.5 s against 0.65 s
+// in all at 100,000 chunks), and ScanVectors' chunk id order looks every
+// vector up. SQLite reads the vectors on a goroutine of its own, copying
+// them into batches that are recycled, while this one decodes each (into
+// one buffer, reused for the next) and calls fn for its chunks.
+func (db *DB) StreamVectors(ctx context.Context, space string, fn func(c recall.IndexedChunk, vec []float32) error) error {
+	if err := db.spaceExists(ctx, space); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tx, err := db.ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return db.fail(ctx, err, "scan vectors")
+	}
+	defer tx.Rollback()
+	holders, err := textHolders(ctx, tx)
+	if err != nil {
+		return db.fail(ctx, err, "scan vectors")
+	}
+
+	const (
+		batchRows = 64
+		batches   = 4
+	)
+	type batch struct {
+		hashes []string
+		blobs  []byte
+		ends   []int // where each vector's blob ends in blobs
+		err    error
+	}
+	full, free := make(chan *batch, batches), make(chan *batch, batches)
+	for range batches {
+		free <- &batch{}
+	}
+	go func() {
+		defer close(full)
+		send := func(b *batch) bool {
+			select {
+			case full <- b:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		fail := func(err error) { send(&batch{err: db.fail(ctx, err, "scan vectors")}) }
+		rows, err := tx.QueryContext(ctx, `SELECT hash, vec FROM vectors WHERE space = ?`, space)
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer rows.Close()
+		var b *batch
+		for rows.Next() {
+			if b == nil {
+				select {
+				case b = <-free:
+				case <-ctx.Done():
+					return
+				}
+				b.hashes, b.blobs, b.ends = b.hashes[:0], b.blobs[:0], b.ends[:0]
+			}
+			var hash string
+			var raw sql.RawBytes
+			if err := rows.Scan(&hash, &raw); err != nil {
+				fail(err)
+				return
+			}
+			if holders.chunks[hash] == nil {
+				continue // a vector no chunk holds (being deleted)
+			}
+			b.hashes, b.blobs = append(b.hashes, hash), append(b.blobs, raw...)
+			b.ends = append(b.ends, len(b.blobs))
+			if len(b.hashes) == batchRows {
+				if !send(b) {
+					return
+				}
+				b = nil
+			}
+		}
+		if err := rows.Err(); err != nil {
+			fail(err)
+			return
+		}
+		if b != nil {
+			send(b)
+		}
+	}()
+	defer func() {
+		cancel()
+		for range full { // the reader has stopped once it closes full
+		}
+	}()
+	var vec []float32
+	for b := range full {
+		if b.err != nil {
+			return b.err
+		}
+		from := 0
+		for i, h := range b.hashes {
+			if vec, err = decodeVecInto(vec, b.blobs[from:b.ends[i]]); err != nil {
+				return fmt.Errorf("vector %s in %s: %w", h, space, err)
+			}
+			from = b.ends[i]
+			for _, ch := range holders.chunks[h] {
+				if err := fn(recall.IndexedChunk{ID: ch.id, Hash: h, Source: holders.sources[ch.sid]}, vec); err != nil {
+					return err
+				}
+			}
+		}
+		free <- b
+	}
+	return ctx.Err()
+}
+
+// holders are the chunks holding each text and their sources' attributes.
+type holders struct {
+	chunks  map[string][]chunkRef // by text hash, in chunk id order
+	sources map[int64]recall.SourceMeta
+}
+
+type chunkRef struct{ id, sid int64 }
+
+// textHolders reads every chunk's text hash and source.
+func textHolders(ctx context.Context, tx *sql.Tx) (holders, error) {
+	h := holders{chunks: map[string][]chunkRef{}, sources: map[int64]recall.SourceMeta{}}
+	rows, err := tx.QueryContext(ctx, `SELECT sid, id, kind, title, date, owner, category FROM sources`)
+	if err != nil {
+		return h, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sid int64
+		var m recall.SourceMeta
+		if err := rows.Scan(&sid, &m.ID, &m.Kind, &m.Title, &m.Date, &m.Owner, &m.Category); err != nil {
+			return h, err
+		}
+		h.sources[sid] = m
+	}
+	if err := rows.Err(); err != nil {
+		return h, err
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT id, hash, sid FROM chunks ORDER BY id`)
+	if err != nil {
+		return h, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c chunkRef
+		var hash string
+		if err := rows.Scan(&c.id, &hash, &c.sid); err != nil {
+			return h, err
+		}
+		h.chunks[hash] = append(h.chunks[hash], c)
+	}
+	return h, rows.Err()
+}
+
 func encodeVec(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
@@ -343,10 +507,15 @@ func encodeVec(v []float32) []byte {
 }
 
 func decodeVec(b []byte) ([]float32, error) {
+	return decodeVecInto(nil, b)
+}
+
+// decodeVecInto is decodeVec reusing dst's memory when it has room.
+func decodeVecInto(dst []float32, b []byte) ([]float32, error) {
 	if len(b) == 0 || len(b)%4 != 0 {
 		return nil, damaged(fmt.Errorf("%w: vector blob of %d bytes", ErrCorrupt, len(b)))
 	}
-	v := make([]float32, len(b)/4)
+	v := slices.Grow(dst[:0], len(b)/4)[:len(b)/4]
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}

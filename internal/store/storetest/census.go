@@ -237,16 +237,20 @@ func testScanVectorsUnits(t *testing.T, s recall.Store) {
 	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: units}}); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	err := s.ScanVectors(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
-		n++
-		if !slices.Equal(vec, units) {
-			t.Errorf("ScanVectors gives %v; want %v", vec, units)
+	for name, scan := range map[string]func(context.Context, string, func(recall.IndexedChunk, []float32) error) error{
+		"ScanVectors": s.ScanVectors, "StreamVectors": s.StreamVectors,
+	} {
+		n := 0
+		err := scan(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
+			n++
+			if !slices.Equal(vec, units) {
+				t.Errorf("%s gives %v; want %v", name, vec, units)
+			}
+			return nil
+		})
+		if err != nil || n != 1 {
+			t.Errorf("%s: %d chunks, %v; want 1", name, n, err)
 		}
-		return nil
-	})
-	if err != nil || n != 1 {
-		t.Errorf("ScanVectors: %d chunks, %v; want 1", n, err)
 	}
 	// Storing it again with fewer units replaces all of them.
 	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: []float32{7, 8}}}); err != nil {

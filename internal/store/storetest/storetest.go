@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"VectorsFollowChunks", testVectorsFollowChunks},
 		{"MissingVectors", testMissingVectors},
 		{"ScanVectors", testScanVectors},
+		{"StreamVectors", testStreamVectors},
 		{"ScanChunks", testScanChunks},
 		{"Census", testCensus},
 		{"IDsOnlyGrow", testIDsOnlyGrow},

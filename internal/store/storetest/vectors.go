@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"slices"
 	"testing"
@@ -275,7 +276,16 @@ func testMissingVectors(t *testing.T, s recall.Store) {
 	wantCode(t, err, recall.ENOTFOUND, "MissingVectors of a missing space")
 }
 
-func testScanVectors(t *testing.T, s recall.Store) {
+func testScanVectors(t *testing.T, s recall.Store) { scanVectorsTest(t, s, s.ScanVectors, true) }
+
+// StreamVectors gives what ScanVectors gives, in any order, and need not
+// give each call a vector of its own.
+func testStreamVectors(t *testing.T, s recall.Store) { scanVectorsTest(t, s, s.StreamVectors, false) }
+
+// scanVectorsTest checks a scan of every chunk with a vector in a space
+// (ScanVectors or StreamVectors); own says the scan gives each call a
+// vector of its own, which the caller may keep.
+func scanVectorsTest(t *testing.T, s recall.Store, scan func(context.Context, string, func(recall.IndexedChunk, []float32) error) error, own bool) {
 	space := createSpace(t, s, "sp", 2)
 	other := createSpace(t, s, "other", 3)
 	write(t, s,
@@ -295,19 +305,22 @@ func testScanVectors(t *testing.T, s recall.Store) {
 		vec []float32
 	}
 	var keep []kept
-	err := s.ScanVectors(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
+	err := scan(ctx, space, func(c recall.IndexedChunk, vec []float32) error {
 		if want := vecFor(texts[c.Hash], 2); !slices.Equal(vec, want) {
 			t.Errorf("chunk %d: vector %v; want %v", c.ID, vec, want)
 		}
 		got = append(got, seen{c.Source.ID, c.Hash})
-		keep = append(keep, kept{c, vec})
+		if own {
+			keep = append(keep, kept{c, vec})
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// fn may keep what it is given (the index load hands it to another
-	// goroutine): a later row must not have overwritten an earlier one.
+	// ScanVectors' fn may keep what it is given (the index load hands it
+	// to another goroutine): a later row must not have overwritten an
+	// earlier one.
 	for _, k := range keep {
 		if want := vecFor(texts[k.c.Hash], 2); !slices.Equal(k.vec, want) {
 			t.Errorf("chunk %d: the vector kept from its call became %v; want %v", k.c.ID, k.vec, want)
@@ -327,8 +340,8 @@ func testScanVectors(t *testing.T, s recall.Store) {
 		return cmp.Compare(a.hash, b.hash)
 	})
 	if !slices.Equal(got, want) {
-		t.Errorf("ScanVectors saw %v; want %v (each chunk with a vector, shared texts once per chunk)", got, want)
+		t.Errorf("scan saw %v; want %v (each chunk with a vector, shared texts once per chunk)", got, want)
 	}
-	wantCode(t, s.ScanVectors(ctx, "nope", func(recall.IndexedChunk, []float32) error { return nil }),
-		recall.ENOTFOUND, "ScanVectors of a missing space")
+	wantCode(t, scan(ctx, "nope", func(recall.IndexedChunk, []float32) error { return nil }),
+		recall.ENOTFOUND, "a scan of a missing space")
 }
