@@ -58,20 +58,25 @@ func (m *Main) engine(ctx context.Context, st recall.Store, vectors vectorUse) (
 			return nil, nil, "", err
 		}
 	case provider != "none":
-		// The configured model cannot be used, but searches read the
-		// read space, whose model may be another one that can (a switch
-		// to a remote model, the config file still naming the built-in
-		// one, which this machine lacks). New text is stored unembedded
-		// all the same, for repair.
-		if query, err = m.otherQueryEmbedder(ctx, st, provider, model); err != nil {
+		// The configured model cannot be used, but the read space's model
+		// may be another one that can (a switch to a remote model, the
+		// config file still naming the built-in one, which this machine
+		// lacks): searches and new text use it, so that a server repairs
+		// and embeds into the space it searches.
+		var read *recall.VectorSpace
+		if emb, read, err = m.readSpaceEmbedder(ctx, st, provider, model); err != nil {
 			return nil, nil, "", err
 		}
+		if emb != nil {
+			query, space = emb, read.Name
+			if unusable != "" {
+				fmt.Fprintf(m.Stderr, "recall: %s; using read space %s's model (%s/%s) instead\n", unusable, read.Name, read.Provider, read.Model)
+			}
+			unusable = ""
+		}
 	}
-	switch {
-	case unusable != "" && query == nil:
+	if unusable != "" {
 		fmt.Fprintf(m.Stderr, "recall: %s; running lexical-only\n", unusable)
-	case unusable != "":
-		fmt.Fprintf(m.Stderr, "recall: %s; searching with the read space's own model, and storing new text unembedded until `recall repair`\n", unusable)
 	}
 	if query != nil {
 		query = embed.WithQueryCache(query, 256, 10*time.Minute)
@@ -164,30 +169,30 @@ func (m *Main) queryEmbedder(ctx context.Context, st recall.Store, emb recall.Em
 	return q, nil
 }
 
-// otherQueryEmbedder returns the read space's embedder when the configured
-// one (provider, model) could not be made and the read space is of another
-// model; nil, saying so, when that one cannot be made either. The
-// configured model's own space is not tried again: it fails as the
-// configured model did.
-func (m *Main) otherQueryEmbedder(ctx context.Context, st recall.Store, provider, model string) (recall.Embedder, error) {
+// readSpaceEmbedder returns the read space and its embedder when the
+// configured one (provider, model) could not be made or reached and the
+// read space is of another model; nil, saying why, when that one cannot
+// be made either. The configured model's own space is not tried again: it
+// fails as the configured model did.
+func (m *Main) readSpaceEmbedder(ctx context.Context, st recall.Store, provider, model string) (recall.Embedder, *recall.VectorSpace, error) {
 	read, err := readSpace(ctx, st)
 	if err != nil || read == nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if read.Provider == provider && (model == "" || read.Model == model) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	q, err := m.spaceEmbedder(ctx, st, *read, nil)
-	if err != nil || q == nil {
+	e, err := m.spaceEmbedder(ctx, st, *read, nil)
+	if err != nil || e == nil {
 		msg := "not available"
 		if err != nil {
 			msg = recall.ErrorMessage(err)
 		}
 		fmt.Fprintf(m.Stderr, "recall: searches read space %s (%s/%s), which cannot be used: %s\n",
 			read.Name, read.Provider, read.Model, msg)
-		return nil, nil
+		return nil, nil, nil
 	}
-	return q, nil
+	return e, read, nil
 }
 
 // spaceEmbedder returns the embedder of space sp: the configured one

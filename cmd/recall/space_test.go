@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 	_ "modernc.org/sqlite"
@@ -688,7 +689,7 @@ func TestReadSpaceSearchedWhenTheConfiguredModelIsMissing(t *testing.T) {
 	if r.Mode != recall.ModeHybrid || len(r.Results) == 0 || r.Results[0].Source != "2025/09/sourdough.md" {
 		t.Fatalf("mode %s (%s), results %+v; stderr %s", r.Mode, r.Note, r.Results, errs)
 	}
-	if !strings.Contains(errs, "searching with the read space's own model") || strings.Contains(errs, "lexical-only") {
+	if !strings.Contains(errs, "using read space") || strings.Contains(errs, "lexical-only") {
 		t.Fatalf("stderr: %s", errs)
 	}
 
@@ -703,4 +704,56 @@ func TestReadSpaceSearchedWhenTheConfiguredModelIsMissing(t *testing.T) {
 	if r.Mode != recall.ModeLexical || r.Note == "" || len(r.Results) == 0 {
 		t.Fatalf("mode %s (%s), %d results; stderr %s", r.Mode, r.Note, len(r.Results), errs)
 	}
+}
+
+// TestServeUsesTheReadSpacesModelWhenTheConfiguredOneIsMissing: a server
+// whose configured model is unusable (the built-in one, not installed) but
+// whose read space's model can be used searches with that model, and
+// embeds and repairs into the read space with it: once, its repair stayed
+// "off" and what it stored (a memory saved through it) was never embedded.
+func TestServeUsesTheReadSpacesModelWhenTheConfiguredOneIsMissing(t *testing.T) {
+	env := ollamaEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	missing := maps.Clone(env)
+	missing["RECALL_EMBEDDER"] = "builtin"
+	delete(missing, "RECALL_MODEL")
+	missing["RECALL_MODELS_DIR"] = t.TempDir()
+	url, stderr, stop := startServeLoaded(t, missing)
+	defer stop()
+	if !strings.Contains(stderr.String(), "using read space") {
+		t.Fatalf("stderr: %s", stderr.String())
+	}
+	if code, body := send(t, "PUT", url+"/api/memories/note_x", serveToken, `{"value":"my axolotl regrew a gill"}`); code != 200 {
+		t.Fatalf("save: %d %s", code, body)
+	}
+	type stats struct {
+		Spaces []struct {
+			Name    string `json:"name"`
+			Missing int    `json:"missing"`
+		} `json:"spaces"`
+		Repair struct {
+			State string `json:"state"`
+			Space string `json:"space"`
+		} `json:"repair"`
+	}
+	stat := func() stats {
+		code, body := get(t, url+"/api/stats", serveToken)
+		var st stats
+		if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+			t.Fatalf("stats: %d %s", code, body)
+		}
+		return st
+	}
+	var last stats
+	for range 200 { // 10 s: the repair of one memory takes milliseconds
+		last = stat()
+		if last.Repair.State != "off" && len(last.Spaces) == 1 && last.Spaces[0].Missing == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("stats %+v: want the read space repaired by the model the server searches it with", last)
 }
