@@ -619,27 +619,7 @@ func TestServeWithoutAModelFollowsASpaceMadeLater(t *testing.T) {
 			senv["RECALL_EMBEDDER"], senv["RECALL_MODEL"] = embedder, "model-a"
 			url, stderr, stop := startServeLoaded(t, senv)
 			defer stop()
-			type stats struct {
-				Spaces []struct {
-					Name    string `json:"name"`
-					Missing int    `json:"missing"`
-				} `json:"spaces"`
-				Index struct {
-					Space string `json:"space"`
-				} `json:"index"`
-				Repair struct {
-					State string `json:"state"`
-					Space string `json:"space"`
-				} `json:"repair"`
-			}
-			stat := func() stats {
-				code, body := get(t, url+"/api/stats", serveToken)
-				var st stats
-				if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
-					t.Fatalf("stats: %d %s", code, body)
-				}
-				return st
-			}
+			stat := func() spaceStats { return readSpaceStats(t, url) }
 			if st := stat(); st.Repair.State != "off" || st.Index.Space != "" {
 				t.Fatalf("a server started without a model: %+v; want repair off, no read space", st)
 			}
@@ -729,31 +709,38 @@ func TestServeUsesTheReadSpacesModelWhenTheConfiguredOneIsMissing(t *testing.T) 
 	if code, body := send(t, "PUT", url+"/api/memories/note_x", serveToken, `{"value":"my axolotl regrew a gill"}`); code != 200 {
 		t.Fatalf("save: %d %s", code, body)
 	}
-	type stats struct {
-		Spaces []struct {
-			Name    string `json:"name"`
-			Missing int    `json:"missing"`
-		} `json:"spaces"`
-		Repair struct {
-			State string `json:"state"`
-			Space string `json:"space"`
-		} `json:"repair"`
-	}
-	stat := func() stats {
-		code, body := get(t, url+"/api/stats", serveToken)
-		var st stats
-		if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
-			t.Fatalf("stats: %d %s", code, body)
-		}
-		return st
-	}
-	var last stats
+	var last spaceStats
 	for range 200 { // 10 s: the repair of one memory takes milliseconds
-		last = stat()
+		last = readSpaceStats(t, url)
 		if last.Repair.State != "off" && len(last.Spaces) == 1 && last.Spaces[0].Missing == 0 {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Errorf("stats %+v: want the read space repaired by the model the server searches it with", last)
+}
+
+// spaceStats is the part of a server's /api/stats the space tests read.
+type spaceStats struct {
+	Spaces []struct {
+		Name    string `json:"name"`
+		Missing int    `json:"missing"`
+	} `json:"spaces"`
+	Index struct {
+		Space string `json:"space"`
+	} `json:"index"`
+	Repair struct {
+		State string `json:"state"`
+		Space string `json:"space"`
+	} `json:"repair"`
+}
+
+func readSpaceStats(t *testing.T, url string) spaceStats {
+	t.Helper()
+	code, body := get(t, url+"/api/stats", serveToken)
+	var st spaceStats
+	if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+		t.Fatalf("stats: %d %s", code, body)
+	}
+	return st
 }
