@@ -145,6 +145,7 @@ func (s *sweeper) ask(ctx context.Context, present map[string]bool) error {
 			known[id] = true
 		}
 		req := SourcesRequest{File: p.rel}
+		cursors := map[string]bool{}
 		for {
 			var resp SourcesResponse
 			s.res.Batches++
@@ -160,7 +161,9 @@ func (s *sweeper) ask(ctx context.Context, present map[string]bool) error {
 			if resp.Next == "" {
 				break
 			}
-			if resp.Next == req.Cursor {
+			// A cursor seen before would list the same pages for ever.
+			cursors[req.Cursor] = true
+			if cursors[resp.Next] {
 				return fmt.Errorf("the server's list of the sources it holds for %s does not advance past cursor %q", p.rel, resp.Next)
 			}
 			req.Cursor = resp.Next

@@ -272,6 +272,13 @@ func TestOldManifestEntryAsksTheServer(t *testing.T) {
 			case r.URL.Path == remote.SourcesPath && mode.Load() == 3:
 				w.Write([]byte(`{"file": "claude.json", "sources": [], "next": "again"}`))
 				return
+			case r.URL.Path == remote.SourcesPath && mode.Load() == 4:
+				// Cursors that go round: "" → a → b → a …
+				var req remote.SourcesRequest
+				json.NewDecoder(r.Body).Decode(&req)
+				next := map[string]string{"": "a", "a": "b", "b": "a"}[req.Cursor]
+				fmt.Fprintf(w, `{"file": "claude.json", "sources": [], "next": %q}`, next)
+				return
 			case r.URL.Path == remote.SourcesPath:
 				asked.Add(1)
 			case r.URL.Path == "/ingest" && mode.Load() == 1:
@@ -297,7 +304,7 @@ func TestOldManifestEntryAsksTheServer(t *testing.T) {
 	}
 	export(t, p, "alpha", "beta", "delta")
 	manifest, _ := os.ReadFile(opt.Manifest)
-	for _, m := range []int32{1, 2, 3} {
+	for _, m := range []int32{1, 2, 3, 4} {
 		mode.Store(m)
 		res, err := remote.Sweep(ctx, dir, opt)
 		switch m {
@@ -309,9 +316,9 @@ func TestOldManifestEntryAsksTheServer(t *testing.T) {
 			if err == nil || !strings.Contains(recall.ErrorMessage(err), "is older than this client, upgrade it") {
 				t.Errorf("no listing: %+v %v", res, err)
 			}
-		case 3:
+		case 3, 4:
 			if err == nil || !strings.Contains(err.Error(), "does not advance") {
-				t.Errorf("endless listing: %+v %v", res, err)
+				t.Errorf("endless listing (mode %d): %+v %v", m, res, err)
 			}
 		}
 		if got := sourceIDs(t, tg.st); !strings.Contains(got, "claude.json/gamma") {
