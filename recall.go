@@ -361,6 +361,32 @@ func CommitHook(ctx context.Context) func() {
 	return h
 }
 
+// writeGuardKey is the context key of WithWriteGuard.
+type writeGuardKey struct{}
+
+// WriteGuard decides, inside a write's transaction, whether a document is
+// written: stored is the source the store holds under the document's id
+// (nil when it holds none). It may be called again for the same document
+// should the write begin again, and must not write to the store.
+type WriteGuard func(stored *Source, d *Document) bool
+
+// WithWriteGuard returns a context that makes a Store Write ask guard about
+// each of its documents, in the transaction that writes them: a document
+// the guard refuses is left out (the source the store holds stays exactly
+// as it was, index state included), the others are written as usual. The
+// read and the write are one transaction, so no other write comes between
+// them: a condition on what the store holds ("only over an older copy")
+// holds when the document is written. Update ignores it.
+func WithWriteGuard(ctx context.Context, guard WriteGuard) context.Context {
+	return context.WithValue(ctx, writeGuardKey{}, guard)
+}
+
+// WriteGuardOf returns the guard of WithWriteGuard, or nil.
+func WriteGuardOf(ctx context.Context) WriteGuard {
+	g, _ := ctx.Value(writeGuardKey{}).(WriteGuard)
+	return g
+}
+
 // vaultLockKey is the context key of WithVaultLock.
 type vaultLockKey struct{}
 

@@ -5,7 +5,9 @@
 package store
 
 import (
+	"context"
 	"encoding/base64"
+	"fmt"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -113,6 +115,29 @@ func ValidateWrite(docs []recall.Document, vecs []recall.Vector, validate func(*
 		}
 	}
 	return nil
+}
+
+// Guarded returns the documents of a Write that the guard of its context
+// (recall.WithWriteGuard) lets through, asking it about each with the
+// source read returns for its id (nil, nil when the store holds none); docs
+// itself when the context has no guard. Backends call it inside the
+// write's transaction, before writing any document.
+func Guarded(ctx context.Context, docs []recall.Document, read func(id string) (*recall.Source, error)) ([]recall.Document, error) {
+	guard := recall.WriteGuardOf(ctx)
+	if guard == nil {
+		return docs, nil
+	}
+	pass := make([]recall.Document, 0, len(docs))
+	for i := range docs {
+		stored, err := read(docs[i].Source.ID)
+		if err != nil {
+			return nil, fmt.Errorf("read source %q: %w", docs[i].Source.ID, err)
+		}
+		if guard(stored, &docs[i]) {
+			pass = append(pass, docs[i])
+		}
+	}
+	return pass, nil
 }
 
 // ValidateSpace checks a vector space before it is created.

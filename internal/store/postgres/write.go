@@ -31,10 +31,20 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 	var res recall.WriteResult
 	err := db.writeTx(ctx, func(tx pgx.Tx) error {
 		res = recall.WriteResult{}
+		written, err := store.Guarded(ctx, docs, func(id string) (*recall.Source, error) {
+			s, err := scanSource(tx.QueryRow(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = $1`, id))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil, nil
+			}
+			return &s, err
+		})
+		if err != nil {
+			return err
+		}
 		w := newWriter(ctx, tx)
 		now := time.Now()
-		for i := range docs {
-			if err := w.put(&docs[i], now, &res); err != nil {
+		for i := range written {
+			if err := w.put(&written[i], now, &res); err != nil {
 				return err
 			}
 		}
@@ -48,7 +58,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		if err := w.finish(&res); err != nil {
 			return err
 		}
-		return settleWritten(ctx, tx, docs)
+		return settleWritten(ctx, tx, written)
 	})
 	if err != nil {
 		return recall.WriteResult{}, err

@@ -33,9 +33,19 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 			return err
 		}
 		defer w.close()
+		written, err := store.Guarded(ctx, docs, func(id string) (*recall.Source, error) {
+			s, err := scanSource(tx.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = ?`, id))
+			if err == sql.ErrNoRows {
+				return nil, nil
+			}
+			return &s, err
+		})
+		if err != nil {
+			return err
+		}
 		now := time.Now()
-		for i := range docs {
-			if err := w.put(&docs[i], now, &res); err != nil {
+		for i := range written {
+			if err := w.put(&written[i], now, &res); err != nil {
 				return err
 			}
 		}
@@ -49,7 +59,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		if err := w.finish(); err != nil {
 			return err
 		}
-		return settleWritten(ctx, tx, docs)
+		return settleWritten(ctx, tx, written)
 	})
 	if err != nil {
 		return recall.WriteResult{}, err

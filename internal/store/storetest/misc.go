@@ -149,6 +149,77 @@ func testExportImport(t *testing.T, s recall.Store, open func(t *testing.T) reca
 	}
 }
 
+// A Write under a guard (recall.WithWriteGuard) asks it about each
+// document with the source stored under its id, in the write's transaction,
+// and leaves out those it refuses: their stored sources stay as they were,
+// and the WriteResult names no chunk of theirs. Update ignores it.
+func testWriteGuard(t *testing.T, s recall.Store) {
+	then := time.Date(2025, 3, 4, 5, 6, 7, 8000, time.UTC)
+	a := doc("a.md", recall.KindArchive, "alpha")
+	b := doc("memory::b", recall.KindMemory, "bravo")
+	a.Source.UpdatedAt, b.Source.UpdatedAt = then, then
+	write(t, s, a, b)
+	before := exportAll(t, s)
+
+	a2 := doc("a.md", recall.KindArchive, "alpha two")
+	b2 := doc("memory::b", recall.KindMemory, "bravo two")
+	c := doc("c.md", recall.KindArchive, "charlie")
+	// ChunkCount as the store records it.
+	a2.Source.ChunkCount, c.Source.ChunkCount = 1, 1
+	seen := map[string]string{} // what the guard was shown, by document
+	guard := func(stored *recall.Source, d *recall.Document) bool {
+		seen[d.Source.ID] = "none"
+		if stored != nil {
+			seen[d.Source.ID] = fmt.Sprintf("%s %s %s", stored.ID, stored.ContentHash[:8], stored.UpdatedAt.Format(time.RFC3339Nano))
+		}
+		return d.Source.ID != "memory::b"
+	}
+	res, err := s.Write(recall.WithWriteGuard(ctx, guard), []recall.Document{a2, b2, c}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"a.md":      "a.md " + a.Source.ContentHash[:8] + " " + then.Format(time.RFC3339Nano),
+		"memory::b": "memory::b " + b.Source.ContentHash[:8] + " " + then.Format(time.RFC3339Nano),
+		"c.md":      "none",
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("the guard was shown %v; want %v", seen, want)
+	}
+	after := exportAll(t, s)
+	if len(after) != 3 {
+		t.Fatalf("%d sources after the guarded write; want 3", len(after))
+	}
+	if got := describeDoc(after[0]); got != describeDoc(a2) {
+		t.Errorf("a.md, which the guard let through:\n%s\nwant\n%s", got, describeDoc(a2))
+	}
+	if got := describeDoc(after[1]); got != describeDoc(c) {
+		t.Errorf("c.md, which the guard let through:\n%s\nwant\n%s", got, describeDoc(c))
+	}
+	if got, was := after[2], before[1]; describeDoc(got) != describeDoc(was) || !sameTime(got.Source.UpdatedAt, then) {
+		t.Errorf("the refused memory changed:\n%s (%v)\nwas\n%s (%v)", describeDoc(got), got.Source.UpdatedAt, describeDoc(was), then)
+	}
+	added := map[string]int{}
+	for _, ch := range res.Added {
+		added[ch.Source.ID]++
+	}
+	if fmt.Sprint(added) != "map[a.md:1 c.md:1]" || len(res.Removed) != 1 {
+		t.Errorf("WriteResult added %v and removed %v; want a chunk each of a.md and c.md added, a.md's old one removed", added, res.Removed)
+	}
+	if got := search(t, s, "two", recall.Filter{}); !slices.Equal(got, []string{"a.md"}) {
+		t.Errorf("the texts written are found in %v; want a.md alone (the refused memory's is not written)", got)
+	}
+
+	_, err = s.Update(recall.WithWriteGuard(ctx, func(*recall.Source, *recall.Document) bool { return false }), "memory::b",
+		func(*recall.Document) (*recall.Document, error) { return &b2, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Source(ctx, "memory::b"); err != nil || got.ContentHash != b2.Source.ContentHash {
+		t.Errorf("an Update under a guard that refuses everything did not write: %+v %v", got, err)
+	}
+}
+
 func exportAll(t *testing.T, s recall.Store) []recall.Document {
 	t.Helper()
 	var docs []recall.Document

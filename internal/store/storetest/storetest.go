@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"ChunksByHashAndSourcesByHash", testByHash},
 		{"Manifest", testManifest},
 		{"ExportImport", func(t *testing.T, s recall.Store) { testExportImport(t, s, open) }},
+		{"WriteGuard", testWriteGuard},
 		{"LexicalBasics", testLexicalBasics},
 		{"LexicalFilters", testLexicalFilters},
 		{"LexicalHostileQueries", testLexicalHostile},
