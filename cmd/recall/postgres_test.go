@@ -182,6 +182,15 @@ func TestPostgresImportFromSQLite(t *testing.T) {
 	}
 }
 
+// import --keep-newer keeps the newer copies on PostgreSQL as on SQLite.
+func TestPostgresImportKeepNewer(t *testing.T) {
+	testImportKeepNewer(t, func(t *testing.T) map[string]string {
+		env := testEnv(t)
+		env["RECALL_DB"] = pgtest.Server(t)
+		return env
+	})
+}
+
 // A server on PostgreSQL follows what another process writes to the same
 // database (a CLI save here; another host's server in a deployment).
 func TestPostgresServeFollowsOtherWriters(t *testing.T) {

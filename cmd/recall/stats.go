@@ -257,15 +257,17 @@ func exportFile(out string) (f *os.File, tmp, target string, err error) {
 func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	noEnd := fs.Bool("no-end", false, "accept an export without its end line (one recall made before 2026-12-01)")
-	pos, err := m.parse(fs, args, "import [--no-end] FILE   (- for stdin)")
+	keepNewer := fs.Bool("keep-newer", false, "leave a source alone where the database's copy was written later than the file's, or holds the same")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object")
+	pos, err := m.parse(fs, args, "import [--keep-newer] [--no-end] [--json] FILE   (- for stdin)")
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usagef("import takes one export file")
 	}
-	total := 0
-	defer m.audit("cli import", time.Now(), &total, &err)
+	sum := importSummary{KeepNewer: *keepNewer, Skipped: []skippedSource{}}
+	defer m.audit("cli import", time.Now(), &sum.Imported, &err)
 	// The file is read twice: checked whole first, so that a bad record
 	// anywhere leaves the database as it was; then written. Standard input
 	// is kept in a temporary file for the second reading.
@@ -325,14 +327,27 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	}
 	var batch []recall.Document
 	size := 0
+	wctx, decided := ctx, map[string]importDecision{}
+	if *keepNewer {
+		// Decided in the write's transaction, so that a copy another
+		// process writes meanwhile is compared, not overwritten.
+		wctx = recall.WithWriteGuard(ctx, func(stored *recall.Source, d *recall.Document) bool {
+			dec := keepNewerDecision(stored, &d.Source)
+			decided[d.Source.ID] = dec
+			return dec.skip == ""
+		})
+	}
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if _, err := eng.Write(ctx, batch, nil); err != nil {
+		clear(decided)
+		if _, err := eng.Write(wctx, batch, nil); err != nil {
 			return err
 		}
-		total += len(batch)
+		for _, d := range batch {
+			sum.add(d.Source, decided[d.Source.ID])
+		}
 		batch, size = batch[:0], 0
 		return nil
 	}
@@ -369,10 +384,120 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 		err = flush()
 	}
 	if err != nil {
-		return fmt.Errorf("import stopped after %d sources: %w", total, err)
+		if *keepNewer {
+			return fmt.Errorf("import stopped after %d sources (%d kept as newer, %d unchanged): %w", sum.Imported, sum.SkippedNewer, sum.Unchanged, err)
+		}
+		return fmt.Errorf("import stopped after %d sources: %w", sum.Imported, err)
 	}
-	fmt.Fprintf(m.Stderr, "imported %d sources (vectors are not exported: run `recall repair` to embed them)\n", total)
+	if *asJSON {
+		return json.NewEncoder(m.Stdout).Encode(sum)
+	}
+	sum.print(m.Stderr)
 	return nil
+}
+
+// importDecision is what import --keep-newer made of a record of the file:
+// written (skip empty), or left as the database holds it, and why.
+type importDecision struct {
+	skip   string    // "", skipNewer or skipSame
+	stored time.Time // with skipNewer, when the stored copy was written
+}
+
+const (
+	skipNewer = "newer"
+	skipSame  = "same"
+)
+
+// keepNewerDecision compares the stored copy of a source (nil when the
+// database holds none) with the file's. Newer is by UpdatedAt, for every
+// kind: the time the copy was last written into a database (a memory
+// saved, a diary entry appended, a conversation swept with new content),
+// which export and import carry unchanged, so a restored copy keeps its
+// age. An archive's MTime would not do: it is its vault file's, shared by
+// every conversation of an export, 0 for one sent to /ingest, and -1 while
+// a sweep has written only part of an export. A copy whose content hash
+// and shown attributes are the file's is the same whatever its age:
+// nothing to write (chunks cut to another size stay as this database cut
+// them). A tie in time goes to the file, as a plain import does, and a file
+// record without a time is older than any stored copy.
+//
+// A diary day is kept whole rather than merged with the file's: a day
+// records no removals, so a union of entries would bring back those a
+// newer `diary write --replace` took away; could grow the day past its
+// limit; and could not tell two identical entries of one second from one.
+// Days are appended to, so a backup's day is the start of the stored one,
+// which is what keeping it gives anyway.
+func keepNewerDecision(stored, file *recall.Source) importDecision {
+	switch {
+	case stored == nil:
+		return importDecision{}
+	case stored.ContentHash != "" && stored.ContentHash == file.ContentHash && stored.Kind == file.Kind &&
+		stored.Title == file.Title && stored.Date == file.Date && stored.Category == file.Category:
+		return importDecision{skip: skipSame}
+	case stored.UpdatedAt.After(file.UpdatedAt):
+		return importDecision{skip: skipNewer, stored: stored.UpdatedAt}
+	}
+	return importDecision{}
+}
+
+// importSummary is what an import reports.
+type importSummary struct {
+	Imported     int             `json:"imported"`      // sources written
+	SkippedNewer int             `json:"skipped_newer"` // left alone: the stored copy is newer (--keep-newer)
+	Unchanged    int             `json:"unchanged"`     // left alone: the stored copy holds the same (--keep-newer)
+	KeepNewer    bool            `json:"keep_newer"`
+	Skipped      []skippedSource `json:"skipped"` // the sources counted in SkippedNewer
+}
+
+// skippedSource is a source import --keep-newer left as the database
+// holds it because its stored copy was written after the file's.
+type skippedSource struct {
+	Source string      `json:"source"`
+	Kind   recall.Kind `json:"kind"`
+	Stored time.Time   `json:"stored_updated_at"`
+	File   time.Time   `json:"file_updated_at"`
+}
+
+func (s *importSummary) add(src recall.Source, dec importDecision) {
+	switch dec.skip {
+	case skipNewer:
+		s.SkippedNewer++
+		s.Skipped = append(s.Skipped, skippedSource{Source: src.ID, Kind: src.Kind, Stored: dec.stored, File: src.UpdatedAt})
+	case skipSame:
+		s.Unchanged++
+	default:
+		s.Imported++
+	}
+}
+
+func (s *importSummary) print(w io.Writer) {
+	hint := " (vectors are not exported: run `recall repair` to embed them)"
+	if !s.KeepNewer {
+		fmt.Fprintf(w, "imported %d sources%s\n", s.Imported, hint)
+		return
+	}
+	if s.Imported == 0 {
+		hint = ""
+	}
+	fmt.Fprintf(w, "imported %d sources, kept %d whose stored copy is newer, %d unchanged%s\n",
+		s.Imported, s.SkippedNewer, s.Unchanged, hint)
+	if len(s.Skipped) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "kept as the database holds them (written there after the file's copy):")
+	lines := make([]string, len(s.Skipped))
+	for i, k := range s.Skipped {
+		lines[i] = fmt.Sprintf("%s (%s; stored %s, file %s)", k.Source, k.Kind, when(k.Stored), when(k.File))
+	}
+	printFirst(w, lines, " (--json lists them all)")
+}
+
+// when is a time as the import summary shows it.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "undated"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // readExport calls fn with each record of an export file as a document,

@@ -295,11 +295,17 @@ func plural(n int, one, many string) string {
 // first 20 of them, and what became of their sources.
 func printRemoved(w io.Writer, removed []string, action string) {
 	fmt.Fprintf(w, "%s gone from the vault (%s):\n", plural(len(removed), "file is", "files are"), action)
-	for i, r := range removed {
+	printFirst(w, removed, "")
+}
+
+// printFirst prints the first 20 lines, indented, and how many more there
+// are (with more, what lists them all).
+func printFirst(w io.Writer, lines []string, more string) {
+	for i, l := range lines {
 		if i == 20 {
-			fmt.Fprintf(w, "  ... and %d more\n", len(removed)-20)
+			fmt.Fprintf(w, "  ... and %d more%s\n", len(lines)-20, more)
 			break
 		}
-		fmt.Fprintf(w, "  %s\n", r)
+		fmt.Fprintf(w, "  %s\n", l)
 	}
 }

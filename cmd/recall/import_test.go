@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/recall-mcp/recall"
+)
+
+func TestImportKeepNewer(t *testing.T) { testImportKeepNewer(t, testEnv) }
+
+// testImportKeepNewer restores last week's backup into a database that
+// has worked on since (a memory saved again, a diary day appended to, a
+// conversation swept with new text, a memory deleted): with --keep-newer
+// the newer copies stay, each listed, what the backup alone holds comes
+// back, and the same comes back unchanged; a database restored from that
+// backup takes the newer work from a later export; a plain import still
+// replaces whatever the database holds.
+func testImportKeepNewer(t *testing.T, newEnv func(*testing.T) map[string]string) {
+	env := newEnv(t)
+	vault := t.TempDir()
+	conversation := func(name, text string, mtime time.Time) {
+		t.Helper()
+		path := filepath.Join(vault, name)
+		if err := os.WriteFile(path, []byte("## User\n\n"+text+"\n\n## Assistant\n\nNoted.\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(env map[string]string, args ...string) string {
+		t.Helper()
+		out, errs, code := run(t, env, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		return out
+	}
+	day := "2026-01-05"
+	conversation("a.md", "alpha, as it first was", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	conversation("b.md", "bravo", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	must(env, "sweep", vault)
+	must(env, "memory", "save", "note_newer", "the plan as it was")
+	must(env, "memory", "save", "note_same", "never changes")
+	must(env, "memory", "save", "note_gone", "deleted after the backup")
+	must(env, "diary", "write", "--date", day, "first entry")
+	backup := filepath.Join(t.TempDir(), "backup.jsonl")
+	must(env, "export", "--out", backup)
+
+	// The database works on.
+	must(env, "memory", "save", "note_newer", "the plan as it now is")
+	must(env, "diary", "write", "--date", day, "second entry")
+	conversation("a.md", "alpha, as it now is", time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC))
+	must(env, "sweep", vault)
+	must(env, "memory", "delete", "note_gone", "--confirm")
+
+	sum := importJSON(t, env, "--keep-newer", backup)
+	var skipped []string
+	for _, s := range sum.Skipped {
+		skipped = append(skipped, s.Source)
+		if !s.Stored.After(s.File) {
+			t.Errorf("%s was kept as newer, but its stored copy was written %v and the file's %v", s.Source, s.Stored, s.File)
+		}
+	}
+	wantSkipped := []string{"a.md", "diary::" + day, "memory::note_newer"}
+	if sum.Imported != 1 || sum.SkippedNewer != 3 || sum.Unchanged != 2 || !sum.KeepNewer || !slices.Equal(skipped, wantSkipped) {
+		t.Errorf("import --keep-newer of the backup: %+v; want 1 imported (note_gone), 3 kept as newer %v, 2 unchanged", sum, wantSkipped)
+	}
+	if got := must(env, "memory", "get", "note_newer"); !strings.Contains(got, "as it now is") {
+		t.Errorf("the memory saved after the backup was overwritten: %s", got)
+	}
+	if got := must(env, "diary", "read", day); !strings.Contains(got, "first entry") || !strings.Contains(got, "second entry") {
+		t.Errorf("the diary day appended to after the backup lost an entry: %s", got)
+	}
+	if got := must(env, "export"); !strings.Contains(got, "alpha, as it now is") || strings.Contains(got, "as it first was") {
+		t.Errorf("the conversation swept after the backup was overwritten")
+	}
+	if got := must(env, "memory", "get", "note_gone"); !strings.Contains(got, "deleted after the backup") {
+		t.Errorf("the memory the backup alone holds did not come back: %s", got)
+	}
+
+	// Run again (as after a failure while writing), in text: nothing left
+	// to write, and the newer copies named.
+	_, errs, code := run(t, env, "import", "--keep-newer", backup)
+	if code != 0 || !strings.Contains(errs, "imported 0 sources, kept 3 whose stored copy is newer, 3 unchanged") {
+		t.Errorf("import --keep-newer again: exit %d: %s", code, errs)
+	}
+	for _, id := range wantSkipped {
+		if !strings.Contains(errs, "  "+id+" (") {
+			t.Errorf("the summary does not name %s: %s", id, errs)
+		}
+	}
+
+	// A database restored from the backup takes the newer work from a
+	// later export: the stored copies are the older ones now.
+	later := filepath.Join(t.TempDir(), "later.jsonl")
+	must(env, "export", "--out", later)
+	env2 := newEnv(t)
+	must(env2, "import", backup)
+	sum = importJSON(t, env2, "--keep-newer", later)
+	if sum.Imported != 3 || sum.SkippedNewer != 0 || sum.Unchanged != 3 || len(sum.Skipped) != 0 {
+		t.Errorf("import --keep-newer of the later export over the backup: %+v; want 3 imported, 3 unchanged", sum)
+	}
+	if a, b := must(env, "export"), must(env2, "export"); a != b {
+		t.Errorf("the restored database differs from the one the later export came from:\n%s\n%s", a, b)
+	}
+
+	// Without --keep-newer the file's copy replaces every stored one, as
+	// the README says.
+	sum = importJSON(t, env, backup)
+	if sum.Imported != 6 || sum.SkippedNewer != 0 || sum.Unchanged != 0 || sum.KeepNewer {
+		t.Errorf("plain import of the backup: %+v; want all 6 imported", sum)
+	}
+	if got := must(env, "memory", "get", "note_newer"); !strings.Contains(got, "as it was") {
+		t.Errorf("a plain import kept the stored memory: %s", got)
+	}
+}
+
+// importJSON runs import --json and returns its summary.
+func importJSON(t *testing.T, env map[string]string, args ...string) importSummary {
+	t.Helper()
+	out, errs, code := run(t, env, append([]string{"import", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("import %v: exit %d: %s", args, code, errs)
+	}
+	var sum importSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("import %v: %v: %q", args, err, out)
+	}
+	return sum
+}
+
+// What --keep-newer makes of a record: the stored copy is left alone when
+// it holds the same (whatever its age) or was written later; otherwise,
+// and where the database holds none, the file's is written.
+func TestKeepNewerDecision(t *testing.T) {
+	early := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	late := early.Add(time.Nanosecond)
+	src := func(value, category string, updated time.Time) *recall.Source {
+		return &recall.Source{ID: "memory::k", Kind: recall.KindMemory, Title: "k", Category: category,
+			ContentHash: recall.TextHash(value), Body: value, UpdatedAt: updated}
+	}
+	for _, c := range []struct {
+		name         string
+		stored, file *recall.Source
+		want         string
+	}{
+		{"absent", nil, src("v", "", early), ""},
+		{"same, stored later", src("v", "", late), src("v", "", early), skipSame},
+		{"same, stored earlier", src("v", "", early), src("v", "", late), skipSame},
+		{"stored later", src("v2", "", late), src("v1", "", early), skipNewer},
+		{"stored earlier", src("v1", "", early), src("v2", "", late), ""},
+		{"written at the same moment", src("v1", "", early), src("v2", "", early), ""},
+		{"category changed since", src("v", "project", late), src("v", "person", early), skipNewer},
+		{"category changed in the file", src("v", "project", early), src("v", "person", late), ""},
+		{"file record without a time", src("v1", "", early), src("v2", "", time.Time{}), skipNewer},
+		{"no hash on either side", &recall.Source{ID: "x.md", Kind: recall.KindArchive},
+			&recall.Source{ID: "x.md", Kind: recall.KindArchive, UpdatedAt: late}, ""},
+	} {
+		got := keepNewerDecision(c.stored, c.file)
+		if got.skip != c.want {
+			t.Errorf("%s: skip %q; want %q", c.name, got.skip, c.want)
+		}
+		if got.skip == skipNewer && !got.stored.Equal(c.stored.UpdatedAt) {
+			t.Errorf("%s: stored time %v; want %v", c.name, got.stored, c.stored.UpdatedAt)
+		}
+	}
+}
