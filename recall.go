@@ -372,8 +372,9 @@ type WriteGuard func(stored *Source, d *Document) bool
 
 // WithWriteGuard returns a context that makes a Store Write ask guard about
 // each of its documents, in the transaction that writes them: a document
-// the guard refuses is left out (the source the store holds stays exactly
-// as it was, index state included), the others are written as usual. The
+// the guard refuses is left out with the vectors of texts only it holds
+// (the source the store holds stays exactly as it was, vectors and index
+// state included), the others are written as usual. The
 // read and the write are one transaction, so no other write comes between
 // them: a condition on what the store holds ("only over an older copy")
 // holds when the document is written. Update ignores it.

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -119,25 +120,47 @@ func ValidateWrite(docs []recall.Document, vecs []recall.Vector, validate func(*
 
 // Guarded returns the documents of a Write that the guard of its context
 // (recall.WithWriteGuard) lets through, asking it about each with the
-// source read returns for its id (nil, nil when the store holds none); docs
-// itself when the context has no guard. Backends call it inside the
+// source read returns for its id (nil, nil when the store holds none), and
+// the vectors of the write but those of texts only refused documents hold;
+// docs and vecs themselves when the context has no guard. Backends call it inside the
 // write's transaction, before writing any document.
-func Guarded(ctx context.Context, docs []recall.Document, read func(id string) (*recall.Source, error)) ([]recall.Document, error) {
+func Guarded(ctx context.Context, docs []recall.Document, vecs []recall.Vector, read func(id string) (*recall.Source, error)) ([]recall.Document, []recall.Vector, error) {
 	guard := recall.WriteGuardOf(ctx)
 	if guard == nil {
-		return docs, nil
+		return docs, vecs, nil
 	}
 	pass := make([]recall.Document, 0, len(docs))
+	var refused []recall.Document
 	for i := range docs {
 		stored, err := read(docs[i].Source.ID)
 		if err != nil {
-			return nil, fmt.Errorf("read source %q: %w", docs[i].Source.ID, err)
+			return nil, nil, fmt.Errorf("read source %q: %w", docs[i].Source.ID, err)
 		}
 		if guard(stored, &docs[i]) {
 			pass = append(pass, docs[i])
+		} else {
+			refused = append(refused, docs[i])
 		}
 	}
-	return pass, nil
+	if len(refused) == 0 || len(vecs) == 0 {
+		return pass, vecs, nil
+	}
+	// A refused document's vectors are left out too: they would replace
+	// the stored vectors of texts the kept copy holds, and settle it. A
+	// text a document let through also holds keeps its vector.
+	kept := map[string]bool{}
+	for _, d := range pass {
+		for _, c := range d.Chunks {
+			kept[c.Hash] = true
+		}
+	}
+	drop := map[string]bool{}
+	for _, d := range refused {
+		for _, c := range d.Chunks {
+			drop[c.Hash] = !kept[c.Hash]
+		}
+	}
+	return pass, slices.DeleteFunc(slices.Clone(vecs), func(v recall.Vector) bool { return drop[v.Hash] }), nil
 }
 
 // ValidateSpace checks a vector space before it is created.

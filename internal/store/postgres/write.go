@@ -31,7 +31,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 	var res recall.WriteResult
 	err := db.writeTx(ctx, func(tx pgx.Tx) error {
 		res = recall.WriteResult{}
-		written, err := store.Guarded(ctx, docs, func(id string) (*recall.Source, error) {
+		written, writtenVecs, err := store.Guarded(ctx, docs, vecs, func(id string) (*recall.Source, error) {
 			s, err := scanSource(tx.QueryRow(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = $1`, id))
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil, nil
@@ -52,7 +52,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		if err := w.flushChunks(&res); err != nil {
 			return err
 		}
-		if err := putVectors(ctx, tx, vecs); err != nil {
+		if err := putVectors(ctx, tx, writtenVecs); err != nil {
 			return err
 		}
 		if err := w.finish(&res); err != nil {

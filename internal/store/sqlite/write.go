@@ -33,7 +33,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 			return err
 		}
 		defer w.close()
-		written, err := store.Guarded(ctx, docs, func(id string) (*recall.Source, error) {
+		written, writtenVecs, err := store.Guarded(ctx, docs, vecs, func(id string) (*recall.Source, error) {
 			s, err := scanSource(tx.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = ?`, id))
 			if err == sql.ErrNoRows {
 				return nil, nil
@@ -53,7 +53,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		if err := w.flushChunks(); err != nil {
 			return err
 		}
-		if err := putVectors(ctx, tx, vecs); err != nil {
+		if err := putVectors(ctx, tx, writtenVecs); err != nil {
 			return err
 		}
 		if err := w.finish(); err != nil {

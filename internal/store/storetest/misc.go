@@ -357,3 +357,51 @@ func testScanChunks(t *testing.T, s recall.Store) {
 		t.Errorf("ScanChunks with fn failing: %v after %d chunks; want fn's error after 1", err, n)
 	}
 }
+
+// testWriteGuardRefusedVectors: the vectors a guarded Write carries for a
+// document its guard refuses are left out with it. They were written all
+// the same: a vector the refused copy brought for a text the kept copy
+// holds replaced the stored vector of that text and settled the kept
+// source from pending to ok, though a refused document leaves the stored
+// source exactly as it was, index state included.
+func testWriteGuardRefusedVectors(t *testing.T, s recall.Store) {
+	sp := createSpace(t, s, "g", 3)
+	kept := doc("memory::k", recall.KindMemory, "alpha", "beta")
+	write(t, s, kept)
+	// "alpha" has a vector already; "beta" has none: memory::k is pending.
+	old := recall.Vector{Space: sp, Hash: recall.TextHash("alpha"), Vec: []float32{1, 0, 0}}
+	if err := s.PutVectors(ctx, []recall.Vector{old}); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexState(t, s, "memory::k"); got != recall.IndexPending {
+		t.Fatalf("memory::k is %q before the guarded write; want pending", got)
+	}
+
+	refused := doc("memory::k", recall.KindMemory, "alpha", "beta")
+	refused.Source.Title = "an older title"
+	vecs := []recall.Vector{
+		{Space: sp, Hash: recall.TextHash("alpha"), Vec: []float32{0, 1, 0}},
+		{Space: sp, Hash: recall.TextHash("beta"), Vec: []float32{0, 0, 1}},
+	}
+	guard := func(*recall.Source, *recall.Document) bool { return false }
+	res, err := s.Write(recall.WithWriteGuard(ctx, guard), []recall.Document{refused}, vecs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Added)+len(res.Removed) != 0 {
+		t.Errorf("the refused write's result names chunks: %+v", res)
+	}
+	if got := indexState(t, s, "memory::k"); got != recall.IndexPending {
+		t.Errorf("the refused document changed the kept source's index state to %q; want pending, as it was", got)
+	}
+	got, err := s.VectorsByHash(ctx, sp, hashes("alpha", "beta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got[recall.TextHash("alpha")]; !slices.Equal(v, old.Vec) {
+		t.Errorf("the refused document replaced the stored vector of \"alpha\": %v; was %v", v, old.Vec)
+	}
+	if v, ok := got[recall.TextHash("beta")]; ok {
+		t.Errorf("the refused document stored a vector for \"beta\": %v", v)
+	}
+}

@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"Manifest", testManifest},
 		{"ExportImport", func(t *testing.T, s recall.Store) { testExportImport(t, s, open) }},
 		{"WriteGuard", testWriteGuard},
+		{"WriteGuardRefusedVectors", testWriteGuardRefusedVectors},
 		{"LexicalBasics", testLexicalBasics},
 		{"LexicalFilters", testLexicalFilters},
 		{"LexicalHostileQueries", testLexicalHostile},
