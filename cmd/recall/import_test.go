@@ -172,3 +172,18 @@ func TestKeepNewerDecision(t *testing.T) {
 		}
 	}
 }
+
+// export --out FILE where FILE cannot be written names FILE and why, not
+// the temporary file export writes beside it.
+func TestExportOutErrorNamesTheFile(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "k", "v"); code != 0 {
+		t.Fatal(errs)
+	}
+	out := filepath.Join(t.TempDir(), "missing", "backup.jsonl")
+	_, errs, code := run(t, env, "export", "--out", out)
+	want := "export: cannot write " + out + ": the directory " + filepath.Dir(out) + " does not exist"
+	if code == 0 || !strings.Contains(errs, want) || strings.Contains(errs, ".backup.jsonl.") {
+		t.Errorf("export --out into a missing directory: exit %d: %s; want %q", code, errs, want)
+	}
+}

@@ -163,6 +163,9 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 	var w io.Writer = m.Stdout
 	var f *os.File
 	tmp, target := "", *out // a complete export is renamed from tmp to target
+	// writeErr is an error of writing the export. One of writing to --out
+	// names that file, not the temporary file beside it.
+	writeErr := func(err error) error { return err }
 	if *out != "" {
 		if f, tmp, target, err = exportFile(*out); err != nil {
 			return err
@@ -176,6 +179,7 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 		}
 		defer f.Close()
 		w = f
+		writeErr = func(err error) error { return outError(*out, target, err) }
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -185,7 +189,10 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 			line.Chunks[i] = exportChunk{Index: c.Index, Text: c.Text, Header: c.Header, MidWord: c.MidWord}
 		}
 		n++
-		return enc.Encode(line)
+		if err := enc.Encode(line); err != nil {
+			return writeErr(err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -193,28 +200,46 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 	if err := enc.Encode(struct {
 		End exportEnd `json:"end"`
 	}{exportEnd{Sources: n}}); err != nil {
-		return err
+		return writeErr(err)
 	}
 	if err := bw.Flush(); err != nil {
-		return err
+		return writeErr(err)
 	}
 	if f != nil {
 		if tmp != "" {
 			if err := f.Sync(); err != nil {
-				return err
+				return writeErr(err)
 			}
 		}
 		if err := f.Close(); err != nil {
-			return err
+			return writeErr(err)
 		}
 		if tmp != "" {
 			if err := os.Rename(tmp, target); err != nil {
-				return err
+				return writeErr(err)
 			}
 		}
 		fmt.Fprintf(m.Stderr, "exported %d sources to %s\n", n, *out)
 	}
 	return nil
+}
+
+// outError is an error of writing export --out FILE (out, which may be
+// a symbolic link to target) in the user's terms: it names out, not the
+// temporary file written beside target, and says what is wrong.
+func outError(out, target string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("export: cannot write %s: the directory %s does not exist (create it first)", out, filepath.Dir(target))
+	}
+	return fmt.Errorf("export: cannot write %s: %w", out, err)
 }
 
 // exportFile opens what export --out writes to. A new or regular file is
@@ -237,21 +262,29 @@ func exportFile(out string) (f *os.File, tmp, target string, err error) {
 	}
 	fi, statErr := os.Stat(target)
 	if statErr == nil && !fi.Mode().IsRegular() {
-		f, err = os.OpenFile(target, os.O_WRONLY, 0)
-		return f, "", target, err
+		if f, err = os.OpenFile(target, os.O_WRONLY, 0); err != nil {
+			return nil, "", "", outError(out, target, err)
+		}
+		return f, "", target, nil
 	}
 	f, err = os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
 	if err == nil {
 		return f, f.Name(), target, nil
 	}
 	if statErr != nil || !errors.Is(err, fs.ErrPermission) {
-		return nil, "", "", err
+		return nil, "", "", outError(out, target, err)
 	}
 	f, err = os.OpenFile(target, os.O_WRONLY|os.O_TRUNC, 0)
 	if err == nil {
 		err = f.Chmod(0o600)
 	}
-	return f, "", target, err
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, "", "", outError(out, target, err)
+	}
+	return f, "", target, nil
 }
 
 func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
