@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -169,6 +173,59 @@ func TestKeepNewerDecision(t *testing.T) {
 		}
 		if got.skip == skipNewer && !got.stored.Equal(c.stored.UpdatedAt) {
 			t.Errorf("%s: stored time %v; want %v", c.name, got.stored, c.stored.UpdatedAt)
+		}
+	}
+}
+
+// An export on standard input (import -) or in a pipe (import /dev/stdin,
+// import <(…)) imports as the file does, with each flag: import reads its
+// input twice, and keeps what it cannot read twice in a temporary file.
+func TestImportFromStdinOrPipe(t *testing.T) {
+	_, dump := sampleExport(t)
+	data, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, devFD := os.Stat("/dev/fd")
+	for _, flags := range [][]string{nil, {"--json"}, {"--keep-newer"}, {"--no-end"}} {
+		importAs := func(how string) (stdout, stderr string, code int, export string) {
+			t.Helper()
+			env := testEnv(t)
+			stdin, name := io.Reader(strings.NewReader("")), dump
+			switch how {
+			case "stdin":
+				stdin, name = bytes.NewReader(data), "-"
+			case "pipe": // as the shell's <(cat dump) gives it
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close() // ends the write should import not read it
+				go func() {
+					w.Write(data)
+					w.Close()
+				}()
+				name = fmt.Sprintf("/dev/fd/%d", r.Fd())
+			}
+			stdout, stderr, code = runInput(t, context.Background(), stdin, env, append(append([]string{"import"}, flags...), name)...)
+			export, _, _ = run(t, env, "export")
+			return stdout, stderr, code, export
+		}
+		fileOut, fileErrs, fileCode, _ := importAs("file")
+		if fileCode != 0 {
+			t.Fatalf("import %v of the file: exit %d: %s", flags, fileCode, fileErrs)
+		}
+		for _, how := range []string{"stdin", "pipe"} {
+			if how == "pipe" && devFD != nil {
+				continue // no /dev/fd to name a pipe by
+			}
+			out, errs, code, export := importAs(how)
+			if code != 0 || out != fileOut || errs != fileErrs {
+				t.Errorf("import %v from %s: exit %d: %q %q; want %q %q as from the file", flags, how, code, out, errs, fileOut, fileErrs)
+			}
+			if export != string(data) {
+				t.Errorf("import %v from %s: the database's export differs from the export imported", flags, how)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -30,9 +31,15 @@ func run(t *testing.T, env map[string]string, args ...string) (stdout, stderr st
 // runCtx is run with a context, for a command that might not end by itself.
 func runCtx(t *testing.T, ctx context.Context, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runInput(t, ctx, strings.NewReader(""), env, args...)
+}
+
+// runInput is runCtx with stdin as the command's standard input.
+func runInput(t *testing.T, ctx context.Context, stdin io.Reader, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	m := NewMain()
-	m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
+	m.Stdout, m.Stderr, m.Stdin = &out, &errb, stdin
 	m.Getenv = func(k string) string { return env[k] }
 	m.IsTerminal = func() bool { return false }
 	code = m.Run(ctx, args)
@@ -980,6 +987,26 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		// The file is checked before the database is opened: none is made.
 		if out, errs, code := run(t, env, "stats", "--json"); code != exitFailure || !strings.Contains(errs, "no database") {
 			t.Errorf("%s: a refused import left a database: %s", name, out)
+		}
+		// On standard input, as a file, with --no-end too (which takes
+		// the file cut off, and refuses the others).
+		for _, noEnd := range []bool{false, true} {
+			importAs := func(name string, stdin io.Reader) (string, int, bool) {
+				env := testEnv(t)
+				args := []string{"import", name}
+				if noEnd {
+					args = []string{"import", "--no-end", name}
+				}
+				_, errs, code := runInput(t, context.Background(), stdin, env, args...)
+				_, err := os.Stat(env["RECALL_DB"])
+				return errs, code, err == nil
+			}
+			fileErrs, fileCode, fileDB := importAs(path, strings.NewReader(""))
+			errs, code, db := importAs("-", strings.NewReader(bad))
+			if code != fileCode || errs != fileErrs || db != fileDB {
+				t.Errorf("%s, --no-end %v: on stdin: exit %d, database made %v: %s\nas a file: exit %d, database made %v: %s",
+					name, noEnd, code, db, errs, fileCode, fileDB, fileErrs)
+			}
 		}
 	}
 	env := testEnv(t)

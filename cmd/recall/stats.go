@@ -302,22 +302,12 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	sum := importSummary{KeepNewer: *keepNewer, Skipped: []skippedSource{}}
 	defer m.audit("cli import", time.Now(), &sum.Imported, &err)
 	// The file is read twice: checked whole first, so that a bad record
-	// anywhere leaves the database as it was; then written. Standard input
-	// is kept in a temporary file for the second reading.
-	var f *os.File
-	if pos[0] == "-" {
-		if f, err = os.CreateTemp("", "recall-import-*.jsonl"); err != nil {
-			return err
-		}
-		defer os.Remove(f.Name())
-		if _, err := io.Copy(f, m.Stdin); err != nil {
-			f.Close()
-			return err
-		}
-	} else if f, err = os.Open(pos[0]); err != nil {
+	// anywhere leaves the database as it was; then written.
+	f, done, err := openImport(pos[0], m.Stdin)
+	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer done()
 	// PostgreSQL refuses more than what every store refuses (NUL
 	// characters, which SQLite keeps): check what the target will take.
 	validate := store.ValidateDocument
@@ -427,6 +417,49 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	}
 	sum.print(m.Stderr)
 	return nil
+}
+
+// openImport opens the file import reads, from its start, and done closes
+// it. Import reads it twice, so standard input ("-") and a file that
+// cannot be read twice (a pipe: /dev/stdin, <(…)) are copied to a
+// temporary file first, which done removes.
+func openImport(name string, stdin io.Reader) (f *os.File, done func(), err error) {
+	in, what := stdin, "standard input"
+	if name != "-" {
+		what = name
+		if f, err = os.Open(name); err != nil {
+			return nil, nil, err
+		}
+		fi, err := f.Stat()
+		switch {
+		case err != nil:
+			f.Close()
+			return nil, nil, err
+		case fi.Mode().IsRegular():
+			return f, func() { f.Close() }, nil
+		case fi.IsDir():
+			f.Close()
+			return nil, nil, recall.Errorf(recall.EINVALID, "import: %s is a directory: give the file `recall export` wrote", name)
+		}
+		defer f.Close()
+		in = f
+	}
+	tmp, err := os.CreateTemp("", "recall-import-*.jsonl")
+	if err != nil {
+		return nil, nil, fmt.Errorf("import: cannot keep %s in a temporary file to read it twice: %w", what, err)
+	}
+	done = func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}
+	if _, err = io.Copy(tmp, in); err == nil {
+		_, err = tmp.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		done()
+		return nil, nil, fmt.Errorf("import: cannot keep %s in a temporary file to read it twice: %w", what, err)
+	}
+	return tmp, done, nil
 }
 
 // importDecision is what import --keep-newer made of a record of the file:
