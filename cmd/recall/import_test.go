@@ -230,6 +230,53 @@ func TestImportFromStdinOrPipe(t *testing.T) {
 	}
 }
 
+// A file that is not a recall export, or a record edited wrong, is refused
+// naming the line and what is wrong in the file's terms, not in Go's; and
+// nothing is imported.
+func TestImportErrorsSayWhatIsWrong(t *testing.T) {
+	good := `{"source":"a.md","kind":"archive","chunks":[{"index":0,"text":"x"}]}` + "\n"
+	chatApp := "line 1 is not a recall export line (a JSON array: a chat app's export, such as ChatGPT's conversations.json? `recall sweep` reads those)"
+	dir := t.TempDir()
+	for _, c := range []struct{ name, file, want string }{
+		{"ChatGPT export", `[{"title":"t","mapping":{}}]`, chatApp},
+		{"ChatGPT export, indented", "[\n  {\"title\": \"t\"}\n]\n", chatApp},
+		{"chunk text a number", good + "\n" + `{"source":"b.md","kind":"archive","chunks":[{"index":0,"text":5}]}` + "\n",
+			"line 3: chunks[0].text must be a string, not a number"},
+		{"chunk not an object", `{"source":"b.md","kind":"archive","chunks":[{"index":0,"text":"x"},"y"]}`,
+			"line 1: chunks[1] must be an object, not a string"},
+		{"chunks not an array", `{"source":"b.md","kind":"archive","chunks":{}}`, "line 1: chunks must be an array, not an object"},
+		{"size a string", `{"source":"b.md","kind":"archive","size":"10"}`, "line 1: size must be a whole number, not a string"},
+		{"size a fraction", `{"source":"b.md","kind":"archive","size":1.5}`, "line 1: size must be a whole number, not 1.5"},
+		{"time a word", `{"source":"b.md","kind":"archive","updated_at":"yesterday"}`, `line 1: updated_at must be a time such as "2026-01-02T15:04:05Z"`},
+		{"end count a string", good + `{"end":{"sources":"1"}}`, "line 2: end.sources must be a whole number, not a string"},
+		{"markdown", "# Notes\n", "line 1 is not a recall export line (not JSON: invalid character '#'"},
+		{"a string", `"x"`, "line 1 is not a recall export line (a JSON string, not an object)"},
+		{"no source", `{"uuid":"x","chat_messages":[]}`, `line 1 is not a recall export line (it names no "source")`},
+		{"a directory", "", dir + " is a directory"},
+	} {
+		path := dir
+		if c.file != "" {
+			path = filepath.Join(t.TempDir(), "x.json")
+			if err := os.WriteFile(path, []byte(c.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		env := testEnv(t)
+		_, errs, code := run(t, env, "import", path)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d: %s; want %q", c.name, code, errs, c.want)
+		}
+		for _, goTerm := range []string{"Go ", "main.", "struct", "json:"} {
+			if strings.Contains(errs, goTerm) {
+				t.Errorf("%s: the error speaks Go (%q): %s", c.name, goTerm, errs)
+			}
+		}
+		if _, err := os.Stat(env["RECALL_DB"]); err == nil {
+			t.Errorf("%s: a refused import made a database", c.name)
+		}
+	}
+}
+
 // export --out FILE where FILE cannot be written names FILE and why, not
 // the temporary file export writes beside it.
 func TestExportOutErrorNamesTheFile(t *testing.T) {

@@ -965,7 +965,7 @@ func TestImportIsAllOrNothing(t *testing.T) {
 		"broken last line": string(data) + `{"source": {"id": "x.md"`,
 		// Kind and id disagree: it would clash with the archive file of
 		// that name only when written, after the records before it.
-		"memory named like a file":     with(`{"source":{"id":"a.md","kind":"memory"},"chunks":[{"index":0,"text":"x"}]}` + "\n"),
+		"memory named like a file":     with(`{"source":"a.md","kind":"memory","chunks":[{"index":0,"text":"x"}]}` + "\n"),
 		"file in the memory namespace": with(`{"source":"memory::notes","kind":"archive","chunks":[{"index":0,"text":"x"}]}` + "\n"),
 		// Records edited by hand that no read or delete could name.
 		"memory whose id names another owner": with(`{"source":"memory:bob:note_a","kind":"memory","title":"note_a","chunks":[{"index":0,"text":"x"}]}` + "\n"),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,9 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/recall-mcp/recall"
@@ -317,19 +320,19 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	seen := map[string]int{}
 	err = readExport(f, *noEnd, func(line int, d recall.Document) error {
 		if err := validate(&d); err != nil {
-			return fmt.Errorf("import: record %d (%s): %w; nothing was imported", line, d.Source.ID, err)
+			return fmt.Errorf("import: line %d (%s): %w; nothing was imported", line, d.Source.ID, err)
 		}
 		// Memories and diary days live in namespaces of their own, archive
 		// files outside them (as recall writes them): a record whose kind
 		// and id disagree would clash with the database only while written.
 		if k := recall.IDKind(d.Source.ID); k != d.Source.Kind {
-			return recall.Errorf(recall.EINVALID, "import: record %d (%s) is of kind %s, but its id names a source of kind %s; nothing was imported", line, d.Source.ID, d.Source.Kind, k)
+			return recall.Errorf(recall.EINVALID, "import: line %d (%s) is of kind %s, but its id names a source of kind %s; nothing was imported", line, d.Source.ID, d.Source.Kind, k)
 		}
 		if err := memory.CheckStored(d.Source); err != nil {
-			return recall.WrapError(recall.EINVALID, err, "import: record %d (%s): %s; nothing was imported", line, d.Source.ID, recall.ErrorMessage(err))
+			return recall.WrapError(recall.EINVALID, err, "import: line %d (%s): %s; nothing was imported", line, d.Source.ID, recall.ErrorMessage(err))
 		}
 		if prev, dup := seen[d.Source.ID]; dup {
-			return recall.Errorf(recall.EINVALID, "import: records %d and %d are both source %q; nothing was imported", prev, line, d.Source.ID)
+			return recall.Errorf(recall.EINVALID, "import: lines %d and %d are both source %q; nothing was imported", prev, line, d.Source.ID)
 		}
 		seen[d.Source.ID] = line
 		return nil
@@ -567,37 +570,166 @@ func when(t time.Time) string {
 }
 
 // readExport calls fn with each record of an export file as a document,
-// numbered from 1.
+// with the number of its line.
 func readExport(r io.Reader, noEnd bool, fn func(line int, d recall.Document) error) error {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
-	for line := 1; ; line++ {
-		var l exportLine
-		if err := dec.Decode(&l); err == io.EOF {
-			if noEnd {
-				return nil
+	br := bufio.NewReaderSize(r, 1<<20)
+	records, end := 0, 0 // end is the end line's number, once read
+	for n := 1; ; n++ {
+		b, err := br.ReadSlice('\n')
+		// A chat app's export is one JSON array, often hundreds of
+		// megabytes on one line: told from its first bytes.
+		if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+			what := "a JSON array, not an object"
+			if n == 1 {
+				what = "a JSON array: a chat app's export, such as ChatGPT's conversations.json? `recall sweep` reads those"
 			}
-			return recall.Errorf(recall.EINVALID, "import: the export ends after %d sources without its end line: it was cut off, or made by recall before 2026-12-01 (import that with --no-end); nothing was imported", line-1)
-		} else if err != nil {
-			return recall.WrapError(recall.EINVALID, err, "import: record %d is not a valid export line; nothing was imported", line)
+			return notExportLine(n, what)
 		}
-		if l.End != nil {
-			if l.End.Sources != line-1 {
-				return recall.Errorf(recall.EINVALID, "import: the export's end line counts %d sources, but %d came before it; nothing was imported", l.End.Sources, line-1)
+		if err == bufio.ErrBufferFull {
+			b = append([]byte(nil), b...) // ReadSlice reuses its buffer
+			for err == bufio.ErrBufferFull {
+				var more []byte
+				more, err = br.ReadSlice('\n')
+				b = append(b, more...)
 			}
-			if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
-				return recall.Errorf(recall.EINVALID, "import: the export goes on after its end line (record %d); nothing was imported", line)
-			}
-			return nil
 		}
-		d := recall.Document{Source: l.Source, Chunks: make([]recall.Chunk, len(l.Chunks))}
-		for i, c := range l.Chunks {
-			d.Chunks[i] = recall.Chunk{Index: c.Index, Text: c.Text, Header: c.Header, MidWord: c.MidWord, Hash: recall.TextHash(c.Text)}
-		}
-		d.Source.ChunkCount = len(d.Chunks)
-		if err := fn(line, d); err != nil {
+		if err != nil && err != io.EOF {
 			return err
 		}
+		switch {
+		case len(bytes.TrimSpace(b)) == 0:
+		case end != 0:
+			return recall.Errorf(recall.EINVALID, "import: the export goes on after its end line (line %d); nothing was imported", end)
+		default:
+			d, endLine, lerr := decodeExportLine(n, b)
+			switch {
+			case lerr != nil:
+				return lerr
+			case endLine != nil:
+				if endLine.Sources != records {
+					return recall.Errorf(recall.EINVALID, "import: the export's end line counts %d sources, but %d came before it; nothing was imported", endLine.Sources, records)
+				}
+				end = n
+			default:
+				records++
+				if err := fn(n, d); err != nil {
+					return err
+				}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
 	}
+	if end == 0 && !noEnd {
+		return recall.Errorf(recall.EINVALID, "import: the export ends after %d sources without its end line: it was cut off, or made by recall before 2026-12-01 (import that with --no-end); nothing was imported", records)
+	}
+	return nil
+}
+
+// importLine is an exportLine as import reads it: its chunks and times
+// are decoded one by one, so that an error names the value at fault.
+type importLine struct {
+	recall.Source
+	Chunks    []json.RawMessage `json:"chunks"`
+	End       *exportEnd        `json:"end"`
+	CreatedAt json.RawMessage   `json:"created_at"`
+	UpdatedAt json.RawMessage   `json:"updated_at"`
+}
+
+// decodeExportLine decodes line n of an export: a source as a document,
+// or the end line (end).
+func decodeExportLine(n int, b []byte) (d recall.Document, end *exportEnd, err error) {
+	var l importLine
+	if err := json.Unmarshal(b, &l); err != nil {
+		return d, nil, lineError(n, "", err)
+	}
+	if l.End != nil {
+		return d, l.End, nil
+	}
+	if l.ID == "" {
+		return d, nil, notExportLine(n, `it names no "source"`)
+	}
+	for _, t := range []struct {
+		name string
+		raw  json.RawMessage
+		to   *time.Time
+	}{{"created_at", l.CreatedAt, &l.Source.CreatedAt}, {"updated_at", l.UpdatedAt, &l.Source.UpdatedAt}} {
+		if t.raw != nil && json.Unmarshal(t.raw, t.to) != nil {
+			return d, nil, recall.Errorf(recall.EINVALID, "import: line %d: %s must be a time such as \"2026-01-02T15:04:05Z\"; nothing was imported", n, t.name)
+		}
+	}
+	d = recall.Document{Source: l.Source, Chunks: make([]recall.Chunk, len(l.Chunks))}
+	for i, raw := range l.Chunks {
+		var c exportChunk
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return d, nil, lineError(n, fmt.Sprintf("chunks[%d]", i), err)
+		}
+		d.Chunks[i] = recall.Chunk{Index: c.Index, Text: c.Text, Header: c.Header, MidWord: c.MidWord, Hash: recall.TextHash(c.Text)}
+	}
+	d.Source.ChunkCount = len(d.Chunks)
+	return d, nil, nil
+}
+
+func notExportLine(n int, why string) error {
+	return recall.Errorf(recall.EINVALID, "import: line %d is not a recall export line (%s); nothing was imported", n, why)
+}
+
+// lineError says what is wrong with line n of an export in the file's
+// terms rather than encoding/json's, which names Go types; at is the
+// value of the line err came from ("" for the line itself).
+func lineError(n int, at string, err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return notExportLine(n, fmt.Sprintf("not JSON: %v, at byte %d", syntax, syntax.Offset))
+	case errors.As(err, &typ):
+		// encoding/json puts the embedded Source's Go name in the path.
+		field := strings.TrimPrefix(typ.Field, "Source.")
+		switch {
+		case at != "" && field != "":
+			field = at + "." + field
+		case at != "":
+			field = at
+		case field == "":
+			return notExportLine(n, fmt.Sprintf("a JSON %s, not an object", typ.Value))
+		}
+		return recall.Errorf(recall.EINVALID, "import: line %d: %s must be %s, not %s; nothing was imported", n, field, jsonWant(typ.Type), jsonGot(typ.Value))
+	}
+	return recall.WrapError(recall.EINVALID, err, "import: line %d is not a valid export line; nothing was imported", n)
+}
+
+// jsonWant names the JSON a Go type takes.
+func jsonWant(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
+// jsonGot names a JSON value as encoding/json describes it ("number 1.5").
+func jsonGot(v string) string {
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "bool":
+		return "true or false"
+	case "string", "number":
+		return "a " + v
+	}
+	return strings.TrimPrefix(v, "number ")
 }
 
 // audit appends the audit line of a command that exports, imports or
