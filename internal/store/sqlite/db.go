@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -182,6 +183,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := checkKind(abs); err != nil {
+		return nil, err
 	}
 	db := &DB{path: abs, opts: opts}
 	if opts.ReadOnly {
@@ -801,6 +805,43 @@ func (db *DB) begin(ctx context.Context) (*sql.Tx, error) {
 		}
 		wait = min(2*wait, 2*time.Millisecond)
 	}
+}
+
+// sqliteHeader begins every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// checkKind refuses a path that cannot be a database before SQLite opens
+// it: a directory, which SQLite reports as a disk I/O error, and a file
+// that holds something else (a mistyped --db naming an export, say), which
+// SQLite reports as damage, telling its owner to restore a backup of a file
+// that never was a database. A missing or empty file is a new database;
+// damage after the header is SQLite's to find.
+func checkKind(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("open %s: %w", path, err)
+	case fi.IsDir():
+		return recall.Errorf(recall.EINVALID, "%s is a directory, not a database file (pass the path of a file, e.g. %s)",
+			path, filepath.Join(path, "recall.db"))
+	case fi.Size() == 0:
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, head); err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if string(head) != sqliteHeader {
+		return recall.Errorf(recall.EINVALID, "%s is not a SQLite database (not a recall database): check the path; the file was left as it is", path)
+	}
+	return nil
 }
 
 // createPrivate creates the database file readable by its owner only, when

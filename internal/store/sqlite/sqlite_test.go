@@ -138,17 +138,71 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
-func TestCorruptFileRefused(t *testing.T) {
-	t.Run("not a database", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "recall.db")
-		if err := os.WriteFile(path, []byte(strings.Repeat("this is not sqlite ", 500)), 0o600); err != nil {
-			t.Fatal(err)
+// A path that names no database (a directory, an export passed as --db)
+// is refused as such, not as a disk error or as damage, and left as it is;
+// a missing or empty file is a new database.
+func TestNotADatabaseRefused(t *testing.T) {
+	modes := []Options{{}, {ReadOnly: true}, {Check: CheckOnRead}, {Check: CheckInBackground}}
+	t.Run("directory", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, opts := range modes {
+			_, err := Open(ctx, dir, opts)
+			if recall.ErrorCode(err) != recall.EINVALID || !strings.Contains(err.Error(), dir+" is a directory") ||
+				!strings.Contains(err.Error(), filepath.Join(dir, "recall.db")) {
+				t.Errorf("Open %+v of a directory: %v; want that it is a directory, and a file in it to pass instead", opts, err)
+			}
 		}
-		_, err := Open(ctx, path, Options{})
-		if !errors.Is(err, ErrCorrupt) {
-			t.Errorf("Open of garbage: %v; want ErrCorrupt", err)
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Errorf("Open of a directory wrote into it: %v", left)
 		}
 	})
+	for name, content := range map[string]string{
+		"export":     `{"source":"a.md","kind":"archive","chunks":[{"index":0,"text":"x"}]}` + "\n",
+		"short file": "{}\n",
+		"garbage":    strings.Repeat("this is not sqlite ", 500),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "backup.jsonl")
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, opts := range modes {
+				_, err := Open(ctx, path, opts)
+				if recall.ErrorCode(err) != recall.EINVALID || errors.Is(err, ErrCorrupt) ||
+					!strings.Contains(err.Error(), path+" is not a SQLite database (not a recall database)") {
+					t.Errorf("Open %+v of a file that is no database: %v; want it said so, not damage", opts, err)
+				}
+			}
+			if b, _ := os.ReadFile(path); string(b) != content {
+				t.Errorf("the file was changed: %q", b)
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 1 {
+				t.Errorf("Open left files beside it: %v", left)
+			}
+		})
+	}
+	t.Run("empty or missing", func(t *testing.T) {
+		empty := filepath.Join(t.TempDir(), "empty.db")
+		if err := os.WriteFile(empty, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{empty, filepath.Join(t.TempDir(), "new", "recall.db")} {
+			db, err := Open(ctx, path, Options{})
+			if err != nil {
+				t.Fatalf("Open of %s: %v", path, err)
+			}
+			d := recall.Document{Source: recall.Source{ID: "a.md", Kind: recall.KindArchive},
+				Chunks: []recall.Chunk{{Text: "words", Hash: recall.TextHash("words")}}}
+			if _, err := db.Write(ctx, []recall.Document{d}, nil); err != nil {
+				t.Errorf("a write to the new database %s: %v", path, err)
+			}
+			db.Close()
+		}
+	})
+}
+
+func TestCorruptFileRefused(t *testing.T) {
 	t.Run("damaged pages", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "recall.db")
 		db, err := Open(ctx, path, Options{})
