@@ -104,6 +104,11 @@ func TestOneOffReadsCheckWhatTheyRead(t *testing.T) {
 		if code == 0 || !strings.Contains(errs, "database is corrupt") || !strings.Contains(errs, "restore a backup") {
 			t.Errorf("%v on damaged text: exit %d, stdout %q, stderr %q", c, code, out, errs)
 		}
+		// Each points to `recall check`, which lists the damage, but that
+		// one itself.
+		if points := strings.Contains(errs, "`recall check`"); points != (c[0] != "check") {
+			t.Errorf("%v on damaged text: stderr %q; pointing to recall check: %v", c, errs, points)
+		}
 	}
 	out, _, code := run(t, env, "check", "--json")
 	var res struct {

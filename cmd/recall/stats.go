@@ -23,6 +23,7 @@ import (
 	"github.com/recall-mcp/recall/internal/server"
 	"github.com/recall-mcp/recall/internal/store"
 	"github.com/recall-mcp/recall/internal/store/postgres"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
 func (m *Main) cmdStats(ctx context.Context, args []string) error {
@@ -105,6 +106,9 @@ func (m *Main) cmdCheck(ctx context.Context, args []string) error {
 		}
 		return c.IntegrityCheck(ctx)
 	}()
+	// This command lists the damage, even what Open found: its advice is
+	// not to run it.
+	err = sqlite.DamageListed(err)
 	secs := time.Since(start).Seconds()
 	if *asJSON {
 		out := struct {

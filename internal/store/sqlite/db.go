@@ -36,10 +36,24 @@ import (
 var ErrCorrupt = errors.New("database is corrupt")
 
 // damaged makes the error of damage: a client is told only that a backup
-// is needed; detail, which wraps ErrCorrupt and names the file, is for the
-// log and the command line.
+// is needed, and where to see what is damaged; detail, which wraps
+// ErrCorrupt and names the file, is for the log and the command line.
 func damaged(detail error) error {
-	return recall.WrapError(recall.EDAMAGED, detail, "the database file is damaged: restore a backup (`recall check` lists the damage)")
+	return recall.WrapError(recall.EDAMAGED, detail, damagedAdvice+" (`recall check` lists the damage)")
+}
+
+const damagedAdvice = "the database file is damaged: restore a backup"
+
+// DamageListed returns err, when it is the error of damage in the file,
+// with the advice alone: for `recall check`, which lists the damage itself
+// and would otherwise send its reader to itself. Other errors are returned
+// as they are.
+func DamageListed(err error) error {
+	var re *recall.Error
+	if !errors.As(err, &re) || re.Code != recall.EDAMAGED || !errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	return recall.WrapError(recall.EDAMAGED, re.Err, damagedAdvice)
 }
 
 // ErrReadOnly is wrapped by every write to a store opened read-only.
@@ -586,10 +600,15 @@ func extendedCode(err error) int {
 // the FTS5 index's own check (SQLite 3.44 and later), and the store's
 // invariants: every vector's text is held by a chunk, every source's chunk
 // count is its number of chunks, every chunk has its text. Any failure
-// wraps ErrCorrupt. It reads through the read pool only: a writer that
+// wraps ErrCorrupt; damage is reported as DamageListed reports it (the
+// error is the list). It reads through the read pool only: a writer that
 // connected for a check and closed last would fold a log into a file the
 // check finds damaged.
 func (db *DB) IntegrityCheck(ctx context.Context) error {
+	return DamageListed(db.integrityCheck(ctx))
+}
+
+func (db *DB) integrityCheck(ctx context.Context) error {
 	conn := db.ro
 	problems, err := pragmaLines(ctx, conn, "PRAGMA integrity_check")
 	if err != nil {

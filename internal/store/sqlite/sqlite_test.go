@@ -238,6 +238,40 @@ func TestCorruptFileRefused(t *testing.T) {
 	})
 }
 
+// Damage tells the reader to restore a backup, and where to see the
+// damage (`recall check`), except in what `recall check` itself shows:
+// IntegrityCheck's error, and any other made so by DamageListed.
+func TestDamageAdvice(t *testing.T) {
+	const hint = "`recall check` lists the damage"
+	path, _ := damagedTexts(t, false)
+	_, openErr := Open(ctx, path, Options{})
+	db, err := Open(ctx, path, Options{Check: CheckOnRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, readErr := db.Chunks(ctx, "f/1234.md", 0, 1)
+	for what, err := range map[string]error{"Open": openErr, "a read": readErr} {
+		if msg := recall.ErrorMessage(err); recall.ErrorCode(err) != recall.EDAMAGED || !strings.Contains(msg, "restore a backup") || !strings.Contains(msg, hint) {
+			t.Errorf("%s of a damaged file: %q; want the advice and where to see the damage", what, msg)
+		}
+		listed := DamageListed(err)
+		if msg := recall.ErrorMessage(listed); recall.ErrorCode(listed) != recall.EDAMAGED || !errors.Is(listed, ErrCorrupt) ||
+			!strings.Contains(msg, "restore a backup") || strings.Contains(msg, "recall check") || !strings.Contains(listed.Error(), path) {
+			t.Errorf("DamageListed of %s's error: %v; want the advice alone, with the detail", what, listed)
+		}
+	}
+	err = db.IntegrityCheck(ctx)
+	if msg := recall.ErrorMessage(err); !errors.Is(err, ErrCorrupt) || !strings.Contains(msg, "restore a backup") || strings.Contains(msg, "recall check") {
+		t.Errorf("IntegrityCheck: %v; want the advice without sending the reader to recall check", err)
+	}
+	for _, other := range []error{nil, ErrReadOnly, errors.New("disk I/O error")} {
+		if got := DamageListed(other); got != other {
+			t.Errorf("DamageListed(%v) = %v; want it as it is", other, got)
+		}
+	}
+}
+
 // A store opened for a one-off read (CheckOnRead) does not walk the whole
 // file at open: damage in pages it does not read lets it open, where the
 // whole check refuses the file. Damage in a page a query reads is reported
