@@ -91,8 +91,8 @@ func (m *Main) engine(ctx context.Context, st recall.Store, vectors vectorUse) (
 	if m.serving {
 		budget = 2 * time.Second
 	}
-	opt := search.Options{Embedder: query, Fusion: fusion, EmbedBudget: budget, MemoryLexical: m.serving,
-		ScanVectors: vectors == scanVectors}
+	opt := search.Options{Embedder: query, EmbedderOff: provider == "none", Fusion: fusion, EmbedBudget: budget,
+		MemoryLexical: m.serving, ScanVectors: vectors == scanVectors}
 	if opt.ScanVectors {
 		// The search reads every vector of the read space (about a
 		// second at 100,000 chunks): it has as long as the index load it

@@ -44,6 +44,10 @@ var Fusions = []string{FusionRRF, FusionWeighted, FusionConvex}
 type Options struct {
 	// Embedder embeds queries for the read space; nil means lexical only.
 	Embedder recall.Embedder
+	// EmbedderOff says that Embedder is nil because the configuration
+	// turned embedding off (embedder none), not because no model could be
+	// had: a search says so when it falls back to full text.
+	EmbedderOff bool
 	// SpaceEmbedder, when set, returns the query embedder of a space that
 	// another process made the read space (`recall space use`): Follow
 	// then loads that space's vectors beside the live indexes and swaps
@@ -1031,7 +1035,7 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		resp.Mode = recall.ModeHybrid
 		if !vecReady {
 			resp.Mode = recall.ModeLexical
-			resp.Note = e.noVectorsReason() + "; searched full text only"
+			resp.Note = e.noVectorsReason(ctx) + "; searched full text only"
 		} else if switched {
 			resp.Mode = recall.ModeLexical
 			resp.Note = "the read space switched during the search; searched full text only"
@@ -1040,7 +1044,11 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 			resp.Note = "the query could not be embedded; searched full text only"
 		}
 	case resp.Mode == recall.ModeSemantic && !vecReady:
-		return resp, false, recall.Errorf(recall.EUNAVAILABLE, "semantic search is unavailable: %s", e.noVectorsReason())
+		msg := e.noVectorsReason(ctx)
+		if msg != embedderOff {
+			msg = "semantic search is unavailable: " + msg
+		}
+		return resp, false, recall.Errorf(recall.EUNAVAILABLE, "%s", msg)
 	case resp.Mode == recall.ModeSemantic && qvec == nil:
 		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "the query could not be embedded")
 	}
@@ -1191,17 +1199,29 @@ func (e *Engine) lexical(ctx context.Context, lx *lexindex.Index, req recall.Sea
 	return e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
 }
 
-func (e *Engine) noVectorsReason() string {
+const embedderOff = "semantic search is turned off: the embedder is set to none"
+
+// noVectorsReason says why a search cannot use vectors (under e.mu).
+// Without any vectors it asks the store whether anything is stored at
+// all: repair has nothing to embed in an empty archive.
+func (e *Engine) noVectorsReason(ctx context.Context) string {
 	switch {
+	case e.emb == nil && e.opt.EmbedderOff:
+		return embedderOff
 	case e.emb == nil:
 		return "no embedding model is available"
 	case !e.loaded:
 		return "the vector index is still loading"
-	case e.space == "":
-		return "no vector space exists yet"
-	default:
-		return "the vector space is empty (run `recall repair`)"
 	}
+	// The read space's census, as Follow asks for it: the store answers
+	// again from what it last counted.
+	if c, err := e.store.Census(ctx, e.space); err == nil && c.Chunks == 0 {
+		return "nothing is stored yet: sweep a vault or save a memory first"
+	}
+	if e.space == "" {
+		return "no vector space exists yet"
+	}
+	return "the vector space is empty (run `recall repair`)"
 }
 
 // rrfK is the reciprocal-rank-fusion constant from Cormack et al. (2009).

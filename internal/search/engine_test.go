@@ -212,6 +212,59 @@ func TestBadQueryVectorFallsBack(t *testing.T) {
 	}
 }
 
+// TestNoVectorsNote: a search that cannot use vectors says why, with
+// advice that fits: in an empty archive, to store something (repair has
+// nothing to embed); where chunks lack vectors, to repair; without a query
+// embedder, whether the configuration turned embedding off or no model
+// could be had.
+func TestNoVectorsNote(t *testing.T) {
+	ctx := context.Background()
+	search1 := func(t *testing.T, eng *search.Engine, mode string) (string, error) {
+		t.Helper()
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: "kettle", Mode: mode})
+		if err == nil && r.Mode != recall.ModeLexical {
+			t.Errorf("%s search ran as %s", mode, r.Mode)
+		}
+		return r.Note, err
+	}
+	for _, scan := range []bool{false, true} {
+		st, emb := newSpaceStore(t, 16)
+		eng := search.New(st, search.Options{Embedder: emb, ScanVectors: scan})
+		if err := eng.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		note, _ := search1(t, eng, recall.ModeHybrid)
+		_, err := search1(t, eng, recall.ModeSemantic)
+		const empty = "nothing is stored yet: sweep a vault or save a memory first"
+		if note != empty+"; searched full text only" || recall.ErrorCode(err) != recall.EUNAVAILABLE || !strings.HasSuffix(err.Error(), empty) {
+			t.Errorf("scan %v, empty archive: note %q, semantic %v; want that nothing is stored", scan, note, err)
+		}
+		// Text stored without vectors (the embedder was down): repair
+		// embeds it.
+		if _, err := st.Write(ctx, []recall.Document{doc("a.md", "the kettle whistles")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		note, _ = search1(t, eng, recall.ModeHybrid)
+		_, err = search1(t, eng, recall.ModeSemantic)
+		if !strings.Contains(note, "recall repair") || err == nil || !strings.Contains(err.Error(), "recall repair") {
+			t.Errorf("scan %v, chunks without vectors: note %q, semantic %v; want the advice to repair", scan, note, err)
+		}
+	}
+	st := newStore(t)
+	for _, off := range []bool{false, true} {
+		eng := search.New(st, search.Options{EmbedderOff: off})
+		note, _ := search1(t, eng, "")
+		_, err := search1(t, eng, recall.ModeSemantic)
+		want := "no embedding model is available"
+		if off {
+			want = "semantic search is turned off: the embedder is set to none"
+		}
+		if !strings.HasPrefix(note, want+";") || recall.ErrorCode(err) != recall.EUNAVAILABLE || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("no embedder, off by configuration %v: note %q, semantic %v; want %q", off, note, err, want)
+		}
+	}
+}
+
 // TestSlowEmbedderFallsBack: hybrid search goes on with full text when the
 // query cannot be embedded in time, and says so.
 func TestSlowEmbedderFallsBack(t *testing.T) {
