@@ -107,6 +107,34 @@ func TestInputLimitsOverREST(t *testing.T) {
 	}
 }
 
+// An empty body is {} where every field is optional (POST /admin/repair),
+// and refused where the endpoint needs a field.
+func TestEmptyBody(t *testing.T) {
+	f := newFixture(t, nil)
+	f.archive("a.md", "A", "", "the kettle whistles")
+	for _, body := range []string{"", " \n", "{}"} {
+		resp, raw := f.do("POST", "/admin/repair", adminTok, body)
+		var out RepairOutput
+		if err := json.Unmarshal([]byte(raw), &out); resp.StatusCode != 200 || err != nil || out.Space != testSpace || !out.Done {
+			t.Errorf("POST /admin/repair with body %q: %d %s; want a repair with the defaults", body, resp.StatusCode, raw)
+		}
+	}
+	for _, route := range []struct{ method, path, token string }{
+		{"POST", "/api/search", plainTok},
+		{"POST", "/api/context", plainTok},
+		{"PUT", "/api/memories/note_a", plainTok},
+		{"POST", "/api/diary", plainTok},
+		{"POST", "/admin/reindex", adminTok},
+		{"POST", "/ingest", plainTok},
+		{"POST", "/ingest/remove", plainTok},
+		{"POST", "/ingest/sources", plainTok},
+	} {
+		if resp, raw := f.do(route.method, route.path, route.token, ""); resp.StatusCode != 400 || !strings.Contains(raw, "the request body is empty") {
+			t.Errorf("%s %s with no body: %d %s; want it refused as empty", route.method, route.path, resp.StatusCode, raw)
+		}
+	}
+}
+
 // Hostile search strings are searched as literals: never a 500, never SQL.
 func TestHostileQueries(t *testing.T) {
 	f := newFixture(t, nil)

@@ -109,13 +109,27 @@ func bodyError(err error) error {
 }
 
 // decode reads one JSON object into v, refusing unknown fields and
-// trailing data, with messages that name the field to fix.
+// trailing data, with messages that name the field to fix. An empty body
+// is refused: the endpoint needs some field.
 func decode(r *http.Request, v any) error {
+	return decodeBody(r, v, false)
+}
+
+// decodeOptional is decode for an endpoint whose every field is optional:
+// an empty body is {}, every field its default.
+func decodeOptional(r *http.Request, v any) error {
+	return decodeBody(r, v, true)
+}
+
+func decodeBody(r *http.Request, v any, emptyOK bool) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		return bodyError(err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
+		if emptyOK {
+			return nil
+		}
 		return recall.Errorf(recall.EINVALID, "the request body is empty: send a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -388,7 +402,7 @@ func (s *Server) restRoutes(handle func(pattern string, admin bool, h http.Handl
 	})
 	handle("POST /admin/repair", true, func(w http.ResponseWriter, r *http.Request) {
 		var in RepairInput
-		if err := decode(r, &in); err != nil {
+		if err := decodeOptional(r, &in); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
