@@ -276,3 +276,58 @@ func TestToolStringsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// The stats hold two counts named vectors: a space's distinct chunk texts
+// with a vector, and the index's entries, one per paragraph group of each
+// chunk. get_archive_stats' output schema says which is which, and the
+// counts are what it says: a three-paragraph text in two files and a short
+// text in a third are 2 texts and 3+3+1 entries.
+func TestStatsSayWhatTheyCount(t *testing.T) {
+	f := newFixture(t, nil)
+	para := strings.Repeat("word ", 55)
+	three := para + "\n\nkettle " + para + "\n\nriver " + para
+	f.archive("a.md", "A", "", three)
+	f.archive("b.md", "B", "", three)
+	f.archive("c.md", "C", "", "a short text")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.srv.Start(ctx)
+	var out StatsOutput
+	if !until(func() bool {
+		_, raw := f.do("GET", "/api/stats", plainTok, "")
+		out = StatsOutput{}
+		return json.Unmarshal([]byte(raw), &out) == nil && out.Index.State == "ready"
+	}) {
+		t.Fatalf("the index was never ready: %+v", out)
+	}
+	if len(out.Spaces) != 1 || out.Spaces[0].Vectors != 2 || out.Index.Vectors != 7 {
+		t.Errorf("stats %+v; want 2 texts with a vector in the space and 7 index entries", out)
+	}
+
+	res, err := f.connect(plainTok).ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema any
+	for _, tl := range res.Tools {
+		if tl.Name == "get_archive_stats" {
+			schema = tl.OutputSchema
+		}
+	}
+	describe := func(path ...string) string {
+		node := schema
+		for _, key := range path {
+			m, _ := node.(map[string]any)
+			node = m[key]
+		}
+		m, _ := node.(map[string]any)
+		d, _ := m["description"].(string)
+		return d
+	}
+	if d := describe("properties", "spaces", "items", "properties", "vectors"); !strings.Contains(d, "distinct chunk texts") {
+		t.Errorf("spaces[].vectors is described as %q; want it to say it counts distinct texts", d)
+	}
+	if d := describe("properties", "index", "properties", "vectors"); !strings.Contains(d, "one per unit vector (paragraph group) of each chunk") || !strings.Contains(d, "distinct texts") {
+		t.Errorf("index.vectors is described as %q; want it to say it counts index entries, and how they differ from texts", d)
+	}
+}

@@ -184,16 +184,18 @@ type StatsOutput struct {
 	Staged      int            `json:"ingest_staged_sources"` // sources with some chunks posted to /ingest, waiting for the rest
 }
 
-// SpaceOutput is one vector space's coverage.
+// SpaceOutput is one vector space's coverage. Its counts are of distinct
+// chunk texts, IndexOutput's of index entries, several per text: the
+// descriptions (the tool's output schema) say which is which.
 type SpaceOutput struct {
 	Name     string  `json:"name"`
 	Provider string  `json:"provider"`
 	Model    string  `json:"model"`
 	Dim      int     `json:"dim"`
 	Read     bool    `json:"read"`
-	Vectors  int     `json:"vectors"` // distinct chunk texts embedded (each is several unit vectors)
-	Missing  int     `json:"missing"`
-	Coverage float64 `json:"coverage"`
+	Vectors  int     `json:"vectors" jsonschema:"distinct chunk texts that have a vector in this space, each counted once (a text is embedded as one unit vector per paragraph group)"`
+	Missing  int     `json:"missing" jsonschema:"distinct chunk texts without a vector in this space yet, for repair to embed"`
+	Coverage float64 `json:"coverage" jsonschema:"vectors / (vectors + missing); 1 when there is nothing to embed"`
 }
 
 // SweepOutput is the last sweep's summary.
@@ -208,9 +210,9 @@ type SweepOutput struct {
 
 // IndexOutput is the state of the in-memory vector index.
 type IndexOutput struct {
-	State   string `json:"state"` // loading, ready, failed
-	Space   string `json:"space,omitempty"`
-	Vectors int    `json:"vectors"` // unit vectors indexed: a chunk text has one per paragraph group
+	State   string `json:"state" jsonschema:"loading, ready or failed"`
+	Space   string `json:"space,omitempty" jsonschema:"the read space the index holds"`
+	Vectors int    `json:"vectors" jsonschema:"entries in the in-memory vector index: one per unit vector (paragraph group) of each chunk that has one, so usually more than the space's vectors, which counts distinct texts; 0 until ready"`
 }
 
 func (s *Server) stats(ctx context.Context) (StatsOutput, error) {
