@@ -1421,7 +1421,7 @@ func (e *Engine) Context(ctx context.Context, source string, kind recall.Kind, i
 		return nil, "", recall.Errorf(recall.ENOTFOUND, "no source %q", source)
 	}
 	if index >= src.ChunkCount {
-		return nil, "", recall.Errorf(recall.ENOTFOUND, "source %q has %d chunks; there is no chunk %d", source, src.ChunkCount, index)
+		return nil, "", recall.Errorf(recall.ENOTFOUND, "source %q has no chunk %d: its chunk count is %d (numbered from 0)", source, index, src.ChunkCount)
 	}
 	chunks, err := e.store.Chunks(ctx, src.ID, max(0, index-radius), index+radius)
 	return chunks, src.Kind, err
