@@ -8,10 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,7 +147,14 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	m.cfg = cfg
-	if len(rest) == 0 || rest[0] == "help" {
+	if len(rest) == 0 {
+		// No command is a mistake, as an unknown one is: a script that
+		// lost its arguments must not pass for one that ran.
+		fmt.Fprintln(m.Stderr, "recall: no command given")
+		m.usage(m.Stderr)
+		return exitUsage
+	}
+	if rest[0] == "help" {
 		if len(rest) > 1 {
 			return m.Run(ctx, []string{rest[1], "-h"})
 		}
@@ -178,6 +187,17 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// inputError makes a refusal of what the command line gave a command (a
+// query, key or value that is malformed or over its limit: EINVALID,
+// ETOOLARGE) a usage error, as a bad flag value is. Other errors pass.
+func inputError(err error) error {
+	switch recall.ErrorCode(err) {
+	case recall.EINVALID, recall.ETOOLARGE:
+		return usagef("%s", recall.ErrorMessage(err))
+	}
+	return err
+}
 
 // exitError carries a status without a message (already reported).
 type exitError int
@@ -246,7 +266,31 @@ func (m *Main) parse(fs *flag.FlagSet, args []string, usage string) ([]string, e
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-	return pos, nil
+	return pos, m.checkSettings()
+}
+
+// checkSettings refuses a bad value of a checked setting (checkSetting)
+// given by a flag or the environment, whatever the command: the config
+// file's are refused as it is read, and a command that does not use the
+// setting took a flag's or the environment's silently (`recall --embedder
+// bogus stats` ran). Every command's flags pass through parse, which
+// calls it.
+func (m *Main) checkSettings() error {
+	flags := map[string]string{"embedder": m.g.embedder, "fusion": m.fusion}
+	for _, k := range slices.Sorted(maps.Keys(checkSetting)) {
+		if v := flags[k]; v != "" {
+			if err := checkSetting[k](v); err != nil {
+				return usagef("--%s: %v", k, err)
+			}
+		}
+		env := "RECALL_" + strings.ToUpper(k)
+		if v := strings.TrimSpace(m.Getenv(env)); v != "" {
+			if err := checkSetting[k](v); err != nil {
+				return usagef("%s: %v", env, err)
+			}
+		}
+	}
+	return nil
 }
 
 // globalsFirst reads the global flags given before a subcommand (`recall

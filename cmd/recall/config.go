@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,8 +74,7 @@ func (m *Main) loadConfig() (config, error) {
 		}
 		k = strings.ToLower(strings.TrimSpace(k))
 		if !knownSettings[k] {
-			// Not quoted: a line like "token SECRET = x" must not print SECRET.
-			return nil, usagef("config %s:%d: not a setting (settings: %s)", path, n, strings.Join(slices.Sorted(maps.Keys(knownSettings)), ", "))
+			return nil, usagef("config %s:%d: %s (settings: %s)", path, n, unknownSetting(k), strings.Join(slices.Sorted(maps.Keys(knownSettings)), ", "))
 		}
 		if _, dup := c[k]; dup {
 			return nil, usagef("config %s:%d: %s is set twice", path, n, k)
@@ -106,6 +106,22 @@ var knownSettings = map[string]bool{
 	"embedder": true, "fusion": true, "model": true, "models_dir": true, "ollama_url": true,
 	"openai_api_key": true, "openai_url": true, "timezone": true, "token": true, "tokens_file": true,
 }
+
+// unknownSetting says what is wrong with a key that is not a setting. It
+// names the key only when it looks like one: a line like "token SECRET =
+// x" must not print SECRET.
+func unknownSetting(k string) string {
+	if !settingLike.MatchString(k) {
+		return "not a setting"
+	}
+	if s, ok := strings.CutPrefix(k, "recall_"); ok && knownSettings[s] {
+		return fmt.Sprintf("%s is not a setting: write %s, without the RECALL_ of the environment variable", k, s)
+	}
+	return fmt.Sprintf("%s is not a setting", k)
+}
+
+// settingLike matches what could be a setting's name, mistyped.
+var settingLike = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 
 // settingName names a setting in a message for both places it may come
 // from: "dimensions (RECALL_DIMENSIONS or the config file)".

@@ -812,7 +812,7 @@ func TestUsageAfterAMistakeGoesToStderr(t *testing.T) {
 		{[]string{"--bogus"}, exitUsage},
 		{[]string{"help"}, exitOK},
 		{[]string{"-h"}, exitOK},
-		{nil, exitOK},
+		{nil, exitUsage},
 	} {
 		out, errs, code := run(t, env, tc.args...)
 		usage, quiet := out, errs
@@ -856,7 +856,7 @@ func TestGlobalFlagsBeforeSubcommand(t *testing.T) {
 
 // A bad value names where it came from: a config file's dimensions = abc
 // was reported as RECALL_DIMENSIONS (it now names the file and line), and
-// RECALL_DIMENSIONS=abc names both places it may come from.
+// RECALL_DIMENSIONS=abc names the variable (checkSettings).
 func TestBadSettingNamesBothPlaces(t *testing.T) {
 	env := testEnv(t)
 	cfg := filepath.Join(t.TempDir(), "config")
@@ -870,7 +870,7 @@ func TestBadSettingNamesBothPlaces(t *testing.T) {
 	}
 	delete(env, "RECALL_CONFIG")
 	env["RECALL_DIMENSIONS"] = "abc"
-	want = `dimensions (RECALL_DIMENSIONS or the config file) must be a positive number, got "abc"`
+	want = `RECALL_DIMENSIONS: must be a positive number, got "abc"`
 	if _, errs, code := run(t, env, "memory", "save", "note_x", "x"); code != exitUsage || !strings.Contains(errs, want) {
 		t.Errorf("RECALL_DIMENSIONS=abc: exit %d %q, want %q", code, errs, want)
 	}
@@ -1123,7 +1123,6 @@ func TestSubcommandFlagsAndUsage(t *testing.T) {
 	}
 	for _, c := range [][]string{
 		{"space", "create", "x", "--json"},
-		{"space", "create", "x", "--force"},
 		{"space", "use", "x", "--json"},
 		{"space", "drop", "x", "--json"},
 		{"space", "drop", "x", "--force"},

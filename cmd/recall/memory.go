@@ -144,7 +144,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		}
 		value, err := m.readValue(pos[1])
 		if err != nil {
-			return err
+			return inputError(err)
 		}
 		svc, err := m.memoryService(ctx, m.openStore)
 		if err != nil {
@@ -152,12 +152,12 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		}
 		res, err := svc.Save(ctx, memory.SaveRequest{Key: pos[0], Value: value, Category: *category, Owner: *owner, Date: *date}, cliScope())
 		if err != nil {
-			return err
+			return inputError(err)
 		}
 		if *asJSON {
 			return m.printJSON(res)
 		}
-		fmt.Fprintf(m.Stdout, "saved %s: %d chunks, index %s\n", res.Key, res.Chunks, res.Index)
+		fmt.Fprintf(m.Stdout, "saved %s: %s, index %s\n", res.Key, plural(res.Chunks, "chunk", "chunks"), res.Index)
 		return nil
 	case "get":
 		pos, err := m.parse(fs, args, "memory get KEY [--owner O] [--json]")
@@ -173,7 +173,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		}
 		mem, err := svc.Read(ctx, pos[0], *owner, cliScope())
 		if err != nil {
-			return err
+			return inputError(err)
 		}
 		if *asJSON {
 			return m.printJSON(mem)
@@ -192,9 +192,9 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if !*confirm {
 			// The service's refusal speaks to MCP and REST clients; here the switch is a flag.
 			if err := memory.ValidateKey(pos[0]); err != nil {
-				return err
+				return inputError(err)
 			}
-			return recall.Errorf(recall.EINVALID, "deleting %q cannot be undone: run again with --confirm", pos[0])
+			return usagef("deleting %q cannot be undone: run again with --confirm", pos[0])
 		}
 		svc, err := m.memoryService(ctx, m.openExisting)
 		if err != nil {
@@ -207,7 +207,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		}
 		m.audit("cli memory delete", start, &deleted, &err)
 		if err != nil {
-			return err
+			return inputError(err)
 		}
 		if *asJSON { // what delete_memory and the REST API answer
 			return m.printJSON(server.DeleteOutput{Key: pos[0], Deleted: true})
@@ -234,7 +234,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		page, err := svc.Find(ctx, memory.FindRequest{Prefix: *prefix, Category: *category, Owner: *owner,
 			Since: *since, Until: *until, Limit: *limit, Cursor: *cursor}, cliScope())
 		if err != nil {
-			return err
+			return inputError(err)
 		}
 		if *asJSON {
 			return m.printJSON(page)
@@ -294,7 +294,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		}
 		text, err := m.readValue(strings.Join(pos, " "))
 		if err != nil {
-			return err
+			return inputError(err)
 		}
 		svc, err := m.memoryService(ctx, m.openStore)
 		if err != nil {
@@ -302,12 +302,12 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		}
 		res, err := svc.WriteDiary(ctx, text, *date, *owner, *replace, cliScope())
 		if err != nil {
-			return err
+			return inputError(err)
 		}
 		if *asJSON {
 			return m.printJSON(res)
 		}
-		fmt.Fprintf(m.Stdout, "%s now holds %d entries (index %s)\n", res.Source, res.Entries, res.Index)
+		fmt.Fprintf(m.Stdout, "%s now holds %s (index %s)\n", res.Source, plural(res.Entries, "entry", "entries"), res.Index)
 		return nil
 	case "read":
 		pos, err := m.parse(fs, args, "diary read DATE [--json]")
@@ -323,7 +323,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		}
 		d, err := svc.ReadDiary(ctx, pos[0], *owner, cliScope())
 		if err != nil {
-			return err
+			return inputError(err)
 		}
 		return printDays([]memory.Day{d})
 	case "recent":
@@ -340,7 +340,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		}
 		ds, err := svc.RecentDiary(ctx, *days, *owner, cliScope())
 		if err != nil {
-			return err
+			return inputError(err)
 		}
 		return printDays(ds)
 	}

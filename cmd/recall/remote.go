@@ -112,17 +112,21 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 		b, _ := json.Marshal(res)
 		fmt.Fprintln(m.Stdout, string(b))
 	} else {
-		fmt.Fprintf(m.Stdout, "sent %d of %d files to %s (%d unchanged, %d failed), %d sources, %d chunks in %d requests, %.2fs\n",
-			res.FilesChanged, res.FilesSeen, *url, res.FilesSkipped, res.FilesFailed, res.Sources, res.ChunksWritten, res.Batches, res.Seconds)
+		fmt.Fprintf(m.Stdout, "sent %d of %s to %s (%d unchanged, %d failed), %s, %s in %s, %.2fs\n",
+			res.FilesChanged, plural(res.FilesSeen, "file", "files"), *url, res.FilesSkipped, res.FilesFailed,
+			plural(res.Sources, "source", "sources"), plural(res.ChunksWritten, "chunk", "chunks"),
+			plural(res.Batches, "request", "requests"), res.Seconds)
 		if res.FilesRemoved > 0 {
-			action := "the server keeps them: run with --prune to remove them there"
+			them := agree(res.FilesRemoved, "it", "them")
+			action := "the server keeps " + them + ": run with --prune to remove " + them + " there"
 			if *prune {
 				action = "removed from the server"
 			}
 			printRemoved(m.Stdout, res.Removed, action)
 		}
 		if res.ConversationsRemoved > 0 {
-			fmt.Fprintf(m.Stdout, "%d conversations no longer in their exports were removed from the server\n", res.ConversationsRemoved)
+			fmt.Fprintf(m.Stdout, "%s removed from the server\n", plural(res.ConversationsRemoved,
+				"conversation no longer in its export was", "conversations no longer in their exports were"))
 		}
 		if res.FilesFailed > 0 {
 			fmt.Fprintf(m.Stdout, "failures are listed in %s; they are sent again on the next run\n", lp)

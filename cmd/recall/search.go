@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/search"
 	"github.com/recall-mcp/recall/internal/server"
 )
 
@@ -97,6 +99,14 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 	req := sf.request("")
 	if err := m.checkSearchFlags("--limit", req.Limit, req.PerSource, req.Mode, req.Filter); err != nil {
 		return err
+	}
+	if *sf.queries == "" {
+		// A query the engine would refuse (empty, over MaxQueryLen) is a
+		// mistake on the command line, found before anything is opened.
+		q := sf.request(strings.Join(pos, " "))
+		if err := search.Validate(&q); err != nil {
+			return inputError(err)
+		}
 	}
 	st, err := m.openReading(ctx)
 	if err != nil {
@@ -238,9 +248,12 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	if len(pos) != 2 {
 		return usagef("context takes SOURCE and CHUNK_INDEX")
 	}
-	var idx int
-	if _, err := fmt.Sscanf(pos[1], "%d", &idx); err != nil {
-		return usagef("chunk index %q is not a number", pos[1])
+	idx, err := strconv.Atoi(pos[1])
+	if err != nil || idx < 0 {
+		return usagef("chunk index %q is not a number of 0 or more", pos[1])
+	}
+	if *radius < 0 || *radius > 3 {
+		return usagef("--radius must be between 0 and 3, got %d", *radius)
 	}
 	switch recall.Kind(*kind) {
 	case "", recall.KindArchive, recall.KindMemory, recall.KindDiary:
@@ -261,7 +274,7 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	}
 	chunks, got, err := eng.Context(ctx, pos[0], recall.Kind(*kind), idx, *radius, scope)
 	if err != nil {
-		return err
+		return inputError(err)
 	}
 	if *asJSON {
 		type out struct {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +31,7 @@ func (s *stringList) Set(v string) error {
 func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8787", "listen `address` (host:port; port 0 picks a free one)")
-	allowPath := fs.Bool("allow-path-token", false, "also accept the token in the URL path, /mcp/<token> (for clients of the replaced system; the token is redacted from logs)")
+	allowPath := fs.Bool("allow-path-token", false, "also accept the token in the URL path, /mcp/<token> (for clients that cannot set a header; the token is redacted from logs)")
 	auditPath := fs.String("audit", "", "append one JSON line per request to `FILE` (no tokens, queries or stored text; default: the audit setting)")
 	var cors, hosts stringList
 	fs.Var(&cors, "cors-origin", "allow browser requests from this `origin`, e.g. https://app.example (repeatable)")
@@ -52,6 +54,13 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	}
 	if *sweepEvery < 0 {
 		return usagef("--sweep-every must be 0 (only at start) or more")
+	}
+	if *burst < 1 { // the server would take 0 for its default
+		return usagef("--burst must be 1 or more, got %d", *burst)
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return usagef("--addr %q: use host:port, e.g. 127.0.0.1:8787 (port 0 picks a free one)", *addr)
 	}
 	for _, v := range vaults {
 		if fi, err := os.Stat(v); err != nil || !fi.IsDir() {
@@ -86,8 +95,13 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	if srv.Open() {
 		fmt.Fprintln(m.Stderr, "recall: no token configured: accepting token-less requests on loopback only (set RECALL_TOKEN or RECALL_TOKENS_FILE)")
 	}
-	// Scripts wait for this line and read the port from it.
-	fmt.Fprintf(m.Stderr, "listening on http://%s\n", ln.Addr())
+	// Scripts wait for this line and read the port from it. The host is
+	// the one given: Go reports 0.0.0.0 as [::] when the system has IPv6.
+	shown := ln.Addr().String()
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && host != "" {
+		shown = net.JoinHostPort(host, strconv.Itoa(a.Port))
+	}
+	fmt.Fprintf(m.Stderr, "listening on http://%s\n", shown)
 	bctx, stop := context.WithCancel(ctx)
 	srv.Start(bctx)
 	defer m.onHurry(srv.Hurry)()

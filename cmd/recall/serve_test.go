@@ -48,7 +48,7 @@ func startServeLoaded(t *testing.T, env map[string]string, args ...string) (stri
 	return url, stderr, stop
 }
 
-var listeningRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)\n`)
+var listeningRE = regexp.MustCompile(`listening on (http://\S+:\d+)\n`)
 
 // startServe runs `recall serve` in-process on a free port and returns its
 // URL, its stderr and a function that stops it and returns the exit code.
@@ -148,6 +148,29 @@ func TestServeStartsAndStops(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), serveToken) {
 		t.Errorf("the token reached stderr: %s", stderr.String())
+	}
+}
+
+// The address serve says it listens on has the host it was given: for
+// 0.0.0.0 it said http://[::]:PORT.
+func TestServeSaysTheAddressGiven(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	url, stderr, stop := startServe(t, env, "--addr", "0.0.0.0:0")
+	if !regexp.MustCompile(`^http://0\.0\.0\.0:[1-9]\d*$`).MatchString(url) {
+		t.Errorf("serve --addr 0.0.0.0:0 says it listens on %q", url)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("serve exited with %d: %s", code, stderr.String())
+	}
+}
+
+// serve -h explains --allow-path-token by what it is for, not by a system
+// the reader may never have used.
+func TestServeHelpForPathToken(t *testing.T) {
+	out, _, code := run(t, testEnv(t), "serve", "-h")
+	if code != 0 || !strings.Contains(out, "for clients that cannot set a header") || strings.Contains(out, "replaced system") {
+		t.Errorf("serve -h: exit %d\n%s", code, out)
 	}
 }
 
@@ -337,7 +360,8 @@ func TestSweepRemotePrune(t *testing.T) {
 	}
 	os.Remove(gone)
 	out, errs, code := run(t, clientEnv, "sweep", "--remote", url, vault)
-	if code != 0 || !strings.Contains(out, "1 file is gone from the vault (the server keeps them: run with --prune to remove them there):\n  gone.md") || !found() {
+	if code != 0 || !strings.HasPrefix(out, "sent 0 of 1 file to "+url+" (1 unchanged, 0 failed), 0 sources, 0 chunks in 0 requests, ") ||
+		!strings.Contains(out, "1 file is gone from the vault (the server keeps it: run with --prune to remove it there):\n  gone.md") || !found() {
 		t.Errorf("without --prune: exit %d: %s %s", code, out, errs)
 	}
 	out, errs, code = run(t, clientEnv, "sweep", "--remote", url, "--prune", "--json", vault)

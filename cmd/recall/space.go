@@ -22,6 +22,9 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	if err := m.parseNone(fs, args, "repair [--space NAME] [--limit N] [--json]", "use --space NAME to repair one space"); err != nil {
 		return err
 	}
+	if *limit < 0 { // Run would embed nothing and call that stopping at the limit
+		return usagef("--limit must be 0 (all) or more, got %d", *limit)
+	}
 	st, err := m.openExisting(ctx)
 	if err != nil {
 		return err
@@ -71,12 +74,14 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 		}
 		state := "complete"
 		switch {
+		case p.Missing == 0:
 		case !p.Done:
 			state = fmt.Sprintf("stopped at the limit; %d still missing, run again to continue", p.Missing)
-		case p.Missing > 0:
-			state = fmt.Sprintf("%d texts the embedder failed on alone remain without a vector (tried again on the next run; see its log)", p.Missing)
+		default:
+			state = fmt.Sprintf("%s the embedder failed on alone %s without a vector (tried again on the next run; see its log)",
+				plural(p.Missing, "text", "texts"), agree(p.Missing, "remains", "remain"))
 		}
-		fmt.Fprintf(m.Stdout, "space %s: embedded %d texts in %.1fs, %s\n", sp.Name, p.Embedded, time.Since(start).Seconds(), state)
+		fmt.Fprintf(m.Stdout, "space %s: embedded %s in %.1fs, %s\n", sp.Name, plural(p.Embedded, "text", "texts"), time.Since(start).Seconds(), state)
 	}
 	if !found {
 		return recall.Errorf(recall.ENOTFOUND, "no vector space %q", *spaceName)
@@ -87,7 +92,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 // spaceUsage is each space subcommand's command line.
 var spaceUsage = map[string]string{
 	"list":   "space list [--json]",
-	"create": "space create NAME --embedder PROVIDER [--model MODEL]",
+	"create": "space create NAME --embedder PROVIDER [--model MODEL] [--force]",
 	"use":    "space use NAME [--force]",
 	"drop":   "space drop NAME",
 }
@@ -118,6 +123,8 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 	switch sub {
 	case "list":
 		asJSON = fs.Bool("json", false, "print JSON")
+	case "create":
+		force = fs.Bool("force", false, "create the space even though one of the same model and size exists (its vectors are made again)")
 	case "use":
 		force = fs.Bool("force", false, "use the space even though its coverage is incomplete")
 	}
@@ -145,7 +152,7 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 	case "list":
 		return m.spaceList(ctx, st, *asJSON)
 	case "create":
-		return m.spaceCreate(ctx, st, pos[0])
+		return m.spaceCreate(ctx, st, pos[0], *force)
 	case "use":
 		return m.spaceUse(ctx, st, pos[0], *force)
 	}
@@ -174,7 +181,7 @@ func (m *Main) spaceList(ctx context.Context, st recall.Store, asJSON bool) erro
 	return nil
 }
 
-func (m *Main) spaceCreate(ctx context.Context, st recall.Store, name string) error {
+func (m *Main) spaceCreate(ctx context.Context, st recall.Store, name string, force bool) error {
 	if m.g.embedder == "" || strings.EqualFold(m.g.embedder, "none") {
 		return usagef("space create needs --embedder (builtin, ollama, openai or cloudflare)")
 	}
@@ -186,6 +193,20 @@ func (m *Main) spaceCreate(ctx context.Context, st recall.Store, name string) er
 	dim, err := embed.Dim(ctx, emb)
 	if err != nil {
 		return fmt.Errorf("probe %s/%s: %w", info.Provider, info.Model, err)
+	}
+	if !force {
+		// A second space of one model and size holds the same vectors:
+		// filling it embeds the whole archive again for nothing.
+		spaces, err := st.Spaces(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range spaces {
+			if s.Provider == info.Provider && s.Model == info.Model && s.Dim == dim && s.Name != name {
+				return recall.Errorf(recall.ECONFLICT, "space %s already holds %s/%s vectors of %d dimensions: use it (`recall space use %s`), or pass --force to make a second copy",
+					s.Name, s.Provider, s.Model, s.Dim, s.Name)
+			}
+		}
 	}
 	sp, err := st.CreateSpace(ctx, recall.VectorSpace{Name: name, Provider: info.Provider, Model: info.Model, Dim: dim, Normalized: info.Normalized})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -161,6 +162,13 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if given := chunkFlags(fs); given != "" && !*full && res.FilesSkipped > 0 {
+		// The store does not record the settings a file was chunked with,
+		// so a sweep cannot tell whether the unchanged files need them.
+		fmt.Fprintf(m.Stderr, "recall: %s %s only to new and changed files: the %s; run with --full to chunk every file again\n",
+			given, agree(strings.Count(given, "--"), "applies", "apply"),
+			plural(res.FilesSkipped, "unchanged file keeps its chunks", "unchanged files keep their chunks"))
+	}
 	if !*asJSON {
 		verb := "ingested"
 		if *dry {
@@ -170,20 +178,24 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			verb, res.FilesChanged, plural(res.FilesSeen, "file", "files"), res.FilesSkipped, res.FilesFailed,
 			plural(res.ChunksWritten, "chunk", "chunks"), float64(res.Bytes)/1e6, res.Seconds)
 		if res.FilesRemoved > 0 {
-			action := "run with --prune to remove them"
+			them := agree(res.FilesRemoved, "it", "them")
+			action := "run with --prune to remove " + them
 			switch {
 			case *prune && *dry:
-				action = "--prune would remove them"
+				action = "--prune would remove " + them
 			case *prune:
 				action = "removed"
 			}
 			printRemoved(m.Stdout, res.Removed, action)
 		}
 		if res.ConversationsRemoved > 0 {
-			fmt.Fprintf(m.Stdout, "%d conversations no longer in their exports were removed with them\n", res.ConversationsRemoved)
+			fmt.Fprintf(m.Stdout, "%s removed with %s\n", plural(res.ConversationsRemoved,
+				"conversation no longer in its export was", "conversations no longer in their exports were"),
+				agree(res.ConversationsRemoved, "it", "them"))
 		}
 		if res.VectorsMissing > 0 {
-			fmt.Fprintf(m.Stdout, "%d chunk texts have no vector yet (embedder failed): run `recall repair`\n", res.VectorsMissing)
+			fmt.Fprintf(m.Stdout, "%s no vector yet (embedder failed): run `recall repair`\n",
+				plural(res.VectorsMissing, "chunk text has", "chunk texts have"))
 		}
 		if res.FilesFailed > 0 {
 			fmt.Fprintf(m.Stdout, "failures are listed in %s\n", logName)
@@ -193,6 +205,18 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		return exitError(exitFailure)
 	}
 	return nil
+}
+
+// chunkFlags names the chunking flags given on a sweep's command line
+// ("--chunk-size", "--chunk-size and --overlap"), "" for none.
+func chunkFlags(fs *flag.FlagSet) string {
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "chunk-size" || f.Name == "overlap" {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	return strings.Join(given, " and ")
 }
 
 // openSweepLog opens the failure log a sweep appends to: path, or
@@ -285,10 +309,15 @@ func formatProgress(p ingest.Progress) string {
 
 // plural is n with the singular or plural noun.
 func plural(n int, one, many string) string {
+	return fmt.Sprintf("%d %s", n, agree(n, one, many))
+}
+
+// agree is the word (a verb, a pronoun) that agrees with a count of n.
+func agree(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + one
+		return one
 	}
-	return fmt.Sprintf("%d %s", n, many)
+	return many
 }
 
 // printRemoved lists the files a sweep found gone from the vault, the

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+)
+
+// emptyStore is a test environment with a database, empty, so that a
+// command that reads it gets past opening it.
+func emptyStore(t *testing.T) map[string]string {
+	t.Helper()
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "sweep", t.TempDir()); code != 0 {
+		t.Fatal(errs)
+	}
+	return env
+}
+
+// A count flag whose value makes no sense is a usage error naming the
+// flag: `repair --limit -1` embedded nothing and said it stopped at the
+// limit, `serve --burst 0` took the default, and context's --radius and
+// chunk index were refused only once the database was open, exit 1.
+func TestNonsenseCountFlagsAreUsageErrors(t *testing.T) {
+	env := emptyStore(t)
+	for _, c := range []struct{ args, want string }{
+		{"repair --limit -1", "--limit must be 0 (all) or more, got -1"},
+		{"serve --addr 127.0.0.1:0 --burst 0", "--burst must be 1 or more, got 0"},
+		{"serve --addr 127.0.0.1:0 --burst -3", "--burst must be 1 or more, got -3"},
+		{"serve --addr 8787", `--addr "8787": use host:port`},
+		{"context --radius -1 a.md 0", "--radius must be between 0 and 3, got -1"},
+		{"context --radius 4 a.md 0", "--radius must be between 0 and 3, got 4"},
+		{"context -- a.md -1", `chunk index "-1" is not a number of 0 or more`},
+	} {
+		// Ended before it starts: a serve that took its flags would run
+		// until it is stopped.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		out, errs, code := runCtx(t, ctx, env, strings.Fields(c.args)...)
+		if code != exitUsage || !strings.Contains(errs, c.want) || out != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 saying %q", c.args, code, out, errs, c.want)
+		}
+	}
+}
+
+// A repair whose limit was exactly what was missing leaves nothing
+// missing: it is complete, not "stopped at the limit; 0 still missing,
+// run again to continue".
+func TestRepairToTheLastTextIsComplete(t *testing.T) {
+	env := ollamaEnv(t)
+	none := maps.Clone(env)
+	none["RECALL_EMBEDDER"] = "none"
+	if _, errs, code := run(t, none, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := run(t, env, "space", "create", "a", "--embedder", "ollama", "--model", "model-a"); code != 0 {
+		t.Fatal(errs)
+	}
+	out, _, _ := run(t, env, "space", "list", "--json")
+	var spaces []recall.SpaceStats
+	if err := json.Unmarshal([]byte(out), &spaces); err != nil || len(spaces) != 1 || spaces[0].Missing == 0 {
+		t.Fatalf("spaces: %s", out)
+	}
+	n := spaces[0].Missing
+	out, errs, code := run(t, env, "repair", "--limit", fmt.Sprint(n))
+	want := fmt.Sprintf("space a: embedded %d texts in ", n)
+	if code != 0 || !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "s, complete\n") {
+		t.Errorf("repair --limit %d: exit %d, %q %s; want %q…complete", n, code, out, errs, want)
+	}
+}
+
+// A bad embedder or fusion from a flag or the environment is refused by
+// every command, as the config file's is: `recall --embedder bogus stats`
+// exited 0, and so did RECALL_EMBEDDER=bogus, while search refused them.
+func TestBadSettingsAreRefusedByEveryCommand(t *testing.T) {
+	base := emptyStore(t)
+	for _, c := range []struct {
+		env  map[string]string
+		args string
+		want string
+	}{
+		{nil, "--embedder bogus stats", `--embedder: unknown embedder "bogus"`},
+		{nil, "stats --embedder bogus", `--embedder: unknown embedder "bogus"`},
+		{nil, "--embedder bogus memory find --prefix a", `--embedder: unknown embedder "bogus"`},
+		{map[string]string{"RECALL_EMBEDDER": "bogus"}, "stats", `RECALL_EMBEDDER: unknown embedder "bogus"`},
+		{map[string]string{"RECALL_EMBEDDER": "bogus"}, "diary recent", `RECALL_EMBEDDER: unknown embedder "bogus"`},
+		{map[string]string{"RECALL_FUSION": "bogus"}, "stats", `RECALL_FUSION: unknown fusion "bogus"`},
+		{map[string]string{"RECALL_TIMEZONE": "Mars/Base"}, "stats", "RECALL_TIMEZONE: unknown time zone"},
+		{map[string]string{"RECALL_DIMENSIONS": "-8"}, "stats", "RECALL_DIMENSIONS: must be a positive number"},
+		{nil, "search --fusion bogus q", `--fusion: unknown fusion "bogus"`},
+	} {
+		env := maps.Clone(base)
+		maps.Copy(env, c.env)
+		out, errs, code := run(t, env, strings.Fields(c.args)...)
+		if code != exitUsage || !strings.Contains(errs, c.want) || out != "" {
+			t.Errorf("%v %s: exit %d, stdout %q, stderr %q; want exit 2 saying %q", c.env, c.args, code, out, errs, c.want)
+		}
+	}
+	// Names the providers take in any case still pass.
+	env := maps.Clone(base)
+	env["RECALL_EMBEDDER"] = "NONE"
+	if _, errs, code := run(t, env, "stats"); code != 0 {
+		t.Errorf("RECALL_EMBEDDER=NONE: exit %d %s", code, errs)
+	}
+}
+
+// A config line that is not a setting names its key when it looks like
+// one ("…:1: not a setting" left the reader to find it), and says what
+// the key should be when it is written as the environment variable; a
+// line that does not look like a key is still not repeated.
+func TestConfigUnknownSettingIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	for _, c := range []struct {
+		text    string
+		want    []string
+		notWant string
+	}{
+		{"bogus = 1\n", []string{":1: bogus is not a setting (settings: admin_token, "}, ""},
+		{"# db\nRECALL_DB = x.db\n", []string{":2: recall_db is not a setting: write db, without the RECALL_"}, ""},
+		{"token SECRET = x\n", []string{":1: not a setting (settings: "}, "secret"},
+	} {
+		if err := os.WriteFile(cfg, []byte(c.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"RECALL_CONFIG": cfg, "HOME": dir}
+		_, errs, code := run(t, env, "stats")
+		for _, w := range c.want {
+			if code != exitUsage || !strings.Contains(errs, "config "+cfg+w) {
+				t.Errorf("%q: exit %d %q, want %q", c.text, code, errs, w)
+			}
+		}
+		if c.notWant != "" && strings.Contains(strings.ToLower(errs), c.notWant) {
+			t.Errorf("%q: the error repeats %q: %s", c.text, c.notWant, errs)
+		}
+	}
+}
+
+// What the command line gives a command that the command cannot take (a
+// query or key over its limit, a value too large, a missing --confirm) is
+// a usage error, exit 2, as a bad flag is: a query of 501 characters
+// exited 1.
+func TestInputLimitsAreUsageErrors(t *testing.T) {
+	env := emptyStore(t)
+	if _, errs, code := run(t, env, "memory", "save", "note_a", "kept"); code != 0 {
+		t.Fatal(errs)
+	}
+	long := strings.Repeat("é", recall.MaxQueryLen+1)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"search", long}, "query is 501 characters; the limit is 500"},
+		{[]string{"search", "  "}, "query is empty"},
+		{[]string{"memory", "save", strings.Repeat("k", 201), "v"}, "key is 201 characters; the limit is 200"},
+		{[]string{"memory", "save", "note_b", strings.Repeat("v", 100_001)}, "value is 100001 characters; the limit is 100000"},
+		{[]string{"memory", "save", "note_b", " "}, "value is empty"},
+		{[]string{"memory", "get", "a b"}, `key contains ' '`},
+		{[]string{"memory", "delete", "note_a"}, "run again with --confirm"},
+		{[]string{"memory", "find", "--owner", strings.Repeat("o", 65), "--prefix", "n"}, "owner must be at most 64"},
+		{[]string{"diary", "write", "--date", "2025-02-30", "text"}, "not a day of the calendar"},
+		{[]string{"diary", "read", "yesterday"}, `date "yesterday" is not YYYY-MM-DD`},
+	} {
+		out, errs, code := run(t, env, c.args...)
+		if code != exitUsage || !strings.Contains(errs, c.want) || out != "" {
+			t.Errorf("%.40q: exit %d, stdout %q, stderr %.200q; want exit 2 saying %q", c.args, code, out, errs, c.want)
+		}
+	}
+	// What is not there is not a mistake in the command line.
+	if _, errs, code := run(t, env, "memory", "get", "note_none"); code != exitFailure {
+		t.Errorf("memory get of a missing key: exit %d %s", code, errs)
+	}
+	if out, _, _ := run(t, env, "memory", "get", "note_a"); out != "kept\n" {
+		t.Errorf("the refused delete lost the memory: %q", out)
+	}
+}
+
+// Counts in messages agree with their nouns: "1 chunks", "1 entries",
+// "has 1 chunks; there is no chunk 5".
+func TestMessagesAgreeWithTheirCounts(t *testing.T) {
+	env := emptyStore(t)
+	for _, c := range []struct {
+		args []string
+		out  string
+		errs string
+	}{
+		{[]string{"memory", "save", "note_a", "short"}, "saved note_a: 1 chunk, index ", ""},
+		{[]string{"diary", "write", "--date", "2025-01-02", "a day"}, "diary/2025-01-02 now holds 1 entry (index ", ""},
+		{[]string{"diary", "write", "--date", "2025-01-02", "more"}, "now holds 2 entries (index ", ""},
+		{[]string{"context", "note_a", "5"}, "", `source "note_a" has no chunk 5: its chunk count is 1 (numbered from 0)`},
+	} {
+		out, errs, _ := run(t, env, c.args...)
+		if !strings.Contains(out, c.out) || !strings.Contains(errs, c.errs) {
+			t.Errorf("%q: stdout %q, stderr %q; want %q / %q", c.args, out, errs, c.out, c.errs)
+		}
+	}
+}
+
+// A sweep of an export that dropped one conversation, and of a vault that
+// lost one file, says so in the singular.
+func TestSweepSummaryAgreesWithItsCounts(t *testing.T) {
+	env := testEnv(t)
+	vault := t.TempDir()
+	export := func(n int) {
+		var convs []string
+		for i := range n {
+			convs = append(convs, fmt.Sprintf(`{"uuid": "conv-%d", "name": "Conv %d", "created_at": "2025-08-14T09:30:00Z", "chat_messages": [`+
+				`{"uuid": "m1", "sender": "human", "text": "question %d about tides", "created_at": "2025-08-14T09:30:00Z"}, `+
+				`{"uuid": "m2", "sender": "assistant", "text": "an answer", "created_at": "2025-08-14T09:31:00Z"}]}`, i, i, i))
+		}
+		if err := os.WriteFile(filepath.Join(vault, "conversations.json"), []byte("["+strings.Join(convs, ", ")+"]"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	export(2)
+	note := filepath.Join(vault, "note.md")
+	if err := os.WriteFile(note, []byte("**User:** hi\n\n**Assistant:** hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, env, "sweep", vault); code != 0 {
+		t.Fatal(errs)
+	}
+	export(1)
+	os.Remove(note)
+	out, errs, code := run(t, env, "sweep", vault)
+	for _, want := range []string{
+		"ingested 1 of 1 file (0 unchanged, 0 failed), 0 chunks,",
+		"1 file is gone from the vault (run with --prune to remove it):\n  note.md\n",
+		"1 conversation no longer in its export was removed with it\n",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, stdout %q, stderr %q; want %q", code, out, errs, want)
+		}
+	}
+}
+
+// --chunk-size and --overlap do not rechunk unchanged files, and the store
+// does not record what they were chunked with: a sweep given them says
+// so, with the way to rechunk everything, instead of silently ingesting
+// 0 of 300 files.
+func TestSweepSaysChunkFlagsSkipUnchangedFiles(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, c := range []struct {
+		args []string
+		want string // "" for no note
+	}{
+		{[]string{"sweep", "--chunk-size", "500", sampleVault}, "recall: --chunk-size applies only to new and changed files: the "},
+		{[]string{"sweep", "--overlap", "-1", "--chunk-size", "800", "--json", sampleVault}, "recall: --chunk-size and --overlap apply only to new and changed files: the "},
+		{[]string{"sweep", sampleVault}, ""},
+	} {
+		_, errs, code := run(t, env, c.args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d %s", c.args, code, errs)
+		}
+		if c.want == "" {
+			if strings.Contains(errs, "--full") {
+				t.Errorf("%q: a note without chunk flags: %s", c.args, errs)
+			}
+			continue
+		}
+		if !strings.Contains(errs, c.want) || !strings.Contains(errs, " unchanged files keep their chunks; run with --full to chunk every file again\n") {
+			t.Errorf("%q: stderr %q, want %q…--full", c.args, errs, c.want)
+		}
+	}
+	// --full rechunks every file: nothing to say.
+	if _, errs, code := run(t, env, "sweep", "--full", "--chunk-size", "500", sampleVault); code != 0 || strings.Contains(errs, "applies only") {
+		t.Errorf("sweep --full --chunk-size: exit %d %s", code, errs)
+	}
+}
+
+// Two spaces of one model and size hold the same vectors: `space create`
+// refuses a second one, naming the first, unless given --force (it made
+// one silently, and repair embedded everything again).
+func TestSpaceCreateRefusesADuplicate(t *testing.T) {
+	env := ollamaEnv(t)
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	count := func() int {
+		t.Helper()
+		out, _, _ := run(t, env, "space", "list", "--json")
+		var spaces []recall.SpaceStats
+		if err := json.Unmarshal([]byte(out), &spaces); err != nil {
+			t.Fatal(err)
+		}
+		return len(spaces)
+	}
+	_, errs, code := run(t, env, "space", "create", "again", "--embedder", "ollama", "--model", "model-a")
+	if code != exitFailure || !strings.Contains(errs, "space ollama-model-a already holds ollama/model-a vectors of 16 dimensions") ||
+		!strings.Contains(errs, "--force") || count() != 1 {
+		t.Errorf("a duplicate space: exit %d %q, %d spaces", code, errs, count())
+	}
+	// The space's own name again is no duplicate: it is the space.
+	if _, errs, code := run(t, env, "space", "create", "ollama-model-a", "--embedder", "ollama", "--model", "model-a"); code != 0 || count() != 1 {
+		t.Errorf("create of the existing space: exit %d %s", code, errs)
+	}
+	if _, errs, code := run(t, env, "space", "create", "again", "--embedder", "ollama", "--model", "model-a", "--force"); code != 0 || count() != 2 {
+		t.Errorf("create --force: exit %d %s, %d spaces", code, errs, count())
+	}
+}
