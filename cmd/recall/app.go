@@ -46,7 +46,8 @@ type Main struct {
 	IsTerminal func() bool
 	// Hurry, closed at a second interrupt (main closes it), tells a
 	// server stopping because Run's context ended to stop waiting for
-	// requests and background work in flight.
+	// requests and background work in flight, and an interrupted sweep
+	// to stop committing the files it had finished.
 	Hurry <-chan struct{}
 
 	g       globals

@@ -45,7 +45,9 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		return usagef("sweep takes one vault directory (got %d arguments)", len(pos))
 	}
 	vault := pos[0]
-	opts := ingest.Options{Full: *full, Prune: *prune, DryRun: *dry, Chunk: chunk.Options{Size: *size, Overlap: *overlap}}
+	// The first interrupt ends ctx: the sweep commits what it had finished
+	// embedding and returns; a second (Hurry) skips that.
+	opts := ingest.Options{Full: *full, Prune: *prune, DryRun: *dry, Chunk: chunk.Options{Size: *size, Overlap: *overlap}, Hurry: m.Hurry}
 	if err := opts.Chunk.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))
 	}

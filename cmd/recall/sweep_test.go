@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/recall-mcp/recall"
 )
 
 // The overlap follows the chunk size unless given: a smaller --chunk-size
@@ -136,5 +141,77 @@ func TestSweepLogHoldsNoTextAnEmbedderEchoes(t *testing.T) {
 	}
 	if strings.Contains(string(log), "CANARY") || strings.Contains(out+errs, "CANARY") {
 		t.Errorf("archive text reached the logs:\nsweep.log:\n%s\noutput:\n%s%s", log, out, errs)
+	}
+}
+
+// An interrupted sweep commits the files it had finished embedding before
+// it exits (its summary counts them, and stats shows them); a second
+// interrupt (Main.Hurry, closed here from the start) skips that. The
+// embedder stand-in interrupts the sweep during its fourth call: the first
+// probes the dimension, the next two embed a file each.
+func TestInterruptedSweepCommitsFinishedFiles(t *testing.T) {
+	vault := t.TempDir()
+	for i := range 6 {
+		text := fmt.Sprintf("**User:** question %d about %s\n\n**Assistant:** answer %d", i, strings.Repeat("rye ", i+1), i)
+		if err := os.WriteFile(filepath.Join(vault, fmt.Sprintf("f%d.md", i)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		hurry  bool
+		stored float64
+	}{{"first interrupt", false, 2}, {"second interrupt", true, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testEnv(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req struct{ Input []string }
+				json.NewDecoder(r.Body).Decode(&req)
+				if calls.Add(1) == 4 {
+					cancel()
+					<-r.Context().Done()
+					return
+				}
+				json.NewEncoder(w).Encode(map[string]any{"embeddings": vectorsOf(req.Input, 8)})
+			}))
+			defer srv.Close()
+			env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "m", srv.URL
+
+			var out, errb bytes.Buffer
+			m := NewMain()
+			m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
+			m.Getenv = func(k string) string { return env[k] }
+			m.IsTerminal = func() bool { return false }
+			if tc.hurry {
+				hurry := make(chan struct{})
+				close(hurry)
+				m.Hurry = hurry
+			}
+			code := m.Run(ctx, []string{"sweep", "--json", vault})
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			var sum map[string]any
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != exitInterrupted {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+			}
+			if sum["interrupted"] != true || sum["files_changed"] != tc.stored {
+				t.Errorf("summary %v; want interrupted with %v files changed", sum, tc.stored)
+			}
+			delete(env, "RECALL_OLLAMA_URL")
+			env["RECALL_EMBEDDER"] = "none"
+			statsOut, errs, _ := run(t, env, "stats", "--json")
+			var st recall.Stats
+			if err := json.Unmarshal([]byte(statsOut), &st); err != nil {
+				t.Fatalf("stats: %v %s %s", err, statsOut, errs)
+			}
+			if float64(st.Sources[recall.KindArchive]) != tc.stored {
+				t.Errorf("stats: %d sources; want %v", st.Sources[recall.KindArchive], tc.stored)
+			}
+		})
 	}
 }

@@ -102,6 +102,11 @@ type parsed struct {
 	vecs    []recall.Vector
 	missing int      // chunk texts left without a vector
 	reused  []string // texts whose vectors were found stored or on their way
+	// cut: the sweep's end (its context) came while the piece was being
+	// embedded, which may have left texts without the vectors a finished
+	// embedding gives them. A cut piece is never written: its sources are
+	// not finished, and stored they would look swept.
+	cut bool
 }
 
 // inProgress is the mtime recorded on the first conversation of an export
@@ -113,6 +118,15 @@ const inProgress = -1
 // export. By default a piece is well under a transaction, so that the pieces
 // in flight between the stages hold little however large the export; set
 // limits bound both alike.
+//
+// A transaction's age is bounded at a second: a commit costs a few
+// milliseconds besides its rows (under a millisecond for a small write on
+// SQLite with synchronous=FULL, about 2 ms on PostgreSQL), which is nothing
+// at one a second, while a second of the built-in model's embedding is
+// some twenty chunks: what a kill -9 or a crash can lose. The bound binds
+// only while the writer waits for work: when commits are what the sweep
+// waits for (no embedder), a batch due goes on growing until the commit
+// before it ends, as large as before.
 func (o Options) limits() (tx, piece BatchLimits) {
 	tx, piece = o.Batch, o.Batch
 	if o.Batch.Docs <= 0 {
@@ -121,8 +135,21 @@ func (o Options) limits() (tx, piece BatchLimits) {
 	if o.Batch.Bytes <= 0 {
 		tx.Bytes, piece.Bytes = 8<<20, 2<<20
 	}
+	if o.Batch.Age <= 0 {
+		tx.Age = time.Second
+	}
 	return tx, piece
 }
+
+// stopGrace bounds what a sweep whose context ended still commits: the
+// commit in flight, then what it had finished embedding (the batch being
+// gathered, a second's work unless commits were what the sweep waited for,
+// and at most two pieces of an export, each in a transaction of its own).
+// That is milliseconds with an embedder, a few hundred for a full batch of
+// 8 MiB on SQLite, seconds on PostgreSQL; what is left when it runs out is
+// dropped, as an interruption always dropped it, and the next sweep reads
+// those files again. A server waits as long for its sweep to stop.
+const stopGrace = 5 * time.Second
 
 func (p *pipeline) run(ctx context.Context, todo []file) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -173,12 +200,12 @@ func (p *pipeline) run(ctx context.Context, todo []file) error {
 		for pr := range parsedc {
 			if pr.err == nil && !p.opt.DryRun {
 				p.embed(ctx, pr)
+				pr.cut = p.opt.Space != "" && ctx.Err() != nil
 			}
-			select {
-			case embedded <- pr:
-			case <-ctx.Done():
-				return
-			}
+			// Handed on even when the sweep is ending: the writer commits
+			// what is finished, and drops what is cut (or, after a
+			// failed commit, run drains it).
+			embedded <- pr
 		}
 	}()
 	err := p.write(ctx, embedded)
@@ -407,6 +434,9 @@ func dateFromPath(rel string, now time.Time) string {
 // failure leaves them missing: the chunks are still written and searchable
 // by text, and repair embeds them later.
 func (p *pipeline) embed(ctx context.Context, pr *parsed) {
+	if p.opt.Space != "" && ctx.Err() != nil {
+		return // the sweep is ending: the piece is cut, never written
+	}
 	for i := range pr.docs {
 		pr.docs[i].Source.IndexState = recall.IndexOK
 	}
@@ -640,31 +670,57 @@ func (t *tally) add(pr *parsed) {
 // that what was embedded survives an interruption. It gathers the next
 // batch while the previous one commits, so the parse workers keep going
 // during a commit instead of waiting for it; at most two batches are held
-// at a time.
+// at a time. A batch commits once it reaches the size limits, or once it
+// has gathered for the age limit and the commit before it is done.
+//
+// Commits run on a context of their own, which keeps ctx's values (the
+// sweep lock's mark: every commit still checks that the lock is held) but
+// not its end. When ctx ends, the commit in flight goes on, and the writer
+// goes on taking what the embedding stage hands on until it closes,
+// dropping the pieces cut short and committing the rest by the same rules,
+// until stopGrace runs out or Options.Hurry closes: then the commit in
+// flight is cancelled and nothing more begins.
 func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 	lim, _ := p.opt.limits()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	cctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-cctx.Done():
+			return
+		}
+		t := time.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-p.opt.Hurry: // nil: never
+		case <-cctx.Done():
+		}
+		stop()
+	}()
+
 	full := make(chan *batch)
+	failed := make(chan struct{}) // closed when a commit fails: the sweep ends
 	commitErr := make(chan error, 1)
 	go func() {
 		var err error
 		for b := range full {
-			if err == nil {
-				if err = p.commit(ctx, b); err != nil {
-					cancel()
-				}
+			if err != nil {
+				continue
+			}
+			if ctx.Err() != nil && p.hurried() {
+				stop() // checked here too, so that nothing begins to commit after Hurry
+			}
+			if err = cctx.Err(); err == nil {
+				err = p.commit(cctx, b)
+			}
+			if err != nil {
+				close(failed)
 			}
 		}
 		commitErr <- err
 	}()
-	finish := func(err error) error {
-		close(full)
-		if cerr := <-commitErr; cerr != nil {
-			return cerr
-		}
-		return err
-	}
 	send := func(b *batch) bool {
 		if b.pieces == 0 {
 			return true
@@ -672,76 +728,123 @@ func (p *pipeline) write(ctx context.Context, in <-chan *parsed) error {
 		select {
 		case full <- b:
 			return true
-		case <-ctx.Done():
+		case <-failed:
 			return false
 		}
 	}
+
 	partial := make(map[string]*tally) // exports some of whose pieces went on
 	b := &batch{}
-	for pr := range in {
-		if !pr.final {
-			<-p.pieces
+	var due <-chan time.Time // fires once b has gathered for lim.Age
+	ready := false           // b is due: it commits as soon as the commit before it is done
+gather:
+	for {
+		var offer chan<- *batch
+		if ready {
+			offer = full
 		}
-		p.progress(pr)
-		if pr.err != nil {
-			delete(partial, pr.f.rel)
-			if errors.Is(pr.err, context.Canceled) {
+		select {
+		case pr, ok := <-in:
+			if !ok {
+				break gather
+			}
+			if !p.gather(b, pr, partial) {
 				continue
 			}
-			p.mu.Lock()
-			p.res.FilesFailed++
-			p.mu.Unlock()
-			logFailure(p.opt.Failures, pr.f.rel, pr.err)
-			continue
-		}
-		t := partial[pr.f.rel]
-		if t == nil {
-			t = &tally{size: pr.f.size}
-		}
-		t.add(pr)
-		docs := pr.docs
-		switch {
-		case !pr.final && t.first == nil:
-			partial[pr.f.rel] = t
-			first := docs[0]
-			first.Chunks = slices.Clone(first.Chunks)
-			for i := range first.Chunks {
-				first.Chunks[i].IndexText = "" // its rows are written by then
+			// A piece that is not a file's last commits at once: the first
+			// conversation it marks is written again by the last piece, which
+			// must not share its transaction.
+			if !pr.final || len(b.docs) >= lim.Docs || b.size >= lim.Bytes {
+				if !send(b) {
+					break gather
+				}
+				b, due, ready = &batch{}, nil, false
+			} else if due == nil {
+				due = time.After(lim.Age)
 			}
-			t.first = &first
-			docs[0].Source.MTime = inProgress
-		case pr.final && t.first != nil:
-			delete(partial, pr.f.rel)
-			docs = append(docs, *t.first)
+		case offer <- b:
+			b, due, ready = &batch{}, nil, false
+		case <-due:
+			ready = true
+		case <-failed:
+			break gather
 		}
-		if pr.final {
-			b.files = append(b.files, *t)
-		}
-		b.pieces++
-		b.docs = append(b.docs, docs...)
-		b.vecs = append(b.vecs, pr.vecs...)
-		b.reused = append(b.reused, pr.reused...)
-		b.stale = append(b.stale, pr.stale...)
-		for _, d := range pr.docs {
-			for _, c := range d.Chunks {
-				b.size += len(c.Text)
-			}
-		}
-		// A piece that is not a file's last commits at once: the first
-		// conversation it marks is written again by the last piece, which
-		// must not share its transaction.
-		if !pr.final || len(b.docs) >= lim.Docs || b.size >= lim.Bytes {
-			if !send(b) {
-				break
-			}
-			b = &batch{}
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return finish(err)
 	}
 	send(b)
-	return finish(ctx.Err())
+	close(full)
+	err := <-commitErr
+	if err != nil && cctx.Err() != nil {
+		return ctx.Err() // the grace ran out: what is left is dropped, as an interruption drops it
+	}
+	return err
+}
+
+// hurried reports whether Options.Hurry is closed.
+func (p *pipeline) hurried() bool {
+	select {
+	case <-p.opt.Hurry:
+		return true
+	default:
+		return false
+	}
+}
+
+// gather adds what the embedding stage handed on to batch b and reports
+// whether it added anything: a file that failed is counted and logged, and
+// a piece cut short by the sweep's end is dropped.
+func (p *pipeline) gather(b *batch, pr *parsed, partial map[string]*tally) bool {
+	if !pr.final {
+		<-p.pieces
+	}
+	if pr.cut {
+		return false
+	}
+	p.progress(pr)
+	if pr.err != nil {
+		delete(partial, pr.f.rel)
+		if errors.Is(pr.err, context.Canceled) {
+			return false
+		}
+		p.mu.Lock()
+		p.res.FilesFailed++
+		p.mu.Unlock()
+		logFailure(p.opt.Failures, pr.f.rel, pr.err)
+		return false
+	}
+	t := partial[pr.f.rel]
+	if t == nil {
+		t = &tally{size: pr.f.size}
+	}
+	t.add(pr)
+	docs := pr.docs
+	switch {
+	case !pr.final && t.first == nil:
+		partial[pr.f.rel] = t
+		first := docs[0]
+		first.Chunks = slices.Clone(first.Chunks)
+		for i := range first.Chunks {
+			first.Chunks[i].IndexText = "" // its rows are written by then
+		}
+		t.first = &first
+		docs[0].Source.MTime = inProgress
+	case pr.final && t.first != nil:
+		delete(partial, pr.f.rel)
+		docs = append(docs, *t.first)
+	}
+	if pr.final {
+		b.files = append(b.files, *t)
+	}
+	b.pieces++
+	b.docs = append(b.docs, docs...)
+	b.vecs = append(b.vecs, pr.vecs...)
+	b.reused = append(b.reused, pr.reused...)
+	b.stale = append(b.stale, pr.stale...)
+	for _, d := range pr.docs {
+		for _, c := range d.Chunks {
+			b.size += len(c.Text)
+		}
+	}
+	return true
 }
 
 // commit writes one batch in one transaction and counts the files it

@@ -67,16 +67,28 @@ type Options struct {
 	// that error (ECONFLICT) at once. A dry run writes nothing, so it
 	// neither takes the lock nor waits for it.
 	Wait func(busy error)
+
+	// Hurry, closed (a second interrupt), makes a sweep whose context has
+	// ended stop committing the sources it had finished (see Sweep) and
+	// return at once. Nil: never.
+	Hurry <-chan struct{}
 }
 
 // BatchLimits bound one write transaction, and one piece of an export: a
 // large export goes through parsing, embedding and the writer in pieces, each
 // committed on its own, so that memory does not grow with it and an
-// interrupted sweep keeps what it embedded. Zero means 4096 sources and 8 MB
-// per transaction, 256 conversations and 2 MB per piece.
+// interrupted sweep keeps what it embedded. Zero means 4096 sources, 8 MB
+// and 1 s of gathering per transaction, 256 conversations and 2 MB per
+// piece.
 type BatchLimits struct {
 	Docs  int // sources per transaction or piece
 	Bytes int // chunk text bytes per transaction or piece
+	// Age bounds how long a transaction gathers sources before it commits
+	// however few it holds (when the writer is free; else it goes on
+	// gathering until the commit before it ends), so that a sweep whose
+	// embedder is slow never holds more than that much finished work
+	// uncommitted. Pieces commit as soon as they are embedded.
+	Age time.Duration
 }
 
 // Progress is a snapshot of a running sweep.
@@ -154,6 +166,14 @@ type file struct {
 }
 
 // Sweep ingests the vault at root into w, reading the previous state from st.
+//
+// A sweep whose ctx ends stops parsing and embedding and returns an error
+// wrapping context.Canceled (Result.Interrupted), but first commits, in at
+// most 5 s (stopGrace) or until Options.Hurry, what it had finished: the
+// commit in flight and every source already parsed, chunked and embedded. A source
+// whose embedding the interruption cut short is not written, so a file is
+// recorded as swept only as a whole sweep would record it, and the next
+// sweep reads it again.
 func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Options) (Result, error) {
 	now := opt.Now
 	if now == nil {

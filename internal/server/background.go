@@ -47,6 +47,7 @@ type background struct {
 	vaults     []string      // swept by the server itself (Options.Vaults)
 	sweepEvery time.Duration // between sweeps (0: once)
 	sweepLog   io.Writer
+	hurry      <-chan struct{} // closed at Server.Hurry: a stopping sweep commits nothing more
 	// busy is, by vault, why its last rounds were skipped (another
 	// process sweeping it), so that a skip is logged once, not each round.
 	// Only sweepLoop's goroutine uses it.
@@ -447,7 +448,7 @@ func (b *background) sweep(ctx context.Context, vault string) {
 	failures := b.sweepLog
 	_, space := b.target()
 	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures,
-		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}})
+		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}, Hurry: b.hurry})
 	abs, _ := filepath.Abs(vault)
 	if b.skipped(abs, err) {
 		return

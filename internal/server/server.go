@@ -224,7 +224,7 @@ func New(opt Options) (*Server, error) {
 	s.bg = newBackground(opt.Engine, opt.Store, opt.Embedder, opt.Space, s.metrics, s.log, opt.Now, opt.RepairPage, opt.RepairPause)
 	s.bg.followEvery = opt.FollowEvery
 	s.bg.switched = opt.Memory.SetSpace
-	s.bg.vaults, s.bg.sweepEvery, s.bg.sweepLog = opt.Vaults, opt.SweepEvery, opt.SweepLog
+	s.bg.vaults, s.bg.sweepEvery, s.bg.sweepLog, s.bg.hurry = opt.Vaults, opt.SweepEvery, opt.SweepLog, s.cut.Done()
 	s.users = s.newMCPServer(false, nil)
 	s.admins = s.newMCPServer(true, nil)
 	s.mcpHTTP = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
