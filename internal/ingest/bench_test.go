@@ -1,17 +1,21 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 	"github.com/recall-mcp/recall/internal/testvault"
 )
@@ -138,6 +142,69 @@ func BenchmarkSweepExport(b *testing.B) {
 			data = ""
 			debug.FreeOSMemory() // the generator's garbage is not the sweep's
 			benchSweepFirst(b, vault, total, 1)
+		})
+	}
+}
+
+// timedWriter counts a sweep's write transactions and the time spent in
+// them.
+type timedWriter struct {
+	*sqlite.DB
+	mu      sync.Mutex
+	commits int
+	spent   time.Duration
+}
+
+func (w *timedWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	start := time.Now()
+	res, err := w.DB.Write(ctx, docs, vecs)
+	w.mu.Lock()
+	w.commits++
+	w.spent += time.Since(start)
+	w.mu.Unlock()
+	return res, err
+}
+
+// BenchmarkSweepSlowEmbedder: a first sweep of 300 files (893 chunks) whose
+// embedder takes 60 ms a call (a file a call), with transactions that
+// commit after a second's gathering (the default) and with ones that never
+// grow old (one transaction at the end, as before the age bound): the
+// commits and the writer's time in them, against the sweep's.
+func BenchmarkSweepSlowEmbedder(b *testing.B) {
+	vault, _, err := testvault.Cached("sweep", 300, 4_200, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, age := range []time.Duration{0, time.Hour} {
+		b.Run(fmt.Sprintf("age=%s", cmp.Or(age, time.Second)), func(b *testing.B) {
+			var commits int
+			var spent time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				emb := embedtest.New(16)
+				emb.Delay = 60 * time.Millisecond
+				sp, err := db.CreateSpace(context.Background(), recall.VectorSpace{Name: "bench", Provider: "embedtest", Model: "word-hash", Dim: 16, Normalized: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				w := &timedWriter{DB: db}
+				b.StartTimer()
+				res, err := Sweep(context.Background(), db, w, vault, Options{Embedder: emb, Space: sp.Name, Dim: 16, Batch: BatchLimits{Age: age}})
+				if err != nil || res.FilesChanged != 300 {
+					b.Fatalf("sweep: %+v %v", res, err)
+				}
+				b.StopTimer()
+				commits += w.commits
+				spent += w.spent
+				db.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(commits)/float64(b.N), "commits")
+			b.ReportMetric(spent.Seconds()*1000/float64(b.N), "commit-ms")
 		})
 	}
 }
