@@ -202,6 +202,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{path: abs, opts: opts}
+	if err := db.checkForeign(ctx); err != nil {
+		return nil, err
+	}
 	if opts.ReadOnly {
 		if _, err := os.Stat(abs); err != nil {
 			return nil, fmt.Errorf("open %s read-only: %w", abs, err)
@@ -859,6 +862,26 @@ func checkKind(path string) error {
 	}
 	if string(head) != sqliteHeader {
 		return recall.Errorf(recall.EINVALID, "%s is not a SQLite database (not a recall database): check the path; the file was left as it is", path)
+	}
+	return nil
+}
+
+// checkForeign refuses, before anything opens it to write (the writer's
+// first pragma turns on the log, which rewrites the header), an existing
+// SQLite file of another application (foreignSchema). Any other trouble
+// reading its schema is left to the open that follows, which says what it
+// is.
+func (db *DB) checkForeign(ctx context.Context) error {
+	if fi, err := os.Stat(db.path); err != nil || fi.Size() == 0 {
+		return nil
+	}
+	c, err := sql.Open("sqlite", db.dsnMode("mode=ro"))
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	if err := foreignSchema(ctx, c); recall.ErrorCode(err) == recall.EINVALID {
+		return fmt.Errorf("open %s: %w", db.path, err)
 	}
 	return nil
 }

@@ -6,8 +6,10 @@ import (
 	"embed"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store"
 	"github.com/recall-mcp/recall/internal/textindex"
 )
@@ -103,6 +105,9 @@ func migrateTo(ctx context.Context, conn *sql.DB, last int) error {
 	if last >= 0 {
 		ms = ms[:min(last, len(ms))]
 	}
+	if err := foreignSchema(ctx, conn); err != nil {
+		return err
+	}
 	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
@@ -152,6 +157,9 @@ func checkSchema(ctx context.Context, conn *sql.DB) error {
 	if err != nil {
 		return err
 	}
+	if err := foreignSchema(ctx, conn); err != nil {
+		return err
+	}
 	applied, err := appliedVersions(ctx, conn)
 	if err != nil {
 		return err
@@ -167,6 +175,39 @@ func checkSchema(ctx context.Context, conn *sql.DB) error {
 
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// foreignSchema refuses the SQLite database of another application: one
+// that holds tables but not recall's schema_migrations. Migrating it would
+// add recall's tables beside the other's, and a read would report what is
+// missing as damage.
+func foreignSchema(ctx context.Context, q querier) error {
+	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_schema
+		WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return fmt.Errorf("read the schema: %w", err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		if n == "schema_migrations" {
+			return nil
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil || len(names) == 0 {
+		return err
+	}
+	shown := strings.Join(names[:min(len(names), 3)], ", ")
+	if len(names) > 3 {
+		shown += ", …"
+	}
+	return recall.Errorf(recall.EINVALID, "this SQLite database belongs to another application (its tables: %s; none of recall's): "+
+		"pass the path of a recall database, or of a new file; the file was left as it is", shown)
 }
 
 func appliedVersions(ctx context.Context, q querier) ([]int, error) {

@@ -182,6 +182,34 @@ func TestNotADatabaseRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Run("another application's database", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "places.sqlite")
+		c, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(DELETE)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(`CREATE TABLE bookmarks (id INTEGER PRIMARY KEY, url TEXT); INSERT INTO bookmarks (url) VALUES ('https://example.com')`); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		before, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range modes {
+			db, err := Open(ctx, path, opts)
+			if err == nil {
+				db.Close()
+			}
+			if recall.ErrorCode(err) != recall.EINVALID || errors.Is(err, ErrCorrupt) ||
+				!strings.Contains(err.Error(), "belongs to another application (its tables: bookmarks;") {
+				t.Errorf("Open %+v of another application's database: %v; want it refused as such", opts, err)
+			}
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+			t.Error("Open changed another application's database")
+		}
+	})
 	t.Run("empty or missing", func(t *testing.T) {
 		empty := filepath.Join(t.TempDir(), "empty.db")
 		if err := os.WriteFile(empty, nil, 0o600); err != nil {
@@ -1088,7 +1116,10 @@ func TestOpenRollsBackAHotJournal(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetMaxOpenConns(1)
-	if _, err := c.Exec(`CREATE TABLE t (x); INSERT INTO t VALUES ('kept')`); err != nil {
+	// A new recall database has its schema_migrations before its first
+	// migration's transaction (an application's own tables alone would be
+	// refused as not recall's).
+	if _, err := c.Exec(createMigrationsTable + `; CREATE TABLE t (x); INSERT INTO t VALUES ('kept')`); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := c.Begin()
