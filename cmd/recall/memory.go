@@ -269,9 +269,11 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("diary "+sub, flag.ContinueOnError)
 	owner := fs.String("owner", "", "owner namespace (default: unowned)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	printDays := func(days []memory.Day) error {
+	// --json prints what the REST API and the MCP tools answer: a day for
+	// read, {"days": [...]} for recent.
+	printDays := func(days []memory.Day, asAPI any) error {
 		if *asJSON {
-			return m.printJSON(days)
+			return m.printJSON(asAPI)
 		}
 		for _, d := range days {
 			fmt.Fprintf(m.Stdout, "== %s\n", d.Date)
@@ -325,7 +327,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		if err != nil {
 			return inputError(err)
 		}
-		return printDays([]memory.Day{d})
+		return printDays([]memory.Day{d}, d)
 	case "recent":
 		days := fs.Int("days", 7, "how many days back (at most 30)")
 		if err := m.parseNone(fs, args, "diary recent [--days N] [--json]", "use --days N for the last N days"); err != nil {
@@ -342,7 +344,12 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		if err != nil {
 			return inputError(err)
 		}
-		return printDays(ds)
+		if ds == nil {
+			ds = []memory.Day{}
+		}
+		return printDays(ds, struct {
+			Days []memory.Day `json:"days"`
+		}{ds})
 	}
 	return usagef("unknown diary subcommand %q: use write, read or recent", sub)
 }

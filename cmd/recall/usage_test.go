@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/memory"
 )
 
 // emptyStore is a test environment with a database, empty, so that a
@@ -306,5 +308,33 @@ func TestSpaceCreateRefusesADuplicate(t *testing.T) {
 	}
 	if _, errs, code := run(t, env, "space", "create", "again", "--embedder", "ollama", "--model", "model-a", "--force"); code != 0 || count() != 2 {
 		t.Errorf("create --force: exit %d %s, %d spaces", code, errs, count())
+	}
+}
+
+// diary read and recent --json print what the REST API and the MCP tools
+// answer: a day, and {"days": [...]}, so one parser reads both.
+func TestDiaryJSONAsTheAPI(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "diary", "write", "--date", time.Now().AddDate(0, 0, -60).Format("2006-01-02"), "long ago"); code != 0 {
+		t.Fatalf("diary write: %s", errs)
+	}
+	if out, errs, code := run(t, env, "diary", "recent", "--json"); code != 0 || strings.Join(strings.Fields(out), "") != `{"days":[]}` {
+		t.Fatalf("diary recent --json with no recent day: %q %s (exit %d); want {\"days\": []}", out, errs, code)
+	}
+	today := time.Now().Format("2006-01-02")
+	if _, errs, code := run(t, env, "diary", "write", "--date", today, "walked to the lake"); code != 0 {
+		t.Fatalf("diary write: %s", errs)
+	}
+	out, errs, code := run(t, env, "diary", "read", today, "--json")
+	var day memory.Day
+	if code != 0 || json.Unmarshal([]byte(out), &day) != nil || day.Date != today || len(day.Entries) != 1 {
+		t.Errorf("diary read --json: %q %s (exit %d); want one day object with its entry", out, errs, code)
+	}
+	out, errs, code = run(t, env, "diary", "recent", "--json")
+	var recent struct {
+		Days []memory.Day `json:"days"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &recent) != nil || len(recent.Days) != 1 || recent.Days[0].Entries[0].Text != "walked to the lake" {
+		t.Errorf("diary recent --json: %q %s (exit %d); want {\"days\": [the day]}", out, errs, code)
 	}
 }
