@@ -37,11 +37,20 @@ func runCtx(t *testing.T, ctx context.Context, env map[string]string, args ...st
 // runInput is runCtx with stdin as the command's standard input.
 func runInput(t *testing.T, ctx context.Context, stdin io.Reader, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runWith(t, ctx, stdin, env, nil, args...)
+}
+
+// runWith is runInput with setup, when not nil, given the Main before it runs.
+func runWith(t *testing.T, ctx context.Context, stdin io.Reader, env map[string]string, setup func(*Main), args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	m := NewMain()
 	m.Stdout, m.Stderr, m.Stdin = &out, &errb, stdin
 	m.Getenv = func(k string) string { return env[k] }
 	m.IsTerminal = func() bool { return false }
+	if setup != nil {
+		setup(m)
+	}
 	code = m.Run(ctx, args)
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -352,40 +361,40 @@ func TestInterruptedSweepPrintsSummary(t *testing.T) {
 	env := testEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// The first call probes the dimension.
+	interruptingOllama(t, env, cancel, func(call int32) bool { return call > 1 })
+	out, errs, code := runCtx(t, ctx, env, "sweep", "--json", sampleVault)
+	if code == 0 {
+		t.Fatalf("interrupted sweep exited 0: %s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("last line of stdout is not the summary: %q (stderr %q)", out, errs)
+	}
+	if sum["interrupted"] != true || sum["files_seen"] == nil {
+		t.Fatalf("summary does not say it was interrupted: %v", sum)
+	}
+}
+
+// interruptingOllama points env at a stand-in Ollama embedder whose calls
+// for which interrupt holds (numbered from 1) cancel the command's context,
+// as Ctrl-C during embedding does, and wait for the request to end; the
+// others answer.
+func interruptingOllama(t *testing.T, env map[string]string, cancel func(), interrupt func(call int32) bool) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Input []string }
 		json.NewDecoder(r.Body).Decode(&req)
-		if calls.Add(1) > 1 { // the first call probes the dimension
+		if interrupt(calls.Add(1)) {
 			cancel()
 			<-r.Context().Done()
 			return
 		}
 		json.NewEncoder(w).Encode(map[string]any{"embeddings": vectorsOf(req.Input, 8)})
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "m", srv.URL
-
-	var out, errb bytes.Buffer
-	m := NewMain()
-	m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
-	m.Getenv = func(k string) string { return env[k] }
-	m.IsTerminal = func() bool { return false }
-	code := m.Run(ctx, []string{"sweep", "--json", sampleVault})
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if code == 0 {
-		t.Fatalf("interrupted sweep exited 0: %s", out.String())
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var sum map[string]any
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
-		t.Fatalf("last line of stdout is not the summary: %q (stderr %q)", out.String(), errb.String())
-	}
-	if sum["interrupted"] != true || sum["files_seen"] == nil {
-		t.Fatalf("summary does not say it was interrupted: %v", sum)
-	}
 }
 
 // `model list` shows the copy of the default model a Python package ships,

@@ -13,12 +13,12 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/jsonkind"
 	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/server"
 	"github.com/recall-mcp/recall/internal/store"
@@ -452,18 +452,19 @@ func openImport(name string, stdin io.Reader) (f *os.File, done func(), err erro
 		in = f
 	}
 	tmp, err := os.CreateTemp("", "recall-import-*.jsonl")
+	if err == nil {
+		done = func() {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+		if _, err = io.Copy(tmp, in); err == nil {
+			_, err = tmp.Seek(0, io.SeekStart)
+		}
+		if err != nil {
+			done()
+		}
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("import: cannot keep %s in a temporary file to read it twice: %w", what, err)
-	}
-	done = func() {
-		tmp.Close()
-		os.Remove(tmp.Name())
-	}
-	if _, err = io.Copy(tmp, in); err == nil {
-		_, err = tmp.Seek(0, io.SeekStart)
-	}
-	if err != nil {
-		done()
 		return nil, nil, fmt.Errorf("import: cannot keep %s in a temporary file to read it twice: %w", what, err)
 	}
 	return tmp, done, nil
@@ -699,28 +700,9 @@ func lineError(n int, at string, err error) error {
 		case field == "":
 			return notExportLine(n, fmt.Sprintf("a JSON %s, not an object", typ.Value))
 		}
-		return recall.Errorf(recall.EINVALID, "import: line %d: %s must be %s, not %s; nothing was imported", n, field, jsonWant(typ.Type), jsonGot(typ.Value))
+		return recall.Errorf(recall.EINVALID, "import: line %d: %s must be %s, not %s; nothing was imported", n, field, jsonkind.Want(typ.Type), jsonGot(typ.Value))
 	}
 	return recall.WrapError(recall.EINVALID, err, "import: line %d is not a valid export line; nothing was imported", n)
-}
-
-// jsonWant names the JSON a Go type takes.
-func jsonWant(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "a whole number"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number, 0 or more"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	}
-	return "an object"
 }
 
 // jsonGot names a JSON value as encoding/json describes it ("number 1.5").

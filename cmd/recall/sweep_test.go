@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -166,38 +165,20 @@ func TestInterruptedSweepCommitsFinishedFiles(t *testing.T) {
 			env := testEnv(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var calls atomic.Int32
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var req struct{ Input []string }
-				json.NewDecoder(r.Body).Decode(&req)
-				if calls.Add(1) == 4 {
-					cancel()
-					<-r.Context().Done()
-					return
-				}
-				json.NewEncoder(w).Encode(map[string]any{"embeddings": vectorsOf(req.Input, 8)})
-			}))
-			defer srv.Close()
-			env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "m", srv.URL
-
-			var out, errb bytes.Buffer
-			m := NewMain()
-			m.Stdout, m.Stderr, m.Stdin = &out, &errb, strings.NewReader("")
-			m.Getenv = func(k string) string { return env[k] }
-			m.IsTerminal = func() bool { return false }
+			interruptingOllama(t, env, cancel, func(call int32) bool { return call == 4 })
+			var setup func(*Main)
 			if tc.hurry {
-				hurry := make(chan struct{})
-				close(hurry)
-				m.Hurry = hurry
+				setup = func(m *Main) {
+					hurry := make(chan struct{})
+					close(hurry)
+					m.Hurry = hurry
+				}
 			}
-			code := m.Run(ctx, []string{"sweep", "--json", vault})
-			if err := m.Close(); err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			out, errs, code := runWith(t, ctx, strings.NewReader(""), env, setup, "sweep", "--json", vault)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
 			var sum map[string]any
 			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != exitInterrupted {
-				t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 			}
 			if sum["interrupted"] != true || sum["files_changed"] != tc.stored {
 				t.Errorf("summary %v; want interrupted with %v files changed", sum, tc.stored)

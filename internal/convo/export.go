@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/recall-mcp/recall/internal/jsonkind"
 )
 
 // sniffJSON tells the format of a JSON file from the keys of the first
@@ -203,7 +204,7 @@ func describeJSON(err error, base int64) string {
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("malformed JSON at byte %d: %v", base+syntax.Offset, syntax)
 	case errors.As(err, &typ):
-		return fmt.Sprintf("%s is a JSON %s, want %s", fieldName(typ.Field), typ.Value, jsonKind(typ.Type))
+		return fmt.Sprintf("%s is a JSON %s, want %s", fieldName(typ.Field), typ.Value, jsonkind.Want(typ.Type))
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return "truncated: the file ends inside the JSON"
 	}
@@ -215,25 +216,6 @@ func fieldName(f string) string {
 		return "the value"
 	}
 	return fmt.Sprintf("%q", strings.TrimPrefix(f, "."))
-}
-
-func jsonKind(t reflect.Type) string {
-	if t == nil {
-		return "another type"
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct, reflect.Pointer:
-		return "an object"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int64:
-		return "a number"
-	}
-	return t.String()
 }
 
 // exportIDs checks the ids of an export's conversations: each becomes the
