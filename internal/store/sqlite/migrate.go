@@ -105,9 +105,6 @@ func migrateTo(ctx context.Context, conn *sql.DB, last int) error {
 	if last >= 0 {
 		ms = ms[:min(last, len(ms))]
 	}
-	if err := foreignSchema(ctx, conn); err != nil {
-		return err
-	}
 	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
@@ -157,9 +154,6 @@ func checkSchema(ctx context.Context, conn *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if err := foreignSchema(ctx, conn); err != nil {
-		return err
-	}
 	applied, err := appliedVersions(ctx, conn)
 	if err != nil {
 		return err
@@ -180,7 +174,8 @@ type querier interface {
 // foreignSchema refuses the SQLite database of another application: one
 // that holds tables but not recall's schema_migrations. Migrating it would
 // add recall's tables beside the other's, and a read would report what is
-// missing as damage.
+// missing as damage. Open asks it once, before anything else reads the
+// file (DB.checkForeign).
 func foreignSchema(ctx context.Context, q querier) error {
 	rows, err := q.QueryContext(ctx, `SELECT name FROM sqlite_schema
 		WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
