@@ -65,12 +65,16 @@ fi
 # about 3.5 minutes on two shared cores with a warm build cache (7 cold).
 export RECALL_SOAK=1
 
-# The race detector is on for everything; packages whose heavy numeric tests
-# are too slow under it run those parts without (see their -short guards).
+# The race detector is on for everything; tests whose heavy single-goroutine
+# work is too slow under it shrink or skip there (raceEnabled in their
+# packages): the FTS5 tokenizer check runs after, without it.
 # It needs cgo (and so gcc) for the test binaries only: recall itself, and
 # every binary the tests build, stays CGO_ENABLED=0.
 if command -v gcc >/dev/null 2>&1; then
   CGO_ENABLED=1 go test -race -count=1 -timeout 15m ./...
+  # The tokenizer's agreement with FTS5 skips itself under the detector
+  # (raceEnabled: one goroutine, 130 s against 5 s) and runs here.
+  go test -count=1 -run '^TestTermsAgreeWithFTS5$' ./internal/store/sqlite/
 else
   echo "warning: no C compiler, so no race detector: running the tests without it" >&2
   go test -count=1 -timeout 15m ./...

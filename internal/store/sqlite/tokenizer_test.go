@@ -27,6 +27,9 @@ import (
 // RECALL_FTS5_WORDS may name more directories (separated by the OS path
 // list separator) whose text files join the list.
 func TestTermsAgreeWithFTS5(t *testing.T) {
+	if raceEnabled {
+		t.Skip("one goroutine, 25 times slower under the race detector: scripts/test.sh runs it without (go test -run TestTermsAgreeWithFTS5 ./internal/store/sqlite/)")
+	}
 	sets := []struct {
 		name  string
 		words func(t *testing.T) []string
