@@ -291,3 +291,31 @@ func TestExportOutErrorNamesTheFile(t *testing.T) {
 		t.Errorf("export --out into a missing directory: exit %d: %s; want %q", code, errs, want)
 	}
 }
+
+// TestOneSourceSummaries: export and import say "1 source", not "1
+// sources", in their summaries and in their errors.
+func TestOneSourceSummaries(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "only", "the one memory"); code != 0 {
+		t.Fatalf("memory save: exit %d: %s", code, errs)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.jsonl")
+	if _, errs, code := run(t, env, "export", "--out", backup); code != 0 || !strings.Contains(errs, "exported 1 source to ") {
+		t.Errorf("export --out: exit %d: %q", code, errs)
+	}
+	if _, errs, code := run(t, testEnv(t), "import", backup); code != 0 || !strings.Contains(errs, "imported 1 source (") {
+		t.Errorf("import into a new database: exit %d: %q", code, errs)
+	}
+	b, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.jsonl")
+	first, _, _ := bytes.Cut(b, []byte("\n"))
+	if err := os.WriteFile(cut, append(first, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, testEnv(t), "import", cut); code == 0 || !strings.Contains(errs, "ends after 1 source without") {
+		t.Errorf("import of an export without its end line: exit %d: %q", code, errs)
+	}
+}

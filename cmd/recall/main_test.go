@@ -257,23 +257,12 @@ func TestSweepFailureExitStatusAndLog(t *testing.T) {
 }
 
 func TestBatchSearch(t *testing.T) {
-	env := testEnv(t)
-	run(t, env, "sweep", sampleVault)
-	qf := filepath.Join(t.TempDir(), "q.jsonl")
-	os.WriteFile(qf, []byte(`{"query": "sourdough hooch", "expect": []}
+	// Every line is answered, and the command fails: two lines did.
+	lines := batchSearch(t, `{"query": "sourdough hooch", "expect": []}
 {"query": "lifetimes borrow"}
 not json
 {"query": ""}
-`), 0o644)
-	// Every line is answered, and the command fails: two lines did.
-	out, errs, code := run(t, env, "search", "--json", "--queries", qf)
-	if code != exitFailure || !strings.Contains(errs, "2 of 4 queries failed") {
-		t.Fatalf("exit %d %q, want 1 and the count of failed lines", code, errs)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("want 4 result lines, got %d: %s", len(lines), out)
-	}
+`, "2 of 4 queries failed")
 	var r recall.SearchResponse
 	json.Unmarshal([]byte(lines[0]), &r)
 	if len(r.Results) == 0 || r.Results[0].Source != "2025/09/sourdough.md" {
@@ -282,6 +271,47 @@ not json
 	if !strings.Contains(lines[2], "error") || !strings.Contains(lines[3], "error") {
 		t.Errorf("bad lines should give error objects: %s | %s", lines[2], lines[3])
 	}
+}
+
+// TestBatchSearchOptionFields: a line that sets a search option (which
+// only the command line sets) gets an error naming it, not results shaped
+// by the flags instead; a line's labels, and an eval file's numeric
+// category, are no options.
+func TestBatchSearchOptionFields(t *testing.T) {
+	lines := batchSearch(t, `{"query": "sourdough", "limit": 1}
+{"query": "sourdough", "per_source": 1}
+{"query": "sourdough", "category": "project"}
+{"query": "sourdough", "category": 2, "id": "q4", "expect": [{"source": "x"}]}
+`, "3 of 4 queries failed")
+	for i, want := range []string{`line 1: \"limit\" is a search option`, "give --per-source on the command line", `\"category\" is a search option`} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d: %s, want an error holding %s", i+1, lines[i], want)
+		}
+	}
+	if strings.Contains(lines[3], "error") {
+		t.Errorf("line 4 (labels only) failed: %s", lines[3])
+	}
+	batchSearch(t, `{"query": "x", "mode": "lexical"}`+"\n", "1 of 1 query failed")
+}
+
+// batchSearch answers queries (JSONL) with `search --json --queries` over
+// the sample vault, wants it to fail saying failed, and returns its result
+// lines, one for each line of queries.
+func batchSearch(t *testing.T, queries, failed string) []string {
+	t.Helper()
+	env := testEnv(t)
+	run(t, env, "sweep", sampleVault)
+	qf := filepath.Join(t.TempDir(), "q.jsonl")
+	os.WriteFile(qf, []byte(queries), 0o644)
+	out, errs, code := run(t, env, "search", "--json", "--queries", qf)
+	if code != exitFailure || !strings.Contains(errs, failed) {
+		t.Fatalf("exit %d %q, want 1 and %q", code, errs, failed)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if want := strings.Count(queries, "\n"); len(lines) != want {
+		t.Fatalf("want %d result lines, got %d: %s", want, len(lines), out)
+	}
+	return lines
 }
 
 func TestCategoriesAreConfigurable(t *testing.T) {
@@ -352,6 +382,42 @@ func TestContextOfOwnedMemory(t *testing.T) {
 	out, errs, code = run(t, env, "context", "--kind", "memory", "person_ann", "0")
 	if code != 0 || !strings.Contains(out, "marathons") {
 		t.Errorf("context of the unowned memory: %d %s %s", code, out, errs)
+	}
+}
+
+// A memory or diary day named without --owner that only owners hold gets,
+// on the command line (the database's owner), the owners to name; a name
+// no owner holds gets the plain "not found".
+func TestOwnerHint(t *testing.T) {
+	env := testEnv(t)
+	for _, a := range [][]string{
+		{"memory", "save", "--owner", "ann", "plan", "Ann's plan."},
+		{"memory", "save", "--owner", "bo", "plan", "Bo's plan."},
+		{"diary", "write", "--owner", "ann", "--date", "2026-01-05", "A day."},
+	} {
+		if _, errs, code := run(t, env, a...); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"memory", "get", "plan"}, `no memory with key "plan" without an owner; owners ann, bo each have one: add --owner with one of them`},
+		{[]string{"memory", "delete", "plan", "--confirm"}, "owners ann, bo each have one"},
+		{[]string{"context", "plan", "0"}, "owners ann, bo each have one"},
+		{[]string{"diary", "read", "2026-01-05"}, "without an owner; owner ann has one: add --owner ann"},
+		{[]string{"context", "diary/2026-01-05", "0"}, "owner ann has one: add --owner ann"},
+		{[]string{"context", "--kind", "diary", "plan", "0"}, `no source "plan"` + "\n"},
+		{[]string{"memory", "get", "other"}, `no memory with key "other"` + "\n"},
+		{[]string{"memory", "get", "--owner", "cy", "plan"}, `no memory with key "plan"` + "\n"},
+	} {
+		if _, errs, code := run(t, env, c.args...); code != exitFailure || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d %q, want 1 and %q", c.args, code, errs, c.want)
+		}
+	}
+	if out, errs, code := run(t, env, "memory", "get", "--owner", "bo", "plan"); code != 0 || !strings.Contains(out, "Bo's plan.") {
+		t.Errorf("memory get --owner bo: %d %s %s (the hinted delete deleted?)", code, out, errs)
 	}
 }
 

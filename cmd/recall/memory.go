@@ -173,7 +173,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		}
 		mem, err := svc.Read(ctx, pos[0], *owner, cliScope())
 		if err != nil {
-			return inputError(err)
+			return inputError(m.ownerHint(ctx, err, *owner, recall.KindMemory, pos[0]))
 		}
 		if *asJSON {
 			return m.printJSON(mem)
@@ -207,7 +207,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		}
 		m.audit("cli memory delete", start, &deleted, &err)
 		if err != nil {
-			return inputError(err)
+			return inputError(m.ownerHint(ctx, err, *owner, recall.KindMemory, pos[0]))
 		}
 		if *asJSON { // what delete_memory and the REST API answer
 			return m.printJSON(server.DeleteOutput{Key: pos[0], Deleted: true})
@@ -325,7 +325,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		}
 		d, err := svc.ReadDiary(ctx, pos[0], *owner, cliScope())
 		if err != nil {
-			return inputError(err)
+			return inputError(m.ownerHint(ctx, err, *owner, recall.KindDiary, "diary/"+pos[0]))
 		}
 		return printDays([]memory.Day{d}, d)
 	case "recent":
@@ -352,4 +352,24 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		}{ds})
 	}
 	return usagef("unknown diary subcommand %q: use write, read or recent", sub)
+}
+
+// ownerHint adds to a "not found" of a memory or diary day named without
+// --owner (name as a client names it: "plan", "diary/2026-01-05") the
+// owners who hold one of that name, as a search result shows them. The
+// command line is the database's owner and may name them; the server and
+// its MCP tools never do, as another owner's key must read exactly like a
+// missing one there.
+func (m *Main) ownerHint(ctx context.Context, err error, owner string, kind recall.Kind, name string) error {
+	if owner != "" || !recall.IsNotFound(err) || m.store == nil {
+		return err
+	}
+	owners, oerr := memory.OwnersOf(ctx, m.store, kind, name)
+	switch {
+	case oerr != nil || len(owners) == 0:
+		return err
+	case len(owners) == 1:
+		return recall.Errorf(recall.ENOTFOUND, "%s without an owner; owner %s has one: add --owner %s", recall.ErrorMessage(err), owners[0], owners[0])
+	}
+	return recall.Errorf(recall.ENOTFOUND, "%s without an owner; owners %s each have one: add --owner with one of them", recall.ErrorMessage(err), strings.Join(owners, ", "))
 }

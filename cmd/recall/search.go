@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,6 +21,7 @@ import (
 
 // searchFlags are the filters and shaping flags search accepts.
 type searchFlags struct {
+	fs        *flag.FlagSet // the command's flags, all of them
 	asJSON    *bool
 	limit     *int
 	mode      *string
@@ -36,6 +40,7 @@ func (m *Main) fusionFlag(fs *flag.FlagSet) {
 
 func newSearchFlags(fs *flag.FlagSet) *searchFlags {
 	return &searchFlags{
+		fs:        fs,
 		asJSON:    fs.Bool("json", false, "print results as one JSON object"),
 		limit:     fs.Int("limit", recall.DefaultLimit, fmt.Sprintf("results to return (at most %d)", recall.MaxLimit)),
 		mode:      fs.String("mode", "", "hybrid, lexical or semantic (default hybrid when vectors exist, else lexical)"),
@@ -142,6 +147,34 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 	return nil
 }
 
+// optionIn returns the first field of a JSON line (in sorted order) that
+// names one of the command's flags ("limit", "per_source", "mode", ...),
+// or "". Such a field would be silently ignored, and a line that says
+// "limit": 3 and gets 10 results has been misread. Other fields are labels
+// the line may carry, as an eval query file's "expect" does, and so is a
+// numeric "category": that is the eval format's question category, while
+// the search option is a memory category's name.
+func (f *searchFlags) optionIn(line string) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal([]byte(line), &fields) != nil {
+		return ""
+	}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		if name == "query" || f.fs.Lookup(flagName(name)) == nil {
+			continue
+		}
+		if v := bytes.TrimSpace(fields[name]); name == "category" && len(v) > 0 && v[0] != '"' {
+			continue
+		}
+		return name
+	}
+	return ""
+}
+
+// flagName is the flag a JSON field name stands for: per_source is
+// --per-source.
+func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
+
 // searchBatch answers a JSONL file of queries in one process, one result
 // object per line in input order. A bad line gets an error object, so line
 // numbers stay aligned, and makes the command fail once every line is out.
@@ -171,6 +204,8 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 			var resp any
 			if jerr := json.Unmarshal([]byte(text), &q); jerr != nil {
 				resp = map[string]string{"error": fmt.Sprintf("line %d: not a JSON object: %v", line, jerr)}
+			} else if opt := sf.optionIn(text); opt != "" {
+				resp = map[string]string{"query": q.Query, "error": fmt.Sprintf("line %d: %q is a search option, which a line does not set: give --%s on the command line, for every line (a line's one search field is \"query\")", line, opt, flagName(opt))}
 			} else if res, serr := eng.Search(ctx, sf.request(q.Query)); serr != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -189,7 +224,7 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 		}
 		if err == io.EOF {
 			if failed > 0 {
-				return fmt.Errorf("%d of %d queries failed (their lines hold \"error\")", failed, answered)
+				return fmt.Errorf("%d of %s failed (their lines hold \"error\")", failed, plural(answered, "query", "queries"))
 			}
 			return nil
 		}
@@ -274,7 +309,7 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	}
 	chunks, got, err := eng.Context(ctx, pos[0], recall.Kind(*kind), idx, *radius, scope)
 	if err != nil {
-		return inputError(err)
+		return inputError(m.ownerHint(ctx, err, *owner, recall.Kind(*kind), pos[0]))
 	}
 	if *asJSON {
 		type out struct {

@@ -175,8 +175,8 @@ func (m *Main) spaceList(ctx context.Context, st recall.Store, asJSON bool) erro
 		if s.Read {
 			read = "  <- searches read this space"
 		}
-		fmt.Fprintf(m.Stdout, "%-28s %s/%s %d-dim  %d vectors, %d missing (%.1f%%)%s\n",
-			s.Name, s.Provider, s.Model, s.Dim, s.Vectors, s.Missing, 100*s.Coverage, read)
+		fmt.Fprintf(m.Stdout, "%-28s %s/%s %d-dim  %s, %d missing (%.1f%%)%s\n",
+			s.Name, s.Provider, s.Model, s.Dim, plural(s.Vectors, "vector", "vectors"), s.Missing, 100*s.Coverage, read)
 	}
 	return nil
 }
@@ -228,8 +228,8 @@ func (m *Main) spaceUse(ctx context.Context, st recall.Store, name string, force
 	}
 	s := stats.Spaces[i]
 	if s.Missing > 0 && !force {
-		return recall.Errorf(recall.ECONFLICT, "space %s is missing %d vectors (coverage %.1f%%): run `recall repair --space %s` first, or pass --force",
-			s.Name, s.Missing, 100*s.Coverage, s.Name)
+		return recall.Errorf(recall.ECONFLICT, "space %s is missing %s (coverage %.1f%%): run `recall repair --space %s` first, or pass --force",
+			s.Name, plural(s.Missing, "vector", "vectors"), 100*s.Coverage, s.Name)
 	}
 	if err := st.UseSpace(ctx, s.Name); err != nil {
 		return err

@@ -71,8 +71,8 @@ func (m *Main) cmdStats(ctx context.Context, args []string) error {
 		if sp.Read {
 			read = " (read)"
 		}
-		fmt.Fprintf(w, "space %s%s: %s/%s %d-dim, %d vectors, %d missing, coverage %.1f%%\n",
-			sp.Name, read, sp.Provider, sp.Model, sp.Dim, sp.Vectors, sp.Missing, 100*sp.Coverage)
+		fmt.Fprintf(w, "space %s%s: %s/%s %d-dim, %s, %d missing, coverage %.1f%%\n",
+			sp.Name, read, sp.Provider, sp.Model, sp.Dim, plural(sp.Vectors, "vector", "vectors"), sp.Missing, 100*sp.Coverage)
 	}
 	if ls := s.LastSweep; ls != nil {
 		fmt.Fprintf(w, "last sweep: %s, %s (%s ago): %d seen, %d changed, %d failed, %d gone\n",
@@ -226,7 +226,7 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 				return writeErr(err)
 			}
 		}
-		fmt.Fprintf(m.Stderr, "exported %d sources to %s\n", n, *out)
+		fmt.Fprintf(m.Stderr, "exported %s to %s\n", plural(n, "source", "sources"), *out)
 	}
 	return nil
 }
@@ -415,9 +415,9 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	}
 	if err != nil {
 		if *keepNewer {
-			return fmt.Errorf("import stopped after %d sources (%d kept as newer, %d unchanged): %w", sum.Imported, sum.SkippedNewer, sum.Unchanged, err)
+			return fmt.Errorf("import stopped after %s (%d kept as newer, %d unchanged): %w", plural(sum.Imported, "source", "sources"), sum.SkippedNewer, sum.Unchanged, err)
 		}
-		return fmt.Errorf("import stopped after %d sources: %w", sum.Imported, err)
+		return fmt.Errorf("import stopped after %s: %w", plural(sum.Imported, "source", "sources"), err)
 	}
 	if *asJSON {
 		return json.NewEncoder(m.Stdout).Encode(sum)
@@ -546,15 +546,16 @@ func (s *importSummary) add(src recall.Source, dec importDecision) {
 
 func (s *importSummary) print(w io.Writer) {
 	hint := " (vectors are not exported: run `recall repair` to embed them)"
-	if !s.KeepNewer {
-		fmt.Fprintf(w, "imported %d sources%s\n", s.Imported, hint)
-		return
-	}
 	if s.Imported == 0 {
 		hint = ""
 	}
-	fmt.Fprintf(w, "imported %d sources, kept %d whose stored copy is newer, %d unchanged%s\n",
-		s.Imported, s.SkippedNewer, s.Unchanged, hint)
+	imported := plural(s.Imported, "source", "sources")
+	if !s.KeepNewer {
+		fmt.Fprintf(w, "imported %s%s\n", imported, hint)
+		return
+	}
+	fmt.Fprintf(w, "imported %s, kept %d whose stored copy is newer, %d unchanged%s\n",
+		imported, s.SkippedNewer, s.Unchanged, hint)
 	if len(s.Skipped) == 0 {
 		return
 	}
@@ -612,7 +613,7 @@ func readExport(r io.Reader, noEnd bool, fn func(line int, d recall.Document) er
 				return lerr
 			case endLine != nil:
 				if endLine.Sources != records {
-					return recall.Errorf(recall.EINVALID, "import: the export's end line counts %d sources, but %d came before it; nothing was imported", endLine.Sources, records)
+					return recall.Errorf(recall.EINVALID, "import: the export's end line counts %s, but %d came before it; nothing was imported", plural(endLine.Sources, "source", "sources"), records)
 				}
 				end = n
 			default:
@@ -627,7 +628,7 @@ func readExport(r io.Reader, noEnd bool, fn func(line int, d recall.Document) er
 		}
 	}
 	if end == 0 && !noEnd {
-		return recall.Errorf(recall.EINVALID, "import: the export ends after %d sources without its end line: it was cut off, or made by recall before 2026-12-01 (import that with --no-end); nothing was imported", records)
+		return recall.Errorf(recall.EINVALID, "import: the export ends after %s without its end line: it was cut off, or made by recall before 2026-12-01 (import that with --no-end); nothing was imported", plural(records, "source", "sources"))
 	}
 	return nil
 }

@@ -2,6 +2,9 @@ package memory
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/recall-mcp/recall"
 )
@@ -154,4 +157,41 @@ func CheckStored(src recall.Source) error {
 		}
 	}
 	return nil
+}
+
+// OwnersOf lists, in order, the owners (admin) who hold a memory or diary
+// day named as a client names it: a key ("plan") or "diary/<date>", of the
+// given kind ("" for either). The unowned namespace is left out. It reads
+// every memory and diary day, which is what an admin's error path can
+// afford and a request path could not: the server never tells a client of
+// another owner's key, which reads exactly like a missing one.
+func OwnersOf(ctx context.Context, st recall.Store, kind recall.Kind, name string) ([]string, error) {
+	names := map[string]bool{}
+	if kind == "" || kind == recall.KindMemory {
+		for _, k := range recall.KeyForms(name) {
+			names[k] = true
+		}
+	}
+	if kind == "" || kind == recall.KindDiary {
+		if strings.HasPrefix(name, "diary/") {
+			names[name] = true
+		}
+	}
+	f := recall.Filter{Kinds: []recall.Kind{recall.KindMemory, recall.KindDiary}}
+	seen := map[string]bool{}
+	for cursor := ""; ; {
+		srcs, next, err := st.ListSources(ctx, recall.ListOptions{Filter: f, Cursor: cursor, Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		for _, src := range srcs {
+			if src.Owner != "" && (kind == "" || src.Kind == kind) && names[recall.PublicID(src.ID)] {
+				seen[src.Owner] = true
+			}
+		}
+		if next == "" {
+			return slices.Sorted(maps.Keys(seen)), nil
+		}
+		cursor = next
+	}
 }

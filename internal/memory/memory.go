@@ -258,17 +258,33 @@ func validateDate(d string) error {
 }
 
 // Category returns the category for a key: explicit wins, else the first
-// matching prefix rule, else "".
+// prefix rule the key starts with, in any case ("Project_x" and
+// "PERSON_ann" are a project and a person, as an assistant may capitalise
+// a key), else "".
 func (s *Service) Category(key, explicit string) string {
 	if explicit != "" {
 		return explicit
 	}
 	for _, r := range s.opt.Categories {
-		if strings.HasPrefix(key, r.Prefix) {
+		if hasFoldPrefix(key, r.Prefix) {
 			return r.Category
 		}
 	}
 	return ""
+}
+
+// hasFoldPrefix reports whether s starts with prefix under Unicode case
+// folding. Folding maps a rune to a rune, so the prefix is compared with
+// as many leading runes of s as it has ("K", the Kelvin sign, takes three
+// bytes and folds to a one-byte "k").
+func hasFoldPrefix(s, prefix string) bool {
+	n := utf8.RuneCountInString(prefix)
+	i := 0
+	for ; n > 0 && i < len(s); n-- {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return n == 0 && strings.EqualFold(s[:i], prefix)
 }
 
 // modelName is what save answers report as the model.

@@ -294,6 +294,32 @@ func TestCategoriesAndFindPaging(t *testing.T) {
 	}
 }
 
+// A key's category prefix matches in any case, rune by rune under Unicode
+// folding; a key shorter than the prefix, or one that only shares its
+// letters further in, has none.
+func TestCategoryPrefixIgnoresCase(t *testing.T) {
+	s := New(nil, nil, Options{Categories: []CategoryRule{{Prefix: "project_", Category: "project"}, {Prefix: "straße_", Category: "street"}, {Prefix: "kid_", Category: "kid"}}})
+	for key, want := range map[string]string{
+		"project_x":    "project",
+		"Project_x":    "project",
+		"PROJECT_X":    "project",
+		"\u212aid_x":   "kid", // the Kelvin sign (three bytes) folds to k (one)
+		"kID":          "",
+		"STRASSE_x":    "", // full folding (ß → ss) is not simple folding
+		"STRAẞE_mitte": "street",
+		"projec":       "",
+		"my_project_x": "",
+		"Ｐroject_x":    "", // a full-width P is another letter (keys are saved in NFKC first)
+	} {
+		if got := s.Category(key, ""); got != want {
+			t.Errorf("Category(%q) = %q, want %q", key, got, want)
+		}
+	}
+	if got := s.Category("Project_x", "mine"); got != "mine" {
+		t.Errorf("an explicit category lost to the prefix: %q", got)
+	}
+}
+
 func TestPendingThenRepaired(t *testing.T) {
 	f := newFixture(t, true)
 	f.emb.FailOn(0, embedtest.FaultError)
