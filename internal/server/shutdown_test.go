@@ -3,16 +3,25 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/memory"
+	"github.com/recall-mcp/recall/internal/search"
 )
 
 // holdEmbedder embeds like the fixture's embedder, except a text holding
@@ -147,5 +156,106 @@ func TestHurryCutsShutdownShort(t *testing.T) {
 	}
 	if f.srv.Wait(time.Hour) {
 		t.Error("Wait reports background work ended that had not")
+	}
+}
+
+// heldCommit holds the first write of sources made through it, once
+// committed, until release is closed (held is closed when it waits), and
+// counts the writes of sources.
+type heldCommit struct {
+	recall.Store
+	held, release chan struct{}
+	first         []string // the sources the held write committed
+	writes        atomic.Int32
+}
+
+func (s *heldCommit) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+	if len(docs) == 0 || s.writes.Add(1) > 1 {
+		return s.Store.Write(ctx, docs, vecs)
+	}
+	res, err := s.Store.Write(ctx, docs, vecs)
+	for _, d := range docs {
+		s.first = append(s.first, d.Source.ID)
+	}
+	close(s.held)
+	<-s.release
+	return res, err
+}
+
+// lookupCounter closes looked at its store's nth VectorsByHash call. A
+// sweep without an embedder, as the server's is, makes one per file in
+// walk order, before it hands the file to its writer: at the nth, the
+// files before it are with the writer, whole (an interruption no longer
+// cuts them).
+type lookupCounter struct {
+	recall.Store
+	n      int32
+	calls  atomic.Int32
+	looked chan struct{}
+}
+
+func (s *lookupCounter) VectorsByHash(ctx context.Context, space string, hashes []string) (map[string][]float32, error) {
+	if s.calls.Add(1) == s.n {
+		close(s.looked)
+	}
+	return s.Store.VectorsByHash(ctx, space, hashes)
+}
+
+// Hurry (a second interrupt) makes the server's vault sweep skip its stop
+// grace: what it had read but not committed when the server began to stop
+// is dropped, not committed in the 5 s a first interrupt leaves it. The
+// sweep's first transaction is a.md alone (over 1 MiB of text, a server
+// sweep's transaction limit); the test holds it, committed, until b.md is
+// with the writer for the next one, then stops the server, hurries it and
+// lets the transaction end. Were the hurry not passed on to the sweep
+// (ingest.Options.Hurry), b.md would be committed in the grace.
+func TestHurrySkipsTheSweepsStopGrace(t *testing.T) {
+	vault := t.TempDir()
+	var big []string
+	for i := range 8000 { // 1.6 MB
+		big = append(big, fmt.Sprintf("**User:** question %d about rye?\n\n**Assistant:** %s", i, strings.Repeat("oats and barley ", 10)))
+	}
+	for name, text := range map[string]string{"a.md": strings.Join(big, "\n\n"),
+		"b.md": "**User:** question about spelt?\n\n**Assistant:** spelt is a wheat",
+		"c.md": "**User:** question about millet?\n\n**Assistant:** millet is a grass"} {
+		if err := os.WriteFile(filepath.Join(vault, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var commits *heldCommit
+	var lookups *lookupCounter
+	f := newFixture(t, func(o *Options) {
+		commits = &heldCommit{Store: o.Store, held: make(chan struct{}), release: make(chan struct{})}
+		lookups = &lookupCounter{Store: o.Store, n: 3, looked: make(chan struct{})}
+		o.Engine = search.New(commits, search.Options{Embedder: o.Embedder, MemoryLexical: true})
+		o.Memory = memory.New(o.Store, o.Engine, memory.Options{Embedder: o.Embedder, Space: testSpace})
+		o.Store = lookups
+		o.Vaults, o.FollowEvery = []string{vault}, -1
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	release := sync.OnceFunc(func() { close(commits.release) })
+	t.Cleanup(func() { cancel(); release(); f.srv.bg.wg.Wait() }) // before the store closes
+	f.srv.Start(ctx)
+	<-commits.held
+	if !slices.Equal(commits.first, []string{"a.md"}) {
+		t.Fatalf("the sweep's first transaction holds %v; the test needs a.md alone", commits.first)
+	}
+	<-lookups.looked // c.md's: b.md is with the writer
+	cancel()
+	f.srv.Hurry()
+	release()
+	f.srv.bg.wg.Wait() // Wait would not: it stops waiting at Hurry
+
+	abs, err := ingest.VaultPath(vault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := f.st.Manifest(context.Background(), recall.KindArchive, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := slices.Sorted(maps.Keys(stored)); commits.writes.Load() != 1 || !slices.Equal(ids, commits.first) {
+		t.Errorf("after Hurry the sweep made %d more writes, and the store holds %v; want none, and a.md alone",
+			commits.writes.Load()-1, ids)
 	}
 }
