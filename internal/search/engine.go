@@ -1351,6 +1351,13 @@ func (e *Engine) shape(ctx context.Context, req recall.SearchRequest, resp recal
 		default:
 			resp.Note = "no passage holds the quoted words exactly; these are the closest"
 		}
+	} else if resp.Mode == recall.ModeHybrid && len(list) > 0 && !slices.ContainsFunc(list, func(s scored) bool { return s.c.lexRank > 0 }) {
+		// Nothing holds a word of the query: the vectors still rank the
+		// closest passages, which may be about something else. An
+		// assistant reading the results is told so rather than left to
+		// take the nearest for a match (a floor on the cosine would be a
+		// knob fitted to one model's scale).
+		resp.Note = "no passage holds a word of the query; these are the closest in meaning"
 	}
 
 	// Collapse identical passages: the best-ranked copy stands for all.

@@ -494,6 +494,35 @@ func TestQuotedPhraseIsRequired(t *testing.T) {
 	}
 }
 
+// A hybrid search whose words no passage holds still returns the closest
+// passages by meaning, and says that none holds a word of the query; a
+// search whose words some passage holds has no note, nor has semantic
+// search, which asks for meaning alone.
+func TestHybridSaysWhenNoWordMatches(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 16)
+	writeDocs(t, st, emb,
+		doc("a.md", "we took the night train north to Porto in October"),
+		doc("b.md", "the ferry to the islands leaves at dawn"))
+	eng := search.New(st, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ query, mode, note string }{
+		{"zxqv wibble", recall.ModeHybrid, "no passage holds a word of the query; these are the closest in meaning"},
+		{"zxqv wibble", recall.ModeSemantic, ""},
+		{"zxqv ferry", recall.ModeHybrid, ""},
+	} {
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: c.query, Mode: c.mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Results) == 0 || r.Mode != c.mode || r.Note != c.note {
+			t.Errorf("%s %q: mode %s, %d results, note %q; want note %q", c.mode, c.query, r.Mode, len(r.Results), r.Note, c.note)
+		}
+	}
+}
+
 // A quoted phrase is required in semantic mode too, also when the one
 // passage holding it is far down the vector ranking (60 passages closer to
 // the rest of the query): it is found, labelled exact, with no note.
