@@ -22,7 +22,7 @@ import (
 //
 // The file is plain `key = value` lines; `#` starts a comment. Keys are the
 // environment variable names without the RECALL_ prefix, lower-cased:
-// db, embedder, model, ollama_url, openai_url, openai_api_key,
+// db, embedder, model, ollama_url, ollama_api_key, openai_url, openai_api_key,
 // openai_dimensions, cloudflare_account_id, cloudflare_api_token,
 // tokens_file, admin_token, timezone, models_dir.
 type config map[string]string
@@ -103,7 +103,7 @@ func (m *Main) loadConfig() (config, error) {
 var knownSettings = map[string]bool{
 	"admin_token": true, "audit": true, "categories": true, "cloudflare_account_id": true,
 	"cloudflare_api_token": true, "cloudflare_url": true, "db": true, "dimensions": true,
-	"embedder": true, "fusion": true, "model": true, "models_dir": true, "ollama_url": true,
+	"embedder": true, "fusion": true, "model": true, "models_dir": true, "ollama_api_key": true, "ollama_url": true,
 	"openai_api_key": true, "openai_url": true, "timezone": true, "token": true, "tokens_file": true,
 }
 

@@ -342,8 +342,10 @@ func (m *Main) makeEmbedderDim(provider, model string, dim int) (recall.Embedder
 		if model == "" {
 			model = "bge-m3"
 		}
+		// A key is for an Ollama behind an authenticating proxy; a local
+		// one needs none.
 		return embed.NewOllama(embed.OllamaConfig{BaseURL: m.setting("", "ollama_url", embed.DefaultOllamaURL),
-			Model: model, Dim: dim})
+			Model: model, APIKey: m.setting("", "ollama_api_key", ""), Dim: dim})
 	case "openai":
 		if model == "" {
 			model = "text-embedding-3-small"

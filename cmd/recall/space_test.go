@@ -744,3 +744,29 @@ func readSpaceStats(t *testing.T, url string) spaceStats {
 	}
 	return st
 }
+
+// An Ollama behind an authenticating proxy wants a bearer key, which the
+// ollama_api_key setting gives; without it the proxy's 401 is the error.
+func TestOllamaAPIKey(t *testing.T) {
+	const key = "ollama-proxy-key-0123456789"
+	var down atomic.Bool
+	inner := ollamaHandler(&down)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			http.Error(w, `{"error": "unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "model-a", srv.URL
+	if _, errs, code := run(t, env, "memory", "save", "note_a", "kept behind a proxy"); code == 0 || !strings.Contains(errs, "HTTP 401") {
+		t.Fatalf("without the key: exit %d, stderr %q; want the 401", code, errs)
+	}
+	env["RECALL_OLLAMA_API_KEY"] = key
+	out, errs, code := run(t, env, "memory", "save", "note_a", "kept behind a proxy")
+	if code != 0 || !strings.Contains(out, "index ok") {
+		t.Fatalf("with the key: exit %d: %s%s", code, out, errs)
+	}
+}
