@@ -487,6 +487,11 @@ type SearchResponse struct {
 	Mode    string `json:"mode"`           // the mode actually used
 	Note    string `json:"note,omitempty"` // e.g. why hybrid fell back to lexical
 	Results []Hit  `json:"results"`
+	// EmbedError is why the query could not be embedded when hybrid fell
+	// back to full text for that reason: for the operator (the command's
+	// stderr, the server's log), never the client, since it may name the
+	// embedder's address.
+	EmbedError error `json:"-"`
 }
 
 // Searcher answers searches and reads around hits.

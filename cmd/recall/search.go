@@ -140,6 +140,7 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	m.embedFailed(nil, resp)
 	if *sf.asJSON {
 		return json.NewEncoder(m.Stdout).Encode(resp)
 	}
@@ -191,6 +192,7 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 		in = f
 	}
 	out := bufio.NewWriter(m.Stdout)
+	told := map[string]bool{} // each reason the queries could not be embedded, said once
 	defer out.Flush()
 	enc := json.NewEncoder(out)
 	r := bufio.NewReader(in)
@@ -212,6 +214,7 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 				}
 				resp = map[string]string{"query": q.Query, "error": recall.ErrorMessage(serr)}
 			} else {
+				m.embedFailed(told, res)
 				resp = res
 			}
 			if _, ok := resp.(map[string]string); ok {
@@ -232,6 +235,25 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 			return err
 		}
 	}
+}
+
+// embedFailed says on stderr why a search fell back to full text because
+// its query could not be embedded: the note in the results gives no reason
+// (a client must not see the embedder's address), and "searched full text
+// only" alone leaves the user guessing between a wrong key, a server down
+// and a model missing. told, when not nil, holds the reasons said already.
+func (m *Main) embedFailed(told map[string]bool, resp recall.SearchResponse) {
+	if resp.EmbedError == nil {
+		return
+	}
+	msg := resp.EmbedError.Error()
+	if told != nil {
+		if told[msg] {
+			return
+		}
+		told[msg] = true
+	}
+	fmt.Fprintf(m.Stderr, "recall: the query could not be embedded: %s\n", msg)
 }
 
 func printResults(w io.Writer, resp recall.SearchResponse) {

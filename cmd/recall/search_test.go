@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -97,5 +99,33 @@ func TestOneOffSearchLoadsVectorsOnlyToSearchThem(t *testing.T) {
 			t.Errorf("embedder %s, search %v: mode %s, %d results, %d index loads, %d scans; want mode %s, %d loads, %d scans",
 				tt.embedder, tt.args, resp.Mode, len(resp.Results), loads, scans, tt.mode, tt.loads, tt.scans)
 		}
+	}
+}
+
+// A search that falls back to full text because the query could not be
+// embedded says why on stderr (the results' note cannot: it is also what
+// clients get): a wrong key, a server down and a missing model read alike
+// there. A file of queries says each reason once.
+func TestSearchSaysWhyTheQueryWasNotEmbedded(t *testing.T) {
+	var down atomic.Bool
+	srv := fakeOllama(t, &down)
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "model-a", srv.URL
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	down.Store(true)
+	const why = "the query could not be embedded: ollama failed (HTTP 500"
+	out, errs, code := run(t, env, "search", "sourdough starter")
+	if code != 0 || !strings.Contains(out, "searched full text only") || !strings.Contains(errs, why) {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the fallback and, on stderr, %q", code, out, errs, why)
+	}
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(queries, []byte("{\"query\": \"sourdough\"}\n{\"query\": \"starter\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errs, code = run(t, env, "search", "--queries", queries)
+	if code != 0 || strings.Count(errs, why) != 1 {
+		t.Fatalf("batch: exit %d, stderr %q; want the reason once", code, errs)
 	}
 }

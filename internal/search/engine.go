@@ -940,6 +940,11 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 			ectx, cancel := context.WithTimeout(ctx, e.opt.EmbedBudget)
 			defer cancel()
 			vecs, err := emb.Embed(ectx, recall.InputQuery, []string{req.Query})
+			if err != nil && ectx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+				// The budget ran out, not the caller's time: say whose
+				// wait ended rather than "context deadline exceeded".
+				err = recall.Errorf(recall.EUNAVAILABLE, "the embedder did not answer within %s", e.opt.EmbedBudget)
+			}
 			if err == nil {
 				// A vector no search can use (NaN, all zeros) is an
 				// embedding that failed: hybrid goes on with full text.
@@ -1042,6 +1047,7 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		} else if qvec == nil {
 			resp.Mode = recall.ModeLexical
 			resp.Note = "the query could not be embedded; searched full text only"
+			resp.EmbedError = embedErr
 		}
 	case resp.Mode == recall.ModeSemantic && !vecReady:
 		msg := e.noVectorsReason(ctx)

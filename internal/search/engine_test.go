@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -290,6 +291,55 @@ func TestSlowEmbedderFallsBack(t *testing.T) {
 	}
 	if _, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse", Mode: recall.ModeSemantic}); recall.ErrorCode(err) != recall.EUNAVAILABLE {
 		t.Fatalf("semantic with a stalled embedder: %v", err)
+	}
+}
+
+// TestEmbedFailureSaysWhy: a search whose query could not be embedded
+// carries the reason for the operator (the command's stderr, the server's
+// log), and one whose embedder ran out of its budget names the budget, not
+// "context deadline exceeded".
+func TestEmbedFailureSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 16)
+	writeDocs(t, st, emb, doc("a.md", "the lighthouse keeper's log"))
+	failing := embedtest.New(16)
+	failing.FailOn(0, embedtest.FaultError)
+	stalled := embedtest.New(16)
+	stalled.Delay = time.Hour // until the budget ends
+	for _, tt := range []struct {
+		name string
+		emb  *embedtest.Embedder
+		want string
+	}{
+		{"failing", failing, "embedtest: injected failure"},
+		{"stalled", stalled, "the embedder did not answer within 50ms"},
+	} {
+		eng := search.New(st, search.Options{Embedder: tt.emb, EmbedBudget: 50 * time.Millisecond})
+		if err := eng.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Mode != recall.ModeLexical || r.EmbedError == nil || !strings.Contains(r.EmbedError.Error(), tt.want) {
+			t.Errorf("%s, hybrid: mode %s, embed error %v; want lexical, and %q", tt.name, r.Mode, r.EmbedError, tt.want)
+		}
+		if b, _ := json.Marshal(r); strings.Contains(string(b), tt.want) {
+			t.Errorf("%s: the answer a client gets holds the reason: %s", tt.name, b)
+		}
+		_, err = eng.Search(ctx, recall.SearchRequest{Query: "lighthouse", Mode: recall.ModeSemantic})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s, semantic: %v; want %q", tt.name, err, tt.want)
+		}
+	}
+	// A search embedded as asked carries none.
+	eng := search.New(st, search.Options{Embedder: emb})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse"}); err != nil || r.EmbedError != nil || r.Mode != recall.ModeHybrid {
+		t.Errorf("embedded: mode %s, embed error %v, %v", r.Mode, r.EmbedError, err)
 	}
 }
 

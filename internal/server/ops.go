@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -115,7 +117,37 @@ func (s *Server) search(ctx context.Context, c caller, in SearchInput) (recall.S
 	if err != nil {
 		return resp, err
 	}
+	s.embedLog.note(s.log, resp)
 	return resp, nil
+}
+
+// embedFailures logs why queries could not be embedded, which their
+// answers only note ("searched full text only"): without it an operator
+// whose embedder is misconfigured (a server that moved to a space whose
+// provider it has no address for) sees every search quietly lose its
+// semantic half. A reason is logged when it first shows, then at most once
+// a minute while it lasts; a search embedded again ends it.
+type embedFailures struct {
+	mu   sync.Mutex
+	last string
+	at   time.Time
+}
+
+func (f *embedFailures) note(log *slog.Logger, resp recall.SearchResponse) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if resp.EmbedError == nil {
+		if resp.Mode != recall.ModeLexical {
+			f.last = "" // embedded: a failure from now on is news
+		}
+		return
+	}
+	msg := resp.EmbedError.Error()
+	if msg == f.last && time.Since(f.at) < time.Minute {
+		return
+	}
+	f.last, f.at = msg, time.Now()
+	log.Warn("searches fall back to full text: the query could not be embedded", "err", msg)
 }
 
 // ContextInput is get_context's input.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
 	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/remote"
 )
@@ -374,5 +375,28 @@ func TestMalformedMCPMessages(t *testing.T) {
 	}
 	if status, body := f.rawCall(plainTok, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); status != 200 || !strings.Contains(body, `"id":9`) {
 		t.Errorf("the session after the refusals: %d %s", status, body)
+	}
+}
+
+// A search whose query cannot be embedded answers from full text with a
+// note that gives no reason (it may name the embedder's address); the
+// server's log gives it, and never the query.
+func TestEmbedFailureIsLogged(t *testing.T) {
+	f := newFixture(t, nil)
+	f.archive("a.md", "A", "2025-01-01", "the lighthouse keeper's log")
+	f.emb.FailOn(0, embedtest.FaultError)
+	resp, body := f.do("POST", "/api/search", plainTok, `{"query": "lighthouse keeper"}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, "searched full text only") {
+		t.Fatalf("search: %d %s", resp.StatusCode, body)
+	}
+	if strings.Contains(body, "injected failure") {
+		t.Errorf("the client is told the embedder's error: %s", body)
+	}
+	logs := f.logs.String()
+	if !strings.Contains(logs, "the query could not be embedded") || !strings.Contains(logs, "injected failure") {
+		t.Errorf("the log does not say why the query could not be embedded:\n%s", logs)
+	}
+	if strings.Contains(logs, "lighthouse keeper") {
+		t.Errorf("the log holds the query:\n%s", logs)
 	}
 }

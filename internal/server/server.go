@@ -146,6 +146,7 @@ type Server struct {
 
 	bgOnce     sync.Once
 	statsCache statsCache
+	embedLog   embedFailures
 	schemas    map[string]*jsonschema.Schema // tools' input schemas by name (invalidArgs)
 	searching  sync.Map                      // identity key → chan of its searches running (searchTurn)
 
