@@ -13,6 +13,7 @@ import (
 	"github.com/recall-mcp/recall/internal/chunk"
 	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/server"
+	"github.com/rivo/uniseg"
 )
 
 // memoryService builds the memory service over the configured store and
@@ -240,7 +241,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 			return m.printJSON(page)
 		}
 		for _, it := range page.Items {
-			fmt.Fprintf(m.Stdout, "%-32s %-10s %s  %s\n", it.Key, it.Category, it.Date, it.Preview)
+			fmt.Fprintf(m.Stdout, "%s %s %s  %s\n", padColumns(it.Key, 32), padColumns(it.Category, 10), it.Date, it.Preview)
 		}
 		if page.Next != "" {
 			fmt.Fprintf(m.Stdout, "(more: --cursor %s)\n", page.Next)
@@ -372,4 +373,12 @@ func (m *Main) ownerHint(ctx context.Context, err error, owner string, kind reca
 		return recall.Errorf(recall.ENOTFOUND, "%s without an owner; owner %s has one: add --owner %s", recall.ErrorMessage(err), owners[0], owners[0])
 	}
 	return recall.Errorf(recall.ENOTFOUND, "%s without an owner; owners %s each have one: add --owner with one of them", recall.ErrorMessage(err), strings.Join(owners, ", "))
+}
+
+// padColumns pads s with spaces to cols columns of a terminal. fmt's %-32s
+// counts characters, and a Chinese or Japanese character takes two
+// columns, so keys in those scripts pushed the columns after them out of
+// line.
+func padColumns(s string, cols int) string {
+	return s + strings.Repeat(" ", max(0, cols-uniseg.StringWidth(s)))
 }
