@@ -155,6 +155,7 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if err != nil {
 			return inputError(err)
 		}
+		m.indexPending(res.IndexError)
 		if *asJSON {
 			return m.printJSON(res)
 		}
@@ -307,6 +308,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		if err != nil {
 			return inputError(err)
 		}
+		m.indexPending(res.IndexError)
 		if *asJSON {
 			return m.printJSON(res)
 		}
@@ -373,6 +375,15 @@ func (m *Main) ownerHint(ctx context.Context, err error, owner string, kind reca
 		return recall.Errorf(recall.ENOTFOUND, "%s without an owner; owner %s has one: add --owner %s", recall.ErrorMessage(err), owners[0], owners[0])
 	}
 	return recall.Errorf(recall.ENOTFOUND, "%s without an owner; owners %s each have one: add --owner with one of them", recall.ErrorMessage(err), strings.Join(owners, ", "))
+}
+
+// indexPending says on stderr why a memory or diary day was stored
+// without its vectors ("index pending" alone leaves the user guessing
+// between a wrong key, an embedder down and a model missing).
+func (m *Main) indexPending(why error) {
+	if why != nil {
+		fmt.Fprintf(m.Stderr, "recall: stored without its vectors, searchable by text only until `recall repair` embeds it once the embedder works: %v\n", why)
+	}
 }
 
 // padColumns pads s with spaces to cols columns of a terminal. fmt's %-32s

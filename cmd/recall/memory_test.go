@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rivo/uniseg"
@@ -36,5 +37,26 @@ func TestMemoryFindColumnsLineUp(t *testing.T) {
 			t.Errorf("the date starts at column %d in %q, %d in the line before:\n%s", c, l, col, out)
 		}
 		col = c
+	}
+}
+
+// A memory or diary day stored without its vectors says why on stderr:
+// "index pending" alone reads the same for a wrong key, an embedder down
+// and a model missing.
+func TestIndexPendingSaysWhy(t *testing.T) {
+	var down atomic.Bool
+	srv := fakeOllama(t, &down)
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "model-a", srv.URL
+	if out, errs, code := run(t, env, "memory", "save", "note_a", "while it works"); code != 0 || !strings.Contains(out, "index ok") || errs != "" {
+		t.Fatalf("embedder up: exit %d, %q, stderr %q", code, out, errs)
+	}
+	down.Store(true)
+	const why = "ollama failed (HTTP 500"
+	for _, args := range [][]string{{"memory", "save", "note_b", "while it is down"}, {"diary", "write", "a day while it is down"}} {
+		out, errs, code := run(t, env, args...)
+		if code != 0 || !strings.Contains(out, "index pending") || !strings.Contains(errs, why) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want pending, and why: %s", args, code, out, errs, why)
+		}
 	}
 }

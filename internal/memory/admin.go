@@ -114,10 +114,15 @@ func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, e
 		return SaveResult{}, err
 	}
 	state := doc.Source.IndexState
-	if vecs, st := s.embedWithin(ctx, doc.Chunks); st == recall.IndexOK && s.w.PutVectors(ctx, vecs) == nil {
-		state = st
+	vecs, st, why := s.embedWithin(ctx, doc.Chunks)
+	if st == recall.IndexOK {
+		if why = s.w.PutVectors(ctx, vecs); why == nil {
+			state = st
+		}
 	}
-	return SaveResult{Key: key, Stored: "ok", Index: s.settled(ctx, src.ID, state), Chunks: len(doc.Chunks), Model: s.modelName(), ContentHash: doc.Source.ContentHash}, nil
+	state = s.settled(ctx, src.ID, state)
+	return SaveResult{Key: key, Stored: "ok", Index: state, Chunks: len(doc.Chunks), Model: s.modelName(), ContentHash: doc.Source.ContentHash,
+		IndexError: pendingBecause(state, why)}, nil
 }
 
 func cutDiary(key string) (string, bool) {

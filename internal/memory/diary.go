@@ -37,6 +37,8 @@ type DiaryResult struct {
 	Entries int    `json:"entries"` // entries the day now holds
 	Index   string `json:"index"`
 	Chunks  int    `json:"chunks"`
+	// IndexError is why the index is pending, as SaveResult's.
+	IndexError error `json:"-"`
 }
 
 func (s *Service) today() string { return s.opt.Now().In(s.opt.Location).Format("2006-01-02") }
@@ -104,10 +106,14 @@ func (s *Service) WriteDiary(ctx context.Context, text, date, owner string, repl
 	// Putting the vectors the day's texts already have as well is what
 	// marks the day indexed when none is new (the same entry on another
 	// day, or a day replaced by the same text).
-	if vecs, state := s.embedWithin(ctx, doc.Chunks); state == recall.IndexOK && s.w.PutVectors(ctx, vecs) == nil {
-		res.Index = state
+	vecs, state, why := s.embedWithin(ctx, doc.Chunks)
+	if state == recall.IndexOK {
+		if why = s.w.PutVectors(ctx, vecs); why == nil {
+			res.Index = state
+		}
 	}
 	res.Index = s.settled(ctx, id, res.Index)
+	res.IndexError = pendingBecause(res.Index, why)
 	return res, nil
 }
 

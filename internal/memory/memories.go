@@ -26,6 +26,9 @@ type SaveResult struct {
 	Chunks      int    `json:"chunks"`
 	Model       string `json:"model"`
 	ContentHash string `json:"content_hash"`
+	// IndexError is why the index is pending: for the command line's
+	// stderr, never a client (it may name the embedder's address).
+	IndexError error `json:"-"`
 }
 
 // Memory is read_memory's answer.
@@ -112,8 +115,9 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 	// state it is written with against the vectors it holds then (a delete
 	// or replace since the read may have taken them).
 	state := cur.IndexState
+	var why error
 	if reembed {
-		vecs, state = s.embedWithin(ctx, chunks)
+		vecs, state, why = s.embedWithin(ctx, chunks)
 	}
 	doc := recall.Document{
 		Source: recall.Source{ID: id, Kind: recall.KindMemory, Title: req.Key, Date: date, Owner: owner,
@@ -126,6 +130,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 	}
 	if reembed {
 		res.Index = s.settled(ctx, id, state)
+		res.IndexError = pendingBecause(res.Index, why)
 	}
 	res.Chunks = len(chunks)
 	return res, nil

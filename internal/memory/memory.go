@@ -314,22 +314,35 @@ func (s *Service) settled(ctx context.Context, id, state string) string {
 	return state
 }
 
+// pendingBecause is why a text is left in state: err while it is pending,
+// nil once it is not (the store found its vectors after all).
+func pendingBecause(state string, err error) error {
+	if state != recall.IndexPending {
+		return nil
+	}
+	return err
+}
+
 // embedWithin is embed within the save budget (Options.EmbedBudget).
-func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string) {
-	ctx, cancel := context.WithTimeout(ctx, s.opt.EmbedBudget)
+func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string, error) {
+	bctx, cancel := context.WithTimeout(ctx, s.opt.EmbedBudget)
 	defer cancel()
-	return s.embed(ctx, chunks)
+	vecs, state, err := s.embed(bctx, chunks)
+	if err != nil && bctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		err = recall.Errorf(recall.EUNAVAILABLE, "the embedder did not answer within %s", s.opt.EmbedBudget)
+	}
+	return vecs, state, err
 }
 
 // embed makes vectors for the chunks' texts that the space lacks and
-// returns them with the vectors the space holds for the others, and the
-// index state the documents end up in. The write that records "ok" must
+// returns them with the vectors the space holds for the others, the
+// index state the documents end up in, and, when that is pending, why. The write that records "ok" must
 // carry every vector that state claims: another memory holding the same
 // text may be deleted before that write commits, and its vector with it.
-func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string) {
+func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string, error) {
 	t := s.target()
 	if !t.canEmbed() {
-		return nil, recall.IndexSkipped
+		return nil, recall.IndexSkipped, nil
 	}
 	var hashes []string
 	byHash := map[string]recall.Chunk{}
@@ -341,7 +354,7 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	}
 	have, err := s.st.VectorsByHash(ctx, t.space, hashes)
 	if err != nil {
-		return nil, recall.IndexPending
+		return nil, recall.IndexPending, err
 	}
 	out := make([]recall.Vector, 0, len(hashes))
 	var need []string
@@ -355,16 +368,16 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 		texts = append(texts, embed.ChunkText{Header: byHash[h].Header, Text: byHash[h].Text})
 	}
 	if len(need) == 0 {
-		return out, recall.IndexOK
+		return out, recall.IndexOK, nil
 	}
 	vecs, err := embed.EmbedChunks(ctx, t.emb, t.dim, texts)
 	if err != nil {
-		return nil, recall.IndexPending
+		return nil, recall.IndexPending, err
 	}
 	for i, h := range need {
 		out = append(out, recall.Vector{Space: t.space, Hash: h, Vec: vecs[i]})
 	}
-	return out, recall.IndexOK
+	return out, recall.IndexOK, nil
 }
 
 func preview(s string) string {

@@ -327,6 +327,14 @@ func TestPendingThenRepaired(t *testing.T) {
 	if err != nil || res.Index != recall.IndexPending {
 		t.Fatalf("save with failing embedder: %+v %v", res, err)
 	}
+	// Why it is pending is the command line's to say, never a client's.
+	const why = "embedtest: injected failure"
+	if res.IndexError == nil || !strings.Contains(res.IndexError.Error(), why) {
+		t.Errorf("save: index error %v; want %q", res.IndexError, why)
+	}
+	if b, _ := json.Marshal(res); strings.Contains(string(b), why) {
+		t.Errorf("the answer a client gets holds the reason: %s", b)
+	}
 	if r, _ := f.eng.Search(ctx, recall.SearchRequest{Query: "brown fox"}); len(r.Results) != 1 {
 		t.Fatalf("pending memory must be searchable by text: %+v", r)
 	}
@@ -345,6 +353,27 @@ func TestPendingThenRepaired(t *testing.T) {
 	r, err := f.eng.Search(ctx, recall.SearchRequest{Query: "quick brown fox", Mode: recall.ModeSemantic})
 	if err != nil || len(r.Results) != 1 {
 		t.Fatalf("semantic after repair: %+v %v", r, err)
+	}
+	if res, err := f.svc.Save(ctx, SaveRequest{Key: "note_y", Value: "embedded at once"}, Scope{}); err != nil || res.Index != recall.IndexOK || res.IndexError != nil {
+		t.Fatalf("save with the embedder back: %+v %v", res, err)
+	}
+}
+
+// A diary day and a reindexed memory left pending say why, as a save does.
+func TestPendingSaysWhy(t *testing.T) {
+	f := newFixture(t, true)
+	f.emb.FailOn(0, embedtest.FaultError)
+	if _, err := f.svc.Save(ctx, SaveRequest{Key: "note_x", Value: "the quick brown fox"}, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	const why = "embedtest: injected failure"
+	if d, err := f.svc.WriteDiary(ctx, "a day", "2025-01-02", "", false, Scope{}); err != nil || d.Index != recall.IndexPending ||
+		d.IndexError == nil || !strings.Contains(d.IndexError.Error(), why) {
+		t.Errorf("diary: %+v %v; want pending, and %q", d, err, why)
+	}
+	if r, err := f.svc.Reindex(ctx, "note_x", ""); err != nil || r.Index != recall.IndexPending ||
+		r.IndexError == nil || !strings.Contains(r.IndexError.Error(), why) {
+		t.Errorf("reindex: %+v %v; want pending, and %q", r, err, why)
 	}
 }
 
