@@ -434,3 +434,55 @@ func until(cond func() bool) bool {
 	}
 	return true
 }
+
+// A memory saved, a diary day written or a memory reindexed without its
+// vectors (the embedder failed) wakes the background repair, which would
+// otherwise look again only after its idle wait; one stored with them
+// does not.
+func TestPendingWriteWakesRepair(t *testing.T) {
+	f := newFixture(t, nil)
+	user, admin := f.connect(aliceTok), f.connect(adminTok)
+	woken := func() bool {
+		select {
+		case <-f.srv.bg.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		fails bool
+		write func() string
+	}{
+		{"save_memory, embedded", false, func() string {
+			out, _ := mustCall[memory.SaveResult](t, user, "save_memory", map[string]any{"key": "note_a", "value": "embedded"})
+			return out.Index
+		}},
+		{"save_memory, embedder failing", true, func() string {
+			out, _ := mustCall[memory.SaveResult](t, user, "save_memory", map[string]any{"key": "note_b", "value": "not embedded"})
+			return out.Index
+		}},
+		{"write_diary, embedder failing", true, func() string {
+			d, _ := mustCall[memory.DiaryResult](t, user, "write_diary", map[string]any{"text": "a day not embedded"})
+			return d.Index
+		}},
+		{"reindex_memory, embedder failing", true, func() string {
+			out, _ := mustCall[memory.SaveResult](t, admin, "reindex_memory", map[string]any{"key": "note_b", "owner": "alice"})
+			return out.Index
+		}},
+	} {
+		if c.fails {
+			f.emb.FailOn(0, embedtest.FaultError)
+		}
+		got := c.write()
+		f.emb.FailOn(0, 0)
+		want := map[bool]string{false: recall.IndexOK, true: recall.IndexPending}[c.fails]
+		if got != want {
+			t.Fatalf("%s: index %q, want %q", c.name, got, want)
+		}
+		if w := woken(); w != c.fails {
+			t.Errorf("%s: repair woken %v, want %v", c.name, w, c.fails)
+		}
+	}
+}

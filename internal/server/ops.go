@@ -348,7 +348,19 @@ type SaveInput struct {
 }
 
 func (s *Server) save(ctx context.Context, c caller, in SaveInput) (memory.SaveResult, error) {
-	return s.mem.Save(ctx, memory.SaveRequest{Key: in.Key, Value: in.Value, Category: in.Category, Owner: in.Owner, Date: in.Date}, c.scope())
+	res, err := s.mem.Save(ctx, memory.SaveRequest{Key: in.Key, Value: in.Value, Category: in.Category, Owner: in.Owner, Date: in.Date}, c.scope())
+	s.pending(res.Index)
+	return res, err
+}
+
+// pending wakes the background repair for a memory or diary day that was
+// stored without its vectors (the embedder failed or was slow): an idle
+// repair would otherwise look again only after its idle wait (5 min). A
+// repair backing off from a failing embedder is not hurried by it.
+func (s *Server) pending(index string) {
+	if index == recall.IndexPending {
+		s.bg.nudge()
+	}
 }
 
 // KeyInput names one memory.
@@ -406,7 +418,9 @@ type DiaryWriteInput struct {
 }
 
 func (s *Server) writeDiary(ctx context.Context, c caller, in DiaryWriteInput) (memory.DiaryResult, error) {
-	return s.mem.WriteDiary(ctx, in.Text, in.Date, in.Owner, in.Replace, c.scope())
+	res, err := s.mem.WriteDiary(ctx, in.Text, in.Date, in.Owner, in.Replace, c.scope())
+	s.pending(res.Index)
+	return res, err
 }
 
 // DiaryReadInput is read_diary's input.
@@ -464,7 +478,9 @@ func (s *Server) reindex(ctx context.Context, in ReindexInput) (memory.SaveResul
 	if err := memory.ValidateKey(in.Key); err != nil {
 		return memory.SaveResult{}, err
 	}
-	return s.mem.Reindex(ctx, in.Key, in.Owner)
+	res, err := s.mem.Reindex(ctx, in.Key, in.Owner)
+	s.pending(res.Index)
+	return res, err
 }
 
 // NoInput is the input of tools that take none.
