@@ -359,8 +359,17 @@ func (m *Main) makeEmbedderDim(provider, model string, dim int) (recall.Embedder
 		}
 		acct := m.setting("", "cloudflare_account_id", m.Getenv("CLOUDFLARE_ACCOUNT_ID"))
 		tok := m.setting("", "cloudflare_api_token", m.Getenv("CLOUDFLARE_API_TOKEN"))
-		if acct == "" || tok == "" {
-			return nil, usagef("the cloudflare embedder needs %s and %s", settingName("cloudflare_account_id"), settingName("cloudflare_api_token"))
+		var missing []string
+		for _, v := range []struct{ value, key, env string }{
+			{acct, "cloudflare_account_id", "CLOUDFLARE_ACCOUNT_ID"},
+			{tok, "cloudflare_api_token", "CLOUDFLARE_API_TOKEN"},
+		} {
+			if v.value == "" {
+				missing = append(missing, fmt.Sprintf("%s (RECALL_%s, %s or the config file)", v.key, strings.ToUpper(v.key), v.env))
+			}
+		}
+		if len(missing) > 0 {
+			return nil, usagef("the cloudflare embedder needs %s", strings.Join(missing, " and "))
 		}
 		return embed.NewCloudflare(embed.CloudflareConfig{AccountID: acct, APIToken: tok, Model: model,
 			BaseURL: m.setting("", "cloudflare_url", ""), Dim: dim})

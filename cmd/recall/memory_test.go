@@ -22,19 +22,43 @@ func TestMemoryFindColumnsLineUp(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errs)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("want 3 lines: %q", out)
+	columnsLineUp(t, out, 3, "20") // the date
+}
+
+// A space named in Chinese or Japanese lines up with the others in `space
+// list`, as memory keys do in `memory find`.
+func TestSpaceListColumnsLineUp(t *testing.T) {
+	env := ollamaEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "note_a", "a"); code != 0 {
+		t.Fatal(errs)
 	}
-	col := -1 // where the date starts, in columns
+	if _, errs, code := run(t, env, "--embedder", "ollama", "--model", "model-b", "space", "create", "模型乙"); code != 0 {
+		t.Fatal(errs)
+	}
+	out, errs, code := run(t, env, "space", "list")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	columnsLineUp(t, out, 2, "ollama/")
+}
+
+// columnsLineUp checks that out has n lines and that marker starts at the
+// same terminal column in each (a Chinese or Japanese character takes two).
+func columnsLineUp(t *testing.T, out string, n int, marker string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != n {
+		t.Fatalf("want %d lines: %q", n, out)
+	}
+	col := -1
 	for _, l := range lines {
-		i := strings.Index(l, "20")
+		i := strings.Index(l, marker)
 		if i < 0 {
-			t.Fatalf("no date in %q", l)
+			t.Fatalf("no %q in %q", marker, l)
 		}
 		c := uniseg.StringWidth(l[:i])
 		if col >= 0 && c != col {
-			t.Errorf("the date starts at column %d in %q, %d in the line before:\n%s", c, l, col, out)
+			t.Errorf("%q starts at column %d in %q, %d in the line before:\n%s", marker, c, l, col, out)
 		}
 		col = c
 	}

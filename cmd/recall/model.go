@@ -67,7 +67,7 @@ known models: ` + knownModels()
 			if i >= len(list) {
 				state += " (shipped by a Python package; used when " + dir + " lacks it)"
 			}
-			fmt.Fprintf(m.Stdout, "%-28s %7.1f MB  %s  %s\n", in.Name, float64(in.Bytes)/1e6, state, in.Dir)
+			fmt.Fprintf(m.Stdout, "%s %7.1f MB  %s  %s\n", padColumns(in.Name, 28), float64(in.Bytes)/1e6, state, in.Dir)
 		}
 		return nil
 	case "pull":

@@ -175,8 +175,8 @@ func (m *Main) spaceList(ctx context.Context, st recall.Store, asJSON bool) erro
 		if s.Read {
 			read = "  <- searches read this space"
 		}
-		fmt.Fprintf(m.Stdout, "%-28s %s/%s %d-dim  %s, %d missing (%.1f%%)%s\n",
-			s.Name, s.Provider, s.Model, s.Dim, plural(s.Vectors, "vector", "vectors"), s.Missing, 100*s.Coverage, read)
+		fmt.Fprintf(m.Stdout, "%s %s/%s %d-dim  %s, %d missing (%.1f%%)%s\n",
+			padColumns(s.Name, 28), s.Provider, s.Model, s.Dim, plural(s.Vectors, "vector", "vectors"), s.Missing, 100*s.Coverage, read)
 	}
 	return nil
 }

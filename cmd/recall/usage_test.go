@@ -97,6 +97,12 @@ func TestBadSettingsAreRefusedByEveryCommand(t *testing.T) {
 		{map[string]string{"RECALL_TIMEZONE": "Mars/Base"}, "stats", "RECALL_TIMEZONE: unknown time zone"},
 		{map[string]string{"RECALL_DIMENSIONS": "-8"}, "stats", "RECALL_DIMENSIONS: must be a positive number"},
 		{nil, "search --fusion bogus q", `--fusion: unknown fusion "bogus"`},
+		// The Cloudflare settings missing are named, each with every place
+		// it is read from (CLOUDFLARE_* as Cloudflare's own tools set them).
+		{map[string]string{"RECALL_EMBEDDER": "cloudflare"}, "memory save k v",
+			"needs cloudflare_account_id (RECALL_CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_ACCOUNT_ID or the config file) and cloudflare_api_token (RECALL_CLOUDFLARE_API_TOKEN, CLOUDFLARE_API_TOKEN or the config file)"},
+		{map[string]string{"RECALL_EMBEDDER": "cloudflare", "CLOUDFLARE_ACCOUNT_ID": "acct"}, "memory save k v",
+			"the cloudflare embedder needs cloudflare_api_token (RECALL_CLOUDFLARE_API_TOKEN, CLOUDFLARE_API_TOKEN or the config file)\n"},
 	} {
 		env := maps.Clone(base)
 		maps.Copy(env, c.env)
