@@ -83,4 +83,9 @@ func TestIndexPendingSaysWhy(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want pending, and why: %s", args, code, out, errs, why)
 		}
 	}
+	// With no embedder at all, in a database that has a vector space.
+	out, errs, code := run(t, env, "--embedder", "none", "memory", "save", "note_c", "with no embedder")
+	if code != 0 || !strings.Contains(out, "index pending") || !strings.Contains(errs, "no embedder is configured here") {
+		t.Errorf("--embedder none: exit %d, stdout %q, stderr %q; want pending, and why", code, out, errs)
+	}
 }

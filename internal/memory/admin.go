@@ -122,7 +122,7 @@ func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, e
 	}
 	state = s.settled(ctx, src.ID, state)
 	return SaveResult{Key: key, Stored: "ok", Index: state, Chunks: len(doc.Chunks), Model: s.modelName(), ContentHash: doc.Source.ContentHash,
-		IndexError: pendingBecause(state, why)}, nil
+		IndexError: s.pendingBecause(state, why)}, nil
 }
 
 func cutDiary(key string) (string, bool) {

@@ -113,7 +113,7 @@ func (s *Service) WriteDiary(ctx context.Context, text, date, owner string, repl
 		}
 	}
 	res.Index = s.settled(ctx, id, res.Index)
-	res.IndexError = pendingBecause(res.Index, why)
+	res.IndexError = s.pendingBecause(res.Index, why)
 	return res, nil
 }
 

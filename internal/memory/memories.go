@@ -130,7 +130,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest, sc Scope) (SaveResu
 	}
 	if reembed {
 		res.Index = s.settled(ctx, id, state)
-		res.IndexError = pendingBecause(res.Index, why)
+		res.IndexError = s.pendingBecause(res.Index, why)
 	}
 	res.Chunks = len(chunks)
 	return res, nil

@@ -315,10 +315,15 @@ func (s *Service) settled(ctx context.Context, id, state string) string {
 }
 
 // pendingBecause is why a text is left in state: err while it is pending,
-// nil once it is not (the store found its vectors after all).
-func pendingBecause(state string, err error) error {
-	if state != recall.IndexPending {
+// nil once it is not (the store found its vectors after all). A text this
+// process could not even try to embed, in a database that has a vector
+// space, is pending for want of an embedder.
+func (s *Service) pendingBecause(state string, err error) error {
+	switch {
+	case state != recall.IndexPending:
 		return nil
+	case err == nil && !s.canEmbed():
+		return recall.Errorf(recall.EUNAVAILABLE, "no embedder is configured here (embedder none, or its model is not installed)")
 	}
 	return err
 }
