@@ -191,9 +191,14 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			printRemoved(m.Stdout, res.Removed, action)
 		}
 		if res.ConversationsRemoved > 0 {
-			fmt.Fprintf(m.Stdout, "%s removed with %s\n", plural(res.ConversationsRemoved,
-				"conversation no longer in its export was", "conversations no longer in their exports were"),
-				agree(res.ConversationsRemoved, "it", "them"))
+			// A dry run removes nothing: it says what the sweep would.
+			were := agree(res.ConversationsRemoved, "was", "were")
+			if *dry {
+				were = "would be"
+			}
+			fmt.Fprintf(m.Stdout, "%s %s removed with %s\n", plural(res.ConversationsRemoved,
+				"conversation no longer in its export", "conversations no longer in their exports"),
+				were, agree(res.ConversationsRemoved, "it", "them"))
 		}
 		if res.VectorsMissing > 0 {
 			fmt.Fprintf(m.Stdout, "%s no vector yet (embedder failed): run `recall repair`\n",

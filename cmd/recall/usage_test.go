@@ -212,7 +212,8 @@ func TestMessagesAgreeWithTheirCounts(t *testing.T) {
 }
 
 // A sweep of an export that dropped one conversation, and of a vault that
-// lost one file, says so in the singular.
+// lost one file, says so in the singular; a dry run of it, in the
+// conditional.
 func TestSweepSummaryAgreesWithItsCounts(t *testing.T) {
 	env := testEnv(t)
 	vault := t.TempDir()
@@ -237,7 +238,12 @@ func TestSweepSummaryAgreesWithItsCounts(t *testing.T) {
 	}
 	export(1)
 	os.Remove(note)
-	out, errs, code := run(t, env, "sweep", vault)
+	// A dry run removes nothing, and says what a sweep would remove.
+	out, errs, code := run(t, env, "sweep", "--dry-run", vault)
+	if want := "1 conversation no longer in its export would be removed with it\n"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("--dry-run: exit %d, stdout %q, stderr %q; want %q", code, out, errs, want)
+	}
+	out, errs, code = run(t, env, "sweep", vault)
 	for _, want := range []string{
 		"ingested 1 of 1 file (0 unchanged, 0 failed), 0 chunks,",
 		"1 file is gone from the vault (run with --prune to remove it):\n  note.md\n",
