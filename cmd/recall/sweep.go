@@ -161,6 +161,13 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		}{res, res.Interrupted})
 		fmt.Fprintln(m.Stdout, string(b))
 	}
+	if res.Interrupted && !*asJSON && !*dry && res.FilesSeen > 0 {
+		// Not a bare "interrupted": what it kept, and that the next run
+		// goes on from there rather than starting over.
+		fmt.Fprintf(m.Stderr, "recall: sweep interrupted: %d of %s ingested and kept, %s; sweep again to go on from there\n",
+			res.FilesChanged, plural(res.FilesSeen, "file", "files"), plural(res.ChunksWritten, "chunk", "chunks"))
+		return exitError(exitInterrupted)
+	}
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,8 @@ func TestSweepLogHoldsNoTextAnEmbedderEchoes(t *testing.T) {
 
 // An interrupted sweep commits the files it had finished embedding before
 // it exits (its summary counts them, and stats shows them); a second
-// interrupt (Main.Hurry, closed here from the start) skips that. The
+// interrupt (Main.Hurry, closed here from the start) skips that. Without
+// --json it says on stderr what it kept and that a sweep goes on. The
 // embedder stand-in interrupts the sweep during its fourth call: the first
 // probes the dimension, the next two embed a file each.
 func TestInterruptedSweepCommitsFinishedFiles(t *testing.T) {
@@ -160,7 +161,8 @@ func TestInterruptedSweepCommitsFinishedFiles(t *testing.T) {
 		name   string
 		hurry  bool
 		stored float64
-	}{{"first interrupt", false, 2}, {"second interrupt", true, 0}} {
+		text   bool // the summary a person reads, not --json's
+	}{{"first interrupt", false, 2, false}, {"second interrupt", true, 0, false}, {"first interrupt, text", false, 2, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := testEnv(t)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -174,14 +176,24 @@ func TestInterruptedSweepCommitsFinishedFiles(t *testing.T) {
 					m.Hurry = hurry
 				}
 			}
-			out, errs, code := runWith(t, ctx, strings.NewReader(""), env, setup, "sweep", "--json", vault)
-			lines := strings.Split(strings.TrimSpace(out), "\n")
-			var sum map[string]any
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != exitInterrupted {
-				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
-			}
-			if sum["interrupted"] != true || sum["files_changed"] != tc.stored {
-				t.Errorf("summary %v; want interrupted with %v files changed", sum, tc.stored)
+			if tc.text {
+				// Not a bare "interrupted": what was kept, and that the next
+				// run goes on from there.
+				out, errs, code := runWith(t, ctx, strings.NewReader(""), env, setup, "sweep", vault)
+				want := "recall: sweep interrupted: 2 of 6 files ingested and kept, 2 chunks; sweep again to go on from there\n"
+				if code != exitInterrupted || errs != want {
+					t.Fatalf("exit %d, stdout %q, stderr %q; want stderr %q", code, out, errs, want)
+				}
+			} else {
+				out, errs, code := runWith(t, ctx, strings.NewReader(""), env, setup, "sweep", "--json", vault)
+				lines := strings.Split(strings.TrimSpace(out), "\n")
+				var sum map[string]any
+				if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != exitInterrupted {
+					t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+				}
+				if sum["interrupted"] != true || sum["files_changed"] != tc.stored {
+					t.Errorf("summary %v; want interrupted with %v files changed", sum, tc.stored)
+				}
 			}
 			delete(env, "RECALL_OLLAMA_URL")
 			env["RECALL_EMBEDDER"] = "none"
