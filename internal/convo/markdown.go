@@ -488,6 +488,11 @@ func (d *mdDoc) dateLine(end int) string {
 
 type frontMatter struct{ title, date string }
 
+// frontMatterCreated are the keys other than "date" that notes apps and
+// chat exporters write a note's creation time under (Obsidian's "created",
+// an exporter's "create_time"): a file without "date" is dated by them.
+var frontMatterCreated = map[string]bool{"created": true, "created_at": true, "create_time": true, "date_created": true}
+
 // splitFrontMatter separates a leading YAML front matter block ("---" lines
 // around "key: value" lines) from the body and reads its title and date. A
 // block whose lines do not look like YAML is a thematic break with text, and
@@ -570,13 +575,14 @@ func speakerKeys(text string, n int) bool {
 
 func readFrontMatter(lines []string) frontMatter {
 	var fm frontMatter
+	var created string // the first of frontMatterCreated's keys, if "date" is not given
 	for i, line := range lines {
 		m := yamlKey.FindString(line)
 		if m == "" {
 			continue
 		}
 		key := strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(m), ":")))
-		if key != "title" && key != "date" {
+		if key != "title" && key != "date" && !frontMatterCreated[key] {
 			continue
 		}
 		value := yamlScalar(line[len(m):])
@@ -593,11 +599,17 @@ func readFrontMatter(lines []string) frontMatter {
 			}
 			value = strings.Join(parts, " ")
 		}
-		if key == "title" && fm.title == "" {
+		switch {
+		case key == "title" && fm.title == "":
 			fm.title = value
-		} else if key == "date" && fm.date == "" {
+		case key == "date" && fm.date == "":
 			fm.date = value
+		case frontMatterCreated[key] && created == "":
+			created = value
 		}
+	}
+	if fm.date == "" {
+		fm.date = created
 	}
 	return fm
 }

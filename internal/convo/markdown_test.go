@@ -125,6 +125,8 @@ func TestMarkdownTitleAndDate(t *testing.T) {
 		{"single-quoted front matter", "a.md", "---\ntitle: 'It''s'\ndate: '8 May 2023'   \n---\nbody", "It's", "2023-05-08", "", "body"},
 		{"front matter with comment and list", "a.md", "---\ntags:\n  - a\n- b\ntitle: Plain # comment\n...\nbody", "Plain", "", "", "body"},
 		{"front matter block scalar", "a.md", "---\ntitle: >\n  Folded\n  title\ndate: 2020\n---\nbody", "Folded title", "2020", "", "body"},
+		{"front matter created", "a.md", "---\ntags: [chat]\ncreated: 2023-05-08\n---\nbody", "", "2023-05-08", "", "body"},
+		{"front matter date over created", "a.md", "---\ncreate_time: 2023-05-08T13:56:00+02:00\ndate: 2024-01-02\n---\nbody", "", "2024-01-02", "", "body"},
 		{"front matter timestamp", "a.md", "---\ndate: 2023-05-08T13:56:00+02:00\n---\nbody", "", "2023-05-08", "2023-05-08T11:56:00Z", "body"},
 		{"unclosed front matter is text", "a.md", "---\ntitle: x\nbody", "", "", "", "---\ntitle: x\nbody"},
 		{"capitalised front matter over named turns", "a.md", "---\nTitle: Tea\nAuthor: Ann\nDate: 2023-05-08\n---\nCaroline: a\nMelanie: b\nCaroline: c\nMelanie: d\n", "Tea", "2023-05-08", "", "Caroline: a"},
