@@ -129,3 +129,29 @@ func TestSearchSaysWhyTheQueryWasNotEmbedded(t *testing.T) {
 		t.Fatalf("batch: exit %d, stderr %q; want the reason once", code, errs)
 	}
 }
+
+// An export is no source: each of its conversations is. `context` given
+// the export's path (or a folder's) names some of them, rather than a bare
+// "no source".
+func TestContextOfAnExportNamesItsConversations(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"] = "none"
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"context", "exports/claude/conversations.json", "0"},
+			`no source "exports/claude/conversations.json": it holds conversations, each a source of its own: give one of them, such as "exports/claude/conversations.json/7d3c9a10-1111-4c2e-8f00-0123456789ab"` + "\n"},
+		{[]string{"context", "exports/claude/", "0"}, // a folder, likewise
+			`no source "exports/claude/": it holds conversations, each a source of its own: give one of them, such as "exports/claude/conversations.json/7d3c9a10-1111-4c2e-8f00-0123456789ab"` + "\n"},
+		{[]string{"context", "exports/claud", "0"}, `no source "exports/claud"` + "\n"}, // a prefix of a name is not its folder
+		{[]string{"context", "--kind", "memory", "exports/claude/conversations.json", "0"}, `no source "exports/claude/conversations.json"` + "\n"},
+	} {
+		if _, errs, code := run(t, env, c.args...); code != exitFailure || errs != "recall: "+c.want {
+			t.Errorf("%v: exit %d %q, want 1 and %q", c.args, code, errs, "recall: "+c.want)
+		}
+	}
+}
