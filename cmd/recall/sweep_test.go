@@ -208,3 +208,25 @@ func TestInterruptedSweepCommitsFinishedFiles(t *testing.T) {
 		})
 	}
 }
+
+// A symbolic link in the vault is not followed, and the summary says so,
+// naming it: a sweep of a vault whose export is linked in had read
+// "0 of 0 files" and exited 0 with no word of the export.
+func TestSweepSaysLinksAreNotFollowed(t *testing.T) {
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"] = "none"
+	vault, outside := t.TempDir(), t.TempDir()
+	export := filepath.Join(outside, "conversations.json")
+	if err := os.WriteFile(export, []byte(`[{"uuid": "c1", "name": "Tides", "chat_messages": [{"uuid": "m1", "sender": "human", "text": "tides"}]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(export, filepath.Join(vault, "conversations.json")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	out, errs, code := run(t, env, "sweep", vault)
+	want := "ingested 0 of 0 files (0 unchanged, 0 failed), 0 chunks, 0.0 MB in "
+	note := "1 symbolic link in the vault was not followed (a sweep reads only what is inside the vault: copy in what it leads to, or sweep a linked folder as a vault of its own):\n  conversations.json\n"
+	if code != 0 || !strings.HasPrefix(out, want) || !strings.HasSuffix(out, note) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %q…%q", code, out, errs, want, note)
+	}
+}

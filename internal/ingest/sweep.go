@@ -115,7 +115,12 @@ type Result struct {
 	// state, as a vault file is its conversation's.
 	ConversationsRemoved int      `json:"conversations_removed,omitempty"`
 	Removed              []string `json:"-"` // vault-relative paths of files gone since the last sweep
-	Interrupted          bool     `json:"-"`
+	// Links are the vault-relative paths of the symbolic links the sweep
+	// did not follow that lead to a folder or are named as a file it reads
+	// (an export linked into the vault): what it left out, said, since
+	// the link's owner expects it read.
+	Links       []string `json:"-"`
+	Interrupted bool     `json:"-"`
 	// Started is when the sweep began its work, after any wait for
 	// another sweep of the vault (zero when it never began).
 	Started time.Time `json:"-"`
@@ -206,7 +211,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		start = now() // the time and figures are this sweep's, not the wait's
 	}
 
-	files, walkFailures, err := walk(ctx, abs)
+	files, walkFailures, links, err := walk(ctx, abs)
 	if err != nil {
 		return Result{Interrupted: errors.Is(err, context.Canceled)}, err
 	}
@@ -215,7 +220,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		return Result{}, fmt.Errorf("read manifest: %w", err)
 	}
 
-	res := Result{Started: start}
+	res := Result{Started: start, Links: links}
 	res.FilesSeen = len(files) + len(walkFailures)
 	res.FilesFailed = len(walkFailures)
 	for _, f := range walkFailures {
@@ -389,7 +394,7 @@ type VaultFile struct {
 // a local sweep would store and fail what it fails. A source id at or
 // under a failure's (UnderAny) is of a file the walk cannot tell is gone.
 func Walk(ctx context.Context, root string) ([]VaultFile, []WalkFailure, error) {
-	files, failed, err := walk(ctx, root)
+	files, failed, _, err := walk(ctx, root)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -406,11 +411,10 @@ var walkDir = filepath.WalkDir
 
 // walk lists the supported files under root with one lstat each. Hidden
 // files and folders (.git, .obsidian) are skipped; symbolic links are not
-// followed, so nothing outside the vault is ever read.
-func walk(ctx context.Context, root string) ([]file, []WalkFailure, error) {
-	var files []file
-	var failed []WalkFailure
-	err := walkDir(root, func(path string, d fs.DirEntry, err error) error {
+// followed, so nothing outside the vault is ever read: those that lead to
+// a folder or are named as a supported file are listed in links.
+func walk(ctx context.Context, root string) (files []file, failed []WalkFailure, links []string, err error) {
+	err = walkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
@@ -436,6 +440,14 @@ func walk(ctx context.Context, root string) ([]file, []WalkFailure, error) {
 			}
 			return nil
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			if convo.Supported(name) {
+				links = append(links, filepath.ToSlash(rel))
+			} else if info, serr := os.Stat(path); serr == nil && info.IsDir() {
+				links = append(links, filepath.ToSlash(rel)+"/")
+			}
+			return nil
+		}
 		if d.IsDir() || !d.Type().IsRegular() || !convo.Supported(name) {
 			return nil
 		}
@@ -453,10 +465,10 @@ func walk(ctx context.Context, root string) ([]file, []WalkFailure, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("walk %s: %w", root, err)
+		return nil, nil, nil, fmt.Errorf("walk %s: %w", root, err)
 	}
 	files, collided := collisions(root, files)
-	return files, append(failed, collided...), nil
+	return files, append(failed, collided...), links, nil
 }
 
 // collisions takes out of files those that share a source id with another

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -499,5 +500,39 @@ func TestSweepSpaceWithoutEmbedder(t *testing.T) {
 	}
 	if src, _ := st.Source(ctx, "dup.md"); src.IndexState != recall.IndexOK {
 		t.Errorf("source after its vector arrived: %q; want ok", src.IndexState)
+	}
+}
+
+// TestSweepListsLinksItDoesNotFollow: symbolic links inside the vault are
+// not followed, and those a user would expect read (one named as a file
+// the sweep reads, one to a folder, one that leads nowhere but is named
+// so) are listed for the summary to say so; a link to another kind of
+// file, and a hidden one, are not.
+func TestSweepListsLinksItDoesNotFollow(t *testing.T) {
+	st := openStore(t)
+	vault, outside := t.TempDir(), t.TempDir()
+	write(t, outside, "a.md", convA)
+	write(t, outside, "photo.png", "png")
+	for link, target := range map[string]string{
+		"a.md":           filepath.Join(outside, "a.md"),
+		"sub/dir":        outside,
+		"gone.json":      filepath.Join(outside, "missing.json"),
+		"photo.png":      filepath.Join(outside, "photo.png"),
+		".hidden.md":     filepath.Join(outside, "a.md"),
+		"sub/loop/self":  ".",
+		"sub/loop/x.txt": "x.txt", // a link to itself
+	} {
+		path := filepath.Join(vault, filepath.FromSlash(link))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, path); err != nil {
+			t.Skip("no symbolic links here:", err)
+		}
+	}
+	res, log := sweep(t, st, vault, Options{})
+	want := []string{"a.md", "gone.json", "sub/dir/", "sub/loop/self/", "sub/loop/x.txt"}
+	if res.FilesSeen != 0 || log != "" || !slices.Equal(res.Links, want) {
+		t.Errorf("links %q (result %+v, log %q); want %q and no file read", res.Links, res, log, want)
 	}
 }
