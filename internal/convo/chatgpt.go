@@ -52,6 +52,11 @@ type gptMessage struct {
 	Recipient string `json:"recipient"`
 }
 
+// gptPlaceholderTitle is the title ChatGPT gives a conversation until it
+// names one, which many in an export keep: it says nothing of the
+// conversation, and a list of results titled by it tells none apart.
+const gptPlaceholderTitle = "New chat"
+
 // Content types that never show as a message: custom instructions, saved
 // memories and the model's hidden reasoning.
 var gptHiddenContent = map[string]bool{
@@ -80,7 +85,11 @@ func parseChatGPT(name string, r io.Reader, src *sourceReader, fn func(Conversat
 		if err := ids.check(name, i, id); err != nil {
 			return err
 		}
-		c := Conversation{ID: id, Title: strings.TrimSpace(g.Title), Created: time.Time(g.CreateTime), Updated: time.Time(g.UpdateTime)}
+		title := strings.TrimSpace(g.Title)
+		if title == gptPlaceholderTitle {
+			title = "" // titled by its first line, as an untitled one is
+		}
+		c := Conversation{ID: id, Title: title, Created: time.Time(g.CreateTime), Updated: time.Time(g.UpdateTime)}
 		var firstMessage, lastMessage time.Time
 		var doc gptCanvas // the canvas document last created on the branch
 		for _, nodeID := range g.branch() {

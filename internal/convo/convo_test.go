@@ -1188,3 +1188,20 @@ func TestNULBecomesReplacementCharacter(t *testing.T) {
 		t.Errorf("conversation %+v", c)
 	}
 }
+
+// ChatGPT's placeholder title, "New chat", which many conversations of an
+// export keep, is no title: the conversation is titled by its first line.
+func TestChatGPTPlaceholderTitle(t *testing.T) {
+	for _, tt := range []struct{ title, want string }{
+		{"New chat", "How long to boil an egg?"},
+		{" New chat ", "How long to boil an egg?"},
+		{"New chat about eggs", "New chat about eggs"},
+	} {
+		in := `[{"title": ` + strconv.Quote(tt.title) + `, "id": "x1", "current_node": "a", "mapping": {"a": {"id": "a", "parent": null, "children": [],` +
+			` "message": {"id": "a", "author": {"role": "user"}, "content": {"content_type": "text", "parts": ["How long to boil an egg?\nSoft."]}}}}}]`
+		convs, err := parseString(t, "conversations.json", in)
+		if err != nil || len(convs) != 1 || convs[0].Title != tt.want {
+			t.Errorf("title %q: %+v, %v; want title %q", tt.title, convs, err, tt.want)
+		}
+	}
+}
