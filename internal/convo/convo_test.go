@@ -62,7 +62,7 @@ func TestDetect(t *testing.T) {
 		{"c.json", `[{"id":"x","conversations":[{"from":"human","value":"hi"}]}]`, FormatConversations, ""},
 		{"c.json", `[]`, FormatChatGPT, ""},
 		{"c.json", `[{"title":"a very long title that the head cuts o`, 0, "or truncated"},
-		{"c.json", `[{"title":"x"}]`, 0, "unknown JSON format"},
+		{"c.json", `[{"title":"x"}]`, 0, `unknown JSON format; if it is no conversation (a settings or package file), move it out of the vault or into a folder whose name starts with "."`},
 		{"c.json", `[1, 2]`, 0, "element [0] is a number"},
 		{"c.json", `{"mapping":{}}`, FormatChatGPT, ""},
 		{"c.json", ` {"uuid":"u","chat_messages":[]}`, FormatClaude, ""},

@@ -70,7 +70,7 @@ func sniffJSON(name string, head []byte) (Format, error) {
 	if _, err := dec.Token(); err != nil {
 		return 0, sniffError(name, what, len(head), err)
 	}
-	return 0, invalidf(name, "%s has no \"mapping\" (ChatGPT), \"chat_messages\" (Claude), \"role\" (messages) or \"messages\" or \"conversations\" (conversations) key: unknown JSON format", what)
+	return 0, invalidf(name, "%s has no \"mapping\" (ChatGPT), \"chat_messages\" (Claude), \"role\" (messages) or \"messages\" or \"conversations\" (conversations) key: unknown JSON format; if it is no conversation (a settings or package file), move it out of the vault or into a folder whose name starts with \".\" (hidden folders are not swept)", what)
 }
 
 func sniffError(name, what string, headLen int, err error) error {

@@ -605,7 +605,21 @@ func dedupe(s []string) []string {
 	return out
 }
 
-func logFailure(w io.Writer, rel string, err error) { LogFailure(w, rel, err.Error()) }
+func logFailure(w io.Writer, rel string, err error) { LogFailure(w, rel, FailureReason(rel, err)) }
+
+// FailureReason is why the file (or folder) rel failed, as the failure log
+// gives it after rel: a permission refused says what to do, and the name
+// the line already gives is not repeated, neither as the error's own path
+// ("open /home/ann/vault/a.md: ...") nor as a parser's prefix ("a.md: ...").
+func FailureReason(rel string, err error) string {
+	if errors.Is(err, fs.ErrPermission) {
+		return "permission denied: recall cannot read it (give the user recall runs as read access to it, or move it out of the vault)"
+	}
+	if pe, ok := err.(*fs.PathError); ok {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return strings.TrimPrefix(err.Error(), rel+": ")
+}
 
 // LogFailure writes one line of a failure log (sweep.log, of a local or a
 // remote sweep): the time, "failed", what failed (a file) and why. A name

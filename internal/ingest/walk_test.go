@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,8 +52,11 @@ func TestSweepUnreadableFolderIsNotPruned(t *testing.T) {
 	os.Remove(filepath.Join(root, "deleted.md"))
 	failReading(t, root, "locked")
 	res, log := sweep(t, st, root, Options{Prune: true})
-	if res.FilesFailed != 1 || !strings.Contains(log, "locked") || !strings.Contains(log, "permission denied") {
-		t.Errorf("the unreadable folder is not reported: %+v %q", res, log)
+	if res.FilesFailed != 1 || !strings.Contains(log, "\tfailed\tlocked\tpermission denied: recall cannot read it (give the user") {
+		t.Errorf("the unreadable folder is not reported, with what to do: %+v %q", res, log)
+	}
+	if strings.Contains(log, root) {
+		t.Errorf("the log repeats the folder's absolute path: %q", log)
 	}
 	if res.FilesRemoved != 1 || res.Removed[0] != "deleted.md" {
 		t.Errorf("removed %v, want only deleted.md", res.Removed)
@@ -184,6 +189,23 @@ func TestSweepFailureLogOneLinePerFile(t *testing.T) {
 	for _, name := range []string{forged, latin1} {
 		if !strings.Contains(log, "\tfailed\t"+strconv.Quote(name)+"\t") {
 			t.Errorf("the log does not name %q quoted:\n%s", name, log)
+		}
+	}
+}
+
+// A failure's reason leaves out the name its log line gives already.
+func TestFailureReason(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&fs.PathError{Op: "read", Path: "/home/ann/vault/a.md", Err: errors.New("input/output error")}, "read: input/output error"},
+		{fmt.Errorf("a.md: line 3: malformed JSON"), "line 3: malformed JSON"},
+		{fmt.Errorf("b.md: line 3"), "b.md: line 3"},
+		{fmt.Errorf("walk: %w", &fs.PathError{Op: "open", Path: "/v/a.md", Err: fs.ErrPermission}), "permission denied: recall cannot read it (give the user recall runs as read access to it, or move it out of the vault)"},
+	} {
+		if got := FailureReason("a.md", c.err); got != c.want {
+			t.Errorf("FailureReason(%q) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }

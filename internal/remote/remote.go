@@ -257,7 +257,7 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	// a local sweep keeps their sources.
 	unread := map[string]bool{}
 	for _, f := range failures {
-		ingest.LogFailure(opt.Failures, f.Name, f.Err.Error())
+		ingest.LogFailure(opt.Failures, f.Name, ingest.FailureReason(f.Name, f.Err))
 		if f.ID != "" {
 			unread[f.ID] = true
 		}
@@ -726,13 +726,13 @@ func (s *sweeper) failPending(p *pending, err error) {
 	p.failed = true
 	s.res.FilesFailed++
 	if err != nil {
-		ingest.LogFailure(s.opt.Failures, p.rel, err.Error())
+		ingest.LogFailure(s.opt.Failures, p.rel, ingest.FailureReason(p.rel, err))
 	}
 }
 
 func (s *sweeper) fail(rel string, err error) {
 	s.res.FilesFailed++
-	ingest.LogFailure(s.opt.Failures, rel, err.Error())
+	ingest.LogFailure(s.opt.Failures, rel, ingest.FailureReason(rel, err))
 }
 
 // fatalError stops the run: retrying cannot help (wrong token, wrong URL).
