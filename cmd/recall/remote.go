@@ -40,6 +40,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	url := fs.String("remote", "", "send the vault to the recall server at `URL` (token from RECALL_TOKEN)")
 	full := fs.Bool("full", false, "send every file, even those the server already confirmed")
 	prune := fs.Bool("prune", false, "remove from the server the sources of files gone from the vault")
+	pruneEmpty := fs.Bool("prune-empty", false, "with --prune, also when the vault holds no files at all (refused otherwise: an unmounted disk looks the same)")
 	size := fs.Int("chunk-size", 2000, "chunk size limit in characters")
 	overlap := fs.Int("overlap", 0, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size, 200 for the default size)")
 	manifest := fs.String("manifest", "", "manifest `file` of confirmed files (default: under the data directory, one per server and vault)")
@@ -62,7 +63,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	if ov == 0 {
 		ov = *size / 10
 	}
-	opt := remote.Options{URL: *url, Token: m.setting("", "token", ""), Full: *full, Prune: *prune,
+	opt := remote.Options{URL: *url, Token: m.setting("", "token", ""), Full: *full, Prune: *prune, PruneEmpty: *pruneEmpty,
 		Chunk: chunk.Options{Size: *size, Overlap: ov}, Manifest: *manifest}
 	if err := opt.Chunk.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))

@@ -29,6 +29,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	full := fs.Bool("full", false, "re-ingest every file, even unchanged ones")
 	prune := fs.Bool("prune", false, "delete sources whose files are gone from the vault")
+	pruneEmpty := fs.Bool("prune-empty", false, "with --prune, also when the vault holds no files at all (refused otherwise: an unmounted disk looks the same)")
 	dry := fs.Bool("dry-run", false, "report what a sweep would do, reading the files that look changed; write nothing, not even to sweep.log")
 	size := fs.Int("chunk-size", 2000, "chunk size limit in characters")
 	overlap := fs.Int("overlap", 0, "characters of the previous chunk carried into the next (-1: none; 0: a tenth of --chunk-size, 200 for the default size)")
@@ -47,7 +48,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	vault := pos[0]
 	// The first interrupt ends ctx: the sweep commits what it had finished
 	// embedding and returns; a second (Hurry) skips that.
-	opts := ingest.Options{Full: *full, Prune: *prune, DryRun: *dry, Chunk: chunk.Options{Size: *size, Overlap: *overlap}, Hurry: m.Hurry}
+	opts := ingest.Options{Full: *full, Prune: *prune, PruneEmpty: *pruneEmpty, DryRun: *dry, Chunk: chunk.Options{Size: *size, Overlap: *overlap}, Hurry: m.Hurry}
 	if err := opts.Chunk.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))
 	}

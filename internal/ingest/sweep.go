@@ -38,6 +38,9 @@ type Writer interface {
 type Options struct {
 	Full  bool // re-ingest every file, even unchanged ones
 	Prune bool // delete sources whose files are gone
+	// PruneEmpty lets Prune remove every source of a vault that holds no
+	// file at all, which CheckPrune otherwise refuses.
+	PruneEmpty bool
 	// DryRun reports what the sweep would do and writes nothing: files that
 	// look changed are still read and parsed, so that a file touched but
 	// unchanged, empty or malformed counts as it would, but nothing is
@@ -263,6 +266,11 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	res.Removed = dedupe(res.Removed)
 	res.FilesRemoved = len(res.Removed)
 
+	if opt.Prune && !opt.DryRun {
+		if err := CheckPrune(abs, res.FilesSeen, res.FilesRemoved, opt.PruneEmpty); err != nil {
+			return res, err
+		}
+	}
 	p := &pipeline{opt: opt, st: st, w: w, vault: abs, byFile: byFile, manifest: manifest,
 		res: &res, start: start, now: now, total: len(todo), bytesTotal: bytesTotal}
 	err = p.run(ctx, todo)
@@ -277,6 +285,26 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		res.Interrupted = true
 	}
 	return res, err
+}
+
+// CheckPrune refuses a prune that would remove every file swept from a
+// vault in which the walk found nothing at all, failed or not: a disk not
+// mounted, or a mistyped folder, looks exactly like that, and the sources
+// (and their vectors, hours of embedding on a large archive) would go. A
+// vault emptied on purpose is pruned with allowEmpty (--prune-empty).
+func CheckPrune(vault string, seen, removed int, allowEmpty bool) error {
+	if seen > 0 || removed == 0 || allowEmpty {
+		return nil
+	}
+	return recall.Errorf(recall.EINVALID, "%s holds no files now, but %s swept from it before: is it a disk not mounted, or the wrong folder? Nothing was swept or removed; if you emptied it on purpose, run again with --prune-empty", vault, plural(removed, "file was", "files were"))
+}
+
+// plural is n and the form of a noun phrase that agrees with it.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // MaxTitle bounds a source's title, in characters.

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -207,5 +208,30 @@ func TestFailureReason(t *testing.T) {
 		if got := FailureReason("a.md", c.err); got != c.want {
 			t.Errorf("FailureReason(%q) = %q, want %q", c.err, got, c.want)
 		}
+	}
+}
+
+// A vault that holds no file at all (a disk not mounted, a mistyped
+// folder) is not pruned: the sweep fails and every source stays, until
+// PruneEmpty says it was emptied on purpose. A vault with one file left
+// is pruned as always.
+func TestPruneRefusesAnEmptyVault(t *testing.T) {
+	st := openStore(t)
+	root := t.TempDir()
+	write(t, root, "a.md", convA)
+	write(t, root, "b/c.md", convB)
+	sweep(t, st, root, Options{})
+	before := sourceIDs(t, st, root)
+	os.RemoveAll(filepath.Join(root, "a.md"))
+	os.RemoveAll(filepath.Join(root, "b"))
+	_, err := Sweep(context.Background(), st, st, root, Options{Prune: true})
+	if err == nil || !strings.Contains(err.Error(), "holds no files now, but 2 files were swept from it before") {
+		t.Fatalf("an empty vault pruned: %v", err)
+	}
+	if got := sourceIDs(t, st, root); strings.Join(got, ",") != strings.Join(before, ",") {
+		t.Errorf("the refused prune removed sources: %v, want %v", got, before)
+	}
+	if res, _ := sweep(t, st, root, Options{Prune: true, PruneEmpty: true}); res.FilesRemoved != 2 || len(sourceIDs(t, st, root)) != 0 {
+		t.Errorf("with PruneEmpty: %+v, left %v", res, sourceIDs(t, st, root))
 	}
 }

@@ -35,6 +35,9 @@ type Options struct {
 	// records that are gone from the vault; without it they are only
 	// counted (FilesRemoved), as a local sweep keeps their sources.
 	Prune bool
+	// PruneEmpty lets Prune remove every file of a vault that holds none,
+	// which ingest.CheckPrune otherwise refuses.
+	PruneEmpty bool
 
 	BatchChunks int           // chunks per request (0: 256)
 	BatchBytes  int           // request body bytes (0: 2 MiB; at most MaxBody less a margin)
@@ -271,6 +274,11 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	}
 	sort.Strings(s.res.Removed)
 	s.res.FilesRemoved = len(s.res.Removed)
+	if opt.Prune {
+		if err := ingest.CheckPrune(vault, len(files)+len(failures), s.res.FilesRemoved, opt.PruneEmpty); err != nil {
+			return s.res, err
+		}
+	}
 
 	runErr := s.run(ctx, files)
 	if runErr == nil {

@@ -45,14 +45,8 @@ func sourceIDs(t *testing.T, st recall.Store) string {
 // the manifest, until a run with Prune removes them from the server; the
 // server then holds what a local sweep of the vault holds.
 func TestPruneRemovesGoneFilesFromTheServer(t *testing.T) {
-	dir := vault(t)
-	tg := newTarget(t, nil)
-	opt := options(t, tg.srv.URL)
+	dir, tg, opt, before := sweptVault(t)
 	ctx := context.Background()
-	if _, err := remote.Sweep(ctx, dir, opt); err != nil {
-		t.Fatal(err)
-	}
-	before := sourceIDs(t, tg.st)
 	os.Remove(filepath.Join(dir, "chinese-names.md"))
 	os.RemoveAll(filepath.Join(dir, "exports"))
 	for range 2 {
@@ -381,4 +375,43 @@ func TestAskingKeepsFilesUnderTheExportsPath(t *testing.T) {
 	if got := sourceIDs(t, tg.st); got != "a.json/alpha a.json/b.md" {
 		t.Errorf("left: %s", got)
 	}
+}
+
+// A vault that holds no file at all (a disk not mounted) is not pruned:
+// the run fails, the server and the manifest keep every file, until
+// PruneEmpty says the vault was emptied on purpose.
+func TestPruneRefusesAnEmptyVault(t *testing.T) {
+	dir, tg, opt, before := sweptVault(t)
+	ctx := context.Background()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+	opt.Prune = true
+	if _, err := remote.Sweep(ctx, dir, opt); err == nil || !strings.Contains(err.Error(), "holds no files now, but 4 files were swept from it before") {
+		t.Fatalf("an empty vault pruned: %v", err)
+	}
+	if got := sourceIDs(t, tg.st); got != before {
+		t.Errorf("the refused prune removed sources: %s", got)
+	}
+	if got := manifestFiles(t, opt.Manifest); len(got) != 4 {
+		t.Errorf("the refused prune changed the manifest: %v", got)
+	}
+	opt.PruneEmpty = true
+	if res, err := remote.Sweep(ctx, dir, opt); err != nil || res.FilesRemoved != 4 || sourceIDs(t, tg.st) != "" {
+		t.Errorf("with PruneEmpty: %+v %v, left %s", res, err, sourceIDs(t, tg.st))
+	}
+}
+
+// sweptVault sweeps the test vault into a test server and returns them,
+// the options it was swept with and the sources the server then holds.
+func sweptVault(t *testing.T) (dir string, tg *target, opt remote.Options, before string) {
+	t.Helper()
+	dir = vault(t)
+	tg = newTarget(t, nil)
+	opt = options(t, tg.srv.URL)
+	if _, err := remote.Sweep(context.Background(), dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	return dir, tg, opt, sourceIDs(t, tg.st)
 }
