@@ -331,9 +331,6 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	}
 	chunks, got, err := eng.Context(ctx, pos[0], recall.Kind(*kind), idx, *radius, scope)
 	if err != nil {
-		if hint := exportHint(ctx, st, err, recall.Kind(*kind), pos[0]); hint != nil {
-			return inputError(hint)
-		}
 		return inputError(m.ownerHint(ctx, err, *owner, recall.Kind(*kind), pos[0]))
 	}
 	if *asJSON {
@@ -356,32 +353,4 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 		fmt.Fprintf(m.Stdout, "── %s #%d%s\n%s\n\n", server.EscapeLine(recall.PublicID(c.Source.ID)), c.Index, mark, server.EscapeBlock(c.Text))
 	}
 	return nil
-}
-
-// exportHint is the error for a source that is not found because it names
-// an export or a set of conversations, each of which is a source of its
-// own ("conversations.json/<id>"), or a folder: it names a few of them. It
-// is nil when name holds no conversations.
-func exportHint(ctx context.Context, st recall.Store, err error, kind recall.Kind, name string) error {
-	if !recall.IsNotFound(err) || (kind != "" && kind != recall.KindArchive) {
-		return nil
-	}
-	const shown = 3
-	page, next, lerr := st.ListSources(ctx, recall.ListOptions{
-		Filter: recall.Filter{Kinds: []recall.Kind{recall.KindArchive}, SourcePrefix: strings.TrimSuffix(name, "/") + "/"},
-		Limit:  shown,
-	})
-	if lerr != nil || len(page) == 0 {
-		return nil
-	}
-	ids := make([]string, len(page))
-	for i, src := range page {
-		ids[i] = strconv.Quote(recall.PublicID(src.ID))
-	}
-	more := ""
-	if next != "" {
-		more = ", …"
-	}
-	return recall.Errorf(recall.ENOTFOUND, "%s: it holds conversations, each a source of its own: give one of them, such as %s%s",
-		recall.ErrorMessage(err), strings.Join(ids, ", "), more)
 }

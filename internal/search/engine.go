@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1426,6 +1427,9 @@ func (e *Engine) Context(ctx context.Context, source string, kind recall.Kind, i
 	}
 	src, err := e.resolve(ctx, source, kind, scope)
 	if err != nil {
+		if hint := e.exportHint(ctx, err, kind, source, scope); hint != nil {
+			return nil, "", hint
+		}
 		return nil, "", err
 	}
 	meta := recall.SourceMeta{ID: src.ID, Kind: src.Kind, Title: src.Title, Date: src.Date, Owner: src.Owner, Category: src.Category}
@@ -1438,6 +1442,41 @@ func (e *Engine) Context(ctx context.Context, source string, kind recall.Kind, i
 	}
 	chunks, err := e.store.Chunks(ctx, src.ID, max(0, index-radius), index+radius)
 	return chunks, src.Kind, err
+}
+
+// exportHint is the error for a source that is not found because it names
+// an export or a folder of conversations, each of which is a source of its
+// own ("conversations.json/<id>"): it names a few of them that scope
+// allows. It is nil when name holds none. Archive sources are shared by
+// every owner, so naming them tells a caller nothing it could not search.
+func (e *Engine) exportHint(ctx context.Context, err error, kind recall.Kind, name string, scope recall.Filter) error {
+	if !recall.IsNotFound(err) || (kind != "" && kind != recall.KindArchive) || name == "" {
+		return nil
+	}
+	const shown = 3
+	page, next, lerr := e.store.ListSources(ctx, recall.ListOptions{
+		Filter: recall.Filter{Kinds: []recall.Kind{recall.KindArchive}, SourcePrefix: strings.TrimSuffix(name, "/") + "/"},
+		Limit:  shown,
+	})
+	if lerr != nil {
+		return nil
+	}
+	var ids []string
+	scope.Since, scope.Until = "", "" // as Context reads around a hit
+	for _, src := range page {
+		if scope.Allows(&recall.SourceMeta{ID: src.ID, Kind: src.Kind, Date: src.Date}) {
+			ids = append(ids, strconv.Quote(recall.PublicID(src.ID)))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	more := ""
+	if next != "" {
+		more = ", …"
+	}
+	return recall.Errorf(recall.ENOTFOUND, "%s: it holds conversations, each a source of its own: give one of them, such as %s%s",
+		recall.ErrorMessage(err), strings.Join(ids, ", "), more)
 }
 
 // resolve finds the source a client names: a memory key or diary/<date> of

@@ -1005,3 +1005,32 @@ func TestLoadIndexFailures(t *testing.T) {
 		t.Errorf("a whole load: %d vectors from %d rows", n, whole.read)
 	}
 }
+
+// Reading around an export's path (or a folder's), which is no source,
+// names some of the conversations in it, which are; for every caller, as
+// get_context and the command line both read through Context.
+func TestContextOfAnExportNamesItsConversations(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 16)
+	writeDocs(t, st, emb,
+		doc("exp/conversations.json/c1", "the first conversation"),
+		doc("exp/conversations.json/c2", "the second conversation"),
+		doc("notes.md", "a note"))
+	eng := search.New(st, search.Options{Embedder: emb})
+	for _, c := range []struct {
+		name  string
+		kind  recall.Kind
+		scope recall.Filter
+		want  string
+	}{
+		{"exp/conversations.json", "", recall.Filter{}, `no source "exp/conversations.json": it holds conversations, each a source of its own: give one of them, such as "exp/conversations.json/c1", "exp/conversations.json/c2"`},
+		{"exp/", recall.KindArchive, recall.Filter{OwnerScoped: true, Owner: "ann"}, `such as "exp/conversations.json/c1"`},
+		{"exp/conversations.json", recall.KindMemory, recall.Filter{}, `no source "exp/conversations.json"`},
+		{"exp/conv", "", recall.Filter{}, `no source "exp/conv"`},
+	} {
+		_, _, err := eng.Context(ctx, c.name, c.kind, 0, 1, c.scope)
+		if !recall.IsNotFound(err) || !strings.Contains(recall.ErrorMessage(err), c.want) || (!strings.Contains(c.want, "such as") && strings.Contains(recall.ErrorMessage(err), "such as")) {
+			t.Errorf("Context(%q, kind %q): %v; want %q", c.name, c.kind, err, c.want)
+		}
+	}
+}
