@@ -129,6 +129,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.Stdout, "%s removed from the server\n", plural(res.ConversationsRemoved,
 				"conversation no longer in its export was", "conversations no longer in their exports were"))
 		}
+		printLinks(m.Stdout, res.Links)
 		if res.FilesFailed > 0 {
 			fmt.Fprintf(m.Stdout, "failures are listed in %s; they are sent again on the next run\n", lp)
 		}

@@ -208,13 +208,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 				"conversation no longer in its export", "conversations no longer in their exports"),
 				were, agree(res.ConversationsRemoved, "it", "them"))
 		}
-		if len(res.Links) > 0 {
-			// Not followed, so nothing outside the vault is read; said, since
-			// whoever linked an export into the vault expects it read.
-			fmt.Fprintf(m.Stdout, "%s not followed (a sweep reads only what is inside the vault: copy in what %s to, or sweep a linked folder as a vault of its own):\n",
-				plural(len(res.Links), "symbolic link in the vault was", "symbolic links in the vault were"), agree(len(res.Links), "it leads", "they lead"))
-			printFirst(m.Stdout, res.Links, "")
-		}
+		printLinks(m.Stdout, res.Links)
 		if res.VectorsMissing > 0 {
 			fmt.Fprintf(m.Stdout, "%s no vector yet (embedder failed): run `recall repair`\n",
 				plural(res.VectorsMissing, "chunk text has", "chunk texts have"))
@@ -340,6 +334,18 @@ func agree(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// printLinks lists the symbolic links a sweep did not follow, so that
+// nothing outside the vault is read; said, since whoever linked an export
+// into the vault expects it read.
+func printLinks(w io.Writer, links []string) {
+	if len(links) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s not followed (a sweep reads only what is inside the vault: copy in what %s to, or sweep a linked folder as a vault of its own):\n",
+		plural(len(links), "symbolic link in the vault was", "symbolic links in the vault were"), agree(len(links), "it leads", "they lead"))
+	printFirst(w, links, "")
 }
 
 // printRemoved lists the files a sweep found gone from the vault, the

@@ -421,16 +421,16 @@ type VaultFile struct {
 // sweep does, for a remote sweep (internal/remote), which must send what
 // a local sweep would store and fail what it fails. A source id at or
 // under a failure's (UnderAny) is of a file the walk cannot tell is gone.
-func Walk(ctx context.Context, root string) ([]VaultFile, []WalkFailure, error) {
-	files, failed, _, err := walk(ctx, root)
+func Walk(ctx context.Context, root string) (_ []VaultFile, _ []WalkFailure, links []string, _ error) {
+	files, failed, links, err := walk(ctx, root)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out := make([]VaultFile, len(files))
 	for i, f := range files {
 		out[i] = VaultFile{ID: f.rel, Path: f.path, Size: f.size, MTime: f.mtime}
 	}
-	return out, failed, nil
+	return out, failed, links, nil
 }
 
 // walkDir is filepath.WalkDir; tests replace it to make a folder fail to

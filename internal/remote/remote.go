@@ -63,6 +63,7 @@ type Result struct {
 	// removes them.
 	ConversationsRemoved int      `json:"conversations_removed,omitempty"`
 	Removed              []string `json:"-"` // the files gone from the vault, sorted
+	Links                []string `json:"-"` // symbolic links not followed, as ingest.Result's
 	// Remote only.
 	Sources        int `json:"sources"`
 	Batches        int `json:"batches"`
@@ -244,13 +245,14 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	// The local sweep's walk, so that what one fails the other does: a
 	// file or folder that cannot be read, a name that makes no source id,
 	// files that are one source.
-	files, failures, err := ingest.Walk(ctx, vault)
+	files, failures, links, err := ingest.Walk(ctx, vault)
 	if err != nil {
 		return Result{}, err // ingest.Walk names the vault
 	}
 	s := &sweeper{opt: opt, man: man, bySource: map[string]*pending{}}
 	s.res.FilesSeen = len(files) + len(failures)
 	s.res.FilesFailed = len(failures)
+	s.res.Links = links
 	present := map[string]bool{}
 	for _, f := range files {
 		present[f.ID] = true

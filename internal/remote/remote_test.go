@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -967,5 +968,22 @@ func TestUntitledSourcesStoredAsALocalSweepStoresThem(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("remote store:\n%s\n\nlocal sweep:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A remote sweep walks as a local one does, and lists as it does the
+// symbolic links it does not follow (an export linked into the vault).
+func TestRemoteSweepListsLinksItDoesNotFollow(t *testing.T) {
+	dir, outside := vault(t), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "conversations.json"), []byte("[]"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "conversations.json"), filepath.Join(dir, "linked.json")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	tg := newTarget(t, nil)
+	res, err := remote.Sweep(context.Background(), dir, options(t, tg.srv.URL))
+	if err != nil || !slices.Equal(res.Links, []string{"linked.json"}) {
+		t.Errorf("links %q (%v); want linked.json", res.Links, err)
 	}
 }
