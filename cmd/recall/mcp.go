@@ -23,7 +23,7 @@ func (m *Main) cmdMCP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := m.newServer(ctx, server.Options{Audit: audit})
+	srv, err := m.newServer(ctx, &server.Options{Audit: audit})
 	if err != nil {
 		return err
 	}

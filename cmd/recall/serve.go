@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -84,7 +85,7 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 		return err
 	}
 	opt.Audit = audit
-	srv, err := m.newServer(ctx, opt)
+	srv, err := m.newServer(ctx, &opt)
 	if err != nil {
 		return err
 	}
@@ -101,6 +102,7 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && host != "" {
 		shown = net.JoinHostPort(host, strconv.Itoa(a.Port))
 	}
+	fmt.Fprintf(m.Stderr, "recall: serving %s\n", m.servingSummary(opt))
 	fmt.Fprintf(m.Stderr, "listening on http://%s\n", shown)
 	bctx, stop := context.WithCancel(ctx)
 	srv.Start(bctx)
@@ -149,7 +151,7 @@ func (m *Main) serverTokens(opt *server.Options) error {
 // newServer wires the store, one search engine (which holds the vector
 // index, so everything must write through it) and the memory service into
 // a server. The vector index is loaded by Start, in the background.
-func (m *Main) newServer(ctx context.Context, opt server.Options) (*server.Server, error) {
+func (m *Main) newServer(ctx context.Context, opt *server.Options) (*server.Server, error) {
 	m.serving = true
 	st, err := m.openStore(ctx)
 	if err != nil {
@@ -167,7 +169,37 @@ func (m *Main) newServer(ctx context.Context, opt server.Options) (*server.Serve
 	opt.Memory = memory.New(st, eng, mopt)
 	opt.Version = version
 	opt.Logger = slog.New(slog.NewTextHandler(server.RedactWriter(m.Stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return server.New(opt)
+	return server.New(*opt)
+}
+
+// servingSummary says what a server serves, for its start-up log: the database
+// (a connection string without its password), the vector space searches
+// read and how many tokens are configured, never their values. An
+// operator whose config file, RECALL_* variables and flags all have a say
+// sees what they came to.
+func (m *Main) servingSummary(opt server.Options) string {
+	loc, err := m.dbPath()
+	if err != nil { // opened already, so not expected
+		loc = "the database"
+	} else if abs, err := filepath.Abs(loc); err == nil && !isPostgres(loc) {
+		loc = abs
+	}
+	search := "full text only (no embedding model)"
+	if opt.Space != "" {
+		search = "full text and vector space " + opt.Space
+	}
+	toks := "no user token"
+	switch n := len(opt.Tokens); n {
+	case 0:
+	case 1:
+		toks = "1 user token"
+	default:
+		toks = fmt.Sprintf("%d user tokens", n)
+	}
+	if opt.AdminToken != "" {
+		toks += " and the admin token"
+	}
+	return fmt.Sprintf("%s; searches %s; %s", dbDisplay(loc), search, toks)
 }
 
 // openAudit opens the audit log a server writes to (the flag, else the

@@ -151,6 +151,44 @@ func TestServeStartsAndStops(t *testing.T) {
 	}
 }
 
+// serve says what it serves before it listens: the database as resolved
+// (here a config file's relative db, anchored at the file's folder), what
+// searches read and how many tokens are configured, never a token. It
+// said only where it listened, leaving an operator to guess which of the
+// flags, RECALL_* variables and config file had chosen the database.
+func TestServeLogsWhatItServes(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	if err := os.WriteFile(cfg, []byte("db = data/served.db\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	delete(env, "RECALL_DB")
+	env["RECALL_CONFIG"] = cfg
+	tokens := filepath.Join(dir, "tokens")
+	second := "second-" + serveToken
+	if err := os.WriteFile(tokens, []byte("laptop "+serveToken+"\nphone "+second+" ann\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env["RECALL_TOKENS_FILE"] = tokens
+	env["RECALL_ADMIN_TOKEN"] = "admin-" + serveToken
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, stop := startServe(t, env)
+	if code := stop(); code != 0 {
+		t.Errorf("serve exited with %d: %s", code, stderr.String())
+	}
+	want := "recall: serving " + filepath.Join(dir, "data", "served.db") +
+		"; searches full text only (no embedding model); 2 user tokens and the admin token\nlistening on "
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("serve's log lacks %q:\n%s", want, stderr.String())
+	}
+	if strings.Contains(stderr.String(), serveToken) {
+		t.Errorf("a token reached stderr: %s", stderr.String())
+	}
+}
+
 // The address serve says it listens on has the host it was given: for
 // 0.0.0.0 it said http://[::]:PORT.
 func TestServeSaysTheAddressGiven(t *testing.T) {
