@@ -28,13 +28,17 @@ import (
 type config map[string]string
 
 // loadConfig reads the config file: --config, RECALL_CONFIG, or
-// $XDG_CONFIG_HOME/recall/config, else ~/.config/recall/config (on every
-// system). A missing default file is not an error.
+// $XDG_CONFIG_HOME/recall/config (an absolute one), else
+// ~/.config/recall/config (on every system). A missing default file is not
+// an error.
 func (m *Main) loadConfig() (config, error) {
 	path := m.env(m.g.config, "RECALL_CONFIG")
 	explicit := path != ""
 	if !explicit {
 		dir := m.Getenv("XDG_CONFIG_HOME")
+		if !filepath.IsAbs(dir) { // a relative one is ignored, as the XDG spec asks (and XDG_DATA_HOME is)
+			dir = ""
+		}
 		if dir == "" {
 			if home := m.Getenv("HOME"); home != "" {
 				dir = filepath.Join(home, ".config")

@@ -660,6 +660,43 @@ func TestDataDirectory(t *testing.T) {
 	}
 }
 
+// The default config file is $XDG_CONFIG_HOME/recall/config only for an
+// absolute XDG_CONFIG_HOME: a relative one is ignored, as the XDG spec asks
+// and as XDG_DATA_HOME is. It was read relative to wherever recall ran, so
+// a service started in another folder read another file, or none.
+func TestConfigDirectory(t *testing.T) {
+	home, wd := t.TempDir(), t.TempDir()
+	t.Chdir(wd)
+	for dir, text := range map[string]string{
+		filepath.Join(home, ".config", "recall"): "fusion = rrf\n",
+		filepath.Join(wd, "rel", "recall"):       "fusion = weighted\n",
+		filepath.Join(wd, "abs", "recall"):       "fusion = convex\n",
+	} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config"), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ xdg, want string }{
+		{"", "rrf"},
+		{"rel", "rrf"},
+		{filepath.Join(wd, "abs"), "convex"},
+	} {
+		m := &Main{Getenv: func(k string) string {
+			return map[string]string{"XDG_CONFIG_HOME": tc.xdg, "HOME": home}[k]
+		}}
+		c, err := m.loadConfig()
+		if err != nil {
+			t.Fatalf("XDG_CONFIG_HOME=%q: %v", tc.xdg, err)
+		}
+		if c["fusion"] != tc.want {
+			t.Errorf("XDG_CONFIG_HOME=%q: fusion %q, want %q (from the file it names)", tc.xdg, c["fusion"], tc.want)
+		}
+	}
+}
+
 // A config file says what it means or is refused: a comment after a value
 // is not part of it, and an unknown or repeated key is an error, never
 // silently dropped (a misspelled tokens_file would start a server without
