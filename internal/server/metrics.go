@@ -278,7 +278,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 
 	idx := s.bg.index()
 	writeGauge(bw, "recall_index_ready", "1 once the vector index is loaded.", gauge{value: b2f(idx.State == "ready")})
-	writeGauge(bw, "recall_index_vectors", "Chunks in the in-memory vector index.", gauge{value: float64(idx.Vectors)})
+	writeGauge(bw, "recall_index_vectors", "Entries in the in-memory vector index: one per paragraph group of each chunk with a vector, so usually more than recall_vectors.", gauge{value: float64(idx.Vectors)})
 	rep := s.bg.repairState()
 	writeGauge(bw, "recall_repair_running", "1 while a repair page is being embedded.", gauge{value: b2f(rep.State == "running")})
 	writeGauge(bw, "recall_repair_missing", "Chunk texts without a vector after the last repair page.", gauge{value: float64(rep.Missing)})
