@@ -109,7 +109,15 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	defer m.onHurry(srv.Hurry)()
 	err = srv.Serve(ctx, ln)
 	stop()
-	srv.Wait(5 * time.Second) // an interrupted sweep records itself before the store closes
+	finished := srv.Wait(5 * time.Second) // an interrupted sweep records itself before the store closes
+	if err == nil {
+		// Said, so that a log tells a clean stop from a crash.
+		if finished {
+			fmt.Fprintln(m.Stderr, "recall: stopped")
+		} else {
+			fmt.Fprintln(m.Stderr, "recall: stopped; background work (a sweep, a repair) was cut short, keeping what it had committed")
+		}
+	}
 	return err
 }
 

@@ -187,6 +187,9 @@ func TestServeLogsWhatItServes(t *testing.T) {
 	if strings.Contains(stderr.String(), serveToken) {
 		t.Errorf("a token reached stderr: %s", stderr.String())
 	}
+	if !strings.HasSuffix(stderr.String(), "recall: stopped\n") {
+		t.Errorf("serve's log does not end saying it stopped:\n%s", stderr.String())
+	}
 }
 
 // The address serve says it listens on has the host it was given: for
