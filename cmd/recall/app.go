@@ -109,6 +109,7 @@ func commands() []command {
 		{"mcp", "serve MCP over stdin/stdout for a local client", (*Main).cmdMCP},
 		{"token", "print a fresh random access token (recall token new)", (*Main).cmdToken},
 		{"export", "write every source with its chunks as JSONL", (*Main).cmdExport},
+		{"backup", "copy the database whole, vectors included, while it is in use", (*Main).cmdBackup},
 		{"import", "restore sources from an export file", (*Main).cmdImport},
 		{"version", "print the version", (*Main).cmdVersion},
 	}

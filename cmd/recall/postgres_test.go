@@ -247,6 +247,9 @@ func TestPostgresReadOnlyCommands(t *testing.T) {
 	if after, _, _ := run(t, env, "export"); after != before {
 		t.Errorf("a dry run changed the database")
 	}
+	if _, errs, code := run(t, env, "backup", filepath.Join(t.TempDir(), "b.db")); code != 1 || !strings.Contains(errs, "back up PostgreSQL with pg_dump") {
+		t.Errorf("backup of PostgreSQL: exit %d: %s", code, errs)
+	}
 }
 
 // An export PostgreSQL cannot take whole (a memory holding a NUL
