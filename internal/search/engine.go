@@ -215,6 +215,10 @@ func (e *Engine) load(ctx context.Context, sw *spaceSwitch) error {
 	}
 	switch {
 	case err != nil || read == nil:
+	case e.opt.EmbedderOff:
+		// Semantic search is turned off (embedder none): no query is
+		// embedded, and the vectors would only take memory, 600 MB at
+		// a million chunks.
 	case e.opt.ScanVectors:
 		// Searches scan the space when it holds vectors; an empty one
 		// answers as an empty index does.

@@ -1034,3 +1034,28 @@ func TestContextOfAnExportNamesItsConversations(t *testing.T) {
 		}
 	}
 }
+
+// With semantic search turned off (embedder none), loading the indexes
+// leaves the read space's vectors in the store: nothing would read them.
+func TestEmbedderOffLoadsNoVectors(t *testing.T) {
+	ctx := context.Background()
+	st, emb := newSpaceStore(t, 16)
+	writeDocs(t, st, emb, doc("a.md", "the lighthouse keeper's log"))
+	for _, off := range []bool{false, true} {
+		opt := search.Options{Embedder: emb, MemoryLexical: true}
+		if off {
+			opt = search.Options{EmbedderOff: true, MemoryLexical: true}
+		}
+		eng := search.New(st, opt)
+		if err := eng.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, n := eng.ReadSpace(); (n > 0) == off {
+			t.Errorf("embedder off %v: %d vectors loaded", off, n)
+		}
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse"})
+		if err != nil || len(r.Results) != 1 || (r.Mode == recall.ModeLexical) != off {
+			t.Errorf("embedder off %v: %+v %v", off, r, err)
+		}
+	}
+}
