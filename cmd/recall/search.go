@@ -155,11 +155,7 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 // the line may carry, as an eval query file's "expect" does, and so is a
 // numeric "category": that is the eval format's question category, while
 // the search option is a memory category's name.
-func (f *searchFlags) optionIn(line string) string {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal([]byte(line), &fields) != nil {
-		return ""
-	}
+func (f *searchFlags) optionIn(fields map[string]json.RawMessage) string {
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		if name == "query" || f.fs.Lookup(flagName(name)) == nil {
 			continue
@@ -200,19 +196,21 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 	for line := 1; ; line++ {
 		text, err := r.ReadString('\n')
 		if text = strings.TrimSpace(text); text != "" {
-			var q struct {
-				Query string `json:"query"`
-			}
+			// One decoding serves both the query and the check for options.
+			var fields map[string]json.RawMessage
+			var query string
 			var resp any
-			if jerr := json.Unmarshal([]byte(text), &q); jerr != nil {
+			if jerr := json.Unmarshal([]byte(text), &fields); jerr != nil {
 				resp = map[string]string{"error": fmt.Sprintf("line %d: not a JSON object: %v", line, jerr)}
-			} else if opt := sf.optionIn(text); opt != "" {
-				resp = map[string]string{"query": q.Query, "error": fmt.Sprintf("line %d: %q is a search option, which a line does not set: give --%s on the command line, for every line (a line's one search field is \"query\")", line, opt, flagName(opt))}
-			} else if res, serr := eng.Search(ctx, sf.request(q.Query)); serr != nil {
+			} else if raw, ok := fields["query"]; ok && json.Unmarshal(raw, &query) != nil {
+				resp = map[string]string{"error": fmt.Sprintf("line %d: \"query\" must be a string", line)}
+			} else if opt := sf.optionIn(fields); opt != "" {
+				resp = map[string]string{"query": query, "error": fmt.Sprintf("line %d: %q is a search option, which a line does not set: give --%s on the command line, for every line (a line's one search field is \"query\")", line, opt, flagName(opt))}
+			} else if res, serr := eng.Search(ctx, sf.request(query)); serr != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				resp = map[string]string{"query": q.Query, "error": recall.ErrorMessage(serr)}
+				resp = map[string]string{"query": query, "error": recall.ErrorMessage(serr)}
 			} else {
 				m.embedFailed(told, res)
 				resp = res
