@@ -25,23 +25,19 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
@@ -673,228 +669,6 @@ func (s *Server) routes() {
 		s.writeError(w, r, recall.Errorf(recall.ENOTFOUND, "no such endpoint"))
 	})
 	s.mux = mux
-}
-
-// mcpPeek is what the front door reads of a JSON-RPC body before the SDK:
-// enough to refuse batches and admin tools, and to name the call in the
-// audit log.
-type mcpPeek struct {
-	ID     any        `json:"id"`
-	Method string     `json:"method"`
-	Params peekParams `json:"params"`
-}
-
-// validRPCID reports whether a decoded JSON-RPC id is one the protocol
-// allows and the SDK answers as sent: absent (a notification), a string,
-// or an integer.
-func validRPCID(id any) bool {
-	switch v := id.(type) {
-	case nil, string:
-		return true
-	case float64:
-		return v == math.Trunc(v) && math.Abs(v) < 1<<53
-	}
-	return false
-}
-
-// peekParams reads of a request's params the kind of JSON value they are
-// and a tool call's name, without copying them (a value of a tool's
-// arguments may be a megabyte).
-type peekParams struct {
-	kind byte // the value's first byte: '{', 'n' (null), '[', …; 0 when absent
-	Name string
-}
-
-func (p *peekParams) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	if len(b) == 0 {
-		return nil
-	}
-	p.kind = b[0]
-	if p.kind == '{' {
-		// By exact key, as the SDK reads it: a struct field would also
-		// take "Name" or "NAME", and a call the SDK runs as one tool would
-		// be checked and audited as another.
-		var v map[string]shortString
-		if json.Unmarshal(b, &v) == nil {
-			p.Name = string(v["name"])
-		}
-	}
-	return nil
-}
-
-// shortString is a JSON string of at most 256 bytes; any other value
-// reads as "" without being copied.
-type shortString string
-
-func (s *shortString) UnmarshalJSON(b []byte) error {
-	if len(b) <= 256+2 && len(b) > 0 && b[0] == '"' {
-		var v string
-		if json.Unmarshal(b, &v) == nil {
-			*s = shortString(v)
-		}
-	}
-	return nil
-}
-
-var mcpMethods = []string{"initialize", "notifications/initialized", "ping", "tools/list", "tools/call",
-	"notifications/cancelled", "resources/list", "prompts/list", "logging/setLevel", "server/discover", "completion/complete"}
-
-// serveMCP hands a request to the SDK after the checks it does not make.
-func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
-	ri := reqInfoFrom(r.Context())
-	id := identityFrom(r.Context())
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedProtocolVersions, v) {
-		s.writeError(w, r, recall.Errorf(recall.EINVALID, "unsupported MCP-Protocol-Version %q", v))
-		return
-	}
-	if r.Method == http.MethodPost {
-		body, err := bodyBytes(r)
-		if err != nil {
-			s.writeError(w, r, bodyError(err))
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-			s.writeError(w, r, recall.Errorf(recall.EINVALID, "JSON-RPC batches are not supported: send one message per request"))
-			return
-		}
-		var p mcpPeek
-		if json.Unmarshal(body, &p) != nil {
-			// The SDK's own error names its Go types.
-			s.writeError(w, r, recall.Errorf(recall.EINVALID, "the body is not a JSON-RPC message (one JSON object)"))
-			return
-		}
-		// The SDK quotes a bad method or params whole in its error,
-		// and answers an id of 1.5 as 1: refuse those here, briefly.
-		switch {
-		case !validRPCID(p.ID):
-			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": nil,
-				"error": map[string]any{"code": -32600, "message": "the id must be a string or an integer"}})
-			return
-		case len(p.Method) > 128:
-			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": p.ID,
-				"error": map[string]any{"code": -32601, "message": "method not found"}})
-			return
-		case p.Params.kind != 0 && p.Params.kind != '{' && p.Params.kind != 'n':
-			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": p.ID,
-				"error": map[string]any{"code": -32602, "message": "params must be an object"}})
-			return
-		}
-		method := "other"
-		if slices.Contains(mcpMethods, p.Method) {
-			method = p.Method
-		}
-		ri.set(func(ri *reqInfo) { ri.route = "mcp " + method })
-		if p.Method == "tools/call" && knownTool(p.Params.Name) {
-			ri.set(func(ri *reqInfo) { ri.tool = p.Params.Name })
-			if isAdminTool(p.Params.Name) && !id.admin {
-				ri.set(func(ri *reqInfo) { ri.errCode = recall.EFORBIDDEN })
-				writeJSON(w, http.StatusForbidden, map[string]any{"jsonrpc": "2.0", "id": p.ID,
-					"error": map[string]any{"code": -32003, "message": p.Params.Name + " needs the admin token"}})
-				return
-			}
-		}
-		if r.Header.Get("Mcp-Session-Id") == "" {
-			if err := s.reserveSession(id.key); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			defer s.noteSession(w, id.key)
-		}
-	} else {
-		// The route names a metric series: never a client-chosen string.
-		method := "other"
-		switch r.Method {
-		case http.MethodGet, http.MethodDelete, http.MethodOptions:
-			method = strings.ToLower(r.Method)
-		}
-		ri.set(func(ri *reqInfo) { ri.route = "mcp " + method })
-		if r.Method == http.MethodGet {
-			// A GET holds the session's event stream open for as long
-			// as its client likes: it ends when the server stops.
-			var release func()
-			r, release = untilStopping(r)
-			defer release()
-		}
-	}
-	// The SDK binds a session to TokenInfo.UserID and refuses it to any
-	// other; the header it reads is replaced by a fixed value so the real
-	// token never travels further than this function.
-	r2 := r.Clone(r.Context())
-	r2.Header.Set("Authorization", "Bearer verified")
-	verify := func(ctx context.Context, _ string, req *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: id.key, Extra: map[string]any{extraIdentity: id, extraRequest: ri}}, nil
-	}
-	// Our tokens do not expire; rotation is by the tokens file.
-	auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.mcpHTTP).ServeHTTP(w, r2)
-}
-
-// supportedProtocolVersions are the MCP revisions the SDK speaks.
-var supportedProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
-
-// reserveSession takes a session slot for an initialize request of the
-// identity key, or says why there is none: all sessions are taken, or the
-// key holds its share. The slot is held (sessPending) until noteSession
-// records the session the answer names, so concurrent initialize requests
-// cannot all pass the count.
-func (s *Server) reserveSession(key string) error {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	live := s.liveSessions()
-	mine := s.sessPending[key]
-	for sid, owner := range s.sessOwner {
-		switch {
-		case !live[sid]:
-			delete(s.sessOwner, sid) // ended
-		case owner == key:
-			mine++
-		}
-	}
-	pending := 0
-	for _, n := range s.sessPending {
-		pending += n
-	}
-	switch {
-	case len(live)+pending >= s.opt.Sessions:
-		return recall.Errorf(recall.EUNAVAILABLE, "too many open MCP sessions; retry later")
-	case mine >= s.opt.SessionsPerToken:
-		return recall.Errorf(recall.EUNAVAILABLE, "this token has %d open MCP sessions, its limit; close one (DELETE /mcp) or retry later", mine)
-	}
-	if s.sessPending == nil {
-		s.sessPending = map[string]int{}
-	}
-	s.sessPending[key]++
-	return nil
-}
-
-// noteSession releases the slot reserveSession took and records who
-// opened the session the initialize answer names, if any.
-func (s *Server) noteSession(w http.ResponseWriter, key string) {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	if s.sessPending[key]--; s.sessPending[key] <= 0 {
-		delete(s.sessPending, key)
-	}
-	if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-		if s.sessOwner == nil {
-			s.sessOwner = map[string]string{}
-		}
-		s.sessOwner[sid] = key
-	}
-}
-
-func (s *Server) sessionCount() int { return len(s.liveSessions()) }
-
-// liveSessions returns the ids of the open MCP sessions, users' and admins'.
-func (s *Server) liveSessions() map[string]bool {
-	live := map[string]bool{}
-	for _, ms := range []*mcp.Server{s.users, s.admins} {
-		for ss := range ms.Sessions() {
-			live[ss.ID()] = true
-		}
-	}
-	return live
 }
 
 // cleanPath is the path the mux would redirect p to: path.Clean's, with a

@@ -1,0 +1,217 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed"
+)
+
+// embed makes vectors for the chunk texts of pr that the space lacks. A
+// failure leaves them missing: the chunks are still written and searchable
+// by text, and repair embeds them later.
+func (p *pipeline) embed(ctx context.Context, pr *parsed) {
+	if p.opt.Space != "" && ctx.Err() != nil {
+		return // the sweep is ending: the piece is cut, never written
+	}
+	for i := range pr.docs {
+		pr.docs[i].Source.IndexState = recall.IndexOK
+	}
+	if p.opt.Space == "" {
+		return
+	}
+	var hashes []string
+	texts := make(map[string]embed.ChunkText)
+	for _, d := range pr.docs {
+		for _, c := range d.Chunks {
+			if _, ok := texts[c.Hash]; !ok {
+				texts[c.Hash] = embed.ChunkText{Header: c.Header, Text: c.Text}
+				hashes = append(hashes, c.Hash)
+			}
+		}
+	}
+	have, err := p.st.VectorsByHash(ctx, p.opt.Space, hashes)
+	if err != nil {
+		have = nil
+	}
+	var need []string
+	p.embMu.Lock()
+	if p.embedded == nil {
+		p.embedded = make(map[string]bool)
+	}
+	for _, h := range hashes {
+		if _, ok := have[h]; !ok && !p.embedded[h] {
+			need = append(need, h)
+		} else {
+			pr.reused = append(pr.reused, h)
+		}
+	}
+	p.embMu.Unlock()
+	vecs, failed := p.embedTexts(ctx, texts, need)
+	pr.vecs = append(pr.vecs, vecs...)
+	pr.missing = len(failed)
+	markPending(pr.docs, failed)
+}
+
+// embedderDown reports whether the embedder is in an outage's wait.
+func (p *pipeline) embedderDown() bool {
+	p.down.Lock()
+	defer p.down.Unlock()
+	return p.now().Before(p.down.until)
+}
+
+// noteOutage records a call's outcome (failed: its retries spent) and
+// returns the wait before the next call.
+func (p *pipeline) noteOutage(failed bool) time.Duration {
+	p.down.Lock()
+	defer p.down.Unlock()
+	if !failed {
+		p.down.wait, p.down.until = 0, time.Time{}
+		return 0
+	}
+	p.down.wait = min(max(2*p.down.wait, firstOutageWait), maxOutageWait)
+	p.down.until = p.now().Add(p.down.wait)
+	return p.down.wait
+}
+
+// The waits of an embedder outage (see pipeline.down).
+const (
+	firstOutageWait = 5 * time.Second
+	maxOutageWait   = 5 * time.Minute
+)
+
+// embedTexts embeds the texts of the given hashes, returning their vectors
+// and the hashes it could not embed (the embedder failed; it is logged).
+// With a space but no embedder (Options.Embedder) every one is left to
+// repair.
+func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkText, need []string) ([]recall.Vector, map[string]bool) {
+	const batch = 16 // chunks per embedder call (each is several units)
+	var out []recall.Vector
+	failed := make(map[string]bool)
+	if p.opt.Embedder == nil {
+		for _, h := range need {
+			failed[h] = true
+		}
+		return nil, failed
+	}
+	if len(need) > 0 && p.embedderDown() {
+		for _, h := range need {
+			failed[h] = true
+		}
+		return nil, failed
+	}
+	for i := 0; i < len(need); i += batch {
+		part := need[i:min(i+batch, len(need))]
+		in := make([]embed.ChunkText, len(part))
+		for j, h := range part {
+			in[j] = texts[h]
+		}
+		vecs, err := embed.EmbedChunks(ctx, p.opt.Embedder, p.opt.Dim, in)
+		if err != nil {
+			for _, h := range need[i:] {
+				failed[h] = true
+			}
+			if ctx.Err() == nil {
+				err = fmt.Errorf("%w (texts are left to repair; the embedder is tried again in %s)", err, p.noteOutage(true))
+			}
+			p.embedErr(err)
+			break
+		}
+		p.noteOutage(false)
+		p.embMu.Lock()
+		if p.embedded == nil {
+			p.embedded = make(map[string]bool)
+		}
+		for j, h := range part {
+			out = append(out, recall.Vector{Space: p.opt.Space, Hash: h, Vec: vecs[j]})
+			p.embedded[h] = true
+		}
+		p.embMu.Unlock()
+	}
+	return out, failed
+}
+
+// markPending marks the documents holding a failed text as pending.
+func markPending(docs []recall.Document, failed map[string]bool) {
+	if len(failed) == 0 {
+		return
+	}
+	for i, d := range docs {
+		for _, c := range d.Chunks {
+			if failed[c.Hash] {
+				docs[i].Source.IndexState = recall.IndexPending
+				break
+			}
+		}
+	}
+}
+
+// revive embeds again the texts of batch b whose vectors the embedding
+// stage found stored (or on their way) but that are gone by the time b
+// commits: a commit in between removed the last other chunk holding such
+// a text, and its vector with it. Without this the chunk would be written
+// with no vector and its source marked indexed. It runs on the writer,
+// just before b's transaction, so nothing can remove them in between.
+func (p *pipeline) revive(ctx context.Context, b *batch) {
+	if len(b.reused) == 0 {
+		return
+	}
+	carried := make(map[string]bool, len(b.vecs))
+	for _, v := range b.vecs {
+		carried[v.Hash] = true
+	}
+	var check []string
+	for _, h := range b.reused {
+		if !carried[h] {
+			check = append(check, h)
+			carried[h] = true
+		}
+	}
+	have, err := p.st.VectorsByHash(ctx, p.opt.Space, check)
+	if err != nil {
+		return // the write goes on; repair finds what is missing
+	}
+	var lost []string
+	texts := map[string]embed.ChunkText{}
+	for _, h := range check {
+		if _, ok := have[h]; !ok {
+			lost = append(lost, h)
+		}
+	}
+	if len(lost) == 0 {
+		return
+	}
+	for _, d := range b.docs {
+		for _, c := range d.Chunks {
+			texts[c.Hash] = embed.ChunkText{Header: c.Header, Text: c.Text}
+		}
+	}
+	vecs, failed := p.embedTexts(ctx, texts, lost)
+	b.vecs = append(b.vecs, vecs...)
+	markPending(b.docs, failed)
+	p.mu.Lock()
+	p.res.VectorsMissing += len(failed)
+	p.mu.Unlock()
+}
+
+// forget drops committed vectors from embedded, which would otherwise grow
+// with the vault: a later piece finds them in the store.
+func (p *pipeline) forget(vecs []recall.Vector) {
+	p.embMu.Lock()
+	defer p.embMu.Unlock()
+	for _, v := range vecs {
+		delete(p.embedded, v.Hash)
+	}
+}
+
+func (p *pipeline) embedErr(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	logFailure(p.opt.Failures, "(embedder)", err)
+}
