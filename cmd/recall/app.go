@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -146,7 +145,14 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	cfg, err := m.loadConfig()
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "recall: %v\n", err)
-		return exitUsage
+		// A mistake in the file, or a file named that does not exist, is
+		// the command line's; one that cannot be read (a folder, no
+		// permission) is a failure, as an unreadable database is.
+		var ue usageError
+		if errors.As(err, &ue) || errors.Is(err, os.ErrNotExist) {
+			return exitUsage
+		}
+		return exitFailure
 	}
 	m.cfg = cfg
 	if len(rest) == 0 {
@@ -515,7 +521,7 @@ func (m *Main) openExisting(ctx context.Context) (recall.Store, error) {
 			return nil, err
 		}
 		if !isPostgres(loc) {
-			if _, err := os.Stat(loc); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(loc); errors.Is(err, os.ErrNotExist) {
 				return nil, recall.Errorf(recall.ENOTFOUND, "no database at %s: sweep a vault or save a memory first, or check --db / RECALL_DB", loc)
 			}
 		}

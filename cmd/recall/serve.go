@@ -196,18 +196,23 @@ func (m *Main) servingSummary(opt server.Options) string {
 	if opt.Space != "" {
 		search = "full text and vector space " + opt.Space
 	}
-	toks := "no user token"
+	// No user token is said on a line of its own, with what it means.
+	var toks []string
 	switch n := len(opt.Tokens); n {
 	case 0:
 	case 1:
-		toks = "1 user token"
+		toks = append(toks, "1 user token")
 	default:
-		toks = fmt.Sprintf("%d user tokens", n)
+		toks = append(toks, fmt.Sprintf("%d user tokens", n))
 	}
 	if opt.AdminToken != "" {
-		toks += " and the admin token"
+		toks = append(toks, "the admin token")
 	}
-	return fmt.Sprintf("%s; searches %s; %s", dbDisplay(loc), search, toks)
+	summary := fmt.Sprintf("%s; searches %s", dbDisplay(loc), search)
+	if len(toks) > 0 {
+		summary += "; " + strings.Join(toks, " and ")
+	}
+	return summary
 }
 
 // openAudit opens the audit log a server writes to (the flag, else the

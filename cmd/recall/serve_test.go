@@ -192,6 +192,32 @@ func TestServeLogsWhatItServes(t *testing.T) {
 	}
 }
 
+// A server with no token says so once, on a line that says what it means;
+// the summary of what it serves said "no user token" again after it. With
+// only the admin token, the summary names it and the line still warns.
+func TestServeSaysOnceThatItHasNoToken(t *testing.T) {
+	for _, admin := range []string{"", "admin-" + serveToken} {
+		env := testEnv(t)
+		if admin != "" {
+			env["RECALL_ADMIN_TOKEN"] = admin
+		}
+		_, stderr, stop := startServe(t, env)
+		if code := stop(); code != 0 {
+			t.Fatalf("serve exited with %d: %s", code, stderr.String())
+		}
+		out := stderr.String()
+		if n := strings.Count(out, "no token configured: accepting token-less requests on loopback only"); n != 1 {
+			t.Errorf("admin %q: the token-less warning is said %d times:\n%s", admin, n, out)
+		}
+		if strings.Contains(out, "no user token") {
+			t.Errorf("admin %q: the summary says again that there is no token:\n%s", admin, out)
+		}
+		if admin != "" && !strings.Contains(out, "(no embedding model); the admin token\n") {
+			t.Errorf("the summary does not name the admin token:\n%s", out)
+		}
+	}
+}
+
 // The address serve says it listens on has the host it was given: for
 // 0.0.0.0 it said http://[::]:PORT.
 func TestServeSaysTheAddressGiven(t *testing.T) {
