@@ -266,7 +266,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	res.Removed = dedupe(res.Removed)
 	res.FilesRemoved = len(res.Removed)
 
-	if opt.Prune && !opt.DryRun {
+	if opt.Prune { // a dry run refuses as the sweep would
 		if err := CheckPrune(abs, res.FilesSeen, res.FilesRemoved, opt.PruneEmpty); err != nil {
 			return res, err
 		}

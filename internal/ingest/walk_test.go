@@ -224,9 +224,13 @@ func TestPruneRefusesAnEmptyVault(t *testing.T) {
 	before := sourceIDs(t, st, root)
 	os.RemoveAll(filepath.Join(root, "a.md"))
 	os.RemoveAll(filepath.Join(root, "b"))
-	_, err := Sweep(context.Background(), st, st, root, Options{Prune: true})
-	if err == nil || !strings.Contains(err.Error(), "holds no files now, but 2 files were swept from it before") {
-		t.Fatalf("an empty vault pruned: %v", err)
+	// A dry run says what the sweep would say: it had listed the files
+	// as "--prune would remove them".
+	for _, dry := range []bool{true, false} {
+		_, err := Sweep(context.Background(), st, st, root, Options{Prune: true, DryRun: dry})
+		if err == nil || !strings.Contains(err.Error(), "holds no files now, but 2 files were swept from it before") {
+			t.Fatalf("an empty vault pruned (dry run %v): %v", dry, err)
+		}
 	}
 	if got := sourceIDs(t, st, root); strings.Join(got, ",") != strings.Join(before, ",") {
 		t.Errorf("the refused prune removed sources: %v, want %v", got, before)
