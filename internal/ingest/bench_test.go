@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -96,15 +95,9 @@ func benchSweepFirst(b *testing.B, vault string, total int64, files int) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(heap)/1e6, "peak-heap-MB")
-	b.ReportMetric(float64(total)*float64(b.N)/1e6/cpu.Seconds(), "MB/cpu-s")
-}
-
-// cpuTime is the CPU time this process has used: on a shared machine it
-// says more than the wall clock.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if cpu > 0 {
+		b.ReportMetric(float64(total)*float64(b.N)/1e6/cpu.Seconds(), "MB/cpu-s")
+	}
 }
 
 // BenchmarkSweepUnchanged: a re-sweep of the same vault with nothing changed.
