@@ -53,6 +53,7 @@ type Main struct {
 	fusion  string // --fusion of search and eval
 	serving bool   // serve or mcp: never keep a client waiting on a model
 	reading bool   // a one-off command that only reads (openReading)
+	asIs    bool   // check or backup: an older database is not upgraded (openAsIs)
 	cfg     config
 	store   recall.Store
 	closers []func() error
@@ -500,7 +501,10 @@ func (m *Main) open(ctx context.Context, existing bool) (recall.Store, error) {
 	if isPostgres(loc) {
 		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing})
 	} else {
-		st, err = sqlite.Open(ctx, loc, sqlite.Options{Check: m.checkMode()})
+		st, err = sqlite.Open(ctx, loc, sqlite.Options{Check: m.checkMode(), KeepSchema: m.asIs, Upgrading: func(from, to int) {
+			fmt.Fprintf(m.Stderr, "recall: upgrading %s from schema version %d to %d (older versions of recall cannot open it afterwards); "+
+				"with a large archive this takes a while\n", loc, from, to)
+		}})
 	}
 	if err != nil {
 		return nil, err
@@ -538,6 +542,28 @@ func (m *Main) openReading(ctx context.Context) (recall.Store, error) {
 		m.reading = true
 	}
 	return m.openExisting(ctx)
+}
+
+// openAsIs opens the database for a command that reads the whole file,
+// whatever its schema version (check, backup): a SQLite file an older
+// recall wrote stays as it is, not upgraded, so a backup made before an
+// upgrade opens in that recall.
+func (m *Main) openAsIs(ctx context.Context) (recall.Store, error) {
+	if m.store == nil {
+		m.asIs = true
+	}
+	return m.openReading(ctx)
+}
+
+// olderSchema names the schema of a store openAsIs left as an older
+// recall wrote it ("version 5 of 7"), "" when it is this binary's.
+func olderSchema(st recall.Store) string {
+	if o, ok := st.(interface{ OlderSchema() (string, bool) }); ok {
+		if schema, older := o.OlderSchema(); older {
+			return schema
+		}
+	}
+	return ""
 }
 
 // checkMode is how much of a SQLite file Open checks: a server opens at

@@ -26,7 +26,9 @@ func (m *Main) cmdBackup(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("backup takes the FILE to write the copy to")
 	}
-	st, err := m.openReading(ctx)
+	// Not upgraded first: a backup made before an upgrade is the way back
+	// to the recall that wrote the database.
+	st, err := m.openAsIs(ctx)
 	if err != nil {
 		return err
 	}
@@ -43,5 +45,8 @@ func (m *Main) cmdBackup(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stderr, "backed up to %s (%.1f MB): every source, chunk and vector as of now; restore it by using it as the database (--db), after `recall --db %s check`\n",
 		pos[0], float64(size)/1e6, pos[0])
+	if schema := olderSchema(st); schema != "" {
+		fmt.Fprintf(m.Stderr, "recall: the copy is at schema %s, as the older recall that wrote the database left it: that recall opens it; this one upgrades it when it opens it for anything but check or backup\n", schema)
+	}
 	return nil
 }

@@ -95,10 +95,14 @@ func (m *Main) cmdCheck(ctx context.Context, args []string) error {
 		return err
 	}
 	start := time.Now()
+	note := ""
 	err := func() error {
-		st, err := m.openReading(ctx)
+		st, err := m.openAsIs(ctx)
 		if err != nil {
 			return err
+		}
+		if schema := olderSchema(st); schema != "" {
+			note = "schema " + schema + ", as an older recall wrote it, left so: SQLite's check only; recall's own invariants are checked once a command that writes has upgraded it"
 		}
 		c, ok := st.(interface{ IntegrityCheck(context.Context) error })
 		if !ok {
@@ -115,7 +119,8 @@ func (m *Main) cmdCheck(ctx context.Context, args []string) error {
 			OK      bool    `json:"ok"`
 			Seconds float64 `json:"seconds"`
 			Error   string  `json:"error,omitempty"`
-		}{err == nil, secs, ""}
+			Note    string  `json:"note,omitempty"`
+		}{err == nil, secs, "", note}
 		if err != nil {
 			out.Error = err.Error()
 		}
@@ -129,6 +134,9 @@ func (m *Main) cmdCheck(ctx context.Context, args []string) error {
 	}
 	path, _ := m.dbPath()
 	fmt.Fprintf(m.Stdout, "ok: %s checked in %.1f s\n", dbDisplay(path), secs)
+	if note != "" {
+		fmt.Fprintf(m.Stdout, "note: %s\n", note)
+	}
 	return nil
 }
 

@@ -14,6 +14,14 @@ import (
 // guess at its schema.
 var ErrNewerSchema = errors.New("database was written by a newer version of recall")
 
+// NewerSchema is the error for a database whose highest recorded schema
+// version, v, is past this binary's known ones. It says what to do: a user
+// who went back to an older recall has the newer one, or a copy made
+// before it upgraded the database.
+func NewerSchema(v, known int) error {
+	return fmt.Errorf("%w (schema version %d; this one knows up to %d): use that version, or a backup made before it upgraded the database; nothing was changed", ErrNewerSchema, v, known)
+}
+
 // Migration is one versioned schema step of a backend.
 type Migration struct {
 	Version int

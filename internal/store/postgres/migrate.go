@@ -135,10 +135,8 @@ func knownVersions(ctx context.Context, tx pgx.Tx, known int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, v := range applied {
-		if v > known {
-			return nil, fmt.Errorf("%w: it records schema version %d, this binary knows up to %d", ErrNewerSchema, v, known)
-		}
+	if len(applied) > 0 && applied[len(applied)-1] > known {
+		return nil, store.NewerSchema(applied[len(applied)-1], known) // applied is in order
 	}
 	return applied, nil
 }

@@ -356,16 +356,25 @@ func TestLongTermsMigrated(t *testing.T) {
 }
 
 // TestNewerSchemaRefused: a database migrated by a newer recall is refused,
-// not guessed at.
+// not guessed at, naming the newest version it records and the way back.
 func TestNewerSchemaRefused(t *testing.T) {
 	dsn := pgtest.Server(t)
 	db := openTest(t, dsn, Options{})
-	if _, err := db.pool.Exec(ctx, `INSERT INTO recall_schema_migrations VALUES (9999, 'future', now())`); err != nil {
+	ms, err := migrations()
+	if err != nil {
 		t.Fatal(err)
 	}
+	for _, v := range []int{len(ms) + 1, 9999} {
+		if _, err := db.pool.Exec(ctx, `INSERT INTO recall_schema_migrations VALUES ($1, 'future', now())`, v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	db.Close()
-	if _, err := Open(ctx, dsn, Options{}); !errors.Is(err, ErrNewerSchema) {
-		t.Errorf("Open of a newer schema: %v; want ErrNewerSchema", err)
+	for _, o := range []Options{{}, {ReadOnly: true}} {
+		_, err := Open(ctx, dsn, o)
+		if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), "schema version 9999;") || !strings.Contains(err.Error(), "or a backup made before") {
+			t.Errorf("Open(%+v) of a newer schema: %v; want ErrNewerSchema naming version 9999 and a backup", o, err)
+		}
 	}
 }
 

@@ -80,6 +80,19 @@ type Options struct {
 	// Check is how much of an existing file Open checks (CheckAtOpen,
 	// the zero value: all of it).
 	Check CheckMode
+	// Upgrading, when set, is called before Open upgrades the schema of a
+	// database an older recall wrote, with its version and this binary's:
+	// older versions cannot open the file afterwards, and rebuilding the
+	// indexes of a large archive takes a while, so a command says so.
+	Upgrading func(from, to int)
+	// KeepSchema leaves a database an older recall wrote at its schema
+	// version: Open does not upgrade it but opens it read-only (writes
+	// fail with ErrReadOnly), for commands that read the whole file
+	// whatever its version (recall check, recall backup), so a copy made
+	// before an upgrade still opens in the recall that wrote it. Only
+	// IntegrityCheck and Backup are meant for such a store; OlderSchema
+	// says whether Open left it so.
+	KeepSchema bool
 }
 
 // CheckMode says when a store checks an existing file for damage.
@@ -164,6 +177,10 @@ type DB struct {
 	stopWalk   context.CancelFunc
 	walkClosed bool
 
+	// older is the schema Open found and, under KeepSchema, left as an
+	// older recall wrote it (nil when the database is at this binary's).
+	older *schemaState
+
 	// The sweep locks this handle holds, by the mark of the context they
 	// were taken with, for the writes made under it (checkVaultLock).
 	locksMu sync.Mutex
@@ -216,16 +233,23 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", abs, err)
 	} else if err := createPrivate(abs); err != nil {
 		return nil, fmt.Errorf("open %s: %w", abs, err)
-	}
-
-	if !opts.ReadOnly {
+	} else if err := db.checkFirst(ctx); err != nil {
 		// The file is checked through a read-only connection before the
 		// writer opens it: a writer that closes finds itself the last
 		// connection and folds the write-ahead log into the file, then
 		// deletes it, and a corrupt database must be refused as it is.
-		if err := db.checkFirst(ctx); err != nil {
+		return nil, err
+	}
+	if opts.KeepSchema {
+		if err := db.keepOlder(ctx); err != nil {
 			return nil, err
 		}
+		if db.older != nil {
+			opts.ReadOnly, db.opts.ReadOnly = true, true
+		}
+	}
+
+	if !opts.ReadOnly {
 		db.rw, err = sql.Open("sqlite", db.dsn(true))
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", abs, err)
@@ -239,7 +263,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		// until it writes: closing last, that connection would fold a
 		// log into a file not yet checked (see noFold).
 		if !db.walkLeft {
-			err := migrate(ctx, db.rw)
+			err := migrate(ctx, db.rw, opts.Upgrading)
 			if err == nil {
 				// From here on the writer waits for the write lock itself
 				// (see begin, which sets this again): SQLite's own wait
@@ -266,7 +290,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db.ro.SetMaxOpenConns(opts.Readers)
 	db.ro.SetMaxIdleConns(opts.Readers)
-	if opts.ReadOnly {
+	if opts.ReadOnly && db.older == nil {
 		if err := checkSchema(ctx, db.ro); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open %s: %w", abs, err)
@@ -276,6 +300,37 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.startWalk()
 	}
 	return db, nil
+}
+
+// keepOlder reads the schema of a database that exists, for KeepSchema,
+// and records it in older when an older recall wrote it; a newer one is
+// refused.
+func (db *DB) keepOlder(ctx context.Context) error {
+	if fi, err := os.Stat(db.path); err != nil || fi.Size() == 0 {
+		return nil // new: nothing to keep
+	}
+	ro, err := db.checkConn()
+	if err != nil {
+		return err
+	}
+	defer ro.Close()
+	s, err := readSchema(ctx, ro)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	if s.older() {
+		db.older = &s
+	}
+	return nil
+}
+
+// OlderSchema reports whether Open left the database at an older recall's
+// schema (KeepSchema), and which ("version 5 of 7").
+func (db *DB) OlderSchema() (schema string, older bool) {
+	if db.older == nil {
+		return "", false
+	}
+	return db.older.String(), true
 }
 
 // dsn builds the connection string. The path goes into a file: URI with the
@@ -622,6 +677,11 @@ func (db *DB) integrityCheck(ctx context.Context) error {
 	}
 	if len(problems) > 0 {
 		return db.corrupt("integrity_check", problems)
+	}
+	if db.older != nil {
+		// The invariants are of this binary's schema: an older file is
+		// checked by SQLite alone, FTS5's index included.
+		return nil
 	}
 	invariants := []struct{ what, query string }{
 		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)`},

@@ -92,12 +92,17 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // transaction together with its schema_migrations row, so a crash leaves
 // the schema at a recorded version. The write connection begins IMMEDIATE
 // transactions, so two processes opening the same file cannot both apply one.
-func migrate(ctx context.Context, conn *sql.DB) error {
-	return migrateTo(ctx, conn, -1)
+// upgrading, when not nil, is told first when an existing database is to be
+// upgraded (see Options.Upgrading).
+func migrate(ctx context.Context, conn *sql.DB, upgrading func(from, to int)) error {
+	if err := migrateTo(ctx, conn, -1, upgrading); err != nil {
+		return err
+	}
+	return addChunkAttributes(ctx, conn)
 }
 
 // migrateTo applies the migrations up to version last (all when last < 0).
-func migrateTo(ctx context.Context, conn *sql.DB, last int) error {
+func migrateTo(ctx context.Context, conn *sql.DB, last int, upgrading func(from, to int)) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -107,6 +112,15 @@ func migrateTo(ctx context.Context, conn *sql.DB, last int) error {
 	}
 	if _, err := conn.ExecContext(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	if upgrading != nil {
+		s, err := readSchema(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if s.version > 0 && s.version < len(ms) {
+			upgrading(s.version, len(ms))
+		}
 	}
 	for _, m := range ms {
 		err := func() error {
@@ -147,28 +161,118 @@ func migrateTo(ctx context.Context, conn *sql.DB, last int) error {
 	return nil
 }
 
-// checkSchema verifies, without writing, that a database is exactly at this
-// binary's schema version (for read-only opens, which cannot migrate).
-func checkSchema(ctx context.Context, conn *sql.DB) error {
+// earlyChunks reports whether the chunks table lacks the source attributes
+// (kind, owner, category, dates) 0001_init.sql gives it: the first builds
+// of recall, from 30 November 2026 before 06:14, made it so, and 0001 was
+// edited in place afterwards, so such a database records the same versions
+// as any other. Writes and searches need the columns.
+func earlyChunks(ctx context.Context, q querier) (bool, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('chunks') WHERE name = 'kind'`).Scan(&n); err != nil {
+		return false, fmt.Errorf("read the chunks table's columns: %w", err)
+	}
+	return n == 0, nil
+}
+
+// chunkAttributes gives an early database's chunks (earlyChunks) the
+// columns and index 0001_init.sql has, filled from their sources as the
+// writer fills them.
+const chunkAttributes = `
+ALTER TABLE chunks ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN category TEXT NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN date_lo TEXT;
+ALTER TABLE chunks ADD COLUMN date_hi TEXT;
+UPDATE chunks SET kind = s.kind, owner = s.owner, category = s.category, date_lo = s.date_lo, date_hi = s.date_hi
+	FROM sources s WHERE s.sid = chunks.sid;
+CREATE INDEX chunks_personal ON chunks (owner) WHERE kind != 'archive';`
+
+// addChunkAttributes completes an early database (earlyChunks) after its
+// migrations, in one transaction; a database made by 0001 as it is now is
+// only looked at.
+func addChunkAttributes(ctx context.Context, conn *sql.DB) error {
+	if early, err := earlyChunks(ctx, conn); err != nil || !early {
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if early, err := earlyChunks(ctx, tx); err != nil || !early {
+		return err // another process completed it meanwhile
+	}
+	if _, err := tx.ExecContext(ctx, chunkAttributes); err != nil {
+		return fmt.Errorf("add their source attributes to the chunks of a database an early recall made: %w", err)
+	}
+	return tx.Commit()
+}
+
+// schemaState is a database's schema as a store finds it.
+type schemaState struct {
+	version int  // the highest schema version it records
+	known   int  // the highest this binary knows
+	early   bool // its chunks lack their source attributes (earlyChunks)
+}
+
+// older reports whether the database is behind this binary's schema, so
+// that opening it for writing upgrades it.
+func (s schemaState) older() bool { return s.version < s.known || s.early }
+
+// String names the state for a message: "version 5 of 7".
+func (s schemaState) String() string {
+	if s.early {
+		return fmt.Sprintf("version %d of %d, with chunks as the first builds of recall made them", s.version, s.known)
+	}
+	return fmt.Sprintf("version %d of %d", s.version, s.known)
+}
+
+// readSchema reads the database's schema state without writing, refusing
+// (ErrNewerSchema) one newer than this binary's.
+func readSchema(ctx context.Context, q querier) (schemaState, error) {
 	ms, err := migrations()
 	if err != nil {
-		return err
+		return schemaState{}, err
 	}
-	applied, err := appliedVersions(ctx, conn)
+	applied, err := appliedVersions(ctx, q)
+	if err != nil {
+		return schemaState{}, err
+	}
+	s := schemaState{known: len(ms)}
+	if len(applied) == 0 {
+		return s, nil
+	}
+	s.version = applied[len(applied)-1]
+	if err := newerThan(applied, ms); err != nil {
+		return s, err
+	}
+	s.early, err = earlyChunks(ctx, q)
+	return s, err
+}
+
+// checkSchema verifies, without writing, that a database is exactly at this
+// binary's schema (for read-only opens, which cannot migrate).
+func checkSchema(ctx context.Context, conn *sql.DB) error {
+	s, err := readSchema(ctx, conn)
 	if err != nil {
 		return err
 	}
-	if err := newerThan(applied, ms); err != nil {
-		return err
-	}
-	if len(applied) < len(ms) {
-		return fmt.Errorf("database schema is at version %d of %d; open it writable once to migrate", len(applied), len(ms))
+	if s.older() {
+		return errOlderSchema(s)
 	}
 	return nil
 }
 
+// errOlderSchema is the error of a read-only open of a database an older
+// recall wrote.
+func errOlderSchema(s schemaState) error {
+	return fmt.Errorf("the database's schema is older than this recall's (%s) and cannot be upgraded while opened read-only: "+
+		"run a command that writes (a sweep without --dry-run) once to upgrade it", s)
+}
+
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // foreignSchema refuses the SQLite database of another application: one
@@ -222,11 +326,11 @@ func appliedVersions(ctx context.Context, q querier) ([]int, error) {
 	return vs, rows.Err()
 }
 
+// newerThan refuses applied versions past the known migrations, naming
+// the highest (applied is in order).
 func newerThan(applied []int, known []migration) error {
-	for _, v := range applied {
-		if v > len(known) {
-			return fmt.Errorf("%w: it records schema version %d, this binary knows up to %d", ErrNewerSchema, v, len(known))
-		}
+	if len(applied) > 0 && applied[len(applied)-1] > len(known) {
+		return store.NewerSchema(applied[len(applied)-1], len(known))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -13,12 +14,11 @@ import (
 	"github.com/recall-mcp/recall/internal/textindex"
 )
 
-// TestMigrateFullTextToTerms upgrades a database written at schema 3, whose
-// full-text index stemmed with FTS5's porter tokenizer, and finds its chunks
-// by stem, by phrase and by a two-character Chinese word afterwards: the
-// migration rebuilt the index as terms.
-func TestMigrateFullTextToTerms(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "old.db")
+// schemaAt makes a database at path with the migrations up to version, as
+// a recall of that version made it, and returns a writer connection to it
+// for the test to fill as that version's writer would.
+func schemaAt(t *testing.T, path string, version int) *sql.DB {
+	t.Helper()
 	old := &DB{path: path}
 	old.opts.defaults()
 	conn, err := sql.Open("sqlite", old.dsn(true))
@@ -26,9 +26,19 @@ func TestMigrateFullTextToTerms(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.SetMaxOpenConns(1)
-	if err := migrateTo(ctx, conn, 3); err != nil {
+	if err := migrateTo(ctx, conn, version, nil); err != nil {
 		t.Fatal(err)
 	}
+	return conn
+}
+
+// TestMigrateFullTextToTerms upgrades a database written at schema 3, whose
+// full-text index stemmed with FTS5's porter tokenizer, and finds its chunks
+// by stem, by phrase and by a two-character Chinese word afterwards: the
+// migration rebuilt the index as terms.
+func TestMigrateFullTextToTerms(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	conn := schemaAt(t, path, 3)
 	texts := []string{"She keeps running along the river every morning.", "我喜欢薄荷茶, and the Generalizations of cafés."}
 	for i, text := range texts {
 		id := int64(i + 1)
@@ -127,6 +137,184 @@ func TestMigrateSettlesSkipped(t *testing.T) {
 		if src, err := db.Source(ctx, recall.MemoryID("", key)); err != nil || src.IndexState != want {
 			t.Errorf("%s after migrating: %q %v; want %q", key, src.IndexState, err, want)
 		}
+	}
+}
+
+// olderDB writes a memory into a new database at path and takes schema
+// versions 6 and 7 off it, as a recall from before them left it (their
+// steps rebuild from what is stored: the full-text index, index states).
+func olderDB(t *testing.T, path string) {
+	t.Helper()
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note_log", "the lighthouse keeper's log")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.rw.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version >= 6`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+}
+
+// memoryDoc is a memory of owner's under key holding text.
+func memoryDoc(owner, key, text string) recall.Document {
+	return recall.Document{
+		Source: recall.Source{ID: recall.MemoryID(owner, key), Kind: recall.KindMemory, Owner: owner, Title: key,
+			ContentHash: recall.TextHash(text), ChunkCount: 1, Body: text, IndexState: recall.IndexSkipped},
+		Chunks: []recall.Chunk{{Text: text, Hash: recall.TextHash(text)}},
+	}
+}
+
+// schemaVersionOf reads the highest schema version the file at path records.
+func schemaVersionOf(t *testing.T, path string) int {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var v int
+	if err := conn.QueryRow(`SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// An older database opened with KeepSchema stays at its version: it is
+// read-only, its check is SQLite's, and its backup is at its version too.
+// Opened otherwise, it is upgraded, and Upgrading is told first, once.
+func TestOlderSchemaKeptOrUpgraded(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "old.db")
+	olderDB(t, path)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := len(ms)
+
+	for _, check := range []CheckMode{CheckAtOpen, CheckOnRead} {
+		db, err := Open(ctx, path, Options{Check: check, KeepSchema: true, Upgrading: func(from, to int) {
+			t.Errorf("KeepSchema: upgrading from %d to %d", from, to)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if schema, older := db.OlderSchema(); !older || schema != fmt.Sprintf("version 5 of %d", known) {
+			t.Errorf("OlderSchema() = %q, %v; want version 5 of %d", schema, older, known)
+		}
+		if err := db.IntegrityCheck(ctx); err != nil {
+			t.Errorf("IntegrityCheck of the older file: %v", err)
+		}
+		if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note_new", "a new note")}, nil); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("a write to the older file kept as it is: %v; want ErrReadOnly", err)
+		}
+		backup := filepath.Join(dir, fmt.Sprintf("backup-%d.db", check))
+		if err := db.Backup(ctx, backup); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		if v := schemaVersionOf(t, path); v != 5 {
+			t.Errorf("KeepSchema left the file at version %d; want 5", v)
+		}
+		if v := schemaVersionOf(t, backup); v != 5 {
+			t.Errorf("the backup is at version %d; want the file's, 5", v)
+		}
+	}
+
+	var told [][2]int
+	upgrading := func(from, to int) { told = append(told, [2]int{from, to}) }
+	for range 2 {
+		db, err := Open(ctx, path, Options{Upgrading: upgrading})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, older := db.OlderSchema(); older {
+			t.Error("OlderSchema after an upgrade: older")
+		}
+		db.Close()
+	}
+	if want := [][2]int{{5, known}}; !slices.Equal(told, want) {
+		t.Errorf("Upgrading was told %v; want %v", told, want)
+	}
+	if v := schemaVersionOf(t, path); v != known {
+		t.Errorf("upgraded file at version %d; want %d", v, known)
+	}
+	db, err := Open(ctx, path, Options{KeepSchema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, older := db.OlderSchema(); older {
+		t.Error("KeepSchema on a current file: older")
+	}
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Errorf("IntegrityCheck after the upgrade: %v", err)
+	}
+	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note_new", "a new note")}, nil); err != nil {
+		t.Errorf("a write with KeepSchema to a current file: %v", err)
+	}
+}
+
+// The first builds of recall made chunks without their source attributes,
+// and 0001 was edited in place after them, so such a database records the
+// same versions as any other (and an upgrade to 7 left it so, unable to
+// take a write). Open completes it, whatever version it records.
+func TestEarlyChunksCompleted(t *testing.T) {
+	for _, version := range []int{1, 7} {
+		t.Run(fmt.Sprint(version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "early.db")
+			conn := schemaAt(t, path, version)
+			text := "我喜欢薄荷茶 and walks by the river"
+			for _, q := range []string{
+				// 0001_init.sql as the builds before 78e50fc had it.
+				`DROP INDEX chunks_personal`,
+				`ALTER TABLE chunks DROP COLUMN kind`, `ALTER TABLE chunks DROP COLUMN owner`, `ALTER TABLE chunks DROP COLUMN category`,
+				`ALTER TABLE chunks DROP COLUMN date_lo`, `ALTER TABLE chunks DROP COLUMN date_hi`,
+				`INSERT INTO sources (sid, id, kind, title, owner, category, date, date_lo, date_hi, chunk_count, body, created_at, updated_at)
+					VALUES (1, 'memory:ann:note_tea', 'memory', 'note_tea', 'ann', 'note', '2025-11-29', '2025-11-29', '2025-11-29', 1, '` + text + `', 0, 0)`,
+				`INSERT INTO chunks (id, sid, idx, hash) VALUES (1, 1, 0, '` + recall.TextHash(text) + `')`,
+				`INSERT INTO chunk_texts (id, text) VALUES (1, '` + text + `')`,
+			} {
+				if _, err := conn.Exec(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if version >= 4 {
+				// The row a writer gives the full-text index; before 0004,
+				// the migrations rebuild it.
+				if _, err := conn.Exec(`INSERT INTO chunks_fts (rowid, title, body) VALUES (1, ?, ?)`,
+					ftsTitle("note_tea", "2025-11-29"), textindex.IndexText(text)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conn.Close()
+
+			db, err := Open(ctx, path, Options{Check: CheckOnRead})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var kind, owner, category, lo, hi string
+			if err := db.ro.QueryRow(`SELECT kind, owner, category, date_lo, date_hi FROM chunks WHERE id = 1`).Scan(&kind, &owner, &category, &lo, &hi); err != nil {
+				t.Fatal(err)
+			}
+			if kind != "memory" || owner != "ann" || category != "note" || lo != "2025-11-29" || hi != "2025-11-29" {
+				t.Errorf("the chunk's attributes: %q %q %q %q %q; want its source's", kind, owner, category, lo, hi)
+			}
+			if _, err := db.Write(ctx, []recall.Document{memoryDoc("ann", "note_walk", "a walk")}, nil); err != nil {
+				t.Errorf("a write to the completed database: %v", err)
+			}
+			cands, err := db.Lexical(ctx, recall.LexicalQuery{Text: "薄荷", Limit: 5, Filter: recall.Filter{Kinds: []recall.Kind{recall.KindMemory}, OwnerScoped: true, Owner: "ann"}})
+			if err != nil || len(cands) != 1 {
+				t.Errorf("a filtered search of the completed database: %v, %v; want the chunk", cands, err)
+			}
+			if err := db.IntegrityCheck(ctx); err != nil {
+				t.Errorf("IntegrityCheck of the completed database: %v", err)
+			}
+		})
 	}
 }
 

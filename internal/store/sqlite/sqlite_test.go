@@ -127,13 +127,23 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.rw.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 'x')`); err != nil {
+	ms, err := migrations()
+	if err != nil {
 		t.Fatal(err)
 	}
+	for _, v := range []int{len(ms) + 1, 999} {
+		if _, err := db.rw.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 'x')`, v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	db.Close()
-	for _, opts := range []Options{{}, {ReadOnly: true}} {
-		if _, err := Open(ctx, path, opts); !errors.Is(err, ErrNewerSchema) {
-			t.Errorf("open %+v of a newer database: %v; want ErrNewerSchema", opts, err)
+	// The message names the newest version the file records, and the way
+	// back: a user who went back to this recall has the newer one, or a
+	// backup made before it upgraded the file.
+	for _, opts := range []Options{{}, {ReadOnly: true}, {Check: CheckOnRead, KeepSchema: true}} {
+		_, err := Open(ctx, path, opts)
+		if !errors.Is(err, ErrNewerSchema) || !strings.Contains(err.Error(), "schema version 999;") || !strings.Contains(err.Error(), "or a backup made before") {
+			t.Errorf("open %+v of a newer database: %v; want ErrNewerSchema naming version 999 and a backup", opts, err)
 		}
 	}
 }
