@@ -27,6 +27,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
 )
 
 // ErrCorrupt is wrapped by every error that damage in the database file
@@ -180,6 +181,9 @@ type DB struct {
 	// older is the schema Open found and, under KeepSchema, left as an
 	// older recall wrote it (nil when the database is at this binary's).
 	older *schemaState
+	// known is this binary's schema version, which writes check the
+	// file's against (see writeTx).
+	known int
 
 	// The sweep locks this handle holds, by the mark of the context they
 	// were taken with, for the writes made under it (checkVaultLock).
@@ -218,7 +222,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := checkKind(abs); err != nil {
 		return nil, err
 	}
-	db := &DB{path: abs, opts: opts}
+	ms, err := migrations()
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{path: abs, opts: opts, known: len(ms)}
 	if err := db.checkForeign(ctx); err != nil {
 		return nil, err
 	}
@@ -841,6 +849,17 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	// Rolls back when fn panics (a no-op after Commit): the one write
 	// connection must not stay inside an open transaction.
 	defer tx.Rollback()
+	// A newer recall may have upgraded the file since Open (a server left
+	// running across an upgrade): this binary would go on writing by its
+	// own schema's rules, and the newer one's checks would not see what
+	// they broke.
+	var version int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&version); err != nil {
+		return db.fail(ctx, err, "read schema_migrations")
+	}
+	if version > db.known {
+		return store.NewerSchema(version, db.known)
+	}
 	if err := fn(tx); err != nil {
 		return db.fail(ctx, err, "")
 	}

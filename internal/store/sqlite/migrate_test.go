@@ -258,6 +258,39 @@ func TestOlderSchemaKeptOrUpgraded(t *testing.T) {
 	}
 }
 
+// A store left open while a newer recall upgrades the file under it (a
+// server running across an upgrade) writes nothing more: its writes would
+// follow its own schema's rules, not the newer one's.
+func TestWriteAfterANewerUpgradeRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "recall.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note_before", "before the upgrade")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	newer, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newer.Close()
+	if _, err := newer.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 'x')`, db.known+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Write(ctx, []recall.Document{memoryDoc("", "note_after", "after the upgrade")}, nil)
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("a write after a newer recall upgraded the file: %v; want ErrNewerSchema", err)
+	}
+	if _, err := db.Source(ctx, recall.MemoryID("", "note_after")); !recall.IsNotFound(err) {
+		t.Errorf("the refused write's source: %v; want it not stored", err)
+	}
+	if _, err := db.Source(ctx, recall.MemoryID("", "note_before")); err != nil {
+		t.Errorf("reads go on: %v", err)
+	}
+}
+
 // The first builds of recall made chunks without their source attributes,
 // and 0001 was edited in place after them, so such a database records the
 // same versions as any other (and an upgrade to 7 left it so, unable to
