@@ -105,10 +105,18 @@ func TestOneOffSearchLoadsVectorsOnlyToSearchThem(t *testing.T) {
 // A search that falls back to full text because the query could not be
 // embedded says why on stderr (the results' note cannot: it is also what
 // clients get): a wrong key, a server down and a missing model read alike
-// there. A file of queries says each reason once.
+// there. A file of queries says each reason once, and asks the embedder
+// for its first query alone: the others, in the wait that failure starts,
+// go to full text without calling it.
 func TestSearchSaysWhyTheQueryWasNotEmbedded(t *testing.T) {
 	var down atomic.Bool
-	srv := fakeOllama(t, &down)
+	var requests atomic.Int32
+	inner := ollamaHandler(&down)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
 	env := testEnv(t)
 	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "model-a", srv.URL
 	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
@@ -116,17 +124,23 @@ func TestSearchSaysWhyTheQueryWasNotEmbedded(t *testing.T) {
 	}
 	down.Store(true)
 	const why = "the query could not be embedded: ollama failed (HTTP 500"
+	requests.Store(0)
 	out, errs, code := run(t, env, "search", "sourdough starter")
 	if code != 0 || !strings.Contains(out, "searched full text only") || !strings.Contains(errs, why) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want the fallback and, on stderr, %q", code, out, errs, why)
 	}
+	one := requests.Load() // the client's attempts for one query
 	queries := filepath.Join(t.TempDir(), "q.jsonl")
-	if err := os.WriteFile(queries, []byte("{\"query\": \"sourdough\"}\n{\"query\": \"starter\"}\n"), 0o600); err != nil {
+	if err := os.WriteFile(queries, []byte("{\"query\": \"sourdough\"}\n{\"query\": \"starter\"}\n{\"query\": \"rye\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, errs, code = run(t, env, "search", "--queries", queries)
+	requests.Store(0)
+	out, errs, code = run(t, env, "search", "--queries", queries)
 	if code != 0 || strings.Count(errs, why) != 1 {
 		t.Fatalf("batch: exit %d, stderr %q; want the reason once", code, errs)
+	}
+	if n, noted := requests.Load(), strings.Count(out, "the query embedder failed"); n != one || noted != 2 {
+		t.Errorf("batch of 3 queries: %d requests to the embedder, %d answers noting its failure; want %d, those of the first query, and 2", n, noted, one)
 	}
 }
 

@@ -82,15 +82,9 @@ func (c *queryCache) Embed(ctx context.Context, kind recall.InputKind, texts []s
 	c.mu.Lock()
 	now := c.now()
 	for i, t := range texts {
-		if el, ok := c.items[t]; ok {
-			ent := el.Value.(*cached)
-			if ent.expires.IsZero() || now.Before(ent.expires) {
-				c.lru.MoveToFront(el)
-				out[i] = clone(ent.vec)
-				continue
-			}
-			c.lru.Remove(el)
-			delete(c.items, t)
+		if vec, ok := c.lookup(t, now); ok {
+			out[i] = vec
+			continue
 		}
 		f, ok := c.flights[t]
 		if !ok {
@@ -130,6 +124,37 @@ func (c *queryCache) Embed(ctx context.Context, kind recall.InputKind, texts []s
 		out[i] = clone(f.vec)
 	}
 	return out, nil
+}
+
+// Cached returns the vector the query cache e (WithQueryCache) holds for
+// query, without calling the embedder; false when e is no such cache or
+// holds none. A search that does not call an embedder that is down still
+// uses the vectors it remembers.
+func Cached(e recall.Embedder, query string) ([]float32, bool) {
+	c, ok := e.(*queryCache)
+	if !ok {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lookup(query, c.now())
+}
+
+// lookup returns a copy of text's vector when it is cached and not
+// expired (called with c.mu held); an expired one is dropped.
+func (c *queryCache) lookup(text string, now time.Time) ([]float32, bool) {
+	el, ok := c.items[text]
+	if !ok {
+		return nil, false
+	}
+	ent := el.Value.(*cached)
+	if !ent.expires.IsZero() && !now.Before(ent.expires) {
+		c.lru.Remove(el)
+		delete(c.items, text)
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return clone(ent.vec), true
 }
 
 // run embeds a group's queries in one call and publishes the outcome.

@@ -105,6 +105,31 @@ func TestQueryCacheExpires(t *testing.T) {
 	}
 }
 
+// Cached answers from what the cache holds, unexpired, and never calls
+// the embedder: a search does not call one that is down.
+func TestCachedNeverEmbeds(t *testing.T) {
+	inner := embedtest.New(16)
+	c := WithQueryCache(inner, 8, time.Minute)
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.(*queryCache).now = func() time.Time { return now }
+	if _, ok := Cached(c, "q"); ok || inner.Calls() != 0 {
+		t.Fatalf("a query never embedded: cached %v, %d calls", ok, inner.Calls())
+	}
+	if _, err := c.Embed(context.Background(), recall.InputQuery, []string{"q"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := Cached(c, "q"); !ok || !slices.Equal(v, embedtest.Vector("q", 16)) || inner.Calls() != 1 {
+		t.Errorf("an embedded query: cached %v, %d calls; want its vector and no call", ok, inner.Calls())
+	}
+	now = now.Add(61 * time.Second)
+	if _, ok := Cached(c, "q"); ok {
+		t.Errorf("served a query 61s after it was cached with a TTL of 1m")
+	}
+	if _, ok := Cached(inner, "q"); ok {
+		t.Errorf("an embedder that is no cache holds a vector")
+	}
+}
+
 func TestQueryCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	inner := embedtest.New(16)
 	c := WithQueryCache(inner, 2, 0)

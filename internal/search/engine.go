@@ -57,11 +57,15 @@ type Options struct {
 	SpaceEmbedder func(ctx context.Context, sp recall.VectorSpace) (recall.Embedder, error)
 	// Fusion is one of Fusions ("" means DefaultFusion).
 	Fusion string
-	// Budget bounds one search (0 means 5 seconds).
+	// Budget bounds one search (0 means DefaultBudget).
 	Budget time.Duration
 	// EmbedBudget bounds embedding the query (0 means 2 seconds); past it a
-	// hybrid search goes on with full text alone and says so.
+	// hybrid search goes on with full text alone and says so. After a
+	// query could not be embedded, searches leave the embedder alone for
+	// a while (see breaker).
 	EmbedBudget time.Duration
+	// Now is the clock of the embedder's outages (nil: time.Now).
+	Now func() time.Time
 	// MemoryLexical makes LoadIndex also build an in-memory full-text index
 	// (internal/lexindex) that ranks plain-word queries by exact BM25 in
 	// about a millisecond, where the store's index takes tens at 100,000
@@ -78,10 +82,14 @@ type Options struct {
 	ScanVectors bool
 }
 
+// DefaultBudget is Options.Budget's default.
+const DefaultBudget = 5 * time.Second
+
 // Engine is safe for concurrent use.
 type Engine struct {
 	store recall.Store
 	opt   Options
+	brk   breaker // the query embedder's outage
 
 	mu sync.RWMutex // orders index updates against searches
 	// wmu queues this engine's writers before their transactions begin,
@@ -121,10 +129,13 @@ func New(st recall.Store, opt Options) *Engine {
 		opt.Fusion = DefaultFusion
 	}
 	if opt.Budget <= 0 {
-		opt.Budget = 5 * time.Second
+		opt.Budget = DefaultBudget
 	}
 	if opt.EmbedBudget <= 0 {
 		opt.EmbedBudget = 2 * time.Second
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
 	}
 	return &Engine{store: st, opt: opt, emb: opt.Embedder, wmu: make(chan struct{}, 1)}
 }
@@ -815,7 +826,7 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	if err := Validate(&req); err != nil {
 		return recall.SearchResponse{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.opt.Budget)
+	ctx, cancel := context.WithTimeoutCause(ctx, e.opt.Budget, errSearchBudget)
 	defer cancel()
 	// A single retriever ranks by its own scores: it over-fetches so that
 	// collapsing duplicates and capping per source still fill the page.
@@ -906,8 +917,16 @@ type queryVec struct {
 	emb     recall.Embedder // the embedder vec is of
 	vec     []float32
 	err     error
-	retries int // passes run again after a switch of the read space
+	skipped string // why the embedder was not called (the breaker is open), for the client
+	retries int    // passes run again after a switch of the read space
 }
+
+// The causes that end a search's context, and its embedding's, when their
+// budgets run out: anything else ending them is the caller leaving.
+var (
+	errSearchBudget = errors.New("the search's budget ran out")
+	errEmbedBudget  = errors.New("the embedding's budget ran out")
+)
 
 // maxSwitchRetries bounds how many times one search runs a pass again
 // because the read space switched while its query was embedded: switches
@@ -919,6 +938,40 @@ const maxSwitchRetries = 3
 // while its query was embedded.
 var errSwitched = errors.New("the read space switched during the search")
 
+// embedOut is how embedding a search's query ended.
+type embedOut struct {
+	vec  []float32
+	err  error
+	gone bool // the caller left before the embedder answered
+}
+
+// embedQuery embeds a search's query with emb, within the embed budget.
+func (e *Engine) embedQuery(ctx context.Context, emb recall.Embedder, query string) embedOut {
+	ectx, cancel := context.WithTimeoutCause(ctx, e.opt.EmbedBudget, errEmbedBudget)
+	defer cancel()
+	vecs, err := emb.Embed(ectx, recall.InputQuery, []string{query})
+	if err != nil && ectx.Err() != nil {
+		// Say whose wait ended rather than "context deadline exceeded".
+		switch context.Cause(ectx) {
+		case errEmbedBudget:
+			err = recall.Errorf(recall.EUNAVAILABLE, "the embedder did not answer within %s", e.opt.EmbedBudget)
+		case errSearchBudget:
+			err = recall.Errorf(recall.EUNAVAILABLE, "the embedder did not answer within the search's time (%s)", e.opt.Budget)
+		default:
+			return embedOut{err: err, gone: true}
+		}
+	}
+	if err == nil {
+		// A vector no search can use (NaN, all zeros) is an embedding
+		// that failed: hybrid goes on with full text.
+		err = embed.Validate(vecs, 1, 0)
+	}
+	if err != nil {
+		return embedOut{err: err}
+	}
+	return embedOut{vec: vecs[0]}
+}
+
 // search is one pass of Search over the first want (single retriever) or
 // depth (hybrid) candidates of each retriever. more reports whether a
 // retriever had candidates beyond those.
@@ -927,11 +980,8 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	// read from the store, while the query is embedded and the vectors are
 	// searched. The query is embedded before the engine's lock is taken: a
 	// slow embedder must not hold up writers.
-	type embedOut struct {
-		vec []float32
-		err error
-	}
 	var embedDone chan embedOut
+	var probe bool // the embedder is called to learn whether it is back
 	e.mu.RLock()
 	emb := e.emb
 	e.mu.RUnlock()
@@ -940,27 +990,19 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	}
 	if req.Mode != recall.ModeLexical && emb != nil && !q.done {
 		q.emb = emb
-		embedDone = make(chan embedOut, 1)
-		go func() {
-			ectx, cancel := context.WithTimeout(ctx, e.opt.EmbedBudget)
-			defer cancel()
-			vecs, err := emb.Embed(ectx, recall.InputQuery, []string{req.Query})
-			if err != nil && ectx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-				// The budget ran out, not the caller's time: say whose
-				// wait ended rather than "context deadline exceeded".
-				err = recall.Errorf(recall.EUNAVAILABLE, "the embedder did not answer within %s", e.opt.EmbedBudget)
-			}
-			if err == nil {
-				// A vector no search can use (NaN, all zeros) is an
-				// embedding that failed: hybrid goes on with full text.
-				err = embed.Validate(vecs, 1, 0)
-			}
-			if err != nil {
-				embedDone <- embedOut{nil, err}
-				return
-			}
-			embedDone <- embedOut{vecs[0], nil}
-		}()
+		var why string
+		var cause error
+		probe, why, cause = e.brk.admit(emb, e.opt.Now())
+		if why == "" {
+			embedDone = make(chan embedOut, 1)
+			go func() { embedDone <- e.embedQuery(ctx, emb, req.Query) }()
+		} else if vec, ok := embed.Cached(emb, req.Query); ok && embed.Validate([][]float32{vec}, 1, 0) == nil {
+			// The embedder is left alone, but it embedded this query
+			// before.
+			q.vec, q.done = vec, true
+		} else {
+			q.err, q.skipped, q.done = cause, why, true
+		}
 	}
 	type lexOut struct {
 		cands   []recall.Candidate
@@ -1010,9 +1052,10 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 			lexDone <- out
 		}()
 	}
+	var gone bool
 	if embedDone != nil {
 		out := <-embedDone
-		q.vec, q.err = out.vec, out.err
+		q.vec, q.err, gone = out.vec, out.err, out.gone
 	}
 	q.done = true
 	qvec, embedErr := q.vec, q.err
@@ -1026,6 +1069,14 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	resp = recall.SearchResponse{Query: req.Query, Mode: req.Mode}
 	vecReady := e.vecReady()
 	switched := qvec != nil && e.emb != emb
+	if !switched && qvec != nil && vecReady && len(qvec) != e.vecDim() {
+		qvec, embedErr = nil, recall.Errorf(recall.ECONFLICT, "the embedder returned a %d-dimensional query vector for a %d-dimensional space", len(qvec), e.vecDim())
+	}
+	if embedDone != nil {
+		// What came of asking the embedder opens or closes the breaker;
+		// a vector of the wrong size fails, as it would for every query.
+		e.brk.report(emb, probe, gone, embedErr, e.opt.Now())
+	}
 	if switched {
 		// The read space switched while the query was embedded: its vector
 		// is of the other model. Search runs the pass again, up to
@@ -1036,9 +1087,6 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		}
 		qvec, embedErr = nil, recall.Errorf(recall.EUNAVAILABLE, "the read space switched during the search")
 		*q = queryVec{retries: q.retries}
-	}
-	if qvec != nil && vecReady && len(qvec) != e.vecDim() {
-		qvec, embedErr = nil, recall.Errorf(recall.ECONFLICT, "the embedder returned a %d-dimensional query vector for a %d-dimensional space", len(qvec), e.vecDim())
 	}
 	switch {
 	case resp.Mode == "" || resp.Mode == recall.ModeHybrid:
@@ -1052,6 +1100,9 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		} else if qvec == nil {
 			resp.Mode = recall.ModeLexical
 			resp.Note = "the query could not be embedded; searched full text only"
+			if q.skipped != "" {
+				resp.Note = q.skipped + "; searched full text only"
+			}
 			resp.EmbedError = embedErr
 		}
 	case resp.Mode == recall.ModeSemantic && !vecReady:
@@ -1060,6 +1111,10 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 			msg = "semantic search is unavailable: " + msg
 		}
 		return resp, false, recall.Errorf(recall.EUNAVAILABLE, "%s", msg)
+	case resp.Mode == recall.ModeSemantic && qvec == nil && q.skipped != "":
+		// Failing at once, saying when the embedder is tried again,
+		// serves better than waiting out a budget to fail as likely.
+		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "%s", q.skipped)
 	case resp.Mode == recall.ModeSemantic && qvec == nil:
 		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "the query could not be embedded")
 	}

@@ -1,0 +1,295 @@
+package search_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed"
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/search"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
+)
+
+// clock is a time the test moves, for Options.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// heldEmbedder is an embedtest embedder that counts the calls begun (each
+// also sent on entered, when it is set) and, while hold is set, keeps
+// each call until hold closes or its context ends. Set the fields only
+// while no search runs.
+type heldEmbedder struct {
+	*embedtest.Embedder
+	calls   atomic.Int32
+	entered chan struct{}
+	hold    chan struct{}
+}
+
+func (h *heldEmbedder) Embed(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
+	h.calls.Add(1)
+	if h.entered != nil {
+		h.entered <- struct{}{}
+	}
+	if h.hold != nil {
+		select {
+		case <-h.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return h.Embedder.Embed(ctx, kind, texts)
+}
+
+// breakerEngine returns an engine over two documents whose queries emb
+// embeds, on the clock clk, and emb's inner embedder, which fails when
+// told to.
+func breakerEngine(t *testing.T, clk *clock, opt search.Options, emb recall.Embedder) *search.Engine {
+	t.Helper()
+	st, good := newSpaceStore(t, 16)
+	writeDocs(t, st, good, doc("a.md", "the kettle whistles"), doc("b.md", "the lighthouse keeper's log"))
+	opt.Embedder, opt.Now = emb, clk.now
+	eng := search.New(st, opt)
+	if err := eng.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return eng
+}
+
+// hybrid runs a hybrid search for q and returns its answer and how many
+// calls it made to h.
+func hybrid(t *testing.T, eng *search.Engine, h *heldEmbedder, q string) (recall.SearchResponse, int) {
+	t.Helper()
+	before := h.calls.Load()
+	r, err := eng.Search(context.Background(), recall.SearchRequest{Query: q})
+	if err != nil {
+		t.Fatalf("search %q: %v", q, err)
+	}
+	if len(r.Results) == 0 {
+		t.Errorf("search %q found nothing; want the text holding it", q)
+	}
+	return r, int(h.calls.Load() - before)
+}
+
+// TestBreakerTripsAndProbes: after a query could not be embedded, hybrid
+// searches go to full text without calling the embedder, saying when it
+// failed and when it is tried again, and semantic ones fail at once; the
+// reason stays with the operator. After the wait one search tries it; a
+// failure doubles the wait up to a minute, a success ends the outage, and
+// the next outage starts again from 5 s.
+func TestBreakerTripsAndProbes(t *testing.T) {
+	clk := newClock()
+	h := &heldEmbedder{Embedder: embedtest.New(16)}
+	h.FailOn(0, embedtest.FaultError)
+	eng := breakerEngine(t, clk, search.Options{}, h)
+
+	first, calls := hybrid(t, eng, h, "kettle")
+	if calls != 1 || first.Mode != recall.ModeLexical || first.Note != "the query could not be embedded; searched full text only" || first.EmbedError == nil {
+		t.Fatalf("first failure: %d calls, mode %s, note %q, embed error %v", calls, first.Mode, first.Note, first.EmbedError)
+	}
+	clk.add(3 * time.Second)
+	r, calls := hybrid(t, eng, h, "lighthouse")
+	if want := "the query embedder failed 3s ago and is tried again in 2s; searched full text only"; calls != 0 || r.Mode != recall.ModeLexical || r.Note != want {
+		t.Errorf("in the wait: %d calls, mode %s, note %q; want none, lexical, %q", calls, r.Mode, r.Note, want)
+	}
+	// The same reason as the failure's: the server logs it and the
+	// command says it once, not once a search.
+	if r.EmbedError == nil || r.EmbedError.Error() != first.EmbedError.Error() {
+		t.Errorf("in the wait: embed error %v; want the failure's, %v", r.EmbedError, first.EmbedError)
+	}
+	_, err := eng.Search(context.Background(), recall.SearchRequest{Query: "kettle", Mode: recall.ModeSemantic})
+	if want := "the query embedder failed 3s ago and is tried again in 2s"; recall.ErrorCode(err) != recall.EUNAVAILABLE || recall.ErrorMessage(err) != want ||
+		!strings.Contains(err.Error(), "injected failure") || h.calls.Load() != 1 {
+		t.Errorf("semantic in the wait: %v (%d calls in all); want %q, unavailable, with the reason for the operator, and no call", err, h.calls.Load(), want)
+	}
+
+	clk.add(2 * time.Second)
+	if _, calls := hybrid(t, eng, h, "kettle"); calls != 1 {
+		t.Fatalf("after the wait: %d calls; want one probe", calls)
+	}
+	for _, wait := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute} {
+		clk.add(wait - time.Second)
+		r, calls := hybrid(t, eng, h, "kettle")
+		if calls != 0 || !strings.HasSuffix(r.Note, "tried again in 1s; searched full text only") {
+			t.Errorf("%s into a wait of %s: %d calls, note %q; want none, and that it is tried again in 1s", wait-time.Second, wait, calls, r.Note)
+		}
+		clk.add(time.Second)
+		if _, calls := hybrid(t, eng, h, "kettle"); calls != 1 {
+			t.Errorf("after a wait of %s: %d calls; want one probe", wait, calls)
+		}
+	}
+
+	h.FailOn(0, 0) // the embedder is back
+	clk.add(time.Minute)
+	for i := range 2 {
+		r, calls := hybrid(t, eng, h, "kettle")
+		if calls != 1 || r.Mode != recall.ModeHybrid || r.Note != "" || r.EmbedError != nil {
+			t.Errorf("search %d once the embedder is back: %d calls, mode %s, note %q, embed error %v; want it embedded", i+1, calls, r.Mode, r.Note, r.EmbedError)
+		}
+	}
+	h.FailOn(0, embedtest.FaultError)
+	hybrid(t, eng, h, "kettle")
+	clk.add(4 * time.Second)
+	if r, _ := hybrid(t, eng, h, "kettle"); !strings.HasSuffix(r.Note, "failed 4s ago and is tried again in 1s; searched full text only") {
+		t.Errorf("a new outage: note %q; want a wait of 5s again", r.Note)
+	}
+}
+
+// TestBreakerTripsOnUnusableVectors: a vector no search can use (NaN, or
+// of another dimension than the space's) would come for every query:
+// searches leave the embedder alone as when it errs.
+func TestBreakerTripsOnUnusableVectors(t *testing.T) {
+	for _, f := range []embedtest.Fault{embedtest.FaultError, embedtest.FaultNaN, embedtest.FaultWrongDim} {
+		h := &heldEmbedder{Embedder: embedtest.New(16)}
+		h.FailOn(0, f)
+		eng := breakerEngine(t, newClock(), search.Options{}, h)
+		hybrid(t, eng, h, "kettle")
+		if r, calls := hybrid(t, eng, h, "kettle"); calls != 0 || r.Mode != recall.ModeLexical || r.EmbedError == nil {
+			t.Errorf("fault %d: the next search made %d calls, mode %s, embed error %v; want none, lexical, and the reason", f, calls, r.Mode, r.EmbedError)
+		}
+	}
+}
+
+// TestBreakerOneProbe: while one search tries the embedder again, the
+// others go on without it rather than pile up on an embedder that may
+// still hang; the probe's vector ends the outage.
+func TestBreakerOneProbe(t *testing.T) {
+	clk := newClock()
+	h := &heldEmbedder{Embedder: embedtest.New(16)}
+	h.FailOn(1, embedtest.FaultError)
+	eng := breakerEngine(t, clk, search.Options{EmbedBudget: time.Minute}, h)
+	hybrid(t, eng, h, "kettle")
+
+	clk.add(5 * time.Second)
+	h.entered, h.hold = make(chan struct{}, 1), make(chan struct{})
+	probe := make(chan recall.SearchResponse)
+	go func() {
+		r, _ := eng.Search(context.Background(), recall.SearchRequest{Query: "kettle"})
+		probe <- r
+	}()
+	<-h.entered
+	clk.add(2 * time.Second)
+	r, err := eng.Search(context.Background(), recall.SearchRequest{Query: "lighthouse"})
+	if want := "the query embedder failed 7s ago and is being tried again; searched full text only"; err != nil || h.calls.Load() != 2 || r.Note != want {
+		t.Errorf("during the probe: %d calls in all, note %q, %v; want 2 and %q", h.calls.Load(), r.Note, err, want)
+	}
+	close(h.hold)
+	if r := <-probe; r.Mode != recall.ModeHybrid {
+		t.Errorf("the probe answered as %s (%q); want hybrid", r.Mode, r.Note)
+	}
+	h.entered, h.hold = nil, nil
+	if r, calls := hybrid(t, eng, h, "lighthouse"); calls != 1 || r.Mode != recall.ModeHybrid {
+		t.Errorf("after the probe's success: %d calls, mode %s; want the embedder asked", calls, r.Mode)
+	}
+}
+
+// TestBreakerIgnoresCallersLeaving: a search whose caller gives up while
+// its query is embedded tells nothing of the embedder: the next search
+// asks it (and when the one that left was a probe, the next one probes at
+// once). A search whose own budget runs out does tell.
+func TestBreakerIgnoresCallersLeaving(t *testing.T) {
+	clk := newClock()
+	h := &heldEmbedder{Embedder: embedtest.New(16)}
+	eng := breakerEngine(t, clk, search.Options{EmbedBudget: time.Minute}, h)
+	leave := func() {
+		t.Helper()
+		h.entered, h.hold = make(chan struct{}, 1), make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			eng.Search(ctx, recall.SearchRequest{Query: "kettle"})
+		}()
+		<-h.entered
+		cancel()
+		<-done
+		h.entered, h.hold = nil, nil
+	}
+	leave()
+	if r, calls := hybrid(t, eng, h, "kettle"); calls != 1 || r.Mode != recall.ModeHybrid {
+		t.Errorf("after a caller left: %d calls, mode %s; want the embedder asked", calls, r.Mode)
+	}
+	h.FailOn(h.Calls()+1, embedtest.FaultError)
+	hybrid(t, eng, h, "kettle")
+	clk.add(5 * time.Second)
+	leave() // the probe's caller
+	if r, calls := hybrid(t, eng, h, "kettle"); calls != 1 || r.Mode != recall.ModeHybrid {
+		t.Errorf("after a probe's caller left: %d calls, mode %s; want the next search to probe", calls, r.Mode)
+	}
+
+	// The search's own budget, shorter here than the embedding's.
+	h2 := &heldEmbedder{Embedder: embedtest.New(16), hold: make(chan struct{})}
+	eng2 := breakerEngine(t, newClock(), search.Options{Budget: 200 * time.Millisecond, EmbedBudget: time.Minute}, h2)
+	eng2.Search(context.Background(), recall.SearchRequest{Query: "kettle"})
+	r, err := eng2.Search(context.Background(), recall.SearchRequest{Query: "kettle"})
+	if err != nil || h2.calls.Load() != 1 || r.EmbedError == nil || r.EmbedError.Error() != "the embedder did not answer within the search's time (200ms)" {
+		t.Errorf("after a search's budget ran out: %d calls in all, embed error %v, %v; want 1, and that the embedder did not answer in the search's time", h2.calls.Load(), r.EmbedError, err)
+	}
+}
+
+// TestBreakerUsesCachedVectors: a query the cache holds a vector for is
+// searched with it while the embedder is left alone.
+func TestBreakerUsesCachedVectors(t *testing.T) {
+	h := &heldEmbedder{Embedder: embedtest.New(16)}
+	eng := breakerEngine(t, newClock(), search.Options{}, embed.WithQueryCache(h, 8, time.Hour))
+	hybrid(t, eng, h, "kettle")
+	h.FailOn(0, embedtest.FaultError)
+	hybrid(t, eng, h, "lighthouse")
+	for q, mode := range map[string]string{"kettle": recall.ModeHybrid, "lighthouse": recall.ModeLexical} {
+		if r, calls := hybrid(t, eng, h, q); calls != 0 || r.Mode != mode {
+			t.Errorf("%q in the wait: %d calls, mode %s; want none, and %s", q, calls, r.Mode, mode)
+		}
+	}
+}
+
+// TestBreakerResetsOnSwitch: a switch of the read space brings another
+// query embedder, which searches ask at once whatever the last one did.
+func TestBreakerResetsOnSwitch(t *testing.T) {
+	ctx := context.Background()
+	st, other := openTwice(t, sqlite.Options{})
+	fillSpace(t, st, "t", 16)
+	a := doc("a.md", "the kettle whistles")
+	writeDocs(t, st, embedtest.New(16), a)
+	down := &heldEmbedder{Embedder: embedtest.New(16)}
+	down.FailOn(0, embedtest.FaultError)
+	next := &heldEmbedder{Embedder: embedtest.New(24)}
+	eng := search.New(st, search.Options{Embedder: down, MemoryLexical: true, Now: newClock().now,
+		SpaceEmbedder: func(context.Context, recall.VectorSpace) (recall.Embedder, error) { return next, nil }})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hybrid(t, eng, down, "kettle")
+	if _, calls := hybrid(t, eng, down, "kettle"); calls != 0 {
+		t.Fatalf("in the wait: %d calls; want none", calls)
+	}
+	fillSpace(t, other, "u", 24, a)
+	if err := other.UseSpace(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if f := follow(t, eng); f.Switched != "u" {
+		t.Fatalf("Follow = %+v; want a switch to u", f)
+	}
+	if r, calls := hybrid(t, eng, next, "kettle"); calls != 1 || r.Mode != recall.ModeHybrid {
+		t.Errorf("after the switch: %d calls to the new space's embedder, mode %s (%q); want it asked", calls, r.Mode, r.Note)
+	}
+}
