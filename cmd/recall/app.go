@@ -62,6 +62,9 @@ type Main struct {
 	// grace is how long a stopping server waits for requests in flight
 	// (0: server.DefaultGrace); tests lengthen it.
 	grace time.Duration
+	// searchWork is what a command's search budget holds beyond its wait
+	// for the embedder (0: search.DefaultBudget); tests shorten it.
+	searchWork time.Duration
 
 	// dirModel is the name recall before 2026-11-30 gave the model loaded
 	// from a directory (the directory's name); legacySpaces remembers which

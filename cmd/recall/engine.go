@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,6 +94,12 @@ func (m *Main) engine(ctx context.Context, st recall.Store, vectors vectorUse) (
 	}
 	opt := search.Options{Embedder: query, EmbedderOff: provider == "none", Fusion: fusion, EmbedBudget: budget,
 		MemoryLexical: m.serving, ScanVectors: vectors == scanVectors}
+	if !m.serving {
+		// The search's budget holds that wait and the usual time for the
+		// rest: within the engine's 5 s alone, a query the embedder held
+		// up left its search no time, and its line of --queries failed.
+		opt.Budget = budget + cmp.Or(m.searchWork, search.DefaultBudget)
+	}
 	if opt.ScanVectors {
 		// The search reads every vector of the read space (about a
 		// second at 100,000 chunks): it has as long as the index load it

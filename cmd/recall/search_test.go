@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
@@ -102,6 +103,20 @@ func TestOneOffSearchLoadsVectorsOnlyToSearchThem(t *testing.T) {
 	}
 }
 
+// sweptThrough sweeps the sample vault into a new database with model-a of
+// a fake Ollama that h serves, and returns the environment naming both.
+func sweptThrough(t *testing.T, h http.Handler) map[string]string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "model-a", srv.URL
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	return env
+}
+
 // A search that falls back to full text because the query could not be
 // embedded says why on stderr (the results' note cannot: it is also what
 // clients get): a wrong key, a server down and a missing model read alike
@@ -112,16 +127,10 @@ func TestSearchSaysWhyTheQueryWasNotEmbedded(t *testing.T) {
 	var down atomic.Bool
 	var requests atomic.Int32
 	inner := ollamaHandler(&down)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	env := sweptThrough(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
 		inner.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
-	env := testEnv(t)
-	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "model-a", srv.URL
-	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
-		t.Fatal(errs)
-	}
 	down.Store(true)
 	const why = "the query could not be embedded: ollama failed (HTTP 500"
 	requests.Store(0)
@@ -141,6 +150,27 @@ func TestSearchSaysWhyTheQueryWasNotEmbedded(t *testing.T) {
 	}
 	if n, noted := requests.Load(), strings.Count(out, "the query embedder failed"); n != one || noted != 2 {
 		t.Errorf("batch of 3 queries: %d requests to the embedder, %d answers noting its failure; want %d, those of the first query, and 2", n, noted, one)
+	}
+}
+
+// A command waits for the embedder (a minute), and its search still has
+// its time for the rest after that wait: a file of queries whose embedder
+// answered after the search's budget had lines failing "ran out of time".
+func TestSearchBatchWaitsForTheEmbedder(t *testing.T) {
+	var slow atomic.Bool
+	inner := ollamaHandler(new(atomic.Bool))
+	env := sweptThrough(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slow.Load() {
+			time.Sleep(time.Second) // past the search's work budget below
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	slow.Store(true)
+	out, errs, code := runWith(t, context.Background(), strings.NewReader(`{"query": "sourdough starter"}`), env,
+		func(m *Main) { m.searchWork = 500 * time.Millisecond }, "search", "--queries", "-")
+	var resp recall.SearchResponse
+	if code != 0 || json.Unmarshal([]byte(out), &resp) != nil || resp.Mode != recall.ModeHybrid || len(resp.Results) == 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the query embedded and answered", code, out, errs)
 	}
 }
 
