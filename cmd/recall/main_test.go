@@ -1272,6 +1272,8 @@ func TestSubcommandFlagsAndUsage(t *testing.T) {
 		{"space list -h", "usage: recall space list [--json]"},
 		{"model pull -h", "usage: recall model pull NAME"},
 		{"memory delete -h", "[--json]"},
+		{"diary read -h", "usage: recall diary read DATE [--owner O] [--json]"},
+		{"diary recent -h", "usage: recall diary recent [--days N] [--owner O] [--json]"},
 	} {
 		if out, _, code := run(t, env, strings.Fields(c.args)...); code != 0 || !strings.Contains(out, c.want) {
 			t.Errorf("%s: exit %d %q, want %q", c.args, code, out, c.want)

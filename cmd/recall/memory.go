@@ -315,7 +315,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		fmt.Fprintf(m.Stdout, "%s now holds %s (index %s)\n", res.Source, plural(res.Entries, "entry", "entries"), res.Index)
 		return nil
 	case "read":
-		pos, err := m.parse(fs, args, "diary read DATE [--json]")
+		pos, err := m.parse(fs, args, "diary read DATE [--owner O] [--json]")
 		if err != nil {
 			return err
 		}
@@ -333,7 +333,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		return printDays([]memory.Day{d}, d)
 	case "recent":
 		days := fs.Int("days", 7, "how many days back (at most 30)")
-		if err := m.parseNone(fs, args, "diary recent [--days N] [--json]", "use --days N for the last N days"); err != nil {
+		if err := m.parseNone(fs, args, "diary recent [--days N] [--owner O] [--json]", "use --days N for the last N days"); err != nil {
 			return err
 		}
 		if *days < 1 || *days > memory.MaxRecentDays { // 0 would mean the service's default

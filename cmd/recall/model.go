@@ -76,7 +76,7 @@ known models: ` + knownModels()
 		}
 		mod, ok := hub.Lookup(pos[0])
 		if !ok {
-			return recall.Errorf(recall.EINVALID, "unknown model %q: known models are %s (or point --model at a directory)", pos[0], knownModels())
+			return usagef("unknown model %q: known models are %s (or point --model at a directory)", pos[0], knownModels())
 		}
 		p := &hub.Puller{Endpoint: hub.Endpoint(m.Getenv), Progress: m.Stderr, Terminal: m.IsTerminal()}
 		got, err := p.Pull(ctx, mod, dir)

@@ -50,8 +50,8 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("sweep takes one vault directory (got %d arguments)", len(pos))
+	if err := sweepArgs(pos, *prune, *pruneEmpty); err != nil {
+		return err
 	}
 	if !strings.HasPrefix(*url, "http://") && !strings.HasPrefix(*url, "https://") {
 		return usagef("--remote must be an http:// or https:// URL")

@@ -22,6 +22,20 @@ import (
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
+// sweepArgs checks what a local and a remote sweep are given alike: one
+// vault, and --prune-empty only beside --prune, since it only lets --prune
+// empty a vault (alone it did nothing, and the sweep exited 0 keeping the
+// sources its user meant to remove).
+func sweepArgs(pos []string, prune, pruneEmpty bool) error {
+	if len(pos) != 1 {
+		return usagef("sweep takes one vault directory (got %d arguments)", len(pos))
+	}
+	if pruneEmpty && !prune {
+		return usagef("--prune-empty works only with --prune (it lets --prune remove every source of a vault that holds no files)")
+	}
+	return nil
+}
+
 func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	if wantsRemote(args) {
 		return m.sweepRemote(ctx, args)
@@ -42,8 +56,8 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("sweep takes one vault directory (got %d arguments)", len(pos))
+	if err := sweepArgs(pos, *prune, *pruneEmpty); err != nil {
+		return err
 	}
 	vault := pos[0]
 	// The first interrupt ends ctx: the sweep commits what it had finished

@@ -190,6 +190,32 @@ func TestInputLimitsAreUsageErrors(t *testing.T) {
 	}
 }
 
+// Arguments that cannot do what they say are usage errors, exit 2, found
+// before anything is opened or sent: --prune-empty without --prune did
+// nothing (the sweep exited 0 and kept the sources of the files gone), and
+// `model pull` of a name no known model has exited 1 as if a download had
+// failed.
+func TestArgumentsThatCannotWorkAreUsageErrors(t *testing.T) {
+	env := testEnv(t)
+	vault := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sweep", "--prune-empty", vault}, "--prune-empty works only with --prune"},
+		{[]string{"sweep", "--remote", "http://127.0.0.1:1", "--prune-empty", vault}, "--prune-empty works only with --prune"},
+		{[]string{"model", "pull", "all-MiniLM-L6"}, `unknown model "all-MiniLM-L6"`},
+	} {
+		out, errs, code := run(t, env, c.args...)
+		if code != exitUsage || !strings.Contains(errs, c.want) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 saying %q", c.args, code, out, errs, c.want)
+		}
+	}
+	if _, err := os.Stat(env["RECALL_DB"]); !os.IsNotExist(err) {
+		t.Errorf("a refused command made the database: %v", err)
+	}
+}
+
 // Counts in messages agree with their nouns: "1 chunks", "1 entries",
 // "has 1 chunks; there is no chunk 5".
 func TestMessagesAgreeWithTheirCounts(t *testing.T) {
