@@ -21,10 +21,8 @@ import (
 // command-line flag, RECALL_* environment variable, config file, default.
 //
 // The file is plain `key = value` lines; `#` starts a comment. Keys are the
-// environment variable names without the RECALL_ prefix, lower-cased:
-// db, embedder, model, ollama_url, ollama_api_key, openai_url, openai_api_key,
-// openai_dimensions, cloudflare_account_id, cloudflare_api_token,
-// tokens_file, admin_token, timezone, models_dir.
+// environment variable names without the RECALL_ prefix, lower-cased: the
+// settings of knownSettings.
 type config map[string]string
 
 // loadConfig reads the config file: --config, RECALL_CONFIG, or
