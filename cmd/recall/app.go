@@ -502,7 +502,10 @@ func (m *Main) open(ctx context.Context, existing bool) (recall.Store, error) {
 	}
 	var st recall.Store
 	if isPostgres(loc) {
-		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing})
+		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing, Upgrading: func(from, to int) {
+			fmt.Fprintf(m.Stderr, "recall: upgrading %s from schema version %d to %d (older versions of recall cannot open it afterwards)\n",
+				postgres.Describe(loc), from, to)
+		}})
 	} else {
 		st, err = sqlite.Open(ctx, loc, sqlite.Options{Check: m.checkMode(), KeepSchema: m.asIs, Upgrading: func(from, to int) {
 			fmt.Fprintf(m.Stderr, "recall: upgrading %s from schema version %d to %d (older versions of recall cannot open it afterwards); "+

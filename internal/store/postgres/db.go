@@ -69,6 +69,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
 )
 
 // Options tune how a store is opened. The zero value is a good default.
@@ -94,6 +95,11 @@ type Options struct {
 	// instead of creating its tables, for commands that only read: a
 	// mistyped database name is not answered "no results".
 	Existing bool
+	// Upgrading, when set, is called before Open upgrades the schema of a
+	// database an older recall set up, with its version and this
+	// binary's: older versions cannot use it afterwards, so a command
+	// says so.
+	Upgrading func(from, to int)
 }
 
 func (o *Options) defaults() {
@@ -116,6 +122,9 @@ type DB struct {
 	// where names the server and database for error messages, without
 	// credentials.
 	where string
+	// known is this binary's schema version, which writes check the
+	// database's against (see writeTx).
+	known int
 
 	// The sweep locks this handle holds, by the mark of the context they
 	// were taken with, for the writes made under it (checkVaultLock).
@@ -159,8 +168,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, connectErr(ctx, where, err, dsn, cfg.ConnConfig.Password)
 	}
-	db := &DB{pool: pool, opts: opts, where: where, locks: map[*recall.VaultLockMark]heldLock{}}
-	check := func(ctx context.Context, pool *pgxpool.Pool) error { return migrate(ctx, pool, opts.Existing) }
+	ms, err := migrations()
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	db := &DB{pool: pool, opts: opts, where: where, known: len(ms), locks: map[*recall.VaultLockMark]heldLock{}}
+	check := func(ctx context.Context, pool *pgxpool.Pool) error {
+		return migrate(ctx, pool, opts.Existing, opts.Upgrading)
+	}
 	if opts.ReadOnly {
 		check = checkSchema
 	}
@@ -344,6 +360,17 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	}
 	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout TO DEFAULT`); err != nil {
 		return db.fail(ctx, err, "begin")
+	}
+	// A newer recall may have upgraded the schema since Open (servers
+	// upgraded one at a time): this one would go on writing by its own
+	// schema's rules. Read under the writer lock, so a migration that
+	// committed before it was granted is seen.
+	var version int
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+migrationsTable).Scan(&version); err != nil {
+		return db.fail(ctx, err, "read "+migrationsTable)
+	}
+	if version > db.known {
+		return store.NewerSchema(version, db.known)
 	}
 	if err := fn(tx); err != nil {
 		return db.fail(ctx, err, "")

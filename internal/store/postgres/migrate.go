@@ -41,7 +41,10 @@ const migrationsTable = "recall_schema_migrations"
 // processes opening a fresh database at once, the second waits, then
 // finds every migration applied. With existing, a database recall has not
 // set up is refused (ENOTFOUND) instead.
-func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) error {
+//
+// upgrading, when not nil, is told first when a database recall has set up
+// is to be upgraded (see Options.Upgrading).
+func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool, upgrading func(from, to int)) error {
 	ms, set, applied, err := schemaState(ctx, pool)
 	switch {
 	case err != nil:
@@ -72,6 +75,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) error {
 		return err
 	}
 	if len(applied) < len(ms) {
+		if len(applied) > 0 && upgrading != nil {
+			upgrading(applied[len(applied)-1], len(ms))
+		}
 		if err := createVector(ctx, tx); err != nil {
 			return err
 		}

@@ -378,6 +378,56 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
+// A store left open while a newer recall upgrades the schema (servers
+// upgraded one at a time) writes nothing more: its writes would follow its
+// own schema's rules. Reads go on.
+func TestWriteAfterANewerUpgradeRefused(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	if _, err := db.Write(ctx, []recall.Document{textDoc("before.md", "before the upgrade")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.pool.Exec(ctx, `INSERT INTO recall_schema_migrations VALUES ($1, 'future', now())`, db.known+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.Write(ctx, []recall.Document{textDoc("after.md", "after the upgrade")}, nil)
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("a write after a newer recall upgraded the schema: %v; want ErrNewerSchema", err)
+	}
+	if _, err := db.Source(ctx, "after.md"); !recall.IsNotFound(err) {
+		t.Errorf("the refused write's source: %v; want it not stored", err)
+	}
+	if _, err := db.Source(ctx, "before.md"); err != nil {
+		t.Errorf("reads go on: %v", err)
+	}
+}
+
+// Opening a database an older recall set up says it upgrades it, before it
+// does, with both versions; a current one says nothing.
+func TestUpgradingIsSaid(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	last := db.known
+	// As an older recall left it: the last migration not yet applied (it
+	// runs again harmlessly on a database that holds no data).
+	if _, err := db.pool.Exec(ctx, `DELETE FROM recall_schema_migrations WHERE version = $1`, last); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	var said [][2]int
+	say := func(from, to int) { said = append(said, [2]int{from, to}) }
+	for range 2 {
+		db, err := Open(ctx, dsn, Options{Upgrading: say})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	if len(said) != 1 || said[0] != [2]int{last - 1, last} {
+		t.Errorf("told %v; want once, from %d to %d", said, last-1, last)
+	}
+}
+
 // TestReadOnlyAndExisting: a read-only store (dry runs) and one opened
 // with Existing (commands that only read) refuse a database recall has not
 // set up and leave it untouched; a read-only store reads and cannot write;
