@@ -84,6 +84,17 @@ func (b *breaker) report(emb recall.Embedder, probe, gone bool, err error, now t
 	// failed: that is the same outage, not a probe's news.
 }
 
+// answered closes the breaker if it watches emb: its space's vectors were
+// just made in this process, so the embedder answers again. A probe in
+// flight still reports how it ended.
+func (b *breaker) answered(emb recall.Embedder) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.emb == emb {
+		b.err, b.wait = nil, 0
+	}
+}
+
 // roughly is d to the second, as a note gives it.
 func roughly(d time.Duration) string {
 	if d < time.Second {

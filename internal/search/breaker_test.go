@@ -293,3 +293,35 @@ func TestBreakerResetsOnSwitch(t *testing.T) {
 		t.Errorf("after the switch: %d calls to the new space's embedder, mode %s (%q); want it asked", calls, r.Mode, r.Note)
 	}
 }
+
+// TestBreakerClosedByVectorsMade: vectors of the read space written
+// through the engine (a save, a sweep, a repair in this process) were made
+// by its embedder, so it answers again: the next search embeds its query
+// rather than wait out the breaker. Vectors of another space say nothing
+// of it. (A memory repaired by the server was searched by text only for up
+// to a minute after.)
+func TestBreakerClosedByVectorsMade(t *testing.T) {
+	clk := newClock()
+	h := &heldEmbedder{Embedder: embedtest.New(16)}
+	h.FailOn(0, embedtest.FaultError)
+	eng := breakerEngine(t, clk, search.Options{}, h)
+	hybrid(t, eng, h, "kettle")
+	h.FailOn(0, 0)
+
+	info := h.Info()
+	if _, err := eng.Store().CreateSpace(context.Background(), recall.VectorSpace{Name: "elsewhere", Provider: info.Provider, Model: info.Model, Dim: 16, Normalized: true}); err != nil {
+		t.Fatal(err)
+	}
+	other := doc("c.md", "the ferry timetable")
+	if _, err := eng.Write(context.Background(), []recall.Document{other},
+		[]recall.Vector{{Space: "elsewhere", Hash: other.Chunks[0].Hash, Vec: embedtest.Vector("the ferry timetable", 16)}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, calls := hybrid(t, eng, h, "kettle"); calls != 0 || r.Mode != recall.ModeLexical {
+		t.Errorf("after another space's vectors: %d calls, mode %s; want the breaker still open", calls, r.Mode)
+	}
+	writeDocs(t, eng, h.Embedder, doc("d.md", "the lighthouse lamp"))
+	if r, calls := hybrid(t, eng, h, "lighthouse"); calls != 1 || r.Mode != recall.ModeHybrid {
+		t.Errorf("after the read space's vectors were made: %d calls, mode %s (%q); want the query embedded", calls, r.Mode, r.Note)
+	}
+}

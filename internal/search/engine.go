@@ -476,7 +476,21 @@ func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recal
 		return res, err
 	}
 	e.record(recordedWrite{res: res, vecs: vecs})
+	e.embedderAnswered(vecs)
 	return res, e.apply(ctx, res, vecs, terms)
+}
+
+// embedderAnswered closes the query embedder's breaker when vecs hold
+// vectors of the read space: this process just made them (a save, a
+// sweep, a repair) with that space's embedder, so it answers again, and a
+// search need not wait out the breaker to find so. Called with e.mu held.
+func (e *Engine) embedderAnswered(vecs []recall.Vector) {
+	for _, v := range vecs {
+		if v.Space == e.space && e.space != "" {
+			e.brk.answered(e.emb)
+			return
+		}
+	}
 }
 
 // lockAtCommit returns a context that makes a store write take the
@@ -582,6 +596,7 @@ func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 	if err != nil {
 		return err
 	}
+	e.embedderAnswered(vecs)
 	ctx = context.WithoutCancel(ctx)
 	err = e.indexVectors(ctx, vecs)
 	w := recordedWrite{vecs: vecs, put: true}
