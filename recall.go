@@ -35,21 +35,25 @@ const (
 
 // Source is one indexed unit: an archive conversation, a memory or a diary day.
 type Source struct {
-	ID          string    `json:"source"`             // stable id: vault-relative path, memory key, or diary/YYYY-MM-DD
-	Kind        Kind      `json:"kind"`               // archive, memory or diary
-	Vault       string    `json:"vault,omitempty"`    // absolute vault root an archive source was swept from ("" for /ingest, memories)
-	Title       string    `json:"title,omitempty"`    // conversation title or memory key
-	Date        string    `json:"date,omitempty"`     // "YYYY", "YYYY-MM" or "YYYY-MM-DD"
-	Owner       string    `json:"owner,omitempty"`    // owner of a memory or diary day ("" = unowned)
-	Category    string    `json:"category,omitempty"` // memory category (project, person, ...)
-	ContentHash string    `json:"content_hash"`       // hex sha256 of the source content
-	Size        int64     `json:"size"`               // bytes of the source content
-	MTime       int64     `json:"mtime"`              // file modification time, unix nanoseconds (0 when not a file; -1 while a sweep has written only part of its export)
-	ChunkCount  int       `json:"chunk_count"`
-	Body        string    `json:"body,omitempty"`        // verbatim value of a memory or diary day; empty for archive files
-	IndexState  string    `json:"index_state,omitempty"` // IndexOK, IndexPending or IndexSkipped
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string `json:"source"`             // stable id: vault-relative path, memory key, or diary/YYYY-MM-DD
+	Kind        Kind   `json:"kind"`               // archive, memory or diary
+	Vault       string `json:"vault,omitempty"`    // absolute vault root an archive source was swept from ("" for /ingest, memories)
+	Title       string `json:"title,omitempty"`    // conversation title or memory key
+	Date        string `json:"date,omitempty"`     // "YYYY", "YYYY-MM" or "YYYY-MM-DD"
+	Owner       string `json:"owner,omitempty"`    // owner of a memory or diary day ("" = unowned)
+	Category    string `json:"category,omitempty"` // memory category (project, person, ...)
+	ContentHash string `json:"content_hash"`       // hex sha256 of the source content
+	Size        int64  `json:"size"`               // bytes of the source content
+	MTime       int64  `json:"mtime"`              // file modification time, unix nanoseconds (0 when not a file; -1 while a sweep has written only part of its export)
+	ChunkCount  int    `json:"chunk_count"`
+	// Reading is the version of the reading (parsers, chunker) a sweep made
+	// an archive source with (ingest.ReadingVersion); 0 for other sources
+	// and for those written before it was recorded.
+	Reading    int       `json:"reading,omitempty"`
+	Body       string    `json:"body,omitempty"`        // verbatim value of a memory or diary day; empty for archive files
+	IndexState string    `json:"index_state,omitempty"` // IndexOK, IndexPending or IndexSkipped
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // Chunk is one searchable passage of a source.
@@ -129,6 +133,7 @@ type SourceState struct {
 	Size        int64
 	MTime       int64
 	ContentHash string
+	Reading     int // see Source.Reading
 }
 
 // Filter restricts search candidates and listings. Filters are applied before

@@ -130,6 +130,14 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.Stderr, "recall: %s: waiting for it to finish (--no-wait to exit instead)\n", recall.ErrorMessage(busy))
 		}
 	}
+	opts.Rereading = func(files int) {
+		doing := "reading"
+		if *dry {
+			doing = "a sweep would read"
+		}
+		fmt.Fprintf(m.Stderr, "recall: this recall reads some files differently from the one that last swept this vault: %s %s again (text that reads the same keeps its vectors)\n",
+			doing, plural(files, "unchanged file", "unchanged files"))
+	}
 	started := time.Now().UTC()
 	res, err := ingest.Sweep(ctx, st, w, vault, opts)
 	if errors.Is(err, store.ErrVaultBusy) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -374,5 +375,35 @@ func TestDiaryJSONAsTheAPI(t *testing.T) {
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &recent) != nil || len(recent.Days) != 1 || recent.Days[0].Entries[0].Text != "walked to the lake" {
 		t.Errorf("diary recent --json: %q %s (exit %d); want {\"days\": [the day]}", out, errs, code)
+	}
+}
+
+// A vault last swept by a recall that read files differently (here, one
+// from before the reading was recorded) is read again whole, once, and the
+// sweep says why; a dry run says it would.
+func TestSweepSaysItRereadsAnOlderReading(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	conn, err := sql.Open("sqlite", env["RECALL_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(`UPDATE sources SET reading = 0`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	const note = "recall: this recall reads some files differently from the one that last swept this vault: "
+	out, errs, code := run(t, env, "sweep", "--dry-run", sampleVault)
+	if code != 0 || strings.Count(errs, note) != 1 || !strings.Contains(errs, note+"a sweep would read ") || !strings.HasPrefix(out, "would ingest ") {
+		t.Errorf("dry run: exit %d %q %q", code, out, errs)
+	}
+	out, errs, code = run(t, env, "sweep", sampleVault)
+	if code != 0 || strings.Count(errs, note) != 1 || !strings.Contains(errs, " unchanged files again (text that reads the same keeps its vectors)\n") || !strings.Contains(out, " (0 unchanged,") {
+		t.Errorf("sweep: exit %d %q %q", code, out, errs)
+	}
+	if out, errs, code = run(t, env, "sweep", sampleVault); code != 0 || strings.Contains(errs, note) || !strings.HasPrefix(out, "ingested 0 of ") {
+		t.Errorf("the sweep after: exit %d %q %q; want every file skipped, without a note", code, out, errs)
 	}
 }

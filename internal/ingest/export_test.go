@@ -83,11 +83,13 @@ func content(t *testing.T, st *sqlite.DB) string {
 	return b.String()
 }
 
-// countingWriter counts the store's write transactions and, after the
-// cancelAfter-th, cancels the sweep, as a Ctrl-C right after a commit would.
+// countingWriter counts the store's write transactions and the chunks
+// they add and, after the cancelAfter-th, cancels the sweep, as a Ctrl-C
+// right after a commit would.
 type countingWriter struct {
 	*sqlite.DB
 	writes      int
+	added       int
 	cancelAfter int
 	cancel      context.CancelFunc
 }
@@ -96,6 +98,7 @@ func (w *countingWriter) Write(ctx context.Context, docs []recall.Document, vecs
 	res, err := w.DB.Write(ctx, docs, vecs)
 	if err == nil {
 		w.writes++
+		w.added += len(res.Added)
 		if w.writes == w.cancelAfter {
 			w.cancel()
 		}

@@ -280,7 +280,7 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 		seen[doc.Source.ID] = true
 		old, ok := p.manifest[doc.Source.ID]
 		differs := !ok || old.ContentHash != doc.Source.ContentHash
-		if differs || p.opt.Full {
+		if differs || p.opt.Full || f.reread {
 			pr.written += len(doc.Chunks)
 		}
 		if differs {
@@ -361,6 +361,7 @@ func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, err
 			Size:        f.size,
 			MTime:       f.mtime,
 			ChunkCount:  len(chunks),
+			Reading:     ReadingVersion,
 			IndexState:  recall.IndexPending,
 		},
 		Chunks: chunks,
@@ -444,7 +445,8 @@ type batch struct {
 // tally is what a file adds to the result once its last piece commits.
 type tally struct {
 	size    int64
-	chunks  int // see parsed.written
+	full    bool // read again though unchanged (--full, or file.reread): counted as changed
+	chunks  int  // see parsed.written
 	missing int
 	changed bool
 	// first is the export's conversation written with the inProgress mtime
@@ -606,7 +608,7 @@ func (p *pipeline) gather(b *batch, pr *parsed, partial map[string]*tally) bool 
 	}
 	t := partial[pr.f.rel]
 	if t == nil {
-		t = &tally{size: pr.f.size}
+		t = &tally{size: pr.f.size, full: p.opt.Full || pr.f.reread}
 	}
 	t.add(pr)
 	docs := pr.docs
@@ -656,7 +658,7 @@ func (p *pipeline) commit(ctx context.Context, b *batch) error {
 		// export "[]") is not a change, though every sweep reads it again:
 		// it has no source to record its size and mtime on, and reading a
 		// file with nothing in it costs next to nothing.
-		if t.changed || p.opt.Full {
+		if t.changed || t.full {
 			p.res.FilesChanged++
 			p.res.ChunksWritten += t.chunks
 		} else {

@@ -27,6 +27,17 @@ import (
 	"github.com/recall-mcp/recall/internal/store"
 )
 
+// ReadingVersion is the version of what a sweep makes of a file: the
+// parsers (internal/convo), the chunker (internal/chunk) and the titles,
+// dates and headers given here. Every source records the version it was
+// made with, and a sweep reads a file again, though its size and mtime are
+// unchanged, when a source of it records an older one, so that an upgrade's
+// better reading reaches files swept before it (text that reads the same
+// keeps its vectors: they are keyed by the text). Bump it with any change
+// that alters what they make of some file; TestReadingVersion fails when
+// their output on the test fixtures changes and it was not bumped.
+const ReadingVersion = 1
+
 // Writer is where a sweep writes: the store itself, or the search engine that
 // keeps its in-memory vector index in step with the store.
 type Writer interface {
@@ -70,6 +81,12 @@ type Options struct {
 	// that error (ECONFLICT) at once. A dry run writes nothing, so it
 	// neither takes the lock nor waits for it.
 	Wait func(busy error)
+
+	// Rereading, when set, is called once, before the work begins, with
+	// the number of unchanged files the sweep reads again because their
+	// sources were made by an older reading (ReadingVersion), so that the
+	// caller can say why a sweep of an unchanged vault reads it all.
+	Rereading func(files int)
 
 	// Hurry, closed (a second interrupt), makes a sweep whose context has
 	// ended stop committing the sources it had finished (see Sweep) and
@@ -171,6 +188,9 @@ type file struct {
 	path  string
 	size  int64
 	mtime int64
+	// reread: unchanged, but read again, as --full reads every file, since
+	// an older reading made its sources (ReadingVersion).
+	reread bool
 }
 
 // Sweep ingests the vault at root into w, reading the previous state from st.
@@ -246,10 +266,15 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	}
 	var todo []file
 	var bytesTotal int64
+	reread := 0
 	for _, f := range files {
 		if !opt.Full && unchanged(f, byFile[f.rel], manifest) {
-			res.FilesSkipped++
-			continue
+			if !readBefore(byFile[f.rel], manifest) {
+				res.FilesSkipped++
+				continue
+			}
+			f.reread = true
+			reread++
 		}
 		if from, ok := foreign[f.rel]; ok {
 			res.FilesFailed++
@@ -270,6 +295,9 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		if err := CheckPrune(abs, res.FilesSeen, res.FilesRemoved, opt.PruneEmpty); err != nil {
 			return res, err
 		}
+	}
+	if reread > 0 && opt.Rereading != nil {
+		opt.Rereading(reread)
 	}
 	p := &pipeline{opt: opt, st: st, w: w, vault: abs, byFile: byFile, manifest: manifest,
 		res: &res, start: start, now: now, total: len(todo), bytesTotal: bytesTotal}
@@ -620,6 +648,20 @@ func unchanged(f file, ids []string, m map[string]recall.SourceState) bool {
 		}
 	}
 	return true
+}
+
+// readBefore reports whether a source of a file was made by an older
+// reading than this sweep's (ReadingVersion), as every source swept before
+// the version was recorded was. A newer one is left as it is: a sweep by an
+// older binary does not undo an upgrade's reading, nor the next upgrade's
+// sweep its own.
+func readBefore(ids []string, m map[string]recall.SourceState) bool {
+	for _, id := range ids {
+		if m[id].Reading < ReadingVersion {
+			return true
+		}
+	}
+	return false
 }
 
 func dedupe(s []string) []string {

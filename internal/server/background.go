@@ -447,8 +447,12 @@ func (b *background) sweep(ctx context.Context, vault string) {
 	started := b.now().UTC()
 	failures := b.sweepLog
 	_, space := b.target()
+	reread := func(files int) {
+		b.log.Info("sweep: this recall reads some files differently from the one that last swept the vault: reading them again (text that reads the same keeps its vectors)",
+			"vault", vault, "files", files)
+	}
 	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures,
-		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}, Hurry: b.hurry})
+		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}, Hurry: b.hurry, Rereading: reread})
 	abs, _ := filepath.Abs(vault)
 	if b.skipped(abs, err) {
 		return

@@ -141,8 +141,9 @@ func TestMigrateSettlesSkipped(t *testing.T) {
 }
 
 // olderDB writes a memory into a new database at path and takes schema
-// versions 6 and 7 off it, as a recall from before them left it (their
-// steps rebuild from what is stored: the full-text index, index states).
+// versions 6 to 8 off it, as a recall from before them left it (their
+// steps rebuild from what is stored: the full-text index, index states;
+// 8's column is dropped).
 func olderDB(t *testing.T, path string) {
 	t.Helper()
 	db, err := Open(ctx, path, Options{})
@@ -152,8 +153,10 @@ func olderDB(t *testing.T, path string) {
 	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note_log", "the lighthouse keeper's log")}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.rw.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version >= 6`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 6`, `ALTER TABLE sources DROP COLUMN reading`} {
+		if _, err := db.rw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	db.Close()
 }
