@@ -68,6 +68,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	if err := opt.Chunk.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))
 	}
+	opt.Rereading = func(files int) { rereadNote(m.Stderr, "sending", files) }
 	// The vault as sweeps name it (a symbolic link is the folder it points
 	// to), so a run through a link uses the folder's manifest.
 	abs, err := ingest.VaultPath(pos[0])

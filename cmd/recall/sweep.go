@@ -135,8 +135,7 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		if *dry {
 			doing = "a sweep would read"
 		}
-		fmt.Fprintf(m.Stderr, "recall: this recall reads some files differently from the one that last swept this vault: %s %s again (text that reads the same keeps its vectors)\n",
-			doing, plural(files, "unchanged file", "unchanged files"))
+		rereadNote(m.Stderr, doing, files)
 	}
 	started := time.Now().UTC()
 	res, err := ingest.Sweep(ctx, st, w, vault, opts)
@@ -243,6 +242,13 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		return exitError(exitFailure)
 	}
 	return nil
+}
+
+// rereadNote says once why a sweep reads (or sends) unchanged files: the
+// recall that last swept them read files differently (ingest.ReadingVersion).
+func rereadNote(w io.Writer, doing string, files int) {
+	fmt.Fprintf(w, "recall: this recall reads some files differently from the one that last swept this vault: %s %s again (text that reads the same keeps its vectors)\n",
+		doing, plural(files, "unchanged file", "unchanged files"))
 }
 
 // chunkFlags names the chunking flags given on a sweep's command line

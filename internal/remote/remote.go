@@ -44,6 +44,10 @@ type Options struct {
 	MaxWait     time.Duration // longest pause between attempts (0: 30s)
 	HTTPClient  *http.Client  // nil: a client with a 2 minute timeout
 	Failures    io.Writer     // one line per failed file or batch (nil: discarded)
+	// Rereading, when set, is called once before any file is sent with the
+	// number of unchanged files sent again because an older reading sent
+	// them (see fileEntry.Reading).
+	Rereading func(files int)
 }
 
 // Result summarises a remote sweep.
@@ -95,6 +99,11 @@ type fileEntry struct {
 	// sources it holds for the file (SourcesPath), so that conversations
 	// the file lost before are removed too.
 	Listed bool `json:"listed,omitempty"`
+	// Reading is the reading version (ingest.ReadingVersion) the file was
+	// sent with: a file sent by an older reading is sent again, though
+	// unchanged, as a local sweep reads it again. 0 for an entry written
+	// before it was recorded.
+	Reading int `json:"reading,omitempty"`
 }
 
 // sources are the source ids the entry records for the file rel.
@@ -281,6 +290,17 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 		}
 	}
 
+	if opt.Rereading != nil && !opt.Full {
+		n := 0
+		for _, f := range files {
+			if old, ok := man.Files[f.ID]; ok && old.Size == f.Size && old.MTime == f.MTime && old.Reading < ingest.ReadingVersion {
+				n++
+			}
+		}
+		if n > 0 {
+			opt.Rereading(n)
+		}
+	}
 	runErr := s.run(ctx, files)
 	if runErr == nil {
 		runErr = s.remove(ctx, present)
@@ -359,7 +379,10 @@ func (s *sweeper) record(p *pending) {
 // limit (ingest.MaxFileSize).
 func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 	old, recorded := s.man.Files[f.ID]
-	if !s.opt.Full && recorded && old.Size == f.Size && old.MTime == f.MTime {
+	// An older reading sent the file: it is read and sent again, and the
+	// server keeps what reads the same (its chunks, their vectors).
+	current := recorded && old.Reading >= ingest.ReadingVersion
+	if !s.opt.Full && current && old.Size == f.Size && old.MTime == f.MTime {
 		s.res.FilesSkipped++
 		return nil
 	}
@@ -381,8 +404,8 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 		s.fail(f.ID, err)
 		return nil
 	}
-	entry := fileEntry{Hash: sum, Size: f.Size, MTime: f.MTime}
-	if !s.opt.Full && recorded && old.Hash == entry.Hash {
+	entry := fileEntry{Hash: sum, Size: f.Size, MTime: f.MTime, Reading: ingest.ReadingVersion}
+	if !s.opt.Full && current && old.Hash == entry.Hash {
 		entry.Sources, entry.Listed = old.Sources, old.Listed
 		s.man.Files[f.ID] = entry
 		s.res.FilesSkipped++

@@ -321,6 +321,48 @@ func TestManifestTiedToServerAndChunking(t *testing.T) {
 	}
 }
 
+// A manifest whose files an older reading sent (here, one written before
+// the reading was recorded) has them sent again, though unchanged, as a
+// local sweep reads them again: once, said once; the server keeps what
+// reads the same, writing nothing.
+func TestOlderReadingIsSentAgain(t *testing.T) {
+	dir := vault(t)
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	if _, err := remote.Sweep(context.Background(), dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(opt.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // mtimes in nanoseconds do not fit a float64
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range m["files"].(map[string]any) {
+		delete(e.(map[string]any), "reading")
+	}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(opt.Manifest, b, 0o600)
+
+	var told []int
+	opt.Rereading = func(n int) { told = append(told, n) }
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || len(told) != 1 || told[0] != 4 || res.FilesChanged != 4 || res.ChunksWritten != 0 {
+		t.Errorf("older reading: told %v, %+v, %v; want the 4 files sent again and nothing written", told, res, err)
+	}
+	told = nil
+	res, err = remote.Sweep(context.Background(), dir, opt)
+	if err != nil || len(told) != 0 || res.FilesSkipped != 4 {
+		t.Errorf("the run after: told %v, %+v, %v; want every file skipped", told, res, err)
+	}
+}
+
 // A source that an upload left half staged on the server, then edited
 // without changing its chunk count, is not completed by the old chunks and
 // recorded as sent: the server ends up with the edit.
