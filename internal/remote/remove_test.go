@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/remote"
 )
 
@@ -210,7 +211,9 @@ func TestPruneKeepsFilesUnderAGoneFilesPath(t *testing.T) {
 
 // oldEntry rewrites the manifest's entry of the file rel as a client from
 // before entries recorded an export's conversations wrote it: the file as
-// it now is, with no list of its conversations.
+// it now is, with no list of its conversations. It records this client's
+// reading, so that only the list is at stake (such a client recorded none,
+// and its files are sent again on the next run: TestOlderReadingIsSentAgain).
 func oldEntry(t *testing.T, manifest, dir, rel string) {
 	t.Helper()
 	b, err := os.ReadFile(manifest)
@@ -231,7 +234,7 @@ func oldEntry(t *testing.T, manifest, dir, rel string) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(data)
-	m["files"].(map[string]any)[rel] = map[string]any{"hash": hex.EncodeToString(sum[:]), "size": fi.Size(), "mtime": fi.ModTime().UnixNano()}
+	m["files"].(map[string]any)[rel] = map[string]any{"hash": hex.EncodeToString(sum[:]), "size": fi.Size(), "mtime": fi.ModTime().UnixNano(), "reading": ingest.ReadingVersion}
 	if b, err = json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}

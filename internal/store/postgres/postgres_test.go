@@ -334,8 +334,11 @@ func TestLongTermsMigrated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.pool.Exec(ctx, `DELETE FROM recall_schema_migrations WHERE version > 1`); err != nil {
-		t.Fatal(err)
+	// Version 1 had no sources.reading either (0003).
+	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > 1`, `ALTER TABLE sources DROP COLUMN reading`} {
+		if _, err := db.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	db.Close()
 	db = openTest(t, dsn, Options{})
