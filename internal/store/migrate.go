@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/recall-mcp/recall"
 )
 
 // ErrNewerSchema is wrapped when a database records a migration this
@@ -20,6 +22,18 @@ var ErrNewerSchema = errors.New("database was written by a newer version of reca
 // before it upgraded the database.
 func NewerSchema(v, known int) error {
 	return fmt.Errorf("%w (schema version %d; this one knows up to %d): use that version, or a backup made before it upgraded the database; nothing was changed", ErrNewerSchema, v, known)
+}
+
+// UpgradedSince is the error of a write refused because a newer recall
+// upgraded the database, to schema version v, after this process opened
+// it (a server left running across an upgrade). It wraps ErrNewerSchema
+// and, unlike NewerSchema's, its message reaches the server's log and its
+// clients (an internal error showed them only "internal error"), and it
+// says what helps: this process must give way to the newer recall.
+func UpgradedSince(v, known int) error {
+	return recall.WrapError(recall.EUNAVAILABLE, ErrNewerSchema,
+		"a newer recall upgraded the database to schema version %d after this process opened it (this one knows up to %d): "+
+			"nothing was written; restart this process with the newer recall", v, known)
 }
 
 // Migration is one versioned schema step of a backend.

@@ -370,7 +370,7 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return db.fail(ctx, err, "read "+migrationsTable)
 	}
 	if version > db.known {
-		return store.NewerSchema(version, db.known)
+		return store.UpgradedSince(version, db.known)
 	}
 	if err := fn(tx); err != nil {
 		return db.fail(ctx, err, "")

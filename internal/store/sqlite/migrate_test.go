@@ -286,6 +286,11 @@ func TestWriteAfterANewerUpgradeRefused(t *testing.T) {
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Errorf("a write after a newer recall upgraded the file: %v; want ErrNewerSchema", err)
 	}
+	// What a server logs, and tells the client whose write it refused, is
+	// the reason and what to do: it was "internal error".
+	if msg := recall.ErrorMessage(err); recall.ErrorCode(err) != recall.EUNAVAILABLE || !strings.Contains(msg, "restart this process with the newer recall") {
+		t.Errorf("the refused write's code and message: %s %q; want unavailable, saying to restart with the newer recall", recall.ErrorCode(err), msg)
+	}
 	if _, err := db.Source(ctx, recall.MemoryID("", "note_after")); !recall.IsNotFound(err) {
 		t.Errorf("the refused write's source: %v; want it not stored", err)
 	}
