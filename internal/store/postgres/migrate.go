@@ -78,6 +78,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool, upgrading f
 		if len(applied) > 0 && upgrading != nil {
 			upgrading(applied[len(applied)-1], len(ms))
 		}
+		// Writes wait for the upgrade, and the upgrade for the write in
+		// progress: a write of an older recall's server checks the schema
+		// version under the writer lock (writeTx), and would otherwise
+		// find the old version while this transaction is uncommitted,
+		// then write by the old rules once it commits.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, writerLock); err != nil {
+			return err
+		}
 		if err := createVector(ctx, tx); err != nil {
 			return err
 		}

@@ -438,6 +438,50 @@ func TestUpgradingIsSaid(t *testing.T) {
 	}
 }
 
+// An upgrade waits for the write in progress and holds writes until it
+// commits: a server of this version checks the schema version under the
+// writer lock, and found the old one while an upgrade was under way (its
+// transaction not yet committed), then wrote by the old rules after it.
+func TestUpgradeWaitsForTheWriterLock(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	defer db.Close()
+	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > 2`, `ALTER TABLE sources DROP COLUMN reading`} {
+		if _, err := db.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := holdWriterLock(t, db) // a write in progress
+	opened := make(chan error, 1)
+	go func() {
+		up, err := Open(ctx, dsn, Options{})
+		if err == nil {
+			up.Close()
+		}
+		opened <- err
+	}()
+	for waiting := 0; waiting == 0; {
+		select {
+		case err := <-opened:
+			release()
+			t.Fatalf("the upgrade committed while a write held the writer lock (%v)", err)
+		default:
+		}
+		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	if err := <-opened; err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := db.pool.QueryRow(ctx, `SELECT max(version) FROM recall_schema_migrations`).Scan(&v); err != nil || v != db.known {
+		t.Errorf("schema version after the upgrade: %d, %v; want %d", v, err, db.known)
+	}
+}
+
 // TestReadOnlyAndExisting: a read-only store (dry runs) and one opened
 // with Existing (commands that only read) refuse a database recall has not
 // set up and leave it untouched; a read-only store reads and cannot write;
