@@ -472,9 +472,14 @@ func (m *Main) ensureSpace(ctx context.Context, st recall.Store, emb recall.Embe
 		knowDim(ctx, emb)
 		info = emb.Info()
 	}
-	for _, s := range spaces {
-		if (info.Dim == 0 || s.Dim == info.Dim) && m.madeSpace(ctx, st, s, emb) {
-			return s.Name, nil
+	// The read space comes first: a model can have a second space (`space
+	// create --force`), and once searches read that one, vectors written
+	// to the first would be missing where they are searched.
+	for _, read := range []bool{true, false} {
+		for _, s := range spaces {
+			if s.Read == read && (info.Dim == 0 || s.Dim == info.Dim) && m.madeSpace(ctx, st, s, emb) {
+				return s.Name, nil
+			}
 		}
 	}
 	dim, err := embed.Dim(ctx, emb)

@@ -407,3 +407,39 @@ func TestSweepSaysItRereadsAnOlderReading(t *testing.T) {
 		t.Errorf("the sweep after: exit %d %q %q; want every file skipped, without a note", code, out, errs)
 	}
 }
+
+// Once searches read a second space of the configured model (`space create
+// --force`, `space use`), a command embeds into that space: it wrote into
+// the model's first space, so a memory saved by a server started after the
+// switch, or by the command line, stayed pending and out of semantic
+// searches although its embedder worked.
+func TestWritesGoToTheReadSpaceOfTheirModel(t *testing.T) {
+	env := ollamaEnv(t)
+	for _, args := range [][]string{
+		{"sweep", sampleVault},
+		{"space", "create", "second", "--embedder", "ollama", "--model", "model-a", "--force"},
+		{"repair", "--space", "second"},
+		{"space", "use", "second"},
+		{"memory", "save", "note_after", "written once searches read the second space"},
+	} {
+		if _, errs, code := run(t, env, args...); code != 0 {
+			t.Fatalf("%v: exit %d %s", args, code, errs)
+		}
+	}
+	out, errs, code := run(t, env, "space", "list", "--json")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var spaces []recall.SpaceStats
+	if err := json.Unmarshal([]byte(out), &spaces); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range spaces {
+		if s.Name == "second" && (!s.Read || s.Missing != 0) {
+			t.Errorf("the read space lacks what was written after the switch: %+v", s)
+		}
+	}
+	if out, _, _ := run(t, env, "memory", "get", "--json", "note_after"); !strings.Contains(out, `"index": "ok"`) {
+		t.Errorf("the memory is not indexed in the read space: %s", out)
+	}
+}
