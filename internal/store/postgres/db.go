@@ -283,6 +283,8 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
+		case pe.Code == "42501": // insufficient_privilege: a role granted only SELECT, say
+			return recall.WrapError(recall.EFORBIDDEN, err, "%sthe database role recall connects as may not do this (a role granted only SELECT can only read): nothing was changed", what)
 		case pe.Code == "53100": // disk_full
 			return recall.Errorf(recall.EUNAVAILABLE, "%sthe disk holding the database is full: nothing of this write was stored; free some space and retry", what)
 		case pe.Code == "57014": // query_canceled, not by the caller: statement_timeout
