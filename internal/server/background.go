@@ -317,6 +317,8 @@ func (b *background) follow(ctx context.Context) {
 	}
 	wait := every
 	warned := ""
+	failing := "" // the error of the looks failing since it was logged
+	failed := 0   // how many looks failed since the last that did not
 	for {
 		if !sleepCtx(ctx, wait) {
 			return
@@ -331,9 +333,19 @@ func (b *background) follow(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			b.log.Warn("follow writes of other processes", "err", err.Error())
+			// An outage (the database restarting) fails every look,
+			// every 2 s: said once, and again only if the reason changes.
+			failed++
+			if msg := err.Error(); msg != failing {
+				failing = msg
+				b.log.Warn("follow writes of other processes", "err", msg)
+			}
 			continue
-		case f.Changed():
+		case failed > 0:
+			b.log.Info("following writes of other processes again", "failed_looks", failed)
+			failing, failed = "", 0
+		}
+		if f.Changed() {
 			b.log.Info("followed writes of another process", "chunks_added", f.Added, "chunks_removed", f.Removed, "vectors_added", f.Vectors)
 			if f.Added > 0 {
 				b.nudge()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -484,5 +486,64 @@ func TestPendingWriteWakesRepair(t *testing.T) {
 		if w := woken(); w != c.fails {
 			t.Errorf("%s: repair woken %v, want %v", c.name, w, c.fails)
 		}
+	}
+}
+
+// outageStore fails its first fail censuses as a database that is down
+// does, and closes looked after its last.
+type outageStore struct {
+	recall.Store
+	mu          sync.Mutex
+	calls, fail int
+	last        int
+	looked      chan struct{}
+}
+
+func (s *outageStore) Census(ctx context.Context, space string) (recall.Census, error) {
+	s.mu.Lock()
+	s.calls++
+	n := s.calls
+	s.mu.Unlock()
+	if n == s.last {
+		close(s.looked)
+	}
+	if n <= s.fail {
+		return recall.Census{}, recall.Errorf(recall.EUNAVAILABLE, "census: the database is not reachable")
+	}
+	return s.Store.Census(ctx, space)
+}
+
+// A database that is down fails every look for other processes' writes:
+// the server says so once, not every 2 s for the whole outage, and says
+// when it follows again.
+func TestFollowSaysAnOutageOnceAndItsEnd(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "recall.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := &outageStore{Store: db, last: -1}
+	eng := search.New(st, search.Options{MemoryLexical: true})
+	if err := eng.LoadIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.calls, st.fail, st.last, st.looked = 0, 5, 8, make(chan struct{}) // the outage starts now
+	var logged bytes.Buffer                                              // written by follow alone, read once it returned
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	b := newBackground(eng, st, nil, "", newMetrics(), log, time.Now, 256, 0)
+	b.followEvery = time.Millisecond
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); b.follow(fctx) }()
+	<-st.looked
+	cancel()
+	<-done
+	out := logged.String()
+	if n := strings.Count(out, "follow writes of other processes"); n != 1 {
+		t.Errorf("an outage of 5 looks logged %d times:\n%s", n, out)
+	}
+	if !strings.Contains(out, "following writes of other processes again") || !strings.Contains(out, "failed_looks=5") {
+		t.Errorf("the end of the outage is not said:\n%s", out)
 	}
 }
