@@ -145,6 +145,22 @@ func BenchmarkSmallWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkCensus measures the cheapest operation, the one a following
+// server repeats every 2 s: one small statement on a pooled connection, so
+// that what taking a connection costs shows.
+func BenchmarkCensus(b *testing.B) {
+	db, err := Open(ctx, pgtest.Server(b), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for b.Loop() {
+		if _, err := db.Census(ctx, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // Index load corpus: the first loadSources sources of storetest's corpus
 // (10 chunks of 2000 characters each), every text with a vector of
 // loadUnits 384-dim units, about what the MCP load test's texts have (7.0

@@ -161,6 +161,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	// to other parsers.
 	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 	cfg.MaxConns = int32(opts.MaxConns)
+	// Every connection is pinged as it leaves the pool, not only one idle
+	// for over a second (pgxpool's default): a connection the server ended
+	// while it sat in the pool (pg_terminate_backend, a pooler or firewall
+	// dropping idle connections, a restart) is then replaced before a
+	// statement is sent on it, where it would fail one request each. A
+	// retry of the failed operation could not be as simple: a write whose
+	// COMMIT may have reached the server must not run twice. The ping is a
+	// round trip per operation (BENCHMARKS.md, "Pinging pooled
+	// connections").
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
 	if opts.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
