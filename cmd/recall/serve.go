@@ -102,7 +102,7 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && host != "" {
 		shown = net.JoinHostPort(host, strconv.Itoa(a.Port))
 	}
-	fmt.Fprintf(m.Stderr, "recall: serving %s\n", m.servingSummary(opt))
+	fmt.Fprintf(m.Stderr, "recall: serving %s\n", m.servingSummary(ctx, opt))
 	fmt.Fprintf(m.Stderr, "listening on http://%s\n", shown)
 	bctx, stop := context.WithCancel(ctx)
 	srv.Start(bctx)
@@ -185,7 +185,7 @@ func (m *Main) newServer(ctx context.Context, opt *server.Options) (*server.Serv
 // read and how many tokens are configured, never their values. An
 // operator whose config file, RECALL_* variables and flags all have a say
 // sees what they came to.
-func (m *Main) servingSummary(opt server.Options) string {
+func (m *Main) servingSummary(ctx context.Context, opt server.Options) string {
 	loc, err := m.dbPath()
 	if err != nil { // opened already, so not expected
 		loc = "the database"
@@ -195,6 +195,11 @@ func (m *Main) servingSummary(opt server.Options) string {
 	search := "full text only (no embedding model)"
 	if opt.Space != "" {
 		search = "full text and vector space " + opt.Space
+		// Searches read the read space, which may be another model's
+		// (`space use`); new text is embedded with the configured one.
+		if read, err := readSpace(ctx, opt.Store); err == nil && read != nil && read.Name != opt.Space {
+			search = "full text and vector space " + read.Name + " (new text is embedded into " + opt.Space + ", of the configured model)"
+		}
 	}
 	// No user token is said on a line of its own, with what it means.
 	var toks []string

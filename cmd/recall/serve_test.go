@@ -192,6 +192,31 @@ func TestServeLogsWhatItServes(t *testing.T) {
 	}
 }
 
+// serve names the space its searches read: after `space use` of another
+// model's space, it named the configured model's space, which searches no
+// longer read.
+func TestServeNamesTheReadSpace(t *testing.T) {
+	env := ollamaEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	for _, args := range [][]string{
+		{"sweep", sampleVault},
+		{"--embedder", "ollama", "--model", "model-b", "space", "create", "b"},
+		{"repair", "--space", "b"},
+		{"space", "use", "b"},
+	} {
+		if _, errs, code := run(t, env, args...); code != 0 {
+			t.Fatalf("%v: exit %d %s", args, code, errs)
+		}
+	}
+	_, stderr, stop := startServe(t, env)
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited with %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "searches full text and vector space b (new text is embedded into ") {
+		t.Errorf("serve's log does not name the read space b:\n%s", stderr.String())
+	}
+}
+
 // A server with no token says so once, on a line that says what it means;
 // the summary of what it serves said "no user token" again after it. With
 // only the admin token, the summary names it and the line still warns.
