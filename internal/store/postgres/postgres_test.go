@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -334,12 +335,7 @@ func TestLongTermsMigrated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Version 1 had no sources.reading either (0003).
-	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > 1`, `ALTER TABLE sources DROP COLUMN reading`} {
-		if _, err := db.pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	asVersion(t, db, 1)
 	db.Close()
 	db = openTest(t, dsn, Options{})
 	defer db.Close()
@@ -410,19 +406,26 @@ func TestWriteAfterANewerUpgradeRefused(t *testing.T) {
 	}
 }
 
+// asVersion leaves db's schema as a recall of schema version v (1 or 2)
+// left it: the later migrations not recorded, and what 0003 added
+// (sources.reading) gone, so that opening it upgrades it. (0002 only
+// rekeys long terms, which a test database without them need not undo.)
+func asVersion(t *testing.T, db *DB, v int) {
+	t.Helper()
+	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > ` + strconv.Itoa(v), `ALTER TABLE sources DROP COLUMN reading`} {
+		if _, err := db.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Opening a database an older recall set up says it upgrades it, before it
 // does, with both versions; a current one says nothing.
 func TestUpgradingIsSaid(t *testing.T) {
 	dsn := pgtest.Server(t)
 	db := openTest(t, dsn, Options{})
 	last := db.known
-	// As a recall of version 2 left it: 0003 not applied, so no
-	// sources.reading.
-	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > 2`, `ALTER TABLE sources DROP COLUMN reading`} {
-		if _, err := db.pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	asVersion(t, db, 2)
 	db.Close()
 	var said [][2]int
 	say := func(from, to int) { said = append(said, [2]int{from, to}) }
@@ -446,11 +449,7 @@ func TestUpgradeWaitsForTheWriterLock(t *testing.T) {
 	dsn := pgtest.Server(t)
 	db := openTest(t, dsn, Options{})
 	defer db.Close()
-	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > 2`, `ALTER TABLE sources DROP COLUMN reading`} {
-		if _, err := db.pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	asVersion(t, db, 2)
 	release := holdWriterLock(t, db) // a write in progress
 	opened := make(chan error, 1)
 	go func() {
