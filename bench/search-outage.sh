@@ -7,11 +7,14 @@
 # given, alternated over ROUNDS rounds, prints one line a round: the
 # searches' total time, and the median and slowest search. PACE (seconds,
 # default 0) is a pause after each search, for searches spread over the
-# outage as an assistant's are, rather than back to back.
+# outage as an assistant's are, rather than back to back. DEADLINE
+# (seconds, default none) is each search's client deadline (curl -m), for
+# a client that gives up sooner than the server's 2 s embed budget.
 #
 #   go build -o /tmp/embedstandin ./bench/mcpload/embedstandin
 #   bench/search-outage.sh OLD_BINARY NEW_BINARY [N] [ROUNDS]
 #   PACE=1 bench/search-outage.sh OLD_BINARY NEW_BINARY 60 1
+#   DEADLINE=0.2 bench/search-outage.sh OLD_BINARY NEW_BINARY 60 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=${1:?usage: bench/search-outage.sh OLD_BINARY NEW_BINARY [N] [ROUNDS]}
@@ -55,8 +58,8 @@ run() { # run LABEL BINARY ROUND
   url=$(wait_listen "$D/serve.log")
   for _ in $(seq 600); do grep -q 'vector index loaded' "$D/serve.log" && break; sleep 0.1; done
   for i in $(seq "$n"); do
-    curl -s -o /dev/null -w '%{time_total}\n' -H "Authorization: Bearer $RECALL_TOKEN" \
-      "$url/api/search" -d "{\"query\": \"question $i about bread\"}"
+    curl -s -o /dev/null -w '%{time_total}\n' ${DEADLINE:+-m "$DEADLINE"} -H "Authorization: Bearer $RECALL_TOKEN" \
+      "$url/api/search" -d "{\"query\": \"question $i about bread\"}" || true # a search past DEADLINE still prints its time
     sleep "${PACE:-0}"
   done | sort -n | awk -v label="$1" -v round="$3" '
     { t[NR] = $1; sum += $1 }

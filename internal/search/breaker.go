@@ -60,10 +60,9 @@ func (b *breaker) admit(emb recall.Embedder, now time.Time) (probe bool, why str
 }
 
 // report records how embedding a query with emb ended: err is nil for a
-// usable vector. gone says the caller left before the embedder answered,
-// which tells nothing of the embedder: a probe's turn passes to the next
-// search.
-func (b *breaker) report(emb recall.Embedder, probe, gone bool, err error, now time.Time) {
+// usable vector. An embedding runs to its end whether or not its callers
+// still wait (queryEmbedding), so every outcome is news of the embedder.
+func (b *breaker) report(emb recall.Embedder, probe bool, err error, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.emb != emb {
@@ -73,7 +72,6 @@ func (b *breaker) report(emb recall.Embedder, probe, gone bool, err error, now t
 		b.probing = false
 	}
 	switch {
-	case gone:
 	case err == nil:
 		b.err, b.wait = nil, 0
 	case probe || b.err == nil:

@@ -203,44 +203,77 @@ func TestBreakerOneProbe(t *testing.T) {
 	}
 }
 
-// TestBreakerIgnoresCallersLeaving: a search whose caller gives up while
-// its query is embedded tells nothing of the embedder: the next search
-// asks it (and when the one that left was a probe, the next one probes at
-// once). A search whose own budget runs out does tell.
-func TestBreakerIgnoresCallersLeaving(t *testing.T) {
+// TestBreakerTripsForCallersThatLeaveFirst: a client whose own deadline
+// is shorter than the embed budget leaves before a hanging embedder is
+// given up on; the embedding goes on to its budget and opens the breaker
+// all the same, so the next search answers from full text at once. (The
+// caller leaving told nothing of the embedder, so such clients never
+// found it out and every search of theirs waited out its deadline.)
+func TestBreakerTripsForCallersThatLeaveFirst(t *testing.T) {
+	h := &heldEmbedder{Embedder: embedtest.New(16), hold: make(chan struct{})} // answers nothing until its context ends
+	eng := breakerEngine(t, newClock(), search.Options{EmbedBudget: 300 * time.Millisecond}, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	eng.Search(ctx, recall.SearchRequest{Query: "kettle"})
+	cancel()
+	eng.WaitQueryEmbeddings()
+	r, err := eng.Search(context.Background(), recall.SearchRequest{Query: "kettle"})
+	if want := "the query embedder failed less than a second ago and is tried again in 5s; searched full text only"; err != nil || r.Mode != recall.ModeLexical || r.Note != want || len(r.Results) == 0 || h.calls.Load() != 1 {
+		t.Fatalf("after the embed budget: %d calls in all, mode %s, note %q, %d results, %v; want 1, lexical, %q, and the text", h.calls.Load(), r.Mode, r.Note, len(r.Results), err, want)
+	}
+	if r.EmbedError == nil || r.EmbedError.Error() != "the embedder did not answer within 300ms" {
+		t.Errorf("embed error %v; want the budget's", r.EmbedError)
+	}
+}
+
+// TestBreakerHearsEmbeddingsCallersLeft: searches of one query share one
+// embedding, which goes on when its callers leave, and what it brings
+// serves later searches: its vector lands in the query cache, and a
+// probe's vector ends the outage although the probe's caller left. A
+// search whose own budget runs out tells of the embedder too.
+func TestBreakerHearsEmbeddingsCallersLeft(t *testing.T) {
 	clk := newClock()
 	h := &heldEmbedder{Embedder: embedtest.New(16)}
-	eng := breakerEngine(t, clk, search.Options{EmbedBudget: time.Minute}, h)
-	leave := func() {
+	eng := breakerEngine(t, clk, search.Options{EmbedBudget: time.Minute}, embed.WithQueryCache(h, 8, time.Hour))
+	leave := func(q string) {
 		t.Helper()
 		h.entered, h.hold = make(chan struct{}, 1), make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			eng.Search(ctx, recall.SearchRequest{Query: "kettle"})
+			eng.Search(ctx, recall.SearchRequest{Query: q})
 		}()
 		<-h.entered
 		cancel()
 		<-done
+		// A caller of the same query who has already left joins the
+		// embedding in flight rather than ask again.
+		eng.Search(ctx, recall.SearchRequest{Query: q})
+		close(h.hold)
+		eng.WaitQueryEmbeddings()
 		h.entered, h.hold = nil, nil
 	}
-	leave()
-	if r, calls := hybrid(t, eng, h, "kettle"); calls != 1 || r.Mode != recall.ModeHybrid {
-		t.Errorf("after a caller left: %d calls, mode %s; want the embedder asked", calls, r.Mode)
+	leave("kettle")
+	if h.calls.Load() != 1 {
+		t.Errorf("two callers of one query made %d calls; want 1", h.calls.Load())
 	}
-	h.FailOn(h.Calls()+1, embedtest.FaultError)
-	hybrid(t, eng, h, "kettle")
+	h.FailOn(0, embedtest.FaultError)
+	if r, calls := hybrid(t, eng, h, "kettle"); calls != 0 || r.Mode != recall.ModeHybrid {
+		t.Errorf("after the callers left: %d calls, mode %s; want the vector they left in the cache", calls, r.Mode)
+	}
+	hybrid(t, eng, h, "lighthouse") // the outage
+	h.FailOn(0, 0)
 	clk.add(5 * time.Second)
-	leave() // the probe's caller
-	if r, calls := hybrid(t, eng, h, "kettle"); calls != 1 || r.Mode != recall.ModeHybrid {
-		t.Errorf("after a probe's caller left: %d calls, mode %s; want the next search to probe", calls, r.Mode)
+	leave("lighthouse") // the probe's caller
+	if r, calls := hybrid(t, eng, h, "the lighthouse"); calls != 1 || r.Mode != recall.ModeHybrid {
+		t.Errorf("after a probe whose caller left found the embedder back: %d calls, mode %s (%q); want the embedder asked", calls, r.Mode, r.Note)
 	}
 
 	// The search's own budget, shorter here than the embedding's.
 	h2 := &heldEmbedder{Embedder: embedtest.New(16), hold: make(chan struct{})}
 	eng2 := breakerEngine(t, newClock(), search.Options{Budget: 200 * time.Millisecond, EmbedBudget: time.Minute}, h2)
 	eng2.Search(context.Background(), recall.SearchRequest{Query: "kettle"})
+	eng2.WaitQueryEmbeddings()
 	r, err := eng2.Search(context.Background(), recall.SearchRequest{Query: "kettle"})
 	if err != nil || h2.calls.Load() != 1 || r.EmbedError == nil || r.EmbedError.Error() != "the embedder did not answer within the search's time (200ms)" {
 		t.Errorf("after a search's budget ran out: %d calls in all, embed error %v, %v; want 1, and that the embedder did not answer in the search's time", h2.calls.Load(), r.EmbedError, err)

@@ -72,6 +72,9 @@ type Engine struct {
 	opt   Options
 	brk   breaker // the query embedder's outage
 
+	flightMu sync.Mutex
+	flights  map[flightKey]*queryFlight // query embeddings in flight
+
 	mu sync.RWMutex // orders index updates against searches
 	// wmu queues this engine's writers before their transactions begin,
 	// not on SQLite's single write connection: handed straight from one

@@ -20,3 +20,17 @@ func (e *Engine) VectorLeg(ctx context.Context, q []float32, k int, f recall.Fil
 	}
 	return e.streamSearch(ctx, q, k, f, only)
 }
+
+// WaitQueryEmbeddings waits for the query embeddings in flight, which
+// report to the breaker before they end.
+func (e *Engine) WaitQueryEmbeddings() {
+	e.flightMu.Lock()
+	var fs []*queryFlight
+	for _, f := range e.flights {
+		fs = append(fs, f)
+	}
+	e.flightMu.Unlock()
+	for _, f := range fs {
+		<-f.done
+	}
+}

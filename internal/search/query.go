@@ -177,26 +177,100 @@ var errSwitched = errors.New("the read space switched during the search")
 
 // embedOut is how embedding a search's query ended.
 type embedOut struct {
-	vec  []float32
-	err  error
-	gone bool // the caller left before the embedder answered
+	vec []float32
+	err error
 }
 
-// embedQuery embeds a search's query with emb, within the embed budget.
+// flightKey names a query embedding in flight: its embedder (the read
+// space's when it began) and the query.
+type flightKey struct {
+	emb   recall.Embedder
+	query string
+}
+
+// queryFlight is one query being embedded for the searches that asked for
+// it (see queryEmbedding).
+type queryFlight struct {
+	done  chan struct{}
+	out   embedOut // set before done closes
+	probe bool     // a search was admitted to it as the breaker's probe (under e.flightMu)
+}
+
+// queryEmbedding returns the embedding in flight of query with emb,
+// starting one when there is none; probe says the breaker admitted the
+// caller as its probe. The embedding runs detached from the callers'
+// contexts, within its own budget, and its outcome opens or closes the
+// breaker, and fills the query cache, whether or not anyone still waits:
+// a caller whose own deadline is shorter than the budget left before the
+// embedder answered, which told nothing, so an embedder that hung was
+// never found out by such clients and every search of theirs waited out
+// its deadline. Concurrent searches for one query share one embedding, so
+// at most one goroutine per distinct query outlives its callers, and none
+// outlives the budget.
+func (e *Engine) queryEmbedding(ctx context.Context, emb recall.Embedder, query string, probe bool) *queryFlight {
+	k := flightKey{emb, query}
+	e.flightMu.Lock()
+	defer e.flightMu.Unlock()
+	if f, ok := e.flights[k]; ok {
+		// The embedding in flight answers this caller's question too;
+		// its outcome is the probe's news.
+		f.probe = f.probe || probe
+		return f
+	}
+	if e.flights == nil {
+		e.flights = map[flightKey]*queryFlight{}
+	}
+	f := &queryFlight{done: make(chan struct{}), probe: probe}
+	e.flights[k] = f
+	go e.fly(context.WithoutCancel(ctx), k, f)
+	return f
+}
+
+// fly embeds a flight's query and publishes the outcome: to the breaker
+// first, so that a search its caller starts next finds it there.
+func (e *Engine) fly(ctx context.Context, k flightKey, f *queryFlight) {
+	out := e.embedQuery(ctx, k.emb, k.query)
+	if out.err == nil {
+		// A vector of the wrong size fails, as it would for every query.
+		e.mu.RLock()
+		if e.emb == k.emb && e.vecReady() {
+			if err := e.checkDim(out.vec); err != nil {
+				out = embedOut{err: err}
+			}
+		}
+		e.mu.RUnlock()
+	}
+	e.flightMu.Lock()
+	delete(e.flights, k)
+	probe := f.probe
+	e.flightMu.Unlock()
+	e.brk.report(k.emb, probe, out.err, e.opt.Now())
+	f.out = out
+	close(f.done)
+}
+
+// checkDim refuses a query vector whose size is not the read space's
+// (under e.mu, when vecReady).
+func (e *Engine) checkDim(vec []float32) error {
+	if len(vec) != e.vecDim() {
+		return recall.Errorf(recall.ECONFLICT, "the embedder returned a %d-dimensional query vector for a %d-dimensional space", len(vec), e.vecDim())
+	}
+	return nil
+}
+
+// embedQuery embeds a search's query with emb, within the embed budget,
+// or the search's when that is shorter (ctx must not end sooner).
 func (e *Engine) embedQuery(ctx context.Context, emb recall.Embedder, query string) embedOut {
-	ectx, cancel := context.WithTimeoutCause(ctx, e.opt.EmbedBudget, errEmbedBudget)
+	budget, cause := e.opt.EmbedBudget, errEmbedBudget
+	if e.opt.Budget < budget {
+		budget, cause = e.opt.Budget, errSearchBudget
+	}
+	ectx, cancel := context.WithTimeoutCause(ctx, budget, cause)
 	defer cancel()
 	vecs, err := emb.Embed(ectx, recall.InputQuery, []string{query})
 	if err != nil && ectx.Err() != nil {
 		// Say whose wait ended rather than "context deadline exceeded".
-		switch context.Cause(ectx) {
-		case errEmbedBudget:
-			err = recall.Errorf(recall.EUNAVAILABLE, "the embedder did not answer within %s", e.opt.EmbedBudget)
-		case errSearchBudget:
-			err = recall.Errorf(recall.EUNAVAILABLE, "the embedder did not answer within the search's time (%s)", e.opt.Budget)
-		default:
-			return embedOut{err: err, gone: true}
-		}
+		err = e.budgetError(context.Cause(ectx))
 	}
 	if err == nil {
 		// A vector no search can use (NaN, all zeros) is an embedding
@@ -209,6 +283,19 @@ func (e *Engine) embedQuery(ctx context.Context, emb recall.Embedder, query stri
 	return embedOut{vec: vecs[0]}
 }
 
+// budgetError says which budget ran out while a query was embedded, cause
+// being the cause of the context that ended; any other cause is returned
+// as it is.
+func (e *Engine) budgetError(cause error) error {
+	switch cause {
+	case errEmbedBudget:
+		return recall.Errorf(recall.EUNAVAILABLE, "the embedder did not answer within %s", e.opt.EmbedBudget)
+	case errSearchBudget:
+		return recall.Errorf(recall.EUNAVAILABLE, "the embedder did not answer within the search's time (%s)", e.opt.Budget)
+	}
+	return cause
+}
+
 // search is one pass of Search over the first want (single retriever) or
 // depth (hybrid) candidates of each retriever. more reports whether a
 // retriever had candidates beyond those.
@@ -217,8 +304,7 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	// read from the store, while the query is embedded and the vectors are
 	// searched. The query is embedded before the engine's lock is taken: a
 	// slow embedder must not hold up writers.
-	var embedDone chan embedOut
-	var probe bool // the embedder is called to learn whether it is back
+	var embedding *queryFlight
 	e.mu.RLock()
 	emb := e.emb
 	e.mu.RUnlock()
@@ -227,12 +313,9 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	}
 	if req.Mode != recall.ModeLexical && emb != nil && !q.done {
 		q.emb = emb
-		var why string
-		var cause error
-		probe, why, cause = e.brk.admit(emb, e.opt.Now())
+		probe, why, cause := e.brk.admit(emb, e.opt.Now())
 		if why == "" {
-			embedDone = make(chan embedOut, 1)
-			go func() { embedDone <- e.embedQuery(ctx, emb, req.Query) }()
+			embedding = e.queryEmbedding(ctx, emb, req.Query, probe)
 		} else if vec, ok := embed.Cached(emb, req.Query); ok && embed.Validate([][]float32{vec}, 1, 0) == nil {
 			// The embedder is left alone, but it embedded this query
 			// before.
@@ -289,10 +372,16 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 			lexDone <- out
 		}()
 	}
-	var gone bool
-	if embedDone != nil {
-		out := <-embedDone
-		q.vec, q.err, gone = out.vec, out.err, out.gone
+	if embedding != nil {
+		select {
+		case <-embedding.done:
+			q.vec, q.err = embedding.out.vec, embedding.out.err
+		case <-ctx.Done():
+			// The caller left, or the search's budget ran out: the search
+			// goes on with full text as far as its context lets it, and
+			// the embedding with its own budget.
+			q.err = e.budgetError(context.Cause(ctx))
+		}
 	}
 	q.done = true
 	qvec, embedErr := q.vec, q.err
@@ -306,13 +395,12 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	resp = recall.SearchResponse{Query: req.Query, Mode: req.Mode}
 	vecReady := e.vecReady()
 	switched := qvec != nil && e.emb != emb
-	if !switched && qvec != nil && vecReady && len(qvec) != e.vecDim() {
-		qvec, embedErr = nil, recall.Errorf(recall.ECONFLICT, "the embedder returned a %d-dimensional query vector for a %d-dimensional space", len(qvec), e.vecDim())
-	}
-	if embedDone != nil {
-		// What came of asking the embedder opens or closes the breaker;
-		// a vector of the wrong size fails, as it would for every query.
-		e.brk.report(emb, probe, gone, embedErr, e.opt.Now())
+	if !switched && qvec != nil && vecReady {
+		// The flight checked its vector only if the index was loaded
+		// then, and a cached vector was not checked.
+		if err := e.checkDim(qvec); err != nil {
+			qvec, embedErr = nil, err
+		}
 	}
 	if switched {
 		// The read space switched while the query was embedded: its vector
