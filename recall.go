@@ -345,6 +345,9 @@ type Store interface {
 	// server restart, a cut connection, a terminated backend).
 	LockVault(ctx context.Context, vault string, wait func(busy error)) (unlock func(), err error)
 	Stats(ctx context.Context) (Stats, error)
+	// Ping checks that the database answers, at the cost of one trivial
+	// statement: for a server's readiness (/readyz).
+	Ping(ctx context.Context) error
 	Close() error
 }
 

@@ -217,6 +217,36 @@ func TestPostgresServeFollowsOtherWriters(t *testing.T) {
 	}
 }
 
+// A server on PostgreSQL is not ready (/readyz 503) while its database
+// is down, though alive (/healthz ok), and ready again once it is back,
+// without a restart.
+func TestPostgresServeReadiness(t *testing.T) {
+	env := pgEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	url, stderr, stop := startServe(t, env)
+	defer stop()
+	if code, body := get(t, url+"/readyz", ""); code != 200 || body != "ok\n" {
+		t.Fatalf("readyz: %d %q", code, body)
+	}
+	down, up := pgtest.Outage(t, env["RECALL_DB"])
+	down()
+	waitFor(t, func() bool {
+		code, body := get(t, url+"/readyz", "")
+		return code == 503 && body == "unavailable\n"
+	}, "readyz to say unavailable while the database is down")
+	if code, body := get(t, url+"/healthz", ""); code != 200 || body != "ok\n" {
+		t.Errorf("healthz while the database is down: %d %q", code, body)
+	}
+	up()
+	waitFor(t, func() bool {
+		code, body := get(t, url+"/readyz", "")
+		return code == 200 && body == "ok\n"
+	}, "readyz to say ok once the database is back")
+	if !strings.Contains(stderr.String(), "not ready: the database does not answer") || strings.Contains(stderr.String(), testPassword) {
+		t.Errorf("the outage is not logged, or its line holds the password:\n%s", stderr.String())
+	}
+}
+
 // Commands that only read refuse a PostgreSQL database recall has not set
 // up, as they refuse a missing SQLite file, and a dry run writes nothing:
 // on such a database every file would be new; on a set-up one, it runs on

@@ -133,6 +133,9 @@ func TestServeStartsAndStops(t *testing.T) {
 	if code, body := get(t, url+"/healthz", ""); code != 200 || body != "ok\n" {
 		t.Errorf("healthz: %d %q", code, body)
 	}
+	if code, body := get(t, url+"/readyz", ""); code != 200 || body != "ok\n" {
+		t.Errorf("readyz: %d %q", code, body)
+	}
 	if code, _ := get(t, url+"/api/stats", ""); code != 401 {
 		t.Errorf("stats without the token: %d", code)
 	}
@@ -143,7 +146,7 @@ func TestServeStartsAndStops(t *testing.T) {
 		t.Errorf("serve exited with %d: %s", code, stderr.String())
 	}
 	b, err := os.ReadFile(audit)
-	if err != nil || strings.Count(string(b), "\n") != 3 || strings.Contains(string(b), serveToken) {
+	if err != nil || strings.Count(string(b), "\n") != 4 || strings.Contains(string(b), serveToken) {
 		t.Errorf("audit log: %v\n%s", err, b)
 	}
 	if strings.Contains(stderr.String(), serveToken) {

@@ -1,10 +1,11 @@
 // Package server serves recall over HTTP and stdio: MCP (Streamable HTTP at
 // /mcp, or newline-delimited JSON on stdio) through the official Go SDK, a
 // JSON REST API under /api/ and /admin/, POST /ingest for remote sweeps,
-// /healthz and Prometheus /metrics.
+// /healthz (the process answers), /readyz (and so does its database) and
+// Prometheus /metrics.
 //
 // Every HTTP request passes one front door (ServeHTTP) in this order: Host
-// check (DNS rebinding), Origin check and CORS, /healthz, a path that is
+// check (DNS rebinding), Origin check and CORS, /healthz and /readyz, a path that is
 // not clean (refused, where the mux would redirect), body limit, token
 // (header, or /mcp/<token> when enabled; never the query string), throttling
 // of bad tokens per client address, the per-token rate limit, then the route.
@@ -142,6 +143,7 @@ type Server struct {
 
 	bgOnce     sync.Once
 	statsCache statsCache
+	readiness  readiness // what /readyz last found
 	embedLog   embedFailures
 	schemas    map[string]*jsonschema.Schema // tools' input schemas by name (invalidArgs)
 	searching  sync.Map                      // identity key → chan of its searches running (searchTurn)
@@ -447,6 +449,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		closeIfBodyUnread(w, r)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
+		return
+	}
+	if r.URL.Path == "/readyz" {
+		ri.route = "/readyz"
+		closeIfBodyUnread(w, r)
+		s.serveReady(w, r)
 		return
 	}
 	if p := r.URL.Path; p != cleanPath(p) {

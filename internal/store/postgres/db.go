@@ -268,6 +268,13 @@ func redact(msg, dsn, password string) string {
 	return msg
 }
 
+// Ping runs an empty statement on a connection of the pool (one it
+// connects if none is left, pinged as every connection leaving the pool
+// is).
+func (db *DB) Ping(ctx context.Context) error {
+	return db.fail(ctx, db.pool.Ping(ctx), "ping")
+}
+
 // Close closes the connection pool.
 func (db *DB) Close() error {
 	db.pool.Close()

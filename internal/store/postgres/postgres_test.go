@@ -840,6 +840,27 @@ func TestServerGoneIsUnavailable(t *testing.T) {
 	}
 }
 
+// TestPingWhileTheDatabaseIsDown: Ping, which a server's /readyz asks,
+// fails while the database takes no connections (its sessions ended, as in
+// a restart) and succeeds once it takes them again.
+func TestPingWhileTheDatabaseIsDown(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{MaxConns: 2})
+	defer db.Close()
+	if err := db.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	down, up := pgtest.Outage(t, dsn)
+	down()
+	if err := db.Ping(ctx); recall.ErrorCode(err) != recall.EUNAVAILABLE {
+		t.Errorf("Ping while the database takes no connections: %v (code %q); want EUNAVAILABLE", err, recall.ErrorCode(err))
+	}
+	up()
+	if err := db.Ping(ctx); err != nil {
+		t.Errorf("Ping once the database is back: %v", err)
+	}
+}
+
 // TestTextPostgresCannotHold: NUL characters are refused up front with
 // EINVALID, not as a driver error.
 func TestTextPostgresCannotHold(t *testing.T) {

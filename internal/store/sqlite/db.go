@@ -399,6 +399,13 @@ func (db *DB) dsnMode(mode string) string {
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 
+// Ping reads the schema's version from the file's header on a read
+// connection: the file is there and readable.
+func (db *DB) Ping(ctx context.Context) error {
+	var v int64
+	return db.fail(ctx, db.ro.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v), "ping")
+}
+
 // Close closes every connection. SQLite folds the write-ahead log into the
 // file when the last connection that may write closes; mode=ro readers
 // (noFold) leave it as it is.

@@ -1196,3 +1196,16 @@ func TestNewDatabasePageSize(t *testing.T) {
 		t.Errorf("page size %d, %v; want 4096", n, err)
 	}
 }
+
+// TestPingAfterClose: Ping, which a server's /readyz asks, fails once the
+// store cannot read its file any more.
+func TestPingAfterClose(t *testing.T) {
+	db := openTest(t, Options{})
+	if err := db.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	db.Close()
+	if err := db.Ping(ctx); err == nil {
+		t.Error("Ping of a closed store succeeded")
+	}
+}

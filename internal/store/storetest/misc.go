@@ -405,3 +405,14 @@ func testWriteGuardRefusedVectors(t *testing.T, s recall.Store) {
 		t.Errorf("the refused document stored a vector for \"beta\": %v", v)
 	}
 }
+
+// testPing: an open store answers a ping; a ping whose caller left fails
+// as cancelled, not as a store that is down.
+func testPing(t *testing.T, s recall.Store) {
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	wantCode(t, s.Ping(c), recall.ECANCELED, "Ping with a canceled context")
+}

@@ -144,6 +144,40 @@ func Shared(tb testing.TB, name string) string {
 	return u
 }
 
+// Outage returns functions that take the database of dsn (one Server
+// made) down for its clients, as a restart or a failover does, and bring
+// it back: down refuses new connections and ends those it has, up lets
+// them in again. The database is brought back when tb ends, before it is
+// dropped.
+func Outage(tb testing.TB, dsn string) (down, up func()) {
+	tb.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	name := pgx.Identifier{strings.TrimPrefix(u.Path, "/")}
+	exec := func(sql string) {
+		tb.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.exec(ctx, sql); err != nil {
+			tb.Fatalf("test postgres: %v", err)
+		}
+	}
+	down = func() {
+		exec(`ALTER DATABASE ` + name.Sanitize() + ` ALLOW_CONNECTIONS false`)
+		exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ` + pgQuote(name[0]))
+	}
+	up = func() { exec(`ALTER DATABASE ` + name.Sanitize() + ` ALLOW_CONNECTIONS true`) }
+	tb.Cleanup(up)
+	return down, up
+}
+
+// pgQuote quotes s as an SQL string literal.
+func pgQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
 // url is the URL of database name on the server.
 func (s *server) url(tb testing.TB, name string) string {
 	u, err := url.Parse(s.admin)
