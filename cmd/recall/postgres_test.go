@@ -247,6 +247,32 @@ func TestPostgresServeReadiness(t *testing.T) {
 	}
 }
 
+// A server on a PostgreSQL role granted only SELECT serves searches, and
+// its background repair, finding texts without vectors, says once that
+// the database refuses its writes and stops; it backed off to 5 min and
+// tried again for ever, a warning each round.
+func TestPostgresServeOnAReadOnlyRole(t *testing.T) {
+	env := pgEnv(t)
+	env["RECALL_TOKEN"] = serveToken
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	if out, errs, code := run(t, env, "--embedder", "none", "memory", "save", "note_newt", "the newt hides under the mossy log"); code != 0 || !strings.Contains(out, "index pending") {
+		t.Fatalf("a memory saved without its vector: exit %d, %q %s", code, out, errs)
+	}
+	env["RECALL_DB"] = withPassword(t, pgtest.ReadOnlyRole(t, env["RECALL_DB"]), testPassword)
+	url, stderr, stop := startServeLoaded(t, env)
+	defer stop()
+	waitFor(t, func() bool { return strings.Contains(stderr.String(), "background repair stopped") }, "background repair to stop")
+	if code, body := send(t, "POST", url+"/api/search", serveToken, `{"query": "newt mossy log"}`); code != 200 || !strings.Contains(body, "note_newt") {
+		t.Errorf("search on a read-only role: %d %s", code, body)
+	}
+	out := stderr.String()
+	if n := strings.Count(out, "background repair"); n != 1 || !strings.Contains(out, "can only read") || strings.Contains(out, testPassword) {
+		t.Errorf("the refusal is not said once, with why (and no password):\n%s", out)
+	}
+}
+
 // Commands that only read refuse a PostgreSQL database recall has not set
 // up, as they refuse a missing SQLite file, and a dry run writes nothing:
 // on such a database every file would be new; on a set-up one, it runs on

@@ -21,7 +21,7 @@ import (
 
 // RepairState is the background repair's progress, shown in stats.
 type RepairState struct {
-	State     string `json:"state"` // off (no embedder), waiting (not run yet), running, idle (nothing missing), retrying (after an error)
+	State     string `json:"state"` // off (no embedder), waiting (not run yet), running, idle (nothing missing), retrying (after an error), stopped (the store refuses writes)
 	Space     string `json:"space,omitempty"`
 	Embedded  int    `json:"embedded"` // chunk texts embedded since start-up
 	Missing   int    `json:"missing"`  // chunk texts without a vector after the last page
@@ -265,6 +265,17 @@ func (b *background) run(ctx context.Context) {
 		case rctx.Err() != nil:
 			// The target moved during the run, which was stopped, not
 			// failed: the wait below ends at once (rctx is done).
+		case recall.ErrorCode(err) == recall.EFORBIDDEN:
+			// The store refuses this server's writes (a PostgreSQL role
+			// granted only SELECT): every run would embed a page for
+			// nothing and fail alike, so repair stops, saying so once.
+			// (Admin repair still runs when asked.)
+			done()
+			b.mu.Lock()
+			b.rep.State = "stopped"
+			b.mu.Unlock()
+			b.log.Warn("background repair stopped: the database refuses this server's writes; restart it once it may write", "err", recall.ErrorMessage(err))
+			return
 		case err != nil:
 			backoff = min(max(2*backoff, b.repairRetry), 5*time.Minute)
 			wait = backoff

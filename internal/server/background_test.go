@@ -547,3 +547,53 @@ func TestFollowSaysAnOutageOnceAndItsEnd(t *testing.T) {
 		t.Errorf("the end of the outage is not said:\n%s", out)
 	}
 }
+
+// readOnlyStore refuses vector writes as a PostgreSQL role granted only
+// SELECT has them refused, counting them.
+type readOnlyStore struct {
+	recall.Store
+	refused atomic.Int64
+}
+
+func (s *readOnlyStore) PutVectors(context.Context, []recall.Vector) error {
+	s.refused.Add(1)
+	return recall.Errorf(recall.EFORBIDDEN, "put vectors: the database role recall connects as may not do this (a role granted only SELECT can only read): nothing was changed")
+}
+
+// Background repair on a store that refuses its writes says so once and
+// stops: it backed off to 5 min and tried again for ever, embedding a
+// batch for nothing and logging a warning each round.
+func TestBackgroundRepairStopsWhenWritesAreForbidden(t *testing.T) {
+	f := newFixture(t, nil)
+	doc := recall.Document{Source: recall.Source{ID: "b.md", Kind: recall.KindArchive, Title: "t",
+		ContentHash: recall.TextHash("x"), ChunkCount: 1, IndexState: recall.IndexOK},
+		Chunks: []recall.Chunk{{Index: 0, Text: "a text without a vector", Header: "t", Hash: recall.TextHash("a text without a vector")}}}
+	if _, err := f.eng.Write(context.Background(), []recall.Document{doc}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := &readOnlyStore{Store: f.st}
+	eng := search.New(st, search.Options{Embedder: f.emb, MemoryLexical: true})
+	var logs syncBuffer
+	b := newBackground(eng, st, f.emb, testSpace, newMetrics(), slog.New(slog.NewTextHandler(&logs, nil)), time.Now, 256, 0)
+	b.repairRetry = time.Millisecond // were it retried, at once
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); b.run(ctx) }()
+	if !until(func() bool { return b.repairState().State == "stopped" }) {
+		t.Errorf("repair state %+v after %d refused writes; want stopped", b.repairState(), st.refused.Load())
+	}
+	b.nudge() // new chunks arrive: nothing to be done with them
+	cancel()
+	<-ran
+	b.wg.Wait()
+	if n := st.refused.Load(); n != 1 {
+		t.Errorf("%d vector writes tried; want 1", n)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "background repair"); n != 1 || !strings.Contains(out, "background repair stopped") || !strings.Contains(out, "can only read") {
+		t.Errorf("the refusal is not said once, with why:\n%s", out)
+	}
+	if r := b.repairState(); !strings.Contains(r.LastError, "can only read") {
+		t.Errorf("repair state %+v; want the refusal as its last error", r)
+	}
+}

@@ -563,28 +563,9 @@ func TestReadOnlyRole(t *testing.T) {
 	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "readable words")}, nil); err != nil {
 		t.Fatal(err)
 	}
-	role := fmt.Sprintf("reader_%d", time.Now().UnixNano())
-	if _, err := db.pool.Exec(ctx, `CREATE ROLE `+role+` LOGIN`); err != nil {
-		t.Skipf("cannot create a role on this server: %v", err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, dsn)
-		if err == nil {
-			c.Exec(ctx, `DROP OWNED BY `+role)
-			c.Exec(ctx, `DROP ROLE `+role)
-			c.Close(ctx)
-		}
-	})
-	if _, err := db.pool.Exec(ctx, `REVOKE CREATE ON SCHEMA public FROM PUBLIC; GRANT SELECT ON ALL TABLES IN SCHEMA public TO `+role); err != nil {
-		t.Fatal(err)
-	}
 	db.Close()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
-	ro, err := Open(ctx, u.String(), Options{Existing: true})
+	roleDSN := pgtest.ReadOnlyRole(t, dsn)
+	ro, err := Open(ctx, roleDSN, Options{Existing: true})
 	if err != nil {
 		t.Fatalf("a read-only role's Open: %v", err)
 	}

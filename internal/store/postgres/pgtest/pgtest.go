@@ -173,6 +173,44 @@ func Outage(tb testing.TB, dsn string) (down, up func()) {
 	return down, up
 }
 
+// ReadOnlyRole makes a login role that may only read the database of dsn,
+// which recall has set up (SELECT on its tables; no CREATE in its schema),
+// and returns dsn for that role. The role is dropped when tb ends, before
+// the database is; tb is skipped when the server lets this user create no
+// role.
+func ReadOnlyRole(tb testing.TB, dsn string) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatalf("test postgres: %v", err)
+	}
+	defer conn.Close(ctx)
+	role := fmt.Sprintf("reader_%d_%d", os.Getpid(), counter.Add(1))
+	if _, err := conn.Exec(ctx, `CREATE ROLE `+role+` LOGIN`); err != nil {
+		tb.Skipf("cannot create a role on this server: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, dsn); err == nil {
+			c.Exec(ctx, `DROP OWNED BY `+role)
+			c.Exec(ctx, `DROP ROLE `+role)
+			c.Close(ctx)
+		}
+	})
+	if _, err := conn.Exec(ctx, `REVOKE CREATE ON SCHEMA public FROM PUBLIC; GRANT SELECT ON ALL TABLES IN SCHEMA public TO `+role); err != nil {
+		tb.Fatalf("test postgres: %v", err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u.User = url.User(role)
+	return u.String()
+}
+
 // pgQuote quotes s as an SQL string literal.
 func pgQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
