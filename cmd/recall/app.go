@@ -502,7 +502,7 @@ func (m *Main) open(ctx context.Context, existing bool) (recall.Store, error) {
 	}
 	var st recall.Store
 	if isPostgres(loc) {
-		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing, Upgrading: func(from, to int) {
+		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing, KeepSchema: m.asIs, Upgrading: func(from, to int) {
 			fmt.Fprintf(m.Stderr, "recall: upgrading %s from schema version %d to %d (older versions of recall cannot open it afterwards)\n",
 				postgres.Describe(loc), from, to)
 		}})
@@ -551,9 +551,9 @@ func (m *Main) openReading(ctx context.Context) (recall.Store, error) {
 }
 
 // openAsIs opens the database for a command that reads the whole file,
-// whatever its schema version (check, backup): a SQLite file an older
-// recall wrote stays as it is, not upgraded, so a backup made before an
-// upgrade opens in that recall.
+// whatever its schema version (check, backup): a database an older recall
+// wrote stays as it is, not upgraded, so a backup made before an upgrade
+// opens in that recall, and a check changes nothing.
 func (m *Main) openAsIs(ctx context.Context) (recall.Store, error) {
 	if m.store == nil {
 		m.asIs = true

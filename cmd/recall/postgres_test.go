@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/store/postgres/pgtest"
@@ -270,6 +273,49 @@ func TestPostgresServeOnAReadOnlyRole(t *testing.T) {
 	out := stderr.String()
 	if n := strings.Count(out, "background repair"); n != 1 || !strings.Contains(out, "can only read") || strings.Contains(out, testPassword) {
 		t.Errorf("the refusal is not said once, with why (and no password):\n%s", out)
+	}
+}
+
+// check leaves a PostgreSQL database an older recall set up at its schema,
+// as it leaves a SQLite file: it checks recall's invariants, which hold at
+// every version, and notes the version; the next command that writes
+// upgrades it, saying so. (It upgraded the database before it checked.)
+func TestPostgresCheckLeavesAnOlderSchema(t *testing.T) {
+	env := pgEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "note_log", "the lighthouse keeper's log"); code != 0 {
+		t.Fatal(errs)
+	}
+	conn, err := pgx.Connect(context.Background(), env["RECALL_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a recall at version 2 left it: 3 added a column.
+	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > 2`, `ALTER TABLE sources DROP COLUMN reading`} {
+		if _, err := conn.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close(context.Background())
+	check := func() (note string) {
+		t.Helper()
+		out, errs, code := run(t, env, "check")
+		if code != 0 || !strings.HasPrefix(out, "ok: ") || errs != "" {
+			t.Fatalf("check: exit %d %q %q", code, out, errs)
+		}
+		_, note, _ = strings.Cut(out, "\nnote: ")
+		return note
+	}
+	const said = ", as an older recall wrote it, left so: recall's invariants, which that version keeps too; the next command that writes upgrades it\n"
+	for range 2 {
+		if note := check(); !strings.HasPrefix(note, "schema version 2 of ") || !strings.HasSuffix(note, said) {
+			t.Fatalf("check of an older database: note %q; want schema version 2 of …%q", note, said)
+		}
+	}
+	if out, errs, code := run(t, env, "memory", "get", "note_log"); code != 0 || !strings.Contains(out, "lighthouse") || !strings.Contains(errs, "from schema version 2 to ") {
+		t.Errorf("the first command after check: exit %d %q %q; want the memory, and stderr to say it upgrades from version 2", code, out, errs)
+	}
+	if note := check(); note != "" {
+		t.Errorf("check after the upgrade: note %q; want none", note)
 	}
 }
 

@@ -102,7 +102,11 @@ func (m *Main) cmdCheck(ctx context.Context, args []string) error {
 			return err
 		}
 		if schema := olderSchema(st); schema != "" {
-			note = "schema " + schema + ", as an older recall wrote it, left so: SQLite's check only; recall's own invariants are checked once a command that writes has upgraded it"
+			checked := "SQLite's check only; recall's own invariants are checked once a command that writes has upgraded it"
+			if _, pg := st.(*postgres.DB); pg {
+				checked = "recall's invariants, which that version keeps too; the next command that writes upgrades it"
+			}
+			note = "schema " + schema + ", as an older recall wrote it, left so: " + checked
 		}
 		c, ok := st.(interface{ IntegrityCheck(context.Context) error })
 		if !ok {

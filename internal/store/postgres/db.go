@@ -100,6 +100,12 @@ type Options struct {
 	// binary's: older versions cannot use it afterwards, so a command
 	// says so.
 	Upgrading func(from, to int)
+	// KeepSchema leaves a database an older recall set up at its schema
+	// version: Open does not upgrade it, and every write fails, for
+	// commands that read the whole database whatever its version (recall
+	// check), as the SQLite store's KeepSchema. Only IntegrityCheck is
+	// meant for such a store; OlderSchema says whether Open left it so.
+	KeepSchema bool
 }
 
 func (o *Options) defaults() {
@@ -125,6 +131,9 @@ type DB struct {
 	// known is this binary's schema version, which writes check the
 	// database's against (see writeTx).
 	known int
+	// older is the schema version Open found and, under KeepSchema, left
+	// as an older recall set it up (0 when the database is at known).
+	older int
 
 	// The sweep locks this handle holds, by the mark of the context they
 	// were taken with, for the writes made under it (checkVaultLock).
@@ -187,8 +196,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	check := func(ctx context.Context, pool *pgxpool.Pool) error {
 		return migrate(ctx, pool, opts.Existing, opts.Upgrading)
 	}
-	if opts.ReadOnly {
+	switch {
+	case opts.ReadOnly:
 		check = checkSchema
+	case opts.KeepSchema:
+		check = func(ctx context.Context, pool *pgxpool.Pool) error {
+			ms, set, applied, err := schemaState(ctx, pool)
+			if err != nil {
+				return err
+			}
+			if set && len(applied) > 0 && len(applied) < len(ms) {
+				db.older = applied[len(applied)-1]
+				return nil
+			}
+			return migrate(ctx, pool, opts.Existing, opts.Upgrading)
+		}
 	}
 	if err := check(ctx, pool); err != nil {
 		pool.Close()
@@ -200,6 +222,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, connectErr(ctx, where, err, dsn, cfg.ConnConfig.Password)
 	}
 	return db, nil
+}
+
+// OlderSchema reports whether Open left the database at an older recall's
+// schema (KeepSchema), and which ("version 2 of 3").
+func (db *DB) OlderSchema() (schema string, older bool) {
+	if db.older == 0 {
+		return "", false
+	}
+	return fmt.Sprintf("version %d of %d", db.older, db.known), true
 }
 
 // connectErr reports a failure to reach or prepare the database without
@@ -344,12 +375,19 @@ func unreachable(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
+// errKeptOlder refuses a write to a database Open left at an older schema
+// (KeepSchema): this binary writes by its own schema's rules.
+var errKeptOlder = recall.Errorf(recall.EINVALID, "the store is open read-only: its schema was left as an older recall set it up")
+
 // writeTx runs fn in one transaction that holds the writer lock and
 // commits it, or rolls everything back if fn or the commit fails. The
 // context's commit hook runs once, right before the commit.
 func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if db.older != 0 {
+		return errKeptOlder
 	}
 	// READ COMMITTED whatever the database's default: each statement then
 	// sees what the writer before committed, where a snapshot taken at the

@@ -441,6 +441,44 @@ func TestUpgradingIsSaid(t *testing.T) {
 	}
 }
 
+// KeepSchema (recall check) leaves a database an older recall set up at
+// its version, refusing writes, and checks it; a later Open upgrades it.
+func TestKeepSchema(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "kept words")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	last := db.known
+	asVersion(t, db, 2)
+	db.Close()
+	upgraded := false
+	kept, err := Open(ctx, dsn, Options{KeepSchema: true, Existing: true, Upgrading: func(int, int) { upgraded = true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, older := kept.OlderSchema()
+	if want := fmt.Sprintf("version 2 of %d", last); !older || schema != want || upgraded {
+		t.Errorf("OlderSchema = %q, %v (upgrading told: %v); want %q, left so", schema, older, upgraded, want)
+	}
+	if err := kept.IntegrityCheck(ctx); err != nil {
+		t.Errorf("check of the older schema: %v", err)
+	}
+	if _, err := kept.Write(ctx, []recall.Document{textDoc("b.md", "more")}, nil); recall.ErrorCode(err) != recall.EINVALID {
+		t.Errorf("a write to a kept older schema: %v; want it refused", err)
+	}
+	kept.Close()
+	db = openTest(t, dsn, Options{})
+	defer db.Close()
+	var version int
+	if err := db.pool.QueryRow(ctx, `SELECT max(version) FROM `+migrationsTable).Scan(&version); err != nil || version != last {
+		t.Errorf("schema version %d after an Open without KeepSchema (%v); want %d", version, err, last)
+	}
+	if _, older := db.OlderSchema(); older {
+		t.Error("an upgraded database says it is older")
+	}
+}
+
 // An upgrade waits for the write in progress and holds writes until it
 // commits: a server of this version checks the schema version under the
 // writer lock, and found the old one while an upgrade was under way (its
