@@ -333,6 +333,8 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 		switch {
 		case pe.Code == "42501": // insufficient_privilege: a role granted only SELECT, say
 			return recall.WrapError(recall.EFORBIDDEN, err, "%sthe database role recall connects as may not do this (a role granted only SELECT can only read): nothing was changed", what)
+		case pe.Code == "25006": // read_only_sql_transaction: a hot standby, or default_transaction_read_only
+			return recall.WrapError(recall.EFORBIDDEN, err, "%sthe database only reads here (a standby server, or default_transaction_read_only set for this role or database): nothing was changed", what)
 		case pe.Code == "53100": // disk_full
 			return recall.Errorf(recall.EUNAVAILABLE, "%sthe disk holding the database is full: nothing of this write was stored; free some space and retry", what)
 		case pe.Code == "57014": // query_canceled, not by the caller: statement_timeout

@@ -620,6 +620,36 @@ func TestReadOnlyRole(t *testing.T) {
 	}
 }
 
+// TestReadOnlyTransactions: a database that only reads (a standby server,
+// default_transaction_read_only for the role or database) opens as a
+// read-only role's does, and a write is refused as forbidden: it was an
+// internal error, which a server answered 500 and its background repair
+// tried again every round.
+func TestReadOnlyTransactions(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "readable words")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	ro, err := Open(ctx, dsn+sep+"default_transaction_read_only=on", Options{Existing: true})
+	if err != nil {
+		t.Fatalf("Open where transactions only read: %v", err)
+	}
+	defer ro.Close()
+	if c, err := ro.Lexical(ctx, recall.LexicalQuery{Text: "readable"}); err != nil || len(c) != 1 {
+		t.Errorf("search: %v, %v", c, err)
+	}
+	_, err = ro.Write(ctx, []recall.Document{textDoc("b.md", "more words")}, nil)
+	if recall.ErrorCode(err) != recall.EFORBIDDEN || !strings.Contains(recall.ErrorMessage(err), "only reads here") {
+		t.Errorf("write: %v", err)
+	}
+}
+
 func TestReopen(t *testing.T) {
 	dsn := pgtest.Server(t)
 	db := openTest(t, dsn, Options{})
