@@ -199,7 +199,8 @@ func binaryAt(head []byte) (int, bool) {
 
 // Parse reads the conversations of one file and calls fn for each one that has
 // at least one message, in file order. name is used for the format and in
-// errors. Exports and JSON arrays are streamed one element at a time; a text
+// errors. A file that is empty or blank (spaces, tabs and line breaks, after
+// any byte order mark) holds no conversations, whatever its format. Exports and JSON arrays are streamed one element at a time; a text
 // or JSON-lines file is one conversation and is held whole, so callers bound
 // its size. A file named as one of the other files of a data export
 // (user.json, projects.json ...) whose content is in no format Parse reads
@@ -228,6 +229,12 @@ func Parse(name string, r io.Reader, fn func(Conversation) error) error {
 		if head, err = br.Peek(SniffLen); err != nil && !errors.Is(err, io.EOF) {
 			return src.fail(name, err)
 		}
+	}
+	if len(head) < SniffLen && blank(head) && extensions[extension(name)] {
+		// The whole file is blank: no conversation, in any format. A JSON
+		// file has no format to detect, and failed with every sweep,
+		// while an empty note has always been no error.
+		return nil
 	}
 	format, err := Detect(name, head)
 	if err != nil {
@@ -264,6 +271,10 @@ func Parse(name string, r io.Reader, fn func(Conversation) error) error {
 		return parseClaude(name, br, src, fn)
 	}
 }
+
+// blank reports whether b is nothing but JSON's whitespace (spaces, tabs
+// and line breaks).
+func blank(b []byte) bool { return len(bytes.TrimLeft(b, " \t\r\n")) == 0 }
 
 // withTitle gives a conversation of an export that has no title one made
 // from its first line (see fallbackTitle): a search result or a list of

@@ -599,6 +599,32 @@ func TestLongJSONLine(t *testing.T) {
 	}
 }
 
+// A file that is empty or blank holds no conversation, and is no error, in
+// every format: an empty .json failed every sweep (a tool's export cut to
+// nothing, a file created before it was written), while an empty note and
+// an empty log never did.
+func TestBlankFilesHoldNoConversation(t *testing.T) {
+	for _, name := range []string{"c.json", "conversations.json", "c.jsonl", "c.md", "c.txt"} {
+		for _, content := range []string{"", " ", "\n\n", " \t\r\n", "\xEF\xBB\xBF", "\xEF\xBB\xBF \n", "\xFF\xFE", "\xFF\xFE\n\x00"} {
+			convs, err := parseString(t, name, content)
+			if err != nil || len(convs) != 0 {
+				t.Errorf("%s %q: %d conversations, %v; want none and no error", name, content, len(convs), err)
+			}
+		}
+	}
+	// Not blank: whatever else is in it is judged as before.
+	for _, tt := range []struct{ name, content, err string }{
+		{"c.json", "\f", "not JSON"},
+		{"c.json", " x ", "not JSON"},
+		{"c.jsonl", " x", "not JSON lines"},
+		{"c.png", "", "unsupported file type"},
+	} {
+		if _, err := parseString(t, tt.name, tt.content); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s %q: %v; want an error saying %q", tt.name, tt.content, err, tt.err)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		file string
@@ -610,7 +636,6 @@ func TestParseErrors(t *testing.T) {
 		{"chatgpt-duplicate-ids.json", []string{"elements [0] and [1]", "same conversation id"}, 1},
 		{"chatgpt-trailing-data.json", []string{"data after the end of the array"}, 1},
 		{"claude-wrong-types.json", []string{"element [2]", `"chat_messages.content" is a JSON string, want an array`}, 1},
-		{"empty.json", []string{"empty file"}, 0},
 		{"binary.md", []string{"binary content"}, 0},
 		{"gzip-garbage.json", []string{"binary content"}, 0},
 		{"bad-line.jsonl", []string{"bad-line.jsonl", "line 2", "malformed JSON at byte"}, 0},

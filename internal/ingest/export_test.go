@@ -254,6 +254,9 @@ func TestSweepFileWithoutSources(t *testing.T) {
 		{name: "empty note", rel: "empty.md", text: ""},
 		{name: "blank note", rel: "blank.md", text: " \n\n\t\n"},
 		{name: "empty export", rel: "conversations.json", text: "[]"},
+		{name: "empty JSON file", rel: "conversations.json", text: ""},
+		{name: "blank JSON file", rel: "c.json", text: " \r\n"},
+		{name: "empty JSON lines file", rel: "c.jsonl", text: ""},
 		{name: "emptied export", rel: "conversations.json", text: "[]", before: export, changed: 1},
 		{name: "emptied note", rel: "a.md", text: "\n", before: convA, changed: 1},
 	} {
