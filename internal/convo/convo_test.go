@@ -588,6 +588,58 @@ func TestCodexRollout(t *testing.T) {
 	}
 }
 
+// A log read while it is written (Claude Code and Codex append a line at a
+// time while a session runs) can end in a line cut short, with no line
+// break after it: the lines before it are read, and the fragment left out.
+// Any other malformed line still fails the file.
+func TestHalfWrittenLastLine(t *testing.T) {
+	const (
+		user      = `{"role":"user","content":"how long do I knead rye dough?"}`
+		assistant = `{"role":"assistant","content":"Briefly: rye has little gluten."}`
+		session   = `{"type":"user","message":{"role":"user","content":"rename the flag"},"sessionId":"s","timestamp":"2025-10-14T09:00:00Z"}`
+		meta      = `{"timestamp":"2025-10-14T09:00:00Z","type":"session_meta","payload":{"id":"s","timestamp":"2025-10-14T09:00:00Z"}}`
+		item      = `{"timestamp":"2025-10-14T09:00:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fix the spinner"}]}}`
+		set       = `{"id":"a","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`
+	)
+	for _, tt := range []struct {
+		name, file, content string
+		messages            []int // of each conversation read
+	}{
+		{"chat log", "log.jsonl", user + "\n" + assistant + "\n" + `{"role":"user","content":"and how long do I pro`, []int{2}},
+		{"cut after a key", "log.jsonl", user + "\n" + `{"role"`, []int{1}},
+		{"cut in a literal", "log.jsonl", user + "\n" + `{"role":"user","x":tr`, []int{1}},
+		{"cut in a number", "log.jsonl", user + "\n" + `{"role":"user","x":12`, []int{1}},
+		{"cut in a character", "log.jsonl", user + "\n" + `{"role":"user","content":"caf` + "\xc3", []int{1}},
+		{"cut after spaces", "log.jsonl", user + "\n" + `  {"role": `, []int{1}},
+		{"Claude Code session", "session.jsonl", session + "\n" + `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done`, []int{1}},
+		{"Codex rollout", "rollout.jsonl", meta + "\n" + item + "\n" + `{"timestamp":"2025-10-14T09:00:02Z","type":"response_item","payload":{"type":"mess`, []int{1}},
+		{"fine-tuning set", "set.jsonl", set + "\n" + `{"id":"b","messages":[{"role":"user","content":"h`, []int{2}},
+		{"only a first line begun", "log.jsonl", `{"role":"user","content":"hel`, nil},
+	} {
+		convs, err := parseString(t, tt.file, tt.content)
+		var got []int
+		for _, c := range convs {
+			got = append(got, len(c.Messages))
+		}
+		if err != nil || !slices.Equal(got, tt.messages) {
+			t.Errorf("%s: conversations of %v messages, %v; want %v, no error", tt.name, got, err, tt.messages)
+		}
+	}
+	for _, tt := range []struct{ name, content, err string }{
+		{"a line cut short in the middle", user + "\n" + `{"role":"assistant","content":"cut` + "\n" + user + "\n", "line 2: malformed JSON"},
+		{"a last line cut short, then a line break", user + "\n" + `{"role":"assistant","content":"cut` + "\n", "line 2: malformed JSON"},
+		{"a last line cut short, then blank lines", user + "\n" + `{"role":"assistant","content":"cut` + "\n\n ", "line 2: malformed JSON"},
+		{"a malformed last line", user + "\n" + `{"role":"user","content":"x"]`, "line 2: malformed JSON"},
+		{"a last line of a value unquoted", user + "\n" + `{"role":user}`, "line 2: malformed JSON"},
+		{"a last line of the wrong type", user + "\n" + `{"role":"user","content":42}`, "line 2: \"content\" is neither text nor content blocks"},
+		{"a last line not an object", user + "\n" + `["role",`, "line 2 is not a JSON object"},
+	} {
+		if _, err := parseString(t, "log.jsonl", tt.content); err == nil || !strings.Contains(err.Error(), tt.err) || recall.ErrorCode(err) != recall.EINVALID {
+			t.Errorf("%s: %v; want an invalid error saying %q", tt.name, err, tt.err)
+		}
+	}
+}
+
 func TestLongJSONLine(t *testing.T) {
 	long := strings.Repeat("word ", 100_000) // 500 KB on one line, past bufio.Scanner's default limit
 	convs, err := parseString(t, "log.jsonl", `{"role":"user","content":"`+long+`"}`+"\n"+`{"role":"assistant","content":"ok"}`)
@@ -678,7 +730,7 @@ func TestMoreMalformedJSON(t *testing.T) {
 		{"c.json", `{"id":"../a","mapping":{}}`, `element [0] has an unusable conversation id`},
 		{"c.json", `{"conversations":[{"id":"c","title":"t","mapping":{}}]}`, `element [0]: "conversations" holds no messages (want objects with "role" and "content", or "from" and "value"); its first has the keys "id", "mapping", "title"`},
 		{"c.jsonl", `{"messages":[{"id":1},{"id":2}]}`, `line 1: "messages" holds no messages`},
-		{"c.jsonl", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\"", `line 2: malformed JSON at byte`},
+		{"c.jsonl", "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"user\"\n", `line 2: malformed JSON at byte`},
 		{"c.json", `[{"id":"a","messages":[]},{"title":"x"}]`, `element [1] has no "messages" or "conversations" array`},
 		{"c.json", `[{"id":"a","messages":[]},{"id":"a","messages":[]}]`, `elements [0] and [1] have the same conversation id "a"`},
 		{"c.json", `[{"messages":[{"role":"user","content":5}]}]`, `element [0]: "messages"[0]: "content" is neither text nor content blocks`},

@@ -89,6 +89,15 @@ func (s *looseString) UnmarshalJSON(b []byte) error {
 // complete conversation. So does a file none of whose lines is a message
 // or a conversation: it is a log of something else, and a sweep that
 // passed it by without a word would look as if it had read it.
+//
+// The one malformed line that does not fail the file is a last line
+// without its line break that is a JSON object cut short: a log being
+// written (Claude Code and Codex append to a session's log a line at a
+// time while it runs), read between two writes. The lines before it are
+// the conversation so far, and are read; a sweep records the file's size
+// and mtime, which finishing the line changes, so the next sweep reads it
+// again. Anything else wrong with a last line (a line break after it, or
+// JSON that is malformed rather than unfinished) still fails the file.
 func parseJSONL(name string, r io.Reader, src *sourceReader, fn func(Conversation) error) error {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
@@ -107,6 +116,9 @@ func parseJSONL(name string, r io.Reader, src *sourceReader, fn func(Conversatio
 			}
 			var l chatLine
 			if jerr := json.Unmarshal(t, &l); jerr != nil {
+				if errors.Is(err, io.EOF) && unfinished(t) {
+					break // a line being written: see parseJSONL
+				}
 				base := off + int64(bytes.Index(line, t[:1]))
 				return invalidf(name, "line %d: %s", n, describeJSON(jerr, base))
 			}
@@ -150,6 +162,13 @@ func parseJSONL(name string, r io.Reader, src *sourceReader, fn func(Conversatio
 		return invalidf(name, "no line is a chat message or a conversation (want \"role\" and \"content\", \"messages\" or \"conversations\"); line 1 has %s: unknown JSON lines format", describeKeys(first))
 	}
 	return deliver(log.c, fn)
+}
+
+// unfinished reports whether t is the start of a JSON value that ends
+// before the value does: what a writer caught mid-line leaves.
+func unfinished(t []byte) bool {
+	var v json.RawMessage
+	return errors.Is(json.NewDecoder(bytes.NewReader(t)).Decode(&v), io.ErrUnexpectedEOF)
 }
 
 // describeKeys lists the keys of a JSON object, for an error.

@@ -536,3 +536,45 @@ func TestSweepListsLinksItDoesNotFollow(t *testing.T) {
 		t.Errorf("links %q (result %+v, log %q); want %q and no file read", res.Links, res, log, want)
 	}
 }
+
+// A session log swept while it is written ends in a line cut short: the
+// sweep reads the lines before it (no failure), and once the line is
+// finished the file's size and mtime have changed, so the next sweep reads
+// it again, the finished line with it.
+func TestSweepHalfWrittenLog(t *testing.T) {
+	st := openStore(t)
+	root := t.TempDir()
+	const (
+		ask    = `{"type":"user","message":{"role":"user","content":"why does the rye loaf crack?"},"sessionId":"s","timestamp":"2025-10-14T09:00:00Z"}` + "\n"
+		answer = `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Steam escapes through the crust: score it first."}]},"sessionId":"s","timestamp":"2025-10-14T09:00:05Z"}` + "\n"
+	)
+	text := func() string {
+		cs, err := st.Chunks(context.Background(), "session.jsonl", 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, c := range cs {
+			b.WriteString(c.Text)
+		}
+		return b.String()
+	}
+	write(t, root, "session.jsonl", ask+answer[:len(answer)/2])
+	res, log := sweep(t, st, root, Options{})
+	if res.FilesChanged != 1 || res.FilesFailed != 0 || log != "" {
+		t.Fatalf("sweep mid-line: %+v %q; want the file read, not failed", res, log)
+	}
+	if got := text(); !strings.Contains(got, "rye loaf crack") || strings.Contains(got, "Steam") {
+		t.Fatalf("read mid-line: %q; want the first turn alone", got)
+	}
+	write(t, root, "session.jsonl", ask+answer)
+	if res, log = sweep(t, st, root, Options{}); res.FilesChanged != 1 || res.FilesFailed != 0 || log != "" {
+		t.Fatalf("sweep after the line was finished: %+v %q; want the file read again", res, log)
+	}
+	if got := text(); !strings.Contains(got, "rye loaf crack") || !strings.Contains(got, "Steam escapes through the crust") {
+		t.Errorf("read after the line was finished: %q; want both turns", got)
+	}
+	if res, _ = sweep(t, st, root, Options{}); res.FilesSkipped != 1 || res.FilesChanged != 0 {
+		t.Errorf("the sweep after: %+v; want the file skipped", res)
+	}
+}
