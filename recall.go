@@ -134,6 +134,14 @@ type SourceState struct {
 	MTime       int64
 	ContentHash string
 	Reading     int // see Source.Reading
+	// Chunks is the source's chunk count. An archive source without chunks
+	// is a sweep's record of a vault file that holds no conversation (an
+	// empty note, an export of "[]"), with the file's size, mtime and
+	// reading, so that the next sweep skips the file while it is
+	// unchanged: it is no conversation, and the stores leave it out of
+	// Source, ListSources, Stats and Export (and searches, having no
+	// chunks); only Manifest, Write and Delete see it.
+	Chunks int
 }
 
 // Filter restricts search candidates and listings. Filters are applied before
@@ -259,8 +267,11 @@ type Store interface {
 	Delete(ctx context.Context, ids ...string) (int, WriteResult, error)
 
 	// Source returns a source's metadata and body; ENOTFOUND when absent.
+	// Source, ListSources, Export and Stats leave out archive sources
+	// without chunks (SourceState.Chunks).
 	Source(ctx context.Context, id string) (Source, error)
-	// Manifest returns the sweep state of every source of a kind in a vault.
+	// Manifest returns the sweep state of every source of a kind in a
+	// vault, archive sources without chunks included.
 	Manifest(ctx context.Context, kind Kind, vault string) (map[string]SourceState, error)
 	// Vaults returns the vaults that sources of a kind came from ("" for
 	// sources that came through /ingest or an import), sorted.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -278,6 +279,105 @@ func TestSweepFileWithoutSources(t *testing.T) {
 				t.Errorf("sources %v", ids)
 			}
 		})
+	}
+}
+
+// A file that holds no conversation is recorded, so that the next sweep
+// skips it while its size and mtime are unchanged, as it skips a file of
+// conversations, where it used to read it every time: here the files get
+// other content of the same size and mtime, which a sweep that read them
+// would fail on. The record is no source anywhere else; a file that
+// changes is read again, and the conversation it gains stored; a file gone
+// is forgotten, not reported as removed.
+func TestSweepSkipsFilesWithoutConversation(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	root := t.TempDir()
+	for rel, text := range map[string]string{"empty.md": "", "blank.md": " \n\n", "conversations.json": "[]",
+		"c.jsonl": "\n", "chatgpt/user.json": `{"id":"u"}`} {
+		write(t, root, rel, text)
+	}
+	write(t, root, "a.md", convA)
+	if res, log := sweep(t, st, root, Options{}); res.FilesChanged != 1 || res.FilesSkipped != 5 || res.FilesFailed != 0 {
+		t.Fatalf("first sweep: %+v %q", res, log)
+	}
+	abs, _ := filepath.Abs(root)
+	m, err := st.Manifest(ctx, recall.KindArchive, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := m["conversations.json"]; len(m) != 6 || s.Chunks != 0 || s.Size != 2 || s.Reading != ReadingVersion {
+		t.Errorf("manifest: %+v; want a record of each file, conversations.json's of 2 bytes, no chunks, this reading", m)
+	}
+	if _, err := st.Source(ctx, "empty.md"); recall.ErrorCode(err) != recall.ENOTFOUND {
+		t.Errorf("Source(empty.md) = %v; want not found", err)
+	}
+	if stats, _ := st.Stats(ctx); stats.Sources[recall.KindArchive] != 1 {
+		t.Errorf("stats count %v sources; want a.md alone", stats.Sources)
+	}
+
+	// Unchanged: not read (what they hold now fails when read).
+	same := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		fi, err := os.Stat(p)
+		if err != nil || fi.Size() != int64(len(text)) {
+			t.Fatalf("%s: %v, size %d", rel, err, fi.Size())
+		}
+		write(t, root, rel, text)
+		if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same("blank.md", "\x00\x01\x02")
+	same("conversations.json", "{}")
+	same("c.jsonl", "x")
+	if res, log := sweep(t, st, root, Options{}); res.FilesSkipped != 6 || res.FilesChanged != 0 || res.FilesFailed != 0 || log != "" {
+		t.Fatalf("second sweep: %+v %q; want every file skipped, none read", res, log)
+	}
+
+	// Changed: read, and a conversation gained is stored.
+	write(t, root, "empty.md", convB)
+	write(t, root, "conversations.json", export)
+	res, log := sweep(t, st, root, Options{})
+	if res.FilesChanged != 2 || res.FilesFailed != 0 || res.ConversationsRemoved != 0 {
+		t.Fatalf("sweep after two files gained conversations: %+v %q", res, log)
+	}
+	ids := sourceIDs(t, st, root)
+	if !slices.Contains(ids, "empty.md") || !slices.Contains(ids, "conversations.json/u-1") {
+		t.Errorf("conversations: %q; want empty.md's and the export's", ids)
+	}
+	if m, _ := st.Manifest(ctx, recall.KindArchive, abs); m["conversations.json"] != (recall.SourceState{}) {
+		t.Errorf("the record of the export without conversations is left: %+v", m["conversations.json"])
+	}
+
+	// Gone: forgotten, said nowhere, with or without --prune.
+	if err := os.Remove(filepath.Join(root, "blank.md")); err != nil {
+		t.Fatal(err)
+	}
+	if res, log := sweep(t, st, root, Options{}); res.FilesRemoved != 0 || len(res.Removed) != 0 || res.FilesFailed != 0 {
+		t.Errorf("sweep after a file without conversations went: %+v %q; want nothing said removed", res, log)
+	}
+	if m, _ := st.Manifest(ctx, recall.KindArchive, abs); len(m) != 6 || m["empty.md"].Chunks == 0 {
+		t.Errorf("manifest after blank.md went: %q; want its record gone", slices.Sorted(maps.Keys(m)))
+	}
+}
+
+// A file that holds no conversation in one vault is no conflict for the
+// same path in another, which it was not before it was recorded: there is
+// no conversation there to keep.
+func TestSweepAnotherVaultsFileWithoutConversation(t *testing.T) {
+	st := openStore(t)
+	a, b := t.TempDir(), t.TempDir()
+	write(t, a, "same.md", "")
+	write(t, b, "same.md", convA)
+	sweep(t, st, a, Options{})
+	if res, log := sweep(t, st, b, Options{}); res.FilesChanged != 1 || res.FilesFailed != 0 {
+		t.Fatalf("the other vault: %+v %q", res, log)
+	}
+	sweep(t, st, a, Options{}) // refuses same.md: the other vault's conversation is there
+	if src, err := st.Source(context.Background(), "same.md"); err != nil || src.Vault != b || src.ChunkCount == 0 {
+		t.Errorf("same.md: %+v, %v; want the other vault's conversation", src, err)
 	}
 }
 

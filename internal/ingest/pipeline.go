@@ -318,6 +318,13 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 		// progress: the next sweep reads it again.
 		return fail(err)
 	}
+	if len(seen) == 0 {
+		pr.docs = append(pr.docs, p.noConversation(f))
+		seen[f.rel] = true
+		if old, ok := p.manifest[f.rel]; ok && old.Chunks > 0 {
+			pr.changed = true // the conversation it was is gone
+		}
+	}
 	for _, id := range p.byFile[f.rel] {
 		if !seen[id] {
 			pr.stale = append(pr.stale, id)
@@ -326,6 +333,25 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 	}
 	pr.final = true
 	return emit(pr)
+}
+
+// noConversation is the record of a file that holds no conversation (an
+// empty note, an export of "[]", a file of an export's that is none): a
+// source without chunks, which the stores show nowhere but in the manifest
+// (recall.SourceState.Chunks), so that the next sweep finds the file's
+// size, mtime and reading recorded and skips it while it is unchanged. It
+// has the file's id, so the file's first conversation replaces it, or for
+// a file of several its stale record is deleted with it.
+func (p *pipeline) noConversation(f file) recall.Document {
+	return recall.Document{Source: recall.Source{
+		ID:         f.rel,
+		Kind:       recall.KindArchive,
+		Vault:      p.vault,
+		Size:       f.size,
+		MTime:      f.mtime,
+		Reading:    ReadingVersion,
+		IndexState: recall.IndexOK,
+	}}
 }
 
 // document turns a parsed conversation into a source with its chunks.
@@ -652,12 +678,15 @@ func (p *pipeline) commit(ctx context.Context, b *batch) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.res.ConversationsRemoved += len(b.stale)
+	for _, id := range b.stale {
+		if p.manifest[id].Chunks > 0 { // not the record of a file that held none
+			p.res.ConversationsRemoved++
+		}
+	}
 	for _, t := range b.files {
-		// A file that had no sources and still has none (an empty note, an
-		// export "[]") is not a change, though every sweep reads it again:
-		// it has no source to record its size and mtime on, and reading a
-		// file with nothing in it costs next to nothing.
+		// A file that had no conversation and still has none (an empty
+		// note, an export "[]") is not a change, though it is read: its
+		// first sweep, or one after it changed, records it (noConversation).
 		if t.changed || t.full {
 			p.res.FilesChanged++
 			p.res.ChunksWritten += t.chunks

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -259,6 +260,17 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		unread[f.ID] = true
 	}
 	byFile, gone := group(manifest, present, unread)
+	// The records of files that held no conversation (noConversation) are
+	// no conversations gone: they go with their files, said nowhere, with
+	// or without Prune. (Kept, they would be harmless, but would pile up.)
+	var goneEmpty []string
+	gone = slices.DeleteFunc(gone, func(id string) bool {
+		if manifest[id].Chunks > 0 {
+			return false
+		}
+		goneEmpty = append(goneEmpty, id)
+		return true
+	})
 
 	foreign, err := foreignFiles(ctx, st, abs)
 	if err != nil {
@@ -306,6 +318,11 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	if err == nil && opt.Prune && !opt.DryRun && len(gone) > 0 {
 		if _, _, derr := w.Delete(ctx, gone...); derr != nil {
 			err = fmt.Errorf("prune: %w", derr)
+		}
+	}
+	if err == nil && !opt.DryRun && len(goneEmpty) > 0 {
+		if _, _, derr := w.Delete(ctx, goneEmpty...); derr != nil {
+			err = fmt.Errorf("forget files gone that held no conversation: %w", derr)
 		}
 	}
 	res.Seconds = now().Sub(start).Seconds()
@@ -416,7 +433,10 @@ func foreignFiles(ctx context.Context, st recall.Store, vault string) (map[strin
 		if err != nil {
 			return nil, fmt.Errorf("read manifest: %w", err)
 		}
-		for id := range m {
+		for id, s := range m {
+			if s.Chunks == 0 {
+				continue // a file there holds no conversation: no source to overwrite
+			}
 			rel := goneFile(id)
 			if _, ok := out[rel]; ok {
 				continue

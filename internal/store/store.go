@@ -16,6 +16,13 @@ import (
 	"github.com/recall-mcp/recall"
 )
 
+// ListedSQL is the SQL condition, on a source row aliased s, that a store
+// shows the source: every source but an archive source without chunks, a
+// sweep's record of a vault file that holds no conversation
+// (recall.SourceState.Chunks), which Source, ListSources, Stats, Export
+// and a write guard's look (Guarded) leave out on every backend.
+const ListedSQL = `(s.kind <> 'archive' OR s.chunk_count > 0)`
+
 // ValidateDocument checks a document before it is written, so that a bug
 // upstream cannot corrupt the store. Archive ids must already be clean
 // source ids (recall.CleanSourceID); memory and diary ids are checked by
@@ -120,7 +127,8 @@ func ValidateWrite(docs []recall.Document, vecs []recall.Vector, validate func(*
 
 // Guarded returns the documents of a Write that the guard of its context
 // (recall.WithWriteGuard) lets through, asking it about each with the
-// source read returns for its id (nil, nil when the store holds none), and
+// source read returns for its id (nil, nil when the store holds none, or
+// only an archive source without chunks: see ListedSQL), and
 // the vectors of the write but those of texts only refused documents hold;
 // docs and vecs themselves when the context has no guard. Backends call it inside the
 // write's transaction, before writing any document.

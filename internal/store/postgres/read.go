@@ -39,7 +39,7 @@ func (db *DB) Source(ctx context.Context, id string) (recall.Source, error) {
 	if unstorable(id) { // no source can have it
 		return recall.Source{}, recall.Errorf(recall.ENOTFOUND, "no source %q", id)
 	}
-	s, err := scanSource(db.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = $1`, id))
+	s, err := scanSource(db.pool.QueryRow(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = $1 AND `+store.ListedSQL, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return recall.Source{}, recall.Errorf(recall.ENOTFOUND, "no source %q", id)
 	}
@@ -48,7 +48,7 @@ func (db *DB) Source(ctx context.Context, id string) (recall.Source, error) {
 
 // Manifest returns the sweep state of every source of a kind in a vault.
 func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map[string]recall.SourceState, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, size, mtime, content_hash, reading FROM sources WHERE kind = $1 AND vault = $2`,
+	rows, err := db.pool.Query(ctx, `SELECT id, size, mtime, content_hash, reading, chunk_count FROM sources WHERE kind = $1 AND vault = $2`,
 		string(kind), vault)
 	if err != nil {
 		return nil, db.fail(ctx, err, "read manifest")
@@ -58,7 +58,7 @@ func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map
 	for rows.Next() {
 		var id string
 		var st recall.SourceState
-		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading); err != nil {
+		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading, &st.Chunks); err != nil {
 			return nil, db.fail(ctx, err, "read manifest")
 		}
 		m[id] = st
@@ -95,7 +95,7 @@ func (db *DB) ListSources(ctx context.Context, opts recall.ListOptions) ([]recal
 		limit = defaultListLimit
 	}
 	limit = min(limit, maxListLimit)
-	rows, err := db.pool.Query(ctx, `SELECT `+sourceCols+` FROM sources s WHERE `+where+
+	rows, err := db.pool.Query(ctx, `SELECT `+sourceCols+` FROM sources s WHERE `+where+` AND `+store.ListedSQL+
 		` AND s.id > `+a.add(after)+` ORDER BY s.id LIMIT `+a.add(limit+1), a...)
 	if err != nil {
 		return nil, "", db.fail(ctx, err, "list sources")
@@ -319,7 +319,7 @@ func (db *DB) Export(ctx context.Context, fn func(recall.Document) error) error 
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	after := ""
 	for {
-		rows, err := tx.Query(ctx, `SELECT `+sourceCols+`, s.sid FROM sources s WHERE s.id > $1 ORDER BY s.id LIMIT $2`, after, scanPage)
+		rows, err := tx.Query(ctx, `SELECT `+sourceCols+`, s.sid FROM sources s WHERE s.id > $1 AND `+store.ListedSQL+` ORDER BY s.id LIMIT $2`, after, scanPage)
 		if err != nil {
 			return db.fail(ctx, err, "export")
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
 )
 
 // RecordSweep appends a sweep record.
@@ -33,7 +34,7 @@ func (db *DB) Stats(ctx context.Context) (recall.Stats, error) {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	err = func() error {
-		rows, err := tx.Query(ctx, `SELECT kind, count(*), coalesce(sum(text_bytes), 0) FROM sources GROUP BY kind`)
+		rows, err := tx.Query(ctx, `SELECT kind, count(*), coalesce(sum(text_bytes), 0) FROM sources s WHERE `+store.ListedSQL+` GROUP BY kind`)
 		if err != nil {
 			return err
 		}

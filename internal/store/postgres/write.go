@@ -32,7 +32,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 	err := db.writeTx(ctx, func(tx pgx.Tx) error {
 		res = recall.WriteResult{}
 		written, writtenVecs, err := store.Guarded(ctx, docs, vecs, func(id string) (*recall.Source, error) {
-			s, err := scanSource(tx.QueryRow(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = $1`, id))
+			s, err := scanSource(tx.QueryRow(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = $1 AND `+store.ListedSQL, id))
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil, nil
 			}

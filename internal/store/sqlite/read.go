@@ -31,7 +31,7 @@ func scanSource(sc scanner, extra ...any) (recall.Source, error) {
 
 // Source returns a source's metadata and body; ENOTFOUND when absent.
 func (db *DB) Source(ctx context.Context, id string) (recall.Source, error) {
-	s, err := scanSource(db.ro.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = ?`, id))
+	s, err := scanSource(db.ro.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = ? AND `+store.ListedSQL, id))
 	if err == sql.ErrNoRows {
 		return recall.Source{}, recall.Errorf(recall.ENOTFOUND, "no source %q", id)
 	}
@@ -41,7 +41,7 @@ func (db *DB) Source(ctx context.Context, id string) (recall.Source, error) {
 // Manifest returns the sweep state of every source of a kind in a vault.
 func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map[string]recall.SourceState, error) {
 	rows, err := db.ro.QueryContext(ctx,
-		`SELECT id, size, mtime, content_hash, reading FROM sources WHERE kind = ? AND vault = ?`, kind, vault)
+		`SELECT id, size, mtime, content_hash, reading, chunk_count FROM sources WHERE kind = ? AND vault = ?`, kind, vault)
 	if err != nil {
 		return nil, db.fail(ctx, err, "read manifest")
 	}
@@ -50,7 +50,7 @@ func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map
 	for rows.Next() {
 		var id string
 		var st recall.SourceState
-		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading); err != nil {
+		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading, &st.Chunks); err != nil {
 			return nil, db.fail(ctx, err, "read manifest")
 		}
 		m[id] = st
@@ -88,7 +88,7 @@ func (db *DB) ListSources(ctx context.Context, opts recall.ListOptions) ([]recal
 	limit = min(limit, maxListLimit)
 	args = append(args, after, limit+1)
 	rows, err := db.ro.QueryContext(ctx,
-		`SELECT `+sourceCols+` FROM sources s WHERE `+where+` AND s.id > ? ORDER BY s.id LIMIT ?`, args...)
+		`SELECT `+sourceCols+` FROM sources s WHERE `+where+` AND `+store.ListedSQL+` AND s.id > ? ORDER BY s.id LIMIT ?`, args...)
 	if err != nil {
 		return nil, "", db.fail(ctx, err, "list sources")
 	}
@@ -309,7 +309,7 @@ func scanDocuments(rows *sql.Rows, fn func(recall.Document) error) error {
 // statement reads one snapshot: writes that commit meanwhile are not seen.
 // fn runs while a read connection is held.
 func (db *DB) Export(ctx context.Context, fn func(recall.Document) error) error {
-	rows, err := db.ro.QueryContext(ctx, exportQuery+` ORDER BY s.id, c.idx`)
+	rows, err := db.ro.QueryContext(ctx, exportQuery+` WHERE `+store.ListedSQL+` ORDER BY s.id, c.idx`)
 	if err != nil {
 		return db.fail(ctx, err, "export")
 	}

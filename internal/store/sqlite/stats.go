@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store"
 )
 
 // RecordSweep appends a sweep record.
@@ -30,7 +31,7 @@ func (db *DB) Stats(ctx context.Context) (recall.Stats, error) {
 	}
 	defer tx.Rollback()
 	err = func() error {
-		rows, err := tx.QueryContext(ctx, `SELECT kind, count(*), coalesce(sum(text_bytes), 0) FROM sources GROUP BY kind`)
+		rows, err := tx.QueryContext(ctx, `SELECT kind, count(*), coalesce(sum(text_bytes), 0) FROM sources s WHERE `+store.ListedSQL+` GROUP BY kind`)
 		if err != nil {
 			return err
 		}

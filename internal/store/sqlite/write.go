@@ -34,7 +34,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		}
 		defer w.close()
 		written, writtenVecs, err := store.Guarded(ctx, docs, vecs, func(id string) (*recall.Source, error) {
-			s, err := scanSource(tx.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = ?`, id))
+			s, err := scanSource(tx.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = ? AND `+store.ListedSQL, id))
 			if err == sql.ErrNoRows {
 				return nil, nil
 			}

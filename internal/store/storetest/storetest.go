@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"ListSourcesPaging", testListSourcesPaging},
 		{"ChunksByHashAndSourcesByHash", testByHash},
 		{"Manifest", testManifest},
+		{"FileWithoutConversation", testFileWithoutConversation},
 		{"ExportImport", func(t *testing.T, s recall.Store) { testExportImport(t, s, open) }},
 		{"WriteGuard", testWriteGuard},
 		{"WriteGuardRefusedVectors", testWriteGuardRefusedVectors},

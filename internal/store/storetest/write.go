@@ -440,7 +440,7 @@ func testManifest(t *testing.T, s recall.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := recall.SourceState{Size: a.Source.Size, MTime: 11, ContentHash: a.Source.ContentHash, Reading: 3}
+	want := recall.SourceState{Size: a.Source.Size, MTime: 11, ContentHash: a.Source.ContentHash, Reading: 3, Chunks: 1}
 	if len(got) != 1 || got["a.md"] != want {
 		t.Errorf("Manifest = %+v; want a.md %+v only", got, want)
 	}
@@ -464,5 +464,118 @@ func testManifest(t *testing.T, s recall.Store) {
 	}
 	if vaults, _ := s.Vaults(ctx, recall.KindDiary); len(vaults) != 0 {
 		t.Errorf("Vaults of a kind with no sources = %q", vaults)
+	}
+}
+
+// testFileWithoutConversation: an archive source without chunks, which a
+// sweep writes for a vault file that holds no conversation so that the
+// next sweep can skip the file while it is unchanged, is in the manifest
+// alone: Source, Chunks, ListSources, Stats, Export and a write guard see
+// no source there. Written over with chunks it is a source like any
+// other, and written over a source it hides it, chunks and all.
+func testFileWithoutConversation(t *testing.T, s recall.Store) {
+	empty := recall.Document{Source: recall.Source{ID: "notes/empty.md", Kind: recall.KindArchive, Vault: "/v",
+		Size: 2, MTime: 7, Reading: 3, IndexState: recall.IndexOK}}
+	a := doc("notes/a.md", recall.KindArchive, "quince jam sets in twenty minutes")
+	a.Source.Vault = "/v"
+	mem := doc("empty-memory", recall.KindMemory) // not archive: shown, chunks or not
+	write(t, s, empty, a, mem)
+
+	m, err := s.Manifest(ctx, recall.KindArchive, "/v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := recall.SourceState{Size: 2, MTime: 7, Reading: 3}
+	if len(m) != 2 || m["notes/empty.md"] != want || m["notes/a.md"].Chunks != 1 {
+		t.Errorf("Manifest = %+v; want notes/empty.md %+v and notes/a.md with 1 chunk", m, want)
+	}
+	shown := func(what string, wantIDs ...string) {
+		t.Helper()
+		_, err := s.Source(ctx, "notes/empty.md")
+		wantCode(t, err, recall.ENOTFOUND, what+": Source of the file without a conversation")
+		_, err = s.Chunks(ctx, "notes/empty.md", 0, 10)
+		wantCode(t, err, recall.ENOTFOUND, what+": Chunks of the file without a conversation")
+		for _, f := range []recall.Filter{{}, {SourcePrefix: "notes/"}, {Kinds: []recall.Kind{recall.KindArchive}}} {
+			page, _, err := s.ListSources(ctx, recall.ListOptions{Filter: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, src := range page {
+				if src.Kind == recall.KindArchive {
+					ids = append(ids, src.ID)
+				}
+			}
+			if !slices.Equal(ids, wantIDs) {
+				t.Errorf("%s: ListSources(%+v) lists the archive sources %q; want %q", what, f, ids, wantIDs)
+			}
+		}
+		st, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Sources[recall.KindArchive] != len(wantIDs) || st.Sources[recall.KindMemory] != 1 {
+			t.Errorf("%s: Stats counts %v sources; want %d archive, 1 memory", what, st.Sources, len(wantIDs))
+		}
+		var exported []string
+		if err := s.Export(ctx, func(d recall.Document) error {
+			if d.Source.Kind == recall.KindArchive {
+				exported = append(exported, d.Source.ID)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(exported, wantIDs) {
+			t.Errorf("%s: Export holds the archive sources %q; want %q", what, exported, wantIDs)
+		}
+	}
+	shown("written", "notes/a.md")
+
+	// A write guard (import --keep-newer) is told the store holds nothing
+	// under the id: there is no conversation to keep.
+	var told []*recall.Source
+	gctx := recall.WithWriteGuard(ctx, func(stored *recall.Source, d *recall.Document) bool {
+		told = append(told, stored)
+		return false
+	})
+	if _, err := s.Write(gctx, []recall.Document{doc("notes/empty.md", recall.KindArchive, "x")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(told) != 1 || told[0] != nil {
+		t.Errorf("the guard was told %+v; want nil, no source", told)
+	}
+
+	// The file gains a conversation: it is a source.
+	e := doc("notes/empty.md", recall.KindArchive, "now it holds a line")
+	e.Source.Vault = "/v"
+	write(t, s, e)
+	if src, err := s.Source(ctx, "notes/empty.md"); err != nil || src.ChunkCount != 1 {
+		t.Errorf("Source once it holds a conversation: %+v, %v", src, err)
+	}
+	page, _, _ := s.ListSources(ctx, recall.ListOptions{Filter: recall.Filter{SourcePrefix: "notes/"}})
+	if len(page) != 2 {
+		t.Errorf("ListSources once the file holds a conversation: %+v; want both notes", page)
+	}
+
+	// And loses it: its chunks go, and it is hidden again.
+	a.Source.Size, a.Source.ContentHash, a.Chunks = 0, "", nil
+	write(t, s, a)
+	if cands, err := s.Lexical(ctx, recall.LexicalQuery{Text: "quince", Limit: 5}); err != nil || len(cands) != 0 {
+		t.Errorf("full text of a source written over without chunks: %v, %v; want nothing", cands, err)
+	}
+	if _, err := s.Source(ctx, "notes/a.md"); recall.ErrorCode(err) != recall.ENOTFOUND {
+		t.Errorf("Source of a source written over without chunks: %v; want not found", err)
+	}
+	if m, _ := s.Manifest(ctx, recall.KindArchive, "/v"); m["notes/a.md"].Chunks != 0 || len(m) != 2 {
+		t.Errorf("Manifest after notes/a.md lost its conversation: %+v", m)
+	}
+
+	// Delete removes it, as a sweep does once its file is gone.
+	if n, _, err := s.Delete(ctx, "notes/a.md"); err != nil || n != 1 {
+		t.Errorf("Delete = %d, %v; want 1", n, err)
+	}
+	if m, _ := s.Manifest(ctx, recall.KindArchive, "/v"); len(m) != 1 {
+		t.Errorf("Manifest after the delete: %+v; want notes/empty.md alone", m)
 	}
 }
