@@ -130,12 +130,12 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.Stderr, "recall: %s: waiting for it to finish (--no-wait to exit instead)\n", recall.ErrorMessage(busy))
 		}
 	}
-	opts.Rereading = func(files int) {
+	opts.Rereading = func(files []string) {
 		doing := "reading"
 		if *dry {
 			doing = "a sweep would read"
 		}
-		rereadNote(m.Stderr, doing, files)
+		rereadNote(m.Stderr, doing, len(files))
 	}
 	started := time.Now().UTC()
 	res, err := ingest.Sweep(ctx, st, w, vault, opts)

@@ -378,6 +378,20 @@ func TestDiaryJSONAsTheAPI(t *testing.T) {
 	}
 }
 
+// sweptBeforeTheReading makes every source of env's database look made by
+// a recall from before the reading was recorded (ingest.ReadingVersion).
+func sweptBeforeTheReading(t *testing.T, env map[string]string) {
+	t.Helper()
+	conn, err := sql.Open("sqlite", env["RECALL_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(`UPDATE sources SET reading = 0`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A vault last swept by a recall that read files differently (here, one
 // from before the reading was recorded) is read again whole, once, and the
 // sweep says why; a dry run says it would.
@@ -386,14 +400,7 @@ func TestSweepSaysItRereadsAnOlderReading(t *testing.T) {
 	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
 		t.Fatal(errs)
 	}
-	conn, err := sql.Open("sqlite", env["RECALL_DB"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(`UPDATE sources SET reading = 0`); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
+	sweptBeforeTheReading(t, env)
 	const note = "recall: this recall reads some files differently from the one that last swept this vault: "
 	out, errs, code := run(t, env, "sweep", "--dry-run", sampleVault)
 	if code != 0 || strings.Count(errs, note) != 1 || !strings.Contains(errs, note+"a sweep would read ") || !strings.HasPrefix(out, "would ingest ") {
@@ -405,6 +412,40 @@ func TestSweepSaysItRereadsAnOlderReading(t *testing.T) {
 	}
 	if out, errs, code = run(t, env, "sweep", sampleVault); code != 0 || strings.Contains(errs, note) || !strings.HasPrefix(out, "ingested 0 of ") {
 		t.Errorf("the sweep after: exit %d %q %q; want every file skipped, without a note", code, out, errs)
+	}
+}
+
+// A file that fails on its re-read keeps the older reading's source, so
+// every sweep reads it again: each `recall sweep` says why (a server's
+// --vault rounds say it once, TestBackgroundSweepSaysARereadOnce).
+func TestSweepSaysARereadEachRun(t *testing.T) {
+	env := testEnv(t)
+	vault := t.TempDir()
+	p := filepath.Join(vault, "a.md")
+	text := "**User:** why does rye dough stick?\n\n**Assistant:** it holds more water.\n"
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := run(t, env, "sweep", vault); code != 0 {
+		t.Fatal(errs)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Swept by an older recall, and read now as something that fails.
+	if err := os.WriteFile(p, []byte("\x00"+text[1:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	sweptBeforeTheReading(t, env)
+	const note = "recall: this recall reads some files differently from the one that last swept this vault: reading 1 unchanged file again"
+	for i := range 2 {
+		if _, errs, code := run(t, env, "sweep", vault); code == 0 || strings.Count(errs, note) != 1 {
+			t.Errorf("sweep %d: exit %d %q; want the file failed and the note once", i+1, code, errs)
+		}
 	}
 }
 

@@ -63,7 +63,7 @@ func TestSweepRereadsOlderReading(t *testing.T) {
 	setReading(t, path, 0) // swept before the reading was recorded
 
 	var told []int
-	rereading := func(n int) { told = append(told, n) }
+	rereading := func(files []string) { told = append(told, len(files)) }
 	dry, _ := sweep(t, st, root, Options{DryRun: true, Rereading: rereading})
 	if len(told) != 1 || told[0] != 4 || dry.FilesChanged != 4 || readings(t, st, root)[0] != 5 {
 		t.Fatalf("dry run: told %v, %+v, readings %v; want it to say 4 files would be read again and write nothing", told, dry, readings(t, st, root))
@@ -142,7 +142,7 @@ func TestSweepRereadInterruptedOrFailed(t *testing.T) {
 		t.Fatalf("interrupted re-read recorded the new reading on %d of 20 files; want some, not all", done)
 	}
 	var told []int
-	sweep(t, st, root, Options{Rereading: func(n int) { told = append(told, n) }})
+	sweep(t, st, root, Options{Rereading: func(files []string) { told = append(told, len(files)) }})
 	if len(told) != 1 || told[0] != 20-done || readings(t, st, root)[ReadingVersion] != 20 {
 		t.Errorf("after an interrupted re-read of %d files: told %v, readings %v; want the other %d read again", done, told, readings(t, st, root), 20-done)
 	}
@@ -163,7 +163,7 @@ func TestSweepRereadInterruptedOrFailed(t *testing.T) {
 	setReading(t, path, 0)
 	for _, want := range []int{20, 1} {
 		told = nil
-		res, _ := Sweep(context.Background(), st, st, root, Options{Rereading: func(n int) { told = append(told, n) }})
+		res, _ := Sweep(context.Background(), st, st, root, Options{Rereading: func(files []string) { told = append(told, len(files)) }})
 		if res.FilesFailed != 1 || len(told) != 1 || told[0] != want || readings(t, st, root)[0] != 1 {
 			t.Errorf("a file that fails on its re-read: told %v, %+v, readings %v; want %d files read again, the broken one failed and at its old reading",
 				told, res, readings(t, st, root), want)

@@ -84,10 +84,11 @@ type Options struct {
 	Wait func(busy error)
 
 	// Rereading, when set, is called once, before the work begins, with
-	// the number of unchanged files the sweep reads again because their
-	// sources were made by an older reading (ReadingVersion), so that the
-	// caller can say why a sweep of an unchanged vault reads it all.
-	Rereading func(files int)
+	// the unchanged files (their source ids) that the sweep reads again
+	// because their sources were made by an older reading
+	// (ReadingVersion), so that the caller can say why a sweep of an
+	// unchanged vault reads it all. It is not called when there are none.
+	Rereading func(files []string)
 
 	// Hurry, closed (a second interrupt), makes a sweep whose context has
 	// ended stop committing the sources it had finished (see Sweep) and
@@ -278,7 +279,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	}
 	var todo []file
 	var bytesTotal int64
-	reread := 0
+	var reread []string
 	for _, f := range files {
 		if !opt.Full && unchanged(f, byFile[f.rel], manifest) {
 			if !readBefore(byFile[f.rel], manifest) {
@@ -286,7 +287,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 				continue
 			}
 			f.reread = true
-			reread++
+			reread = append(reread, f.rel)
 		}
 		if from, ok := foreign[f.rel]; ok {
 			res.FilesFailed++
@@ -308,7 +309,7 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 			return res, err
 		}
 	}
-	if reread > 0 && opt.Rereading != nil {
+	if len(reread) > 0 && opt.Rereading != nil {
 		opt.Rereading(reread)
 	}
 	p := &pipeline{opt: opt, st: st, w: w, vault: abs, byFile: byFile, manifest: manifest,

@@ -52,6 +52,12 @@ type background struct {
 	// process sweeping it), so that a skip is logged once, not each round.
 	// Only sweepLoop's goroutine uses it.
 	busy map[string]string
+	// reread is, by vault, the files its last round read again for an
+	// older reading (ingest.Options.Rereading), so that a round says so
+	// only when some file is new to it: a file that fails on its re-read
+	// keeps its older source and is read again every round, which said
+	// so every round. Only sweepLoop's goroutine uses it.
+	reread map[string]map[string]bool
 
 	loadRetry   time.Duration // first wait before loading the index again after a failure (doubling to 5 min)
 	repairRetry time.Duration // first wait before repairing again after a failed run (doubling to 5 min)
@@ -470,15 +476,30 @@ func (b *background) sweep(ctx context.Context, vault string) {
 	started := b.now().UTC()
 	failures := b.sweepLog
 	_, space := b.target()
-	reread := func(files int) {
-		b.log.Info("sweep: this recall reads some files differently from the one that last swept the vault: reading them again (text that reads the same keeps its vectors)",
-			"vault", vault, "files", files)
+	abs, _ := filepath.Abs(vault)
+	var rereading map[string]bool
+	reread := func(files []string) {
+		rereading = make(map[string]bool, len(files))
+		said := true
+		for _, f := range files {
+			rereading[f] = true
+			said = said && b.reread[abs][f]
+		}
+		if !said {
+			b.log.Info("sweep: this recall reads some files differently from the one that last swept the vault: reading them again (text that reads the same keeps its vectors)",
+				"vault", vault, "files", len(files))
+		}
 	}
 	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures,
 		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}, Hurry: b.hurry, Rereading: reread})
-	abs, _ := filepath.Abs(vault)
 	if b.skipped(abs, err) {
 		return
+	}
+	if !res.Started.IsZero() { // it compared the files (a round that failed before leaves the last one's)
+		if b.reread == nil {
+			b.reread = map[string]map[string]bool{}
+		}
+		b.reread[abs] = rereading
 	}
 	if res.VectorsMissing > 0 {
 		b.nudge()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/search"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
@@ -88,6 +89,60 @@ func TestBackgroundSweepSkipsAVaultBeingSwept(t *testing.T) {
 		b.sweep(ctx, vault)
 		if m, err := f.st.Manifest(ctx, recall.KindArchive, abs); err != nil || len(m) != 1 {
 			t.Fatalf("round %d: the sweep after the vault was freed stored %v (%v)", round, m, err)
+		}
+	}
+}
+
+// After an upgrade, a file an older recall swept that fails on its
+// re-read keeps its older source, so every round of --vault sweeps reads
+// it again: the server says it reads files differently once, not every
+// round, and again when a file it had not said so of is read again.
+func TestBackgroundSweepSaysARereadOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	vault := t.TempDir()
+	abs, err := ingest.VaultPath(vault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweptBefore := func(rel string) { // by an older recall; it fails to read now
+		t.Helper()
+		p := filepath.Join(vault, rel)
+		if err := os.WriteFile(p, []byte("\x00 not text"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := "what the older reading made of " + rel
+		doc := recall.Document{Source: recall.Source{ID: rel, Kind: recall.KindArchive, Vault: abs, Title: rel,
+			ContentHash: recall.TextHash(text), Size: fi.Size(), MTime: fi.ModTime().UnixNano(), Reading: ingest.ReadingVersion - 1},
+			Chunks: []recall.Chunk{{Index: 0, Text: text, Hash: recall.TextHash(text)}}}
+		if _, err := f.eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs syncBuffer
+	b := newBackground(f.eng, f.st, f.emb, testSpace, newMetrics(), slog.New(slog.NewTextHandler(&logs, nil)), time.Now, 256, 0)
+	b.sweepEvery = 10 * time.Minute
+	said := func() int { return strings.Count(logs.String(), "reads some files differently") }
+
+	sweptBefore("a.md")
+	for round := range 3 {
+		b.sweep(ctx, vault)
+		if n := said(); n != 1 {
+			t.Fatalf("round %d: said %d times; want once:\n%s", round+1, n, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "files_failed=1") {
+		t.Fatalf("a.md did not fail its re-read, as the test needs:\n%s", logs.String())
+	}
+	sweptBefore("b.md")
+	for round := range 2 {
+		b.sweep(ctx, vault)
+		if n := said(); n != 2 || !strings.Contains(logs.String(), "files=2") {
+			t.Fatalf("round %d after b.md: said %d times; want once more, for both files:\n%s", round+1, n, logs.String())
 		}
 	}
 }
