@@ -633,7 +633,11 @@ func fullTextEngines(t *testing.T, docs ...recall.Document) [2]*search.Engine {
 	}
 	var out [2]*search.Engine
 	for i := range out {
-		out[i] = search.New(st, search.Options{MemoryLexical: i == 1})
+		// A minute's budget: these tests check what a search finds, and a
+		// search over thousands of duplicates under the race detector on a
+		// busy machine overran the default 5 s (it failed "context deadline
+		// exceeded" in a make test beside other builds).
+		out[i] = search.New(st, search.Options{MemoryLexical: i == 1, Budget: time.Minute})
 		if err := out[i].LoadIndex(context.Background()); err != nil {
 			t.Fatal(err)
 		}
