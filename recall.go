@@ -61,7 +61,7 @@ type Chunk struct {
 	Index  int    `json:"index"`
 	Text   string `json:"text"`             // verbatim source text
 	Header string `json:"header,omitempty"` // context prepended for embedding only, never part of Text
-	Hash   string `json:"hash"`             // TextHash(Text)
+	Hash   string `json:"hash"`             // TextHash(Text): identical passages share it, and are collapsed into one result
 	// MidWord is true when the chunk begins partway through a word of the
 	// source (measured by the chunker against the original text).
 	MidWord bool `json:"mid_word,omitempty"`
@@ -79,11 +79,30 @@ type Document struct {
 }
 
 // TextHash is the hex sha256 of s: the identity of a chunk's text, by which
-// vectors are stored and duplicates collapsed.
+// duplicates are collapsed.
 func TextHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// VectorKey is the key a chunk's vector is stored under in a space: the
+// identity of what was embedded, its context header and its text (given
+// by its TextHash), since both go into the embedder (EmbedInput). A chunk
+// without a header is embedded as its text alone, and its key is its
+// text's hash; otherwise it is the hex sha256 of the header, a NUL byte
+// and the text's hash, which cannot be read two ways (the hash is the last
+// 64 bytes). Chunks holding one passage under two headers (a conversation
+// retitled, one passage in two conversations) have vectors of their own.
+func VectorKey(header, textHash string) string {
+	if header == "" {
+		return textHash
+	}
+	sum := sha256.Sum256([]byte(header + "\x00" + textHash))
+	return hex.EncodeToString(sum[:])
+}
+
+// VectorKey is the key of the chunk's vector (recall.VectorKey).
+func (c Chunk) VectorKey() string { return VectorKey(c.Header, c.Hash) }
 
 // SourceMeta is what filters and results need to know about a chunk's source.
 type SourceMeta struct {
@@ -102,12 +121,15 @@ type StoredChunk struct {
 	Chunk
 }
 
-// IndexedChunk identifies a chunk for the vector index: its id, text hash
-// (the key of its vector) and the source attributes filters need.
+// IndexedChunk identifies a chunk for the in-memory indexes: its id, text
+// hash (by which full text counts a passage once), the key of its vector
+// (by which the vector index holds it) and the source attributes filters
+// need.
 type IndexedChunk struct {
-	ID     int64
-	Hash   string
-	Source SourceMeta
+	ID        int64
+	Hash      string
+	VectorKey string
+	Source    SourceMeta
 }
 
 // WriteResult tells what a write changed, so in-memory indexes can follow.
@@ -166,7 +188,7 @@ type ListOptions struct {
 }
 
 // VectorSpace is one (provider, model, dimension) combination. Vectors are
-// stored per space, keyed by chunk text hash.
+// stored per space, keyed by their chunks' VectorKey.
 type VectorSpace struct {
 	Name       string    `json:"name"`
 	Provider   string    `json:"provider"`
@@ -180,19 +202,21 @@ type VectorSpace struct {
 	RepairCursor int64 `json:"repair_cursor"`
 }
 
-// Vector is the embedding of one chunk text in a space: one or more unit
-// vectors of the space's dimension, concatenated (a chunk is embedded as
-// its paragraphs and scores as its best one; see internal/embed.Units).
+// Vector is the embedding of one chunk's header and text in a space: one or
+// more unit vectors of the space's dimension, concatenated (a chunk is
+// embedded as its paragraphs and scores as its best one; see
+// internal/embed.Units).
 type Vector struct {
 	Space string
-	Hash  string // TextHash of the chunk text it embeds
+	Key   string // VectorKey of the header and text it embeds
 	Vec   []float32
 }
 
-// PendingText is a chunk text that lacks a vector in some space.
+// PendingText is a chunk's header and text that lack a vector in some
+// space.
 type PendingText struct {
-	ChunkID int64 // the lowest chunk id holding this text
-	Hash    string
+	ChunkID int64  // the lowest chunk id holding this header and text
+	Key     string // their VectorKey
 	Text    string
 	Header  string
 }
@@ -200,8 +224,8 @@ type PendingText struct {
 // SpaceStats reports a vector space's coverage.
 type SpaceStats struct {
 	VectorSpace
-	Vectors  int     `json:"vectors"`  // distinct chunk texts with a vector
-	Missing  int     `json:"missing"`  // distinct chunk texts without one
+	Vectors  int     `json:"vectors"`  // distinct texts embedded (a header and text: a VectorKey) with a vector
+	Missing  int     `json:"missing"`  // distinct ones without
 	Coverage float64 `json:"coverage"` // Vectors / (Vectors + Missing); 1 when there is nothing to embed
 }
 
@@ -254,8 +278,10 @@ type Candidate struct {
 type Store interface {
 	// Write stores each document (replacing any source with the same id:
 	// chunks 0..n-1 replaced, chunks at or beyond n deleted, full-text rows in
-	// step) and the given vectors, all in one transaction. Vectors whose text
-	// no chunk holds any more are deleted in the same transaction.
+	// step) and the given vectors, all in one transaction. A chunk whose
+	// index, text and header and whose source's attributes are unchanged
+	// keeps its id; any other is new. Vectors whose key no chunk holds any
+	// more are deleted in the same transaction.
 	Write(ctx context.Context, docs []Document, vecs []Vector) (WriteResult, error)
 	// Update reads the current document with the given id (nil when absent),
 	// calls fn, and writes what fn returns, all in one transaction, so that
@@ -285,8 +311,8 @@ type Store interface {
 	// SourcesByHash returns, for each hash, the ids of the sources passing f
 	// that hold a chunk with that text (for collapsing duplicates).
 	SourcesByHash(ctx context.Context, hashes []string, f Filter) (map[string][]string, error)
-	// ChunksByHash returns the chunks whose text has one of the given hashes.
-	ChunksByHash(ctx context.Context, hashes []string) ([]IndexedChunk, error)
+	// ChunksByVectorKey returns the chunks whose vector key is one of keys.
+	ChunksByVectorKey(ctx context.Context, keys []string) ([]IndexedChunk, error)
 	// ScanChunks calls fn for every chunk with its text and source, in chunk
 	// id order (for building in-memory indexes).
 	ScanChunks(ctx context.Context, fn func(StoredChunk) error) error
@@ -317,16 +343,17 @@ type Store interface {
 	// PutVectors stores vectors (ECONFLICT on a dimension mismatch; EINVALID
 	// for NaN, Inf or empty vectors) in one transaction.
 	PutVectors(ctx context.Context, vecs []Vector) error
-	// MissingVectors returns up to limit distinct chunk texts without a vector
-	// in the space, with chunk id > after, ordered by chunk id.
+	// MissingVectors returns up to limit distinct vector keys of chunks
+	// without a vector in the space, each with the header and text of its
+	// lowest chunk, that chunk's id > after, ordered by that id.
 	MissingVectors(ctx context.Context, space string, after int64, limit int) ([]PendingText, error)
 	// SetRepairCursor records how far repair got in a space.
 	SetRepairCursor(ctx context.Context, space string, chunkID int64) error
-	// VectorsByHash returns the stored vectors of a space for the given hashes.
-	VectorsByHash(ctx context.Context, space string, hashes []string) (map[string][]float32, error)
-	// VectorHashes returns the hashes of the texts that have a vector in
-	// the space, in no particular order.
-	VectorHashes(ctx context.Context, space string) ([]string, error)
+	// VectorsByKey returns the stored vectors of a space for the given keys.
+	VectorsByKey(ctx context.Context, space string, keys []string) (map[string][]float32, error)
+	// VectorKeys returns the keys of the vectors the space holds, in no
+	// particular order.
+	VectorKeys(ctx context.Context, space string) ([]string, error)
 	// ScanVectors calls fn for every chunk that has a vector in the space.
 	// fn may keep c and vec: each call is given its own.
 	ScanVectors(ctx context.Context, space string, fn func(c IndexedChunk, vec []float32) error) error
@@ -527,8 +554,8 @@ func isCanceled(err error) bool {
 
 // EmbedInput is the text an embedder sees for a chunk: its context header
 // (title, date), a blank line, then the verbatim text. Every path that embeds
-// chunks (sweep, memories, repair) uses it, so one chunk text always gets the
-// same vector.
+// chunks (sweep, memories, repair) uses it, so one header and text always get
+// the same vector (stored under their VectorKey).
 func EmbedInput(header, text string) string {
 	if header == "" {
 		return text

@@ -10,9 +10,9 @@ import (
 	"github.com/recall-mcp/recall/internal/embed"
 )
 
-// embed makes vectors for the chunk texts of pr that the space lacks. A
-// failure leaves them missing: the chunks are still written and searchable
-// by text, and repair embeds them later.
+// embed makes vectors for the chunks of pr whose vector keys (header and
+// text) the space lacks. A failure leaves them missing: the chunks are
+// still written and searchable by text, and repair embeds them later.
 func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	if p.opt.Space != "" && ctx.Err() != nil {
 		return // the sweep is ending: the piece is cut, never written
@@ -23,17 +23,18 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	if p.opt.Space == "" {
 		return
 	}
-	var hashes []string
+	var keys []string
 	texts := make(map[string]embed.ChunkText)
 	for _, d := range pr.docs {
 		for _, c := range d.Chunks {
-			if _, ok := texts[c.Hash]; !ok {
-				texts[c.Hash] = embed.ChunkText{Header: c.Header, Text: c.Text}
-				hashes = append(hashes, c.Hash)
+			k := c.VectorKey()
+			if _, ok := texts[k]; !ok {
+				texts[k] = embed.ChunkText{Header: c.Header, Text: c.Text}
+				keys = append(keys, k)
 			}
 		}
 	}
-	have, err := p.st.VectorsByHash(ctx, p.opt.Space, hashes)
+	have, err := p.st.VectorsByKey(ctx, p.opt.Space, keys)
 	if err != nil {
 		have = nil
 	}
@@ -42,11 +43,11 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	if p.embedded == nil {
 		p.embedded = make(map[string]bool)
 	}
-	for _, h := range hashes {
-		if _, ok := have[h]; !ok && !p.embedded[h] {
-			need = append(need, h)
+	for _, k := range keys {
+		if _, ok := have[k]; !ok && !p.embedded[k] {
+			need = append(need, k)
 		} else {
-			pr.reused = append(pr.reused, h)
+			pr.reused = append(pr.reused, k)
 		}
 	}
 	p.embMu.Unlock()
@@ -83,8 +84,9 @@ const (
 	maxOutageWait   = 5 * time.Minute
 )
 
-// embedTexts embeds the texts of the given hashes, returning their vectors
-// and the hashes it could not embed (the embedder failed; it is logged).
+// embedTexts embeds the headers and texts of the given keys, returning
+// their vectors and the keys it could not embed (the embedder failed; it
+// is logged).
 // With a space but no embedder (Options.Embedder) every one is left to
 // repair.
 func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkText, need []string) ([]recall.Vector, map[string]bool) {
@@ -125,23 +127,24 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 		if p.embedded == nil {
 			p.embedded = make(map[string]bool)
 		}
-		for j, h := range part {
-			out = append(out, recall.Vector{Space: p.opt.Space, Hash: h, Vec: vecs[j]})
-			p.embedded[h] = true
+		for j, k := range part {
+			out = append(out, recall.Vector{Space: p.opt.Space, Key: k, Vec: vecs[j]})
+			p.embedded[k] = true
 		}
 		p.embMu.Unlock()
 	}
 	return out, failed
 }
 
-// markPending marks the documents holding a failed text as pending.
+// markPending marks the documents holding a chunk whose key failed as
+// pending.
 func markPending(docs []recall.Document, failed map[string]bool) {
 	if len(failed) == 0 {
 		return
 	}
 	for i, d := range docs {
 		for _, c := range d.Chunks {
-			if failed[c.Hash] {
+			if failed[c.VectorKey()] {
 				docs[i].Source.IndexState = recall.IndexPending
 				break
 			}
@@ -149,10 +152,10 @@ func markPending(docs []recall.Document, failed map[string]bool) {
 	}
 }
 
-// revive embeds again the texts of batch b whose vectors the embedding
+// revive embeds again the chunks of batch b whose vectors the embedding
 // stage found stored (or on their way) but that are gone by the time b
 // commits: a commit in between removed the last other chunk holding such
-// a text, and its vector with it. Without this the chunk would be written
+// a key, and its vector with it. Without this the chunk would be written
 // with no vector and its source marked indexed. It runs on the writer,
 // just before b's transaction, so nothing can remove them in between.
 func (p *pipeline) revive(ctx context.Context, b *batch) {
@@ -161,24 +164,24 @@ func (p *pipeline) revive(ctx context.Context, b *batch) {
 	}
 	carried := make(map[string]bool, len(b.vecs))
 	for _, v := range b.vecs {
-		carried[v.Hash] = true
+		carried[v.Key] = true
 	}
 	var check []string
-	for _, h := range b.reused {
-		if !carried[h] {
-			check = append(check, h)
-			carried[h] = true
+	for _, k := range b.reused {
+		if !carried[k] {
+			check = append(check, k)
+			carried[k] = true
 		}
 	}
-	have, err := p.st.VectorsByHash(ctx, p.opt.Space, check)
+	have, err := p.st.VectorsByKey(ctx, p.opt.Space, check)
 	if err != nil {
 		return // the write goes on; repair finds what is missing
 	}
 	var lost []string
 	texts := map[string]embed.ChunkText{}
-	for _, h := range check {
-		if _, ok := have[h]; !ok {
-			lost = append(lost, h)
+	for _, k := range check {
+		if _, ok := have[k]; !ok {
+			lost = append(lost, k)
 		}
 	}
 	if len(lost) == 0 {
@@ -186,7 +189,7 @@ func (p *pipeline) revive(ctx context.Context, b *batch) {
 	}
 	for _, d := range b.docs {
 		for _, c := range d.Chunks {
-			texts[c.Hash] = embed.ChunkText{Header: c.Header, Text: c.Text}
+			texts[c.VectorKey()] = embed.ChunkText{Header: c.Header, Text: c.Text}
 		}
 	}
 	vecs, failed := p.embedTexts(ctx, texts, lost)
@@ -203,7 +206,7 @@ func (p *pipeline) forget(vecs []recall.Vector) {
 	p.embMu.Lock()
 	defer p.embMu.Unlock()
 	for _, v := range vecs {
-		delete(p.embedded, v.Hash)
+		delete(p.embedded, v.Key)
 	}
 }
 

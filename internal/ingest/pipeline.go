@@ -61,9 +61,10 @@ type pipeline struct {
 	bytesDone  int64
 	chunksDone int
 
-	// embedded holds the texts this sweep has embedded and not yet
-	// committed, so an identical passage in files still in flight is
-	// embedded once; once committed, the store has the vector. Only the
+	// embedded holds the vector keys this sweep has embedded and not yet
+	// committed, so an identical passage under the same header in files
+	// still in flight is embedded once; once committed, the store has the
+	// vector. Only the
 	// embedding stage adds to it, and commit removes from it.
 	embMu    sync.Mutex
 	embedded map[string]bool
@@ -99,8 +100,8 @@ type parsed struct {
 	written int      // chunks of its sources whose text differs (all of them, in a full sweep)
 	err     error
 	vecs    []recall.Vector
-	missing int      // chunk texts left without a vector
-	reused  []string // texts whose vectors were found stored or on their way
+	missing int      // vector keys left without a vector
+	reused  []string // vector keys whose vectors were found stored or on their way
 	// cut: the sweep's end (its context) came while the piece was being
 	// embedded, which may have left texts without the vectors a finished
 	// embedding gives them. A cut piece is never written: its sources are

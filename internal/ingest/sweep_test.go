@@ -499,7 +499,7 @@ func TestSweepSpaceWithoutEmbedder(t *testing.T) {
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("missing vectors: %v %v", pending, err)
 	}
-	if err := st.PutVectors(ctx, []recall.Vector{{Space: sp.Name, Hash: pending[0].Hash, Vec: embedtest.Vector(pending[0].Text, 16)}}); err != nil {
+	if err := st.PutVectors(ctx, []recall.Vector{{Space: sp.Name, Key: pending[0].Key, Vec: embedtest.Vector(pending[0].Text, 16)}}); err != nil {
 		t.Fatal(err)
 	}
 	if src, _ := st.Source(ctx, "dup.md"); src.IndexState != recall.IndexOK {

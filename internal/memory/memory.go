@@ -339,38 +339,41 @@ func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]rec
 	return vecs, state, err
 }
 
-// embed makes vectors for the chunks' texts that the space lacks and
-// returns them with the vectors the space holds for the others, the
-// index state the documents end up in, and, when that is pending, why. The write that records "ok" must
-// carry every vector that state claims: another memory holding the same
-// text may be deleted before that write commits, and its vector with it.
+// embed makes vectors for the chunks (their headers and texts: their
+// vector keys) that the space lacks and returns them with the vectors the
+// space holds for the others, the index state the documents end up in, and,
+// when that is pending, why. The write that records "ok" must carry every
+// vector that state claims: another memory holding the same text under the
+// same header may be deleted before that write commits, and its vector with
+// it.
 func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string, error) {
 	t := s.target()
 	if !t.canEmbed() {
 		return nil, recall.IndexSkipped, nil
 	}
-	var hashes []string
-	byHash := map[string]recall.Chunk{}
+	var keys []string
+	byKey := map[string]recall.Chunk{}
 	for _, c := range chunks {
-		if _, ok := byHash[c.Hash]; !ok {
-			byHash[c.Hash] = c
-			hashes = append(hashes, c.Hash)
+		k := c.VectorKey()
+		if _, ok := byKey[k]; !ok {
+			byKey[k] = c
+			keys = append(keys, k)
 		}
 	}
-	have, err := s.st.VectorsByHash(ctx, t.space, hashes)
+	have, err := s.st.VectorsByKey(ctx, t.space, keys)
 	if err != nil {
 		return nil, recall.IndexPending, err
 	}
-	out := make([]recall.Vector, 0, len(hashes))
+	out := make([]recall.Vector, 0, len(keys))
 	var need []string
 	var texts []embed.ChunkText
-	for _, h := range hashes {
-		if v, ok := have[h]; ok {
-			out = append(out, recall.Vector{Space: t.space, Hash: h, Vec: v})
+	for _, k := range keys {
+		if v, ok := have[k]; ok {
+			out = append(out, recall.Vector{Space: t.space, Key: k, Vec: v})
 			continue
 		}
-		need = append(need, h)
-		texts = append(texts, embed.ChunkText{Header: byHash[h].Header, Text: byHash[h].Text})
+		need = append(need, k)
+		texts = append(texts, embed.ChunkText{Header: byKey[k].Header, Text: byKey[k].Text})
 	}
 	if len(need) == 0 {
 		return out, recall.IndexOK, nil
@@ -379,8 +382,8 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	if err != nil {
 		return nil, recall.IndexPending, err
 	}
-	for i, h := range need {
-		out = append(out, recall.Vector{Space: t.space, Hash: h, Vec: vecs[i]})
+	for i, k := range need {
+		out = append(out, recall.Vector{Space: t.space, Key: k, Vec: vecs[i]})
 	}
 	return out, recall.IndexOK, nil
 }

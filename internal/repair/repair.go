@@ -139,7 +139,7 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 		}
 		out := make([]recall.Vector, len(ts))
 		for j, t := range ts {
-			out[j] = recall.Vector{Space: sp.Name, Hash: t.Hash, Vec: vecs[j]}
+			out[j] = recall.Vector{Space: sp.Name, Key: t.Key, Vec: vecs[j]}
 		}
 		return out, nil
 	}

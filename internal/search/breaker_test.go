@@ -347,7 +347,7 @@ func TestBreakerClosedByVectorsMade(t *testing.T) {
 	}
 	other := doc("c.md", "the ferry timetable")
 	if _, err := eng.Write(context.Background(), []recall.Document{other},
-		[]recall.Vector{{Space: "elsewhere", Hash: other.Chunks[0].Hash, Vec: embedtest.Vector("the ferry timetable", 16)}}); err != nil {
+		[]recall.Vector{{Space: "elsewhere", Key: other.Chunks[0].Hash, Vec: embedtest.Vector("the ferry timetable", 16)}}); err != nil {
 		t.Fatal(err)
 	}
 	if r, calls := hybrid(t, eng, h, "kettle"); calls != 0 || r.Mode != recall.ModeLexical {

@@ -278,8 +278,8 @@ const reserveAfter = 1024
 // and the units per text so far, and again if that falls short (texts
 // written since the count).
 func loadVectors(ctx context.Context, st recall.Store, space recall.VectorSpace) (*unitIndex, error) {
-	vx := newUnitIndex(space.Dim, func(ctx context.Context, hashes []string) (map[string][]float32, error) {
-		return st.VectorsByHash(ctx, space.Name, hashes)
+	vx := newUnitIndex(space.Dim, func(ctx context.Context, keys []string) (map[string][]float32, error) {
+		return st.VectorsByKey(ctx, space.Name, keys)
 	})
 	census, err := st.Census(ctx, space.Name)
 	if err != nil {
@@ -287,7 +287,7 @@ func loadVectors(ctx context.Context, st recall.Store, space recall.VectorSpace)
 	}
 	texts, units := 0, 0
 	add := func(c recall.IndexedChunk, vec []float32) error {
-		if vx.has(c.Hash) {
+		if vx.has(c.VectorKey) {
 			return vx.add(c, nil)
 		}
 		n := len(vec) / space.Dim
@@ -585,7 +585,7 @@ func (e *Engine) Delete(ctx context.Context, ids ...string) (int, recall.WriteRe
 	return n, res, e.apply(ctx, res, nil, nil)
 }
 
-// PutVectors stores vectors and indexes every chunk that holds their texts.
+// PutVectors stores vectors and indexes every chunk that holds their keys.
 func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 	done, err := e.writeTurn(ctx)
 	if err != nil {
@@ -606,20 +606,20 @@ func (e *Engine) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 	if e.recording && err == nil {
 		// The indexes being built may be of another space than the one
 		// in use, or there may be none in use yet (the first load): the
-		// replay indexes the chunks holding these texts now, of every
+		// replay indexes the chunks holding these keys now, of every
 		// space's vectors, not only those indexed here.
-		hashes := make([]string, len(vecs))
+		keys := make([]string, len(vecs))
 		for i, v := range vecs {
-			hashes[i] = v.Hash
+			keys[i] = v.Key
 		}
-		slices.Sort(hashes)
-		w.indexed, err = e.store.ChunksByHash(ctx, slices.Compact(hashes))
+		slices.Sort(keys)
+		w.indexed, err = e.store.ChunksByVectorKey(ctx, slices.Compact(keys))
 	}
 	e.record(w)
 	return err
 }
 
-// indexVectors adds the chunks holding the texts of vecs (of the read
+// indexVectors adds the chunks holding the keys of vecs (of the read
 // space) to the index. With the in-memory full-text index, only chunks it
 // holds: one another process wrote joins both indexes when Follow finds
 // it. Called with e.mu held.
@@ -627,35 +627,35 @@ func (e *Engine) indexVectors(ctx context.Context, vecs []recall.Vector) error {
 	if e.vx == nil {
 		return nil
 	}
-	byHash := e.spaceVectors(vecs)
-	if len(byHash) == 0 {
+	byKey := e.spaceVectors(vecs)
+	if len(byKey) == 0 {
 		return nil
 	}
-	chunks, err := e.store.ChunksByHash(ctx, slices.Collect(maps.Keys(byHash)))
+	chunks, err := e.store.ChunksByVectorKey(ctx, slices.Collect(maps.Keys(byKey)))
 	if err != nil {
 		return err
 	}
 	chunks = slices.DeleteFunc(chunks, func(c recall.IndexedChunk) bool { return e.lx != nil && !e.lx.Has(c.ID) })
-	return e.indexChunks(chunks, byHash)
+	return e.indexChunks(chunks, byKey)
 }
 
-// spaceVectors returns the vectors of the read space in vecs by hash.
+// spaceVectors returns the vectors of the read space in vecs by key.
 func (e *Engine) spaceVectors(vecs []recall.Vector) map[string][]float32 {
-	byHash := make(map[string][]float32)
+	byKey := make(map[string][]float32)
 	for _, v := range vecs {
 		if v.Space == e.space {
-			byHash[v.Hash] = v.Vec
+			byKey[v.Key] = v.Vec
 		}
 	}
-	return byHash
+	return byKey
 }
 
-// indexChunks adds chunks to the vector index with their texts' vectors
-// from byHash, or the ones it holds. Called with e.mu held.
-func (e *Engine) indexChunks(chunks []recall.IndexedChunk, byHash map[string][]float32) error {
+// indexChunks adds chunks to the vector index with their vectors from
+// byKey, or the ones it holds. Called with e.mu held.
+func (e *Engine) indexChunks(chunks []recall.IndexedChunk, byKey map[string][]float32) error {
 	for _, c := range chunks {
-		vec := byHash[c.Hash]
-		if e.vx.has(c.Hash) {
+		vec := byKey[c.VectorKey]
+		if e.vx.has(c.VectorKey) {
 			vec = nil
 		} else if vec == nil {
 			continue
@@ -668,8 +668,8 @@ func (e *Engine) indexChunks(chunks []recall.IndexedChunk, byHash map[string][]f
 }
 
 // apply brings the indexes in line with a committed write. Called with e.mu
-// held. Vectors come from the write itself, the index (a text it already
-// holds), or the store; a chunk whose text has none yet is left for repair.
+// held. Vectors come from the write itself, the index (a key it already
+// holds), or the store; a chunk whose key has none yet is left for repair.
 // terms are the full-text terms of the written texts by hash, when the
 // caller has them (termsOf); other added chunks are read back from the
 // store.
@@ -686,16 +686,11 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 	if e.vx == nil {
 		return nil
 	}
-	batch := make(map[string][]float32)
-	for _, v := range vecs {
-		if v.Space == e.space {
-			batch[v.Hash] = v.Vec
-		}
-	}
+	batch := e.spaceVectors(vecs)
 	var need []string
 	for _, c := range res.Added {
-		if _, ok := batch[c.Hash]; !ok && !e.vx.has(c.Hash) {
-			need = append(need, c.Hash)
+		if _, ok := batch[c.VectorKey]; !ok && !e.vx.has(c.VectorKey) {
+			need = append(need, c.VectorKey)
 		}
 	}
 	var err error
@@ -703,19 +698,19 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 		var stored map[string][]float32
 		// On failure the chunks without a vector wait for repair, but
 		// the removals still apply.
-		if stored, err = e.store.VectorsByHash(ctx, e.space, need); err == nil {
-			for h, v := range stored {
-				batch[h] = v
+		if stored, err = e.store.VectorsByKey(ctx, e.space, need); err == nil {
+			for k, v := range stored {
+				batch[k] = v
 			}
 		}
 	}
-	// Texts the index gains with this write (their vectors came with it
+	// Keys the index gains with this write (their vectors came with it
 	// or from the store): chunks written earlier with them, without a
 	// vector then, join it as well, as a load would index them.
 	var gained []string
-	for h := range batch {
-		if !e.vx.has(h) {
-			gained = append(gained, h)
+	for k := range batch {
+		if !e.vx.has(k) {
+			gained = append(gained, k)
 		}
 	}
 	if aerr := e.vx.apply(res, batch); aerr != nil {
@@ -727,15 +722,15 @@ func (e *Engine) apply(ctx context.Context, res recall.WriteResult, vecs []recal
 	return err
 }
 
-// joinHolders adds to the vector index the chunks holding texts it has
+// joinHolders adds to the vector index the chunks holding keys it has
 // just gained that it does not index yet: chunks written without a vector
-// before their text got one. Called with e.mu held, after the texts'
+// before their key got one. Called with e.mu held, after the keys'
 // vectors are in the index.
-func (e *Engine) joinHolders(ctx context.Context, hashes []string) error {
-	if len(hashes) == 0 {
+func (e *Engine) joinHolders(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
 		return nil
 	}
-	holders, err := e.store.ChunksByHash(ctx, hashes)
+	holders, err := e.store.ChunksByVectorKey(ctx, keys)
 	if err != nil {
 		return err
 	}

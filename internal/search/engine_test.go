@@ -62,7 +62,7 @@ func writeDocs(t *testing.T, w interface {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vecs = append(vecs, recall.Vector{Space: "t", Hash: d.Chunks[0].Hash, Vec: v[0]})
+		vecs = append(vecs, recall.Vector{Space: "t", Key: d.Chunks[0].Hash, Vec: v[0]})
 	}
 	if _, err := w.Write(context.Background(), docs, vecs); err != nil {
 		t.Fatal(err)
@@ -417,7 +417,7 @@ func TestFallbackFillsPage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vecs = append(vecs, recall.Vector{Space: "t", Hash: recall.TextHash(text), Vec: v[0]})
+			vecs = append(vecs, recall.Vector{Space: "t", Key: recall.TextHash(text), Vec: v[0]})
 		}
 		d.Source.ContentHash = recall.TextHash(d.Source.ID)
 		docs = append(docs, d)
@@ -458,7 +458,7 @@ func TestCapDoesNotShortenPage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vecs = append(vecs, recall.Vector{Space: "t", Hash: recall.TextHash(text), Vec: v[0]})
+			vecs = append(vecs, recall.Vector{Space: "t", Key: recall.TextHash(text), Vec: v[0]})
 		}
 		docs = append(docs, d)
 	}

@@ -42,7 +42,7 @@ const followBatch = 1024
 // store's census (Store.Census: with no commit since the last call it
 // costs one pragma). When the chunks changed since the last look it lists
 // every chunk id and applies the difference with the indexes; when the
-// vectors of the read space changed it lists their hashes and indexes the
+// vectors of the read space changed it lists their keys and indexes the
 // ones it lacks. Additions are read and applied in batches, each under the
 // write lock only for its in-memory changes, so a large sweep elsewhere
 // never stalls searches for long. Writes of this engine meanwhile are
@@ -227,7 +227,7 @@ func (e *Engine) followChunks(ctx context.Context, f *Followed) error {
 }
 
 // addChunks reads the chunks with the given ids, their terms and their
-// texts' stored vectors, then adds them to the indexes under the write
+// stored vectors, then adds them to the indexes under the write
 // lock, replaying this engine's writes made meanwhile (which may have
 // removed some of them).
 func (e *Engine) addChunks(ctx context.Context, ids []int64, f *Followed) error {
@@ -238,15 +238,15 @@ func (e *Engine) addChunks(ctx context.Context, ids []int64, f *Followed) error 
 	space, hasVecs := e.space, e.vx != nil
 	e.mu.RUnlock()
 	if err == nil && hasVecs && len(added) > 0 {
-		// Every added text's vector as the store holds it now: the index
-		// may hold a text whose vector the store has since dropped (its
-		// chunks deleted, then the text written again without one).
-		hashes := make([]string, len(added))
+		// Every added key's vector as the store holds it now: the index
+		// may hold a key whose vector the store has since dropped (its
+		// chunks deleted, then written again without one).
+		keys := make([]string, len(added))
 		for i, c := range added {
-			hashes[i] = c.Hash
+			keys[i] = c.VectorKey()
 		}
-		slices.Sort(hashes)
-		vecs, err = e.store.VectorsByHash(ctx, space, slices.Compact(hashes))
+		slices.Sort(keys)
+		vecs, err = e.store.VectorsByKey(ctx, space, slices.Compact(keys))
 	}
 	terms := make([][]string, len(added))
 	if err == nil {
@@ -262,23 +262,24 @@ func (e *Engine) addChunks(ctx context.Context, ids []int64, f *Followed) error 
 	var res recall.WriteResult
 	for i, c := range added {
 		e.lx.Add(c.ID, c.Source, c.Hash, titleTerms(c.Source), terms[i])
-		if _, ok := vecs[c.Hash]; ok {
-			res.Added = append(res.Added, recall.IndexedChunk{ID: c.ID, Hash: c.Hash, Source: c.Source})
+		k := c.VectorKey()
+		if _, ok := vecs[k]; ok {
+			res.Added = append(res.Added, recall.IndexedChunk{ID: c.ID, Hash: c.Hash, VectorKey: k, Source: c.Source})
 		}
 	}
 	f.Added += len(added)
 	if e.vx != nil {
 		batch := map[string][]float32{}
 		for _, c := range res.Added {
-			if !e.vx.has(c.Hash) {
-				batch[c.Hash] = vecs[c.Hash]
+			if !e.vx.has(c.VectorKey) {
+				batch[c.VectorKey] = vecs[c.VectorKey]
 			}
 		}
 		if err := e.vx.apply(res, batch); err != nil {
 			return err
 		}
 		f.Vectors += len(batch)
-		// Chunks indexed earlier without a vector for these texts join.
+		// Chunks indexed earlier without a vector for these keys join.
 		if err := e.joinHolders(context.WithoutCancel(ctx), slices.Collect(maps.Keys(batch))); err != nil {
 			return err
 		}
@@ -288,12 +289,12 @@ func (e *Engine) addChunks(ctx context.Context, ids []int64, f *Followed) error 
 		return err
 	}
 	if e.vx != nil {
-		// A text that got its vector while these chunks were read (a
+		// A key that got its vector while these chunks were read (a
 		// repair here, whose chunks were not yet indexed): they join.
 		var late []recall.IndexedChunk
 		for _, c := range added {
-			if e.lx.Has(c.ID) && !e.vx.hasChunk(c.ID) && e.vx.has(c.Hash) {
-				late = append(late, recall.IndexedChunk{ID: c.ID, Hash: c.Hash, Source: c.Source})
+			if k := c.VectorKey(); e.lx.Has(c.ID) && !e.vx.hasChunk(c.ID) && e.vx.has(k) {
+				late = append(late, recall.IndexedChunk{ID: c.ID, Hash: c.Hash, VectorKey: k, Source: c.Source})
 			}
 		}
 		return e.indexChunks(late, nil)
@@ -301,7 +302,7 @@ func (e *Engine) addChunks(ctx context.Context, ids []int64, f *Followed) error 
 	return nil
 }
 
-// followVectors indexes the vectors another process stored for texts of
+// followVectors indexes the vectors another process stored for keys of
 // chunks the indexes hold (its `recall repair`). A read space another
 // process dropped has no vectors to follow: the indexes keep what they
 // have, and Follow reports the new read space.
@@ -309,7 +310,7 @@ func (e *Engine) followVectors(ctx context.Context, f *Followed) error {
 	e.mu.RLock()
 	space := e.space
 	e.mu.RUnlock()
-	hashes, err := e.store.VectorHashes(ctx, space)
+	keys, err := e.store.VectorKeys(ctx, space)
 	if recall.ErrorCode(err) == recall.ENOTFOUND {
 		return nil
 	}
@@ -317,22 +318,22 @@ func (e *Engine) followVectors(ctx context.Context, f *Followed) error {
 		return err
 	}
 	e.mu.RLock()
-	need := e.vx.lacking(hashes)
+	need := e.vx.lacking(keys)
 	e.mu.RUnlock()
 	for batch := range slices.Chunk(need, followBatch) {
 		e.startRecording()
-		vecs, err := e.store.VectorsByHash(ctx, space, batch)
+		vecs, err := e.store.VectorsByKey(ctx, space, batch)
 		var holders []recall.IndexedChunk
 		if err == nil {
-			holders, err = e.store.ChunksByHash(ctx, batch)
+			holders, err = e.store.ChunksByVectorKey(ctx, batch)
 		}
 		e.mu.Lock()
 		pending := e.stopRecording()
 		if err == nil {
 			holders = slices.DeleteFunc(holders, func(c recall.IndexedChunk) bool { return !e.lx.Has(c.ID) })
 			err = e.indexChunks(holders, vecs)
-			for _, h := range batch { // texts the index lacked
-				if e.vx.has(h) {
+			for _, k := range batch { // keys the index lacked
+				if e.vx.has(k) {
 					f.Vectors++
 				}
 			}

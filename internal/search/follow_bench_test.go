@@ -51,7 +51,7 @@ func BenchmarkFollow(b *testing.B) {
 			for j := range v {
 				v[j] = rng.Float32() - 0.5
 			}
-			vecs = append(vecs, recall.Vector{Space: "t", Hash: h, Vec: v})
+			vecs = append(vecs, recall.Vector{Space: "t", Key: h, Vec: v})
 		}
 		return d, vecs
 	}

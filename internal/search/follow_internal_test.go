@@ -32,7 +32,7 @@ func mkdoc(id string, texts ...string) recall.Document {
 func vecsOf(d recall.Document) []recall.Vector {
 	var out []recall.Vector
 	for _, c := range d.Chunks {
-		out = append(out, recall.Vector{Space: "t", Hash: c.Hash, Vec: embedtest.Vector(c.Text, 16)})
+		out = append(out, recall.Vector{Space: "t", Key: c.Hash, Vec: embedtest.Vector(c.Text, 16)})
 	}
 	return out
 }

@@ -133,7 +133,7 @@ func TestFollowAnotherProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.PutVectors(ctx, []recall.Vector{{Space: "t", Hash: d.Chunks[0].Hash, Vec: vec[0]}}); err != nil {
+	if err := other.PutVectors(ctx, []recall.Vector{{Space: "t", Key: d.Chunks[0].Hash, Vec: vec[0]}}); err != nil {
 		t.Fatal(err)
 	}
 	if f := follow(t, server); f.Vectors != 1 || f.Added != 0 {
@@ -280,7 +280,7 @@ func fillSpace(t *testing.T, st *sqlite.DB, name string, dim int, docs ...recall
 		if err != nil {
 			t.Fatal(err)
 		}
-		vecs = append(vecs, recall.Vector{Space: name, Hash: d.Chunks[0].Hash, Vec: v[0]})
+		vecs = append(vecs, recall.Vector{Space: name, Key: d.Chunks[0].Hash, Vec: v[0]})
 	}
 	if err := st.PutVectors(ctx, vecs); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func TestGuardRefusedWriteKeepsIndexAndStoreAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	refuse := recall.WithWriteGuard(ctx, func(*recall.Source, *recall.Document) bool { return false })
-	if _, err := eng.Write(refuse, []recall.Document{d}, []recall.Vector{{Space: "t", Hash: d.Chunks[0].Hash, Vec: v[0]}}); err != nil {
+	if _, err := eng.Write(refuse, []recall.Document{d}, []recall.Vector{{Space: "t", Key: d.Chunks[0].Hash, Vec: v[0]}}); err != nil {
 		t.Fatal(err)
 	}
 	src, err := st.Source(ctx, "a.md")

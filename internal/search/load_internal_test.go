@@ -37,7 +37,7 @@ func TestLoadReservesRoomForTheSpace(t *testing.T) {
 			units++
 		}
 		docs = append(docs, d)
-		vecs = append(vecs, recall.Vector{Space: "t", Hash: d.Chunks[0].Hash, Vec: v})
+		vecs = append(vecs, recall.Vector{Space: "t", Key: d.Chunks[0].Hash, Vec: v})
 	}
 	if _, err := st.Write(ctx, docs, vecs); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 
 // streamSearch is the vector leg of an engine that loads no index
 // (Options.ScanVectors): it reads every chunk with a vector in the read
-// space from the store and scores each text allowed as it goes, exactly
-// (float cosines, the index's own kernel), keeping the k best texts, each
+// space from the store and scores each vector allowed as it goes, exactly
+// (float cosines, the index's own kernel), keeping the k best keys, each
 // at its best unit's score with the allowed chunks holding it, as the
 // grouped index returns them. Filters apply before the cut, as in the
 // index. The search keeps nothing of the vectors but its k best texts.
@@ -23,7 +23,7 @@ func (e *Engine) streamSearch(ctx context.Context, q []float32, k int, f recall.
 	allow, _ := vectorFilter(f, only)
 	dim := e.scan.Dim
 	var (
-		last   string // the text scored last, at best
+		last   string // the key scored last, at best
 		best   float32
 		scored bool
 	)
@@ -31,10 +31,10 @@ func (e *Engine) streamSearch(ctx context.Context, q []float32, k int, f recall.
 		if !allow(&c.Source) {
 			return nil
 		}
-		// The chunks holding one text mostly come one after another:
+		// The chunks holding one key mostly come one after another:
 		// its units are scored once.
-		if c.Hash != last {
-			last, scored = c.Hash, false
+		if c.VectorKey != last {
+			last, scored = c.VectorKey, false
 			for _, u := range units(vec, dim) {
 				if s, ok := top.Score(u); ok && (!scored || s > best) {
 					best, scored = s, true
@@ -42,7 +42,7 @@ func (e *Engine) streamSearch(ctx context.Context, q []float32, k int, f recall.
 			}
 		}
 		if scored {
-			top.Add(c.Hash, best, c.ID)
+			top.Add(c.VectorKey, best, c.ID)
 		}
 		return nil
 	})
@@ -52,7 +52,7 @@ func (e *Engine) streamSearch(ctx context.Context, q []float32, k int, f recall.
 	res := top.Results()
 	out := make([]unitHit, len(res))
 	for i, r := range res {
-		out[i] = unitHit{Hash: r.Hash, Score: r.Score, ChunkIDs: r.ChunkIDs}
+		out[i] = unitHit{Key: r.Key, Score: r.Score, ChunkIDs: r.ChunkIDs}
 	}
 	return out, nil
 }

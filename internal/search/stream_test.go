@@ -140,8 +140,8 @@ func sameLeg(t *testing.T, name string, got, want []search.VectorHit) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.Hash != w.Hash || !slices.Equal(g.ChunkIDs, w.ChunkIDs) || math.Abs(float64(g.Score-w.Score)) > 1e-6 {
-			t.Errorf("%s: text %d is %.12s %v %.6f; the index's %.12s %v %.6f", name, i, g.Hash, g.ChunkIDs, g.Score, w.Hash, w.ChunkIDs, w.Score)
+		if g.Key != w.Key || !slices.Equal(g.ChunkIDs, w.ChunkIDs) || math.Abs(float64(g.Score-w.Score)) > 1e-6 {
+			t.Errorf("%s: text %d is %.12s %v %.6f; the index's %.12s %v %.6f", name, i, g.Key, g.ChunkIDs, g.Score, w.Key, w.ChunkIDs, w.Score)
 		}
 	}
 }

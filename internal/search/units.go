@@ -10,11 +10,11 @@ import (
 	"github.com/recall-mcp/recall/internal/vindex"
 )
 
-// A text's vector holds one unit vector per paragraph group of the chunk
+// A chunk's vector holds one unit vector per paragraph group of the chunk
 // (embed.Units); a chunk scores as its best unit. The vector index knows one
 // vector per entry, so each unit is indexed as an entry of its own: chunk
-// id c, unit u becomes id c<<unitBits|u with the hash "<hash>#<u>". Searches
-// map entries back to chunks and keep each chunk's best unit.
+// id c, unit u becomes id c<<unitBits|u with the key "<vector key>#<u>".
+// Searches map entries back to chunks and keep each chunk's best unit.
 const (
 	unitBits = 5
 	maxUnits = 1 << unitBits // embed.Units stays below this
@@ -22,10 +22,10 @@ const (
 
 func unitID(chunk int64, u int) int64 { return chunk<<unitBits | int64(u) }
 
-func unitHash(hash string, u int) string { return hash + "#" + strconv.Itoa(u) }
+func unitKey(key string, u int) string { return key + "#" + strconv.Itoa(u) }
 
-// splitUnitHash returns the text hash and unit number of an entry's hash.
-func splitUnitHash(h string) (string, int) {
+// splitUnitKey returns the vector key and unit number of an entry's key.
+func splitUnitKey(h string) (string, int) {
 	i := strings.LastIndexByte(h, '#')
 	if i < 0 {
 		return h, 0
@@ -53,14 +53,14 @@ type unitIndex struct {
 	dim int
 }
 
-func newUnitIndex(dim int, fetch func(ctx context.Context, hashes []string) (map[string][]float32, error)) *unitIndex {
-	// Rescoring asks for exact unit vectors: fetch each text's stored
+func newUnitIndex(dim int, fetch func(ctx context.Context, keys []string) (map[string][]float32, error)) *unitIndex {
+	// Rescoring asks for exact unit vectors: fetch each key's stored
 	// vector once and slice the units out of it.
 	unitFetch := func(ctx context.Context, hashes []string) (map[string][]float32, error) {
 		var texts []string
 		seen := map[string]bool{}
 		for _, h := range hashes {
-			t, _ := splitUnitHash(h)
+			t, _ := splitUnitKey(h)
 			if !seen[t] {
 				seen[t] = true
 				texts = append(texts, t)
@@ -72,14 +72,14 @@ func newUnitIndex(dim int, fetch func(ctx context.Context, hashes []string) (map
 		}
 		out := make(map[string][]float32, len(hashes))
 		for _, h := range hashes {
-			t, u := splitUnitHash(h)
+			t, u := splitUnitKey(h)
 			if us := units(stored[t], dim); u < len(us) {
 				out[h] = us[u]
 			}
 		}
 		return out, nil
 	}
-	textOf := func(h string) string { t, _ := splitUnitHash(h); return t }
+	textOf := func(h string) string { t, _ := splitUnitKey(h); return t }
 	return &unitIndex{vx: vindex.NewGrouped(dim, unitFetch, textOf), dim: dim}
 }
 
@@ -89,13 +89,13 @@ func (x *unitIndex) reserve(n int) { x.vx.Grow(n) }
 // room is how many more unit vectors fit before the index must grow.
 func (x *unitIndex) room() int { return x.vx.Room() }
 
-// has reports whether the text already has its vectors in the index.
-func (x *unitIndex) has(hash string) bool { return x.vx.Has(unitHash(hash, 0)) }
+// has reports whether the key already has its vectors in the index.
+func (x *unitIndex) has(key string) bool { return x.vx.Has(unitKey(key, 0)) }
 
 // hasChunk reports whether chunk id is indexed.
 func (x *unitIndex) hasChunk(id int64) bool { return x.vx.HasID(unitID(id, 0)) }
 
-// add indexes chunk c with its text's vector (nil when the text is indexed).
+// add indexes chunk c with its vector (nil when its key is indexed).
 func (x *unitIndex) add(c recall.IndexedChunk, vec []float32) error {
 	var res recall.WriteResult
 	vecs := map[string][]float32{}
@@ -109,33 +109,33 @@ func (x *unitIndex) expand(c recall.IndexedChunk, vec []float32, res *recall.Wri
 	us := units(vec, x.dim)
 	n := len(us)
 	if vec == nil {
-		n = x.count(c.Hash)
+		n = x.count(c.VectorKey)
 	}
 	for u := 0; u < n; u++ {
-		h := unitHash(c.Hash, u)
-		res.Added = append(res.Added, recall.IndexedChunk{ID: unitID(c.ID, u), Hash: h, Source: c.Source})
+		k := unitKey(c.VectorKey, u)
+		res.Added = append(res.Added, recall.IndexedChunk{ID: unitID(c.ID, u), Hash: c.Hash, VectorKey: k, Source: c.Source})
 		if us != nil {
-			vecs[h] = us[u]
+			vecs[k] = us[u]
 		}
 	}
 }
 
-// count is how many units an indexed text has.
-func (x *unitIndex) count(hash string) int {
+// count is how many units an indexed key has.
+func (x *unitIndex) count(key string) int {
 	n := 0
-	for n < maxUnits && x.vx.Has(unitHash(hash, n)) {
+	for n < maxUnits && x.vx.Has(unitKey(key, n)) {
 		n++
 	}
 	return n
 }
 
-// apply follows a committed write: vecs holds the vectors of texts the
+// apply follows a committed write: vecs holds the vectors of keys the
 // index may not have yet.
 func (x *unitIndex) apply(res recall.WriteResult, vecs map[string][]float32) error {
 	var ures recall.WriteResult
 	uvecs := map[string][]float32{}
 	for _, c := range res.Added {
-		x.expand(c, vecs[c.Hash], &ures, uvecs)
+		x.expand(c, vecs[c.VectorKey], &ures, uvecs)
 	}
 	for _, id := range res.Removed {
 		for u := range maxUnits {
@@ -146,15 +146,16 @@ func (x *unitIndex) apply(res recall.WriteResult, vecs map[string][]float32) err
 	return err
 }
 
-// unitHit is one chunk text found by a search, at its best unit's score.
+// unitHit is one vector key found by a search, at its best unit's score,
+// with the chunks holding it.
 type unitHit struct {
-	Hash     string
+	Key      string
 	Score    float32
 	ChunkIDs []int64
 }
 
-// search returns up to k texts best first, each at its best unit's score:
-// the index groups units by text, so k texts come back whenever k exist.
+// search returns up to k keys best first, each at its best unit's score:
+// the index groups units by key, so k keys come back whenever k exist.
 //
 // only, when not nil, further limits the search to those sources (by id);
 // such a search's filter is not kept for the next.
@@ -170,12 +171,12 @@ func (x *unitIndex) search(ctx context.Context, q []float32, k int, f recall.Fil
 	}
 	out := make([]unitHit, len(res))
 	for i, r := range res {
-		t, _ := splitUnitHash(r.Hash)
+		t, _ := splitUnitKey(r.Key)
 		ids := make([]int64, len(r.ChunkIDs))
 		for j, id := range r.ChunkIDs {
 			ids[j] = id >> unitBits
 		}
-		out[i] = unitHit{Hash: t, Score: r.Score, ChunkIDs: ids}
+		out[i] = unitHit{Key: t, Score: r.Score, ChunkIDs: ids}
 	}
 	return out, nil
 }
@@ -205,20 +206,20 @@ func (x *unitIndex) chunkIDs() []int64 {
 	return ids
 }
 
-// lacking returns the texts of hashes whose vectors are not in the index.
-func (x *unitIndex) lacking(hashes []string) []string {
-	first := make([]string, len(hashes))
-	for i, h := range hashes {
-		first[i] = unitHash(h, 0)
+// lacking returns the keys whose vectors are not in the index.
+func (x *unitIndex) lacking(keys []string) []string {
+	first := make([]string, len(keys))
+	for i, k := range keys {
+		first[i] = unitKey(k, 0)
 	}
 	out := x.vx.Missing(first)
 	for i, h := range out {
-		out[i], _ = splitUnitHash(h)
+		out[i], _ = splitUnitKey(h)
 	}
 	return out
 }
 
-// texts is how many distinct chunk texts have their vectors in the index.
+// texts is how many distinct vector keys have their vectors in the index.
 func (x *unitIndex) texts() int {
 	return x.vx.CountHashes(func(h string) bool { return strings.HasSuffix(h, "#0") })
 }

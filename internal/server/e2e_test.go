@@ -277,17 +277,18 @@ func TestToolStringsAreBounded(t *testing.T) {
 	}
 }
 
-// The stats hold two counts named vectors: a space's distinct chunk texts
-// with a vector, and the index's entries, one per paragraph group of each
-// chunk. get_archive_stats' output schema says which is which, and the
-// counts are what it says: a three-paragraph text in two files and a short
-// text in a third are 2 texts and 3+3+1 entries.
+// The stats hold two counts named vectors: a space's distinct texts
+// embedded (a chunk text under its header) with a vector, and the index's
+// entries, one per paragraph group of each chunk. get_archive_stats' output
+// schema says which is which, and the counts are what it says: a
+// three-paragraph text in two files of one title and a short text in a
+// third are 2 texts and 3+3+1 entries.
 func TestStatsSayWhatTheyCount(t *testing.T) {
 	f := newFixture(t, nil)
 	para := strings.Repeat("word ", 55)
 	three := para + "\n\nkettle " + para + "\n\nriver " + para
 	f.archive("a.md", "A", "", three)
-	f.archive("b.md", "B", "", three)
+	f.archive("b.md", "A", "", three)
 	f.archive("c.md", "C", "", "a short text")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -257,7 +257,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		vecs = append(vecs, gauge{l, float64(sp.Vectors)})
 		missing = append(missing, gauge{l, float64(sp.Missing)})
 	}
-	writeGauge(bw, "recall_vector_coverage_ratio", "Share of distinct chunk texts with a vector, by space.", cov...)
+	writeGauge(bw, "recall_vector_coverage_ratio", "Share of distinct chunk texts (each under its header) with a vector, by space.", cov...)
 	writeGauge(bw, "recall_vectors", "Distinct chunk texts with a vector, by space.", vecs...)
 	writeGauge(bw, "recall_vectors_missing", "Distinct chunk texts without a vector, by space.", missing...)
 	var states []gauge

@@ -225,8 +225,8 @@ type SpaceOutput struct {
 	Model    string  `json:"model"`
 	Dim      int     `json:"dim"`
 	Read     bool    `json:"read"`
-	Vectors  int     `json:"vectors" jsonschema:"distinct chunk texts that have a vector in this space, each counted once (a text is embedded as one unit vector per paragraph group)"`
-	Missing  int     `json:"missing" jsonschema:"distinct chunk texts without a vector in this space yet, for repair to embed"`
+	Vectors  int     `json:"vectors" jsonschema:"distinct chunk texts, each under its header (title and date), that have a vector in this space, each counted once (a text is embedded as one unit vector per paragraph group)"`
+	Missing  int     `json:"missing" jsonschema:"distinct chunk texts, each under its header, without a vector in this space yet, for repair to embed"`
 	Coverage float64 `json:"coverage" jsonschema:"vectors / (vectors + missing); 1 when there is nothing to embed"`
 }
 

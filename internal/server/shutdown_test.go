@@ -182,7 +182,7 @@ func (s *heldCommit) Write(ctx context.Context, docs []recall.Document, vecs []r
 	return res, err
 }
 
-// lookupCounter closes looked at its store's nth VectorsByHash call. A
+// lookupCounter closes looked at its store's nth VectorsByKey call. A
 // sweep without an embedder, as the server's is, makes one per file in
 // walk order, before it hands the file to its writer: at the nth, the
 // files before it are with the writer, whole (an interruption no longer
@@ -194,11 +194,11 @@ type lookupCounter struct {
 	looked chan struct{}
 }
 
-func (s *lookupCounter) VectorsByHash(ctx context.Context, space string, hashes []string) (map[string][]float32, error) {
+func (s *lookupCounter) VectorsByKey(ctx context.Context, space string, hashes []string) (map[string][]float32, error) {
 	if s.calls.Add(1) == s.n {
 		close(s.looked)
 	}
-	return s.Store.VectorsByHash(ctx, space, hashes)
+	return s.Store.VectorsByKey(ctx, space, hashes)
 }
 
 // Hurry (a second interrupt) makes the server's vault sweep skip its stop

@@ -89,14 +89,14 @@ func checkID(id string) error {
 // holding NaN or an infinity.
 func ValidateVector(v recall.Vector) error {
 	if v.Space == "" {
-		return recall.Errorf(recall.EINVALID, "vector for %s names no space", v.Hash)
+		return recall.Errorf(recall.EINVALID, "vector for %s names no space", v.Key)
 	}
 	if len(v.Vec) == 0 {
-		return recall.Errorf(recall.EINVALID, "vector for %s is empty", v.Hash)
+		return recall.Errorf(recall.EINVALID, "vector for %s is empty", v.Key)
 	}
 	for i, x := range v.Vec {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return recall.Errorf(recall.EINVALID, "vector for %s has a non-finite value at %d", v.Hash, i)
+			return recall.Errorf(recall.EINVALID, "vector for %s has a non-finite value at %d", v.Key, i)
 		}
 	}
 	return nil
@@ -129,7 +129,7 @@ func ValidateWrite(docs []recall.Document, vecs []recall.Vector, validate func(*
 // (recall.WithWriteGuard) lets through, asking it about each with the
 // source read returns for its id (nil, nil when the store holds none, or
 // only an archive source without chunks: see ListedSQL), and
-// the vectors of the write but those of texts only refused documents hold;
+// the vectors of the write but those only refused documents' chunks need;
 // docs and vecs themselves when the context has no guard. Backends call it inside the
 // write's transaction, before writing any document.
 func Guarded(ctx context.Context, docs []recall.Document, vecs []recall.Vector, read func(id string) (*recall.Source, error)) ([]recall.Document, []recall.Vector, error) {
@@ -154,21 +154,22 @@ func Guarded(ctx context.Context, docs []recall.Document, vecs []recall.Vector, 
 		return pass, vecs, nil
 	}
 	// A refused document's vectors are left out too: they would replace
-	// the stored vectors of texts the kept copy holds, and settle it. A
-	// text a document let through also holds keeps its vector.
+	// the stored vectors of chunks the kept copy holds, and settle it. A
+	// vector a document let through also needs is kept.
 	kept := map[string]bool{}
 	for _, d := range pass {
 		for _, c := range d.Chunks {
-			kept[c.Hash] = true
+			kept[c.VectorKey()] = true
 		}
 	}
 	drop := map[string]bool{}
 	for _, d := range refused {
 		for _, c := range d.Chunks {
-			drop[c.Hash] = !kept[c.Hash]
+			k := c.VectorKey()
+			drop[k] = !kept[k]
 		}
 	}
-	return pass, slices.DeleteFunc(slices.Clone(vecs), func(v recall.Vector) bool { return drop[v.Hash] }), nil
+	return pass, slices.DeleteFunc(slices.Clone(vecs), func(v recall.Vector) bool { return drop[v.Key] }), nil
 }
 
 // ValidateSpace checks a vector space before it is created.

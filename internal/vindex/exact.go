@@ -79,7 +79,7 @@ func (x *Exact) Add(group string, s float32, id int64) {
 	heaps.Fix(&x.top, 0)
 }
 
-// Results returns the groups kept, best first, each named by Hash with its
+// Results returns the groups kept, best first, each named by Key with its
 // ids ascending and duplicates dropped.
 func (x *Exact) Results() []Result {
 	groups := slices.Clone(x.top)
@@ -96,7 +96,7 @@ func (x *Exact) Results() []Result {
 	for i, g := range groups {
 		ids := slices.Clone(g.ids)
 		slices.Sort(ids)
-		out[i] = Result{Hash: g.name, Score: g.score, ChunkIDs: slices.Compact(ids)}
+		out[i] = Result{Key: g.name, Score: g.score, ChunkIDs: slices.Compact(ids)}
 	}
 	return out
 }

@@ -49,8 +49,8 @@ func TestExactMatchesGroupedSearch(t *testing.T) {
 				t.Fatalf("query %d, k %d: %d groups; the index %d", qi, k, len(got), len(want))
 			}
 			for i := range want {
-				if got[i].Hash != group(want[i].Hash) || got[i].Score != want[i].Score {
-					t.Errorf("query %d, k %d: group %d is %s at %v; the index's %s at %v", qi, k, i, got[i].Hash, got[i].Score, group(want[i].Hash), want[i].Score)
+				if got[i].Key != group(want[i].Key) || got[i].Score != want[i].Score {
+					t.Errorf("query %d, k %d: group %d is %s at %v; the index's %s at %v", qi, k, i, got[i].Key, got[i].Score, group(want[i].Key), want[i].Score)
 				}
 			}
 		}

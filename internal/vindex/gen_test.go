@@ -192,7 +192,7 @@ func build(d *dataset, n int, fetch FetchFunc, queries [][]float32, k int) (*Ind
 						Kind: recall.KindArchive,
 						Date: fmt.Sprintf("2024-%02d", i/10%12+1),
 					}
-					if err := x.Add(recall.IndexedChunk{ID: int64(i), Hash: hashOf(i), Source: meta}, v); err != nil {
+					if err := x.Add(recall.IndexedChunk{ID: int64(i), VectorKey: hashOf(i), Source: meta}, v); err != nil {
 						panic(err)
 					}
 				}
@@ -214,7 +214,7 @@ func recallAt(truth []scored, got []Result) float64 {
 	}
 	hit := 0
 	for _, r := range got {
-		if want[r.Hash] {
+		if want[r.Key] {
 			hit++
 		}
 	}

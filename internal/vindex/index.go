@@ -9,9 +9,9 @@ import (
 	"github.com/recall-mcp/recall"
 )
 
-// FetchFunc returns the stored float vectors for some text hashes (any
-// length; they are normalised here). Hashes it has no vector for are simply
-// missing from the map. A closure over recall.Store.VectorsByHash fits.
+// FetchFunc returns the stored float vectors for some vector keys (any
+// length; they are normalised here). Keys it has no vector for are simply
+// missing from the map. A closure over recall.Store.VectorsByKey fits.
 type FetchFunc func(ctx context.Context, hashes []string) (map[string][]float32, error)
 
 // Index is an in-memory vector index over one dimension. The zero value is
@@ -159,7 +159,7 @@ func grow[T any](s []T, n int) []T {
 	return t
 }
 
-// Add indexes chunk c with vector vec. When c.Hash is already indexed, the
+// Add indexes chunk c with vector vec. When c.VectorKey is already indexed, the
 // stored vector is shared and vec may be nil (see Has); otherwise vec must
 // have the index's dimension and a finite, non-zero length. Adding a chunk id
 // that is already indexed replaces it.
@@ -172,7 +172,7 @@ func (x *Index) Add(c recall.IndexedChunk, vec []float32) error {
 	defer x.mu.Unlock()
 	x.gen++
 	if !x.add(c, p) {
-		return recall.Errorf(recall.EINVALID, "chunk %d: no vector given and none indexed for its text", c.ID)
+		return recall.Errorf(recall.EINVALID, "chunk %d: no vector given and none indexed for its key", c.ID)
 	}
 	return nil
 }
@@ -182,19 +182,19 @@ func (x *Index) Add(c recall.IndexedChunk, vec []float32) error {
 // Adding first keeps a text that moved from one chunk id to another from
 // being dropped and encoded again.
 //
-// vecs holds vectors by text hash for texts the index may not have yet: the
-// vectors the write stored, or Store.VectorsByHash. An added chunk whose text
-// has a vector neither there nor in the index is skipped and counted: its
-// text is not embedded yet and is indexed once its vector is stored. A bad
+// vecs holds vectors by key for keys the index may not have yet: the
+// vectors the write stored, or Store.VectorsByKey. An added chunk whose key
+// has a vector neither there nor in the index is skipped and counted: it
+// is not embedded yet and is indexed once its vector is stored. A bad
 // vector fails the whole call before anything changes.
 func (x *Index) Apply(res recall.WriteResult, vecs map[string][]float32) (skipped int, err error) {
 	checked := make(map[string]prepared)
 	for _, c := range res.Added {
-		if _, done := checked[c.Hash]; done {
+		if _, done := checked[c.VectorKey]; done {
 			continue
 		}
-		if vec, ok := vecs[c.Hash]; ok {
-			if checked[c.Hash], err = x.prepare(c.ID, vec); err != nil {
+		if vec, ok := vecs[c.VectorKey]; ok {
+			if checked[c.VectorKey], err = x.prepare(c.ID, vec); err != nil {
 				return 0, err
 			}
 		}
@@ -203,7 +203,7 @@ func (x *Index) Apply(res recall.WriteResult, vecs map[string][]float32) (skippe
 	defer x.mu.Unlock()
 	x.gen++
 	for _, c := range res.Added {
-		if !x.add(c, checked[c.Hash]) {
+		if !x.add(c, checked[c.VectorKey]) {
 			skipped++
 		}
 	}
@@ -241,14 +241,14 @@ func (x *Index) prepare(id int64, vec []float32) (prepared, error) {
 // add indexes c with the vector p (none: reuse the indexed one) and
 // reports false, changing nothing, when c's text has no vector either way.
 func (x *Index) add(c recall.IndexedChunk, p prepared) bool {
-	if s, dup := x.byID[c.ID]; dup && x.hashes[x.vecOf[s]] == c.Hash {
+	if s, dup := x.byID[c.ID]; dup && x.hashes[x.vecOf[s]] == c.VectorKey {
 		// Same chunk, same text: only its source's attributes can change.
 		old := x.metas[s]
 		x.metas[s] = x.internSource(c.Source)
 		x.release(old)
 		return true
 	}
-	v, ok := x.byHash[c.Hash]
+	v, ok := x.byHash[c.VectorKey]
 	if !ok && p.vec == nil {
 		return false
 	}
@@ -257,10 +257,10 @@ func (x *Index) add(c recall.IndexedChunk, p prepared) bool {
 	// move it into a hole, hence the second lookup.
 	if _, dup := x.byID[c.ID]; dup {
 		x.remove(c.ID)
-		v, ok = x.byHash[c.Hash]
+		v, ok = x.byHash[c.VectorKey]
 	}
 	if !ok {
-		v = x.addVector(c.Hash, p)
+		v = x.addVector(c.VectorKey, p)
 	}
 
 	s := int32(len(x.ids))
@@ -309,8 +309,8 @@ func (x *Index) release(r *sourceRef) {
 	}
 }
 
-// Has reports whether a vector is indexed for the text hash, in which case
-// Add needs no vector for another chunk with that text.
+// Has reports whether a vector is indexed for the key, in which case
+// Add needs no vector for another chunk with that key.
 func (x *Index) Has(hash string) bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -325,7 +325,7 @@ func (x *Index) Len() int {
 	return len(x.ids)
 }
 
-// Vectors returns the number of distinct vectors (texts) indexed.
+// Vectors returns the number of distinct vectors (keys) indexed.
 func (x *Index) Vectors() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()

@@ -15,7 +15,7 @@ import (
 var ctx = context.Background()
 
 func chunk(id int64, hash, source string) recall.IndexedChunk {
-	return recall.IndexedChunk{ID: id, Hash: hash, Source: recall.SourceMeta{ID: source, Kind: recall.KindArchive}}
+	return recall.IndexedChunk{ID: id, VectorKey: hash, Source: recall.SourceMeta{ID: source, Kind: recall.KindArchive}}
 }
 
 // floats is a FetchFunc over vectors kept in a map, standing in for the store.
@@ -162,8 +162,8 @@ func TestSharedTextIsOneVector(t *testing.T) {
 		if len(res) == 0 {
 			return nil
 		}
-		if res[0].Hash != "same" {
-			t.Fatalf("best match %q, want same", res[0].Hash)
+		if res[0].Key != "same" {
+			t.Fatalf("best match %q, want same", res[0].Key)
 		}
 		return res[0].ChunkIDs
 	}
@@ -181,7 +181,7 @@ func TestSharedTextIsOneVector(t *testing.T) {
 		t.Fatalf("vector kept after its last chunk went: Has %v, Vectors %d", x.Has("same"), x.Vectors())
 	}
 	res, err := x.Search(ctx, []float32{0, 0.6, 0.8}, 5, nil)
-	if err != nil || len(res) != 1 || res[0].Hash != "other" {
+	if err != nil || len(res) != 1 || res[0].Key != "other" {
 		t.Fatalf("after removing the shared text: %+v, %v", res, err)
 	}
 }
@@ -197,7 +197,7 @@ func TestReAddingAChunk(t *testing.T) {
 	must(t, x.Add(c, nil))
 	checkInvariants(t, x)
 	res, err := x.Search(ctx, []float32{1, 0}, 1, func(m *recall.SourceMeta) bool { return m.Title == "renamed" })
-	if err != nil || len(res) != 1 || res[0].Hash != "a" {
+	if err != nil || len(res) != 1 || res[0].Key != "a" {
 		t.Fatalf("search by the new title: %+v, %v", res, err)
 	}
 
@@ -237,7 +237,7 @@ func TestApply(t *testing.T) {
 	}
 	res, err := x.Search(ctx, []float32{1, 0}, 5, nil)
 	must(t, err)
-	if len(res) != 2 || res[0].Hash != "a" || !slices.Equal(res[0].ChunkIDs, []int64{3}) {
+	if len(res) != 2 || res[0].Key != "a" || !slices.Equal(res[0].ChunkIDs, []int64{3}) {
 		t.Fatalf("results %+v", res)
 	}
 
@@ -308,10 +308,10 @@ func TestRandomOperations(t *testing.T) {
 		t.Fatalf("%d texts found, model has %d", len(res), len(want))
 	}
 	for _, re := range res {
-		w := want[re.Hash]
+		w := want[re.Key]
 		slices.Sort(w)
 		if !slices.Equal(re.ChunkIDs, w) {
-			t.Fatalf("text %s: chunks %v, model %v", re.Hash, re.ChunkIDs, w)
+			t.Fatalf("text %s: chunks %v, model %v", re.Key, re.ChunkIDs, w)
 		}
 	}
 
@@ -387,7 +387,7 @@ func TestFetchFailures(t *testing.T) {
 		must(t, x.Add(chunk(2, "b", "s"), []float32{0.6, 0.8, 0}))
 		res, err := x.Search(ctx, []float32{1, 0, 0}, 2, nil)
 		must(t, err)
-		if len(res) != 2 || res[0].Hash != "a" || res[0].Score != 1 || math.Abs(float64(res[1].Score)-0.6) > 0.01 {
+		if len(res) != 2 || res[0].Key != "a" || res[0].Score != 1 || math.Abs(float64(res[1].Score)-0.6) > 0.01 {
 			t.Fatalf("results %+v", res)
 		}
 	})
@@ -417,7 +417,7 @@ func TestKeyedFilterFollowsChanges(t *testing.T) {
 		}
 		var hs []string
 		for _, r := range res {
-			hs = append(hs, r.Hash)
+			hs = append(hs, r.Key)
 		}
 		slices.Sort(hs)
 		return hs
@@ -480,14 +480,14 @@ func TestSearchCodesReadsNothing(t *testing.T) {
 	if fetches != 0 {
 		t.Errorf("SearchCodes fetched %d times; want none", fetches)
 	}
-	if res[0].Hash != "7" {
-		t.Errorf("best match %s; want the query's own vector", res[0].Hash)
+	if res[0].Key != "7" {
+		t.Errorf("best match %s; want the query's own vector", res[0].Key)
 	}
 	qu, _ := unit(q)
 	for _, r := range res {
-		vu, _ := unit(vecs[r.Hash])
+		vu, _ := unit(vecs[r.Key])
 		if d := math.Abs(float64(r.Score - dot(qu, vu))); d > 0.01 {
-			t.Errorf("%s: code score %v, cosine %v", r.Hash, r.Score, dot(qu, vu))
+			t.Errorf("%s: code score %v, cosine %v", r.Key, r.Score, dot(qu, vu))
 		}
 	}
 	if _, err := x.Search(ctx, q, 10, nil); err != nil || fetches != 1 {

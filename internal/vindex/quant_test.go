@@ -104,7 +104,7 @@ func BenchmarkQuantisation(b *testing.B) {
 						}
 						res := make([]Result, 0, 10)
 						for _, s := range got.best[0] {
-							res = append(res, Result{Hash: hashOf(s.i)})
+							res = append(res, Result{Key: hashOf(s.i)})
 						}
 						sum += recallAt(truth.best[qi], res)
 					}

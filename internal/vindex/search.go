@@ -16,7 +16,7 @@ import (
 
 // Result is one distinct text among the best matches of a search.
 type Result struct {
-	Hash     string
+	Key      string  // the key of the vector (a chunk's recall.IndexedChunk.VectorKey), or of its group
 	Score    float32 // cosine similarity with the query
 	ChunkIDs []int64 // the chunks holding the text that the filter allows, ascending
 }
@@ -106,13 +106,13 @@ func (x *Index) search(ctx context.Context, q []float32, k int, allow func(*reca
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Hash, b.Hash)
+		return cmp.Compare(a.Key, b.Key)
 	})
 	if x.group != nil && rescore {
 		// Several vectors of a group were rescored: keep each group's best.
 		seen := make(map[string]bool, len(res))
 		res = slices.DeleteFunc(res, func(r Result) bool {
-			g := x.group(r.Hash)
+			g := x.group(r.Key)
 			if seen[g] {
 				return true
 			}
@@ -186,7 +186,7 @@ func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*rec
 	}
 	res := make([]Result, len(top))
 	for i, c := range top {
-		res[i] = Result{Hash: x.hashes[c.v], Score: c.score * qscale, ChunkIDs: x.chunksOf(c.v, allow)}
+		res[i] = Result{Key: x.hashes[c.v], Score: c.score * qscale, ChunkIDs: x.chunksOf(c.v, allow)}
 	}
 	return res
 }
@@ -442,19 +442,19 @@ func (x *Index) best(sorted []candidate, pool int) (top []candidate, full bool) 
 func (x *Index) rescore(ctx context.Context, u []float32, res []Result) error {
 	hashes := make([]string, len(res))
 	for i, r := range res {
-		hashes[i] = r.Hash
+		hashes[i] = r.Key
 	}
 	vecs, err := x.fetch(ctx, hashes)
 	if err != nil {
 		return err
 	}
 	for i := range res {
-		vec, ok := vecs[res[i].Hash]
+		vec, ok := vecs[res[i].Key]
 		if !ok {
 			continue
 		}
 		if len(vec) != x.dim {
-			return recall.WrapError(recall.EINTERNAL, fmt.Errorf("stored vector for %s has %d dimensions, the index %d", res[i].Hash, len(vec), x.dim), "vector index out of step with the store")
+			return recall.WrapError(recall.EINTERNAL, fmt.Errorf("stored vector for %s has %d dimensions, the index %d", res[i].Key, len(vec), x.dim), "vector index out of step with the store")
 		}
 		w, ok := unit(vec)
 		if !ok {

@@ -90,8 +90,8 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 						t.Fatalf("rank %d: score %v, exact %v", i, g.Score, w.score)
 					}
 					separated := (i == 0 || want[i-1].score-w.score > tt.gap) && want[i+1].score < w.score-tt.gap
-					if separated && g.Hash != hashOf(w.i) {
-						t.Fatalf("rank %d: %s (%.4f), exact search has %s (%.4f)", i, g.Hash, g.Score, hashOf(w.i), w.score)
+					if separated && g.Key != hashOf(w.i) {
+						t.Fatalf("rank %d: %s (%.4f), exact search has %s (%.4f)", i, g.Key, g.Score, hashOf(w.i), w.score)
 					}
 				}
 			}
@@ -116,7 +116,7 @@ func TestFilterBeforeCut(t *testing.T) {
 			}
 			src = recall.SourceMeta{ID: "mem/" + strconv.Itoa(i), Kind: recall.KindMemory, Owner: "ann", Date: "2023-01-02"}
 		}
-		must(t, x.Add(recall.IndexedChunk{ID: int64(i), Hash: hashOf(i), Source: src}, v))
+		must(t, x.Add(recall.IndexedChunk{ID: int64(i), VectorKey: hashOf(i), Source: src}, v))
 	}
 	filters := []recall.Filter{
 		{Kinds: []recall.Kind{recall.KindMemory}},
@@ -146,8 +146,8 @@ func TestFilterBeforeCut(t *testing.T) {
 // found, listing only the allowed chunk.
 func TestFilterPerChunk(t *testing.T) {
 	x := New(2, nil)
-	must(t, x.Add(recall.IndexedChunk{ID: 1, Hash: "a", Source: recall.SourceMeta{ID: "mine", Kind: recall.KindMemory, Owner: "ann"}}, []float32{1, 0}))
-	must(t, x.Add(recall.IndexedChunk{ID: 2, Hash: "a", Source: recall.SourceMeta{ID: "theirs", Kind: recall.KindMemory, Owner: "bob"}}, nil))
+	must(t, x.Add(recall.IndexedChunk{ID: 1, VectorKey: "a", Source: recall.SourceMeta{ID: "mine", Kind: recall.KindMemory, Owner: "ann"}}, []float32{1, 0}))
+	must(t, x.Add(recall.IndexedChunk{ID: 2, VectorKey: "a", Source: recall.SourceMeta{ID: "theirs", Kind: recall.KindMemory, Owner: "bob"}}, nil))
 	f := recall.Filter{OwnerScoped: true, Owner: "bob"}
 	res, err := x.Search(ctx, []float32{1, 0}, 5, f.Allows)
 	must(t, err)
@@ -349,7 +349,7 @@ func TestGroupedSearch(t *testing.T) {
 				gap = 1e-6
 			}
 			for i, res := range got {
-				g := group(res.Hash)
+				g := group(res.Key)
 				if seen[g] {
 					t.Fatalf("group %s returned twice", g)
 				}
@@ -363,8 +363,8 @@ func TestGroupedSearch(t *testing.T) {
 					t.Fatalf("rank %d: group %s (%.4f), exact search has %s (%.4f)", i, g, res.Score, w, best[w])
 				}
 			}
-			if group(got[0].Hash) != "crowd" {
-				t.Fatalf("best group %s, want crowd", group(got[0].Hash))
+			if group(got[0].Key) != "crowd" {
+				t.Fatalf("best group %s, want crowd", group(got[0].Key))
 			}
 		})
 	}

@@ -216,7 +216,7 @@ func loadCorpus(b *testing.B) (pgURL, litePath string) {
 			var vecs []recall.Vector
 			for _, d := range batch {
 				for _, c := range d.Chunks {
-					vecs = append(vecs, recall.Vector{Space: space.Name, Hash: c.Hash, Vec: unitVectors(r, loadUnits, loadDim)})
+					vecs = append(vecs, recall.Vector{Space: space.Name, Key: c.Hash, Vec: unitVectors(r, loadUnits, loadDim)})
 				}
 			}
 			for _, st := range []recall.Store{pg, lite} {

@@ -35,7 +35,7 @@ func (db *DB) IntegrityCheck(ctx context.Context) error {
 		{"postings their chunk does not list", `SELECT count(*) FROM postings p JOIN chunks c ON c.id = p.chunk_id WHERE NOT p.term = ANY(c.terms)`},
 		{"chunk terms without a posting", `SELECT count(*) FROM chunks c CROSS JOIN LATERAL unnest(c.terms) AS t(term)
 			WHERE NOT EXISTS (SELECT 1 FROM postings p WHERE p.term = t.term AND p.chunk_id = c.id)`},
-		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)`},
+		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = v.vkey)`},
 		{"vectors of the wrong size for their space", `SELECT count(*) FROM vectors v JOIN spaces sp ON sp.name = v.space
 			WHERE vector_dims(v.vec) != sp.dim`},
 		{"sources whose chunk_count is wrong", `SELECT count(*) FROM sources s WHERE chunk_count != (SELECT count(*) FROM chunks c WHERE c.sid = s.sid)`},

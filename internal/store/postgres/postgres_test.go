@@ -117,7 +117,7 @@ func TestTwoProcesses(t *testing.T) {
 	if _, err := a.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "p", Model: "m", Dim: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.PutVectors(ctx, []recall.Vector{{Space: "s", Hash: recall.TextHash("written by the first process"), Vec: []float32{1, 0}}}); err != nil {
+	if err := a.PutVectors(ctx, []recall.Vector{{Space: "s", Key: recall.TextHash("written by the first process"), Vec: []float32{1, 0}}}); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := b.Census(ctx, "s"); err != nil || c.ReadSpace != "s" || c.Vectors != 1 || c.Chunks != 2 {
@@ -406,17 +406,46 @@ func TestWriteAfterANewerUpgradeRefused(t *testing.T) {
 	}
 }
 
-// asVersion leaves db's schema as a recall of schema version v (1 or 2)
-// left it: the later migrations not recorded, and what 0003 added
-// (sources.reading) gone, so that opening it upgrades it. (0002 only
-// rekeys long terms, which a test database without them need not undo.)
+// asVersion leaves db's schema as a recall of schema version v (1 to 3)
+// left it: the later migrations not recorded, and what they added undone,
+// so that opening it upgrades it: 0004's vector keys (each vector keyed by
+// the hash of its chunks' text, which must be one text) and 0003's
+// sources.reading. (0002 only rekeys long terms, which a test database
+// without them need not undo.)
 func asVersion(t *testing.T, db *DB, v int) {
 	t.Helper()
-	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > ` + strconv.Itoa(v), `ALTER TABLE sources DROP COLUMN reading`} {
+	qs := []string{
+		`UPDATE vectors v SET vkey = (SELECT c.hash FROM chunks c WHERE c.vkey = v.vkey LIMIT 1)`,
+		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`,
+		`ALTER INDEX vectors_vkey RENAME TO vectors_hash`,
+		`ALTER TABLE chunks DROP COLUMN vkey`, // and its index
+	}
+	if v < 3 {
+		qs = append(qs, `ALTER TABLE sources DROP COLUMN reading`)
+	}
+	qs = append(qs, `DELETE FROM recall_schema_migrations WHERE version > `+strconv.Itoa(v))
+	for _, q := range qs {
 		if _, err := db.pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
+			t.Fatal(q, err)
 		}
 	}
+}
+
+// An upgrade from version 3 keys the stored vectors by header and text
+// without embedding anything (storetest.VectorKeysUpgrade).
+func TestVectorKeysUpgrade(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	storetest.VectorKeysUpgrade(t, db, func(t *testing.T, s recall.Store) {
+		asVersion(t, db, 3)
+		db.Close()
+	}, func(t *testing.T) recall.Store {
+		db := openTest(t, dsn, Options{})
+		if err := db.IntegrityCheck(ctx); err != nil {
+			t.Errorf("integrity check after the upgrade: %v", err)
+		}
+		return db
+	})
 }
 
 // Opening a database an older recall set up says it upgrades it, before it
@@ -937,12 +966,12 @@ func TestManyUnitVectors(t *testing.T) {
 		vec[i] = float32(i%97) / 97
 	}
 	h := recall.TextHash("long text")
-	if err := db.PutVectors(ctx, []recall.Vector{{Space: "big", Hash: h, Vec: vec}}); err != nil {
+	if err := db.PutVectors(ctx, []recall.Vector{{Space: "big", Key: h, Vec: vec}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.VectorsByHash(ctx, "big", []string{h})
+	got, err := db.VectorsByKey(ctx, "big", []string{h})
 	if err != nil || !slices.Equal(got[h], vec) {
-		t.Errorf("VectorsByHash: %d values, %v; want the %d stored", len(got[h]), err, len(vec))
+		t.Errorf("VectorsByKey: %d values, %v; want the %d stored", len(got[h]), err, len(vec))
 	}
 	if c, _ := db.Census(ctx, "big"); c.Vectors != 1 {
 		t.Errorf("census counts %d vectors; want 1 text", c.Vectors)

@@ -284,27 +284,28 @@ func (db *DB) SourcesByHash(ctx context.Context, hashes []string, f recall.Filte
 	return out, db.fail(ctx, rows.Err(), "sources by hash")
 }
 
-const indexedChunkCols = `c.id, c.hash, s.id, s.kind, s.title, s.date, s.owner, s.category`
+const indexedChunkCols = `c.id, c.hash, c.vkey, s.id, s.kind, s.title, s.date, s.owner, s.category`
 
 func scanIndexedChunk(row pgx.Row, extra ...any) (recall.IndexedChunk, error) {
 	var c recall.IndexedChunk
 	m := &c.Source
-	err := row.Scan(append([]any{&c.ID, &c.Hash, &m.ID, &m.Kind, &m.Title, &m.Date, &m.Owner, &m.Category}, extra...)...)
+	err := row.Scan(append([]any{&c.ID, &c.Hash, &c.VectorKey, &m.ID, &m.Kind, &m.Title, &m.Date, &m.Owner, &m.Category}, extra...)...)
 	return c, err
 }
 
-// ChunksByHash returns the chunks whose text has one of the hashes, ordered by id.
-func (db *DB) ChunksByHash(ctx context.Context, hashes []string) ([]recall.IndexedChunk, error) {
-	if len(hashes) == 0 {
+// ChunksByVectorKey returns the chunks whose vector key is one of keys,
+// ordered by id.
+func (db *DB) ChunksByVectorKey(ctx context.Context, keys []string) ([]recall.IndexedChunk, error) {
+	if len(keys) == 0 {
 		return nil, nil
 	}
 	rows, err := db.pool.Query(ctx, `SELECT `+indexedChunkCols+` FROM chunks c JOIN sources s ON s.sid = c.sid
-		WHERE c.hash = ANY($1::text[]) ORDER BY c.id`, hashes)
+		WHERE c.vkey = ANY($1::text[]) ORDER BY c.id`, keys)
 	if err != nil {
-		return nil, db.fail(ctx, err, "chunks by hash")
+		return nil, db.fail(ctx, err, "chunks by vector key")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (recall.IndexedChunk, error) { return scanIndexedChunk(r) })
-	return out, db.fail(ctx, err, "chunks by hash")
+	return out, db.fail(ctx, err, "chunks by vector key")
 }
 
 // Export calls fn for every source with all its chunks, ordered by id. It

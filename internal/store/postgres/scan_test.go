@@ -38,7 +38,7 @@ func TestScanAcrossPages(t *testing.T) {
 			if i%2 == 0 { // two units
 				vec = append(vec, 3, 4, float32(i))
 			}
-			vecs = append(vecs, recall.Vector{Space: "s", Hash: h, Vec: vec})
+			vecs = append(vecs, recall.Vector{Space: "s", Key: h, Vec: vec})
 		}
 	}
 	res, err := db.Write(ctx, docs, vecs)

@@ -98,8 +98,8 @@ func (db *DB) Stats(ctx context.Context) (recall.Stats, error) {
 		}
 		for i := range st.Spaces {
 			sp := &st.Spaces[i]
-			if err := tx.QueryRow(ctx, `SELECT count(DISTINCT hash) FROM chunks c
-				WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $1 AND v.hash = c.hash)`, sp.Name).Scan(&sp.Missing); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT count(DISTINCT vkey) FROM chunks c
+				WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $1 AND v.vkey = c.vkey)`, sp.Name).Scan(&sp.Missing); err != nil {
 				return err
 			}
 			sp.Coverage = 1

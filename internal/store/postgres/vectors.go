@@ -134,7 +134,7 @@ func (db *DB) DropSpace(ctx context.Context, name string) error {
 	})
 }
 
-// PutVectors stores vectors in one transaction. A vector whose text no chunk
+// PutVectors stores vectors in one transaction. A vector whose key no chunk
 // holds (its chunk was replaced while it was being embedded) is skipped, so a
 // vector without a chunk cannot exist.
 func (db *DB) PutVectors(ctx context.Context, vecs []recall.Vector) error {
@@ -152,7 +152,7 @@ func (db *DB) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 // putVectors stores already validated vectors, checking each against its
 // space's dimension before anything is written. A text's vector is one or
 // more units of the space's dimension (recall.Vector), stored one row per
-// unit; storing a text's vector replaces all of its units.
+// unit; storing a key's vector replaces all of its units.
 func putVectors(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
 	if len(vecs) == 0 {
 		return nil
@@ -174,25 +174,25 @@ func putVectors(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
 			return recall.Errorf(recall.ECONFLICT, "space %s holds %d-dim vectors, got %d values", v.Space, dim, len(v.Vec))
 		}
 	}
-	// The last vector of a text in the batch wins, as with one statement
-	// per vector; each text is written once.
+	// The last vector of a key in the batch wins, as with one statement
+	// per vector; each key is written once.
 	last := map[[2]string]int{}
 	for i, v := range vecs {
-		last[[2]string{v.Space, v.Hash}] = i
+		last[[2]string{v.Space, v.Key}] = i
 	}
 	var b pgx.Batch
 	var queued []int
 	for i, v := range vecs {
-		if last[[2]string{v.Space, v.Hash}] != i {
+		if last[[2]string{v.Space, v.Key}] != i {
 			continue
 		}
 		dim := dims[v.Space]
-		b.Queue(`WITH old AS (DELETE FROM vectors WHERE space = $1 AND hash = $2 RETURNING unit)
-			SELECT count(*) FILTER (WHERE unit = 0) FROM old`, v.Space, v.Hash)
-		b.Queue(`INSERT INTO vectors (space, hash, unit, vec)
+		b.Queue(`WITH old AS (DELETE FROM vectors WHERE space = $1 AND vkey = $2 RETURNING unit)
+			SELECT count(*) FILTER (WHERE unit = 0) FROM old`, v.Space, v.Key)
+		b.Queue(`INSERT INTO vectors (space, vkey, unit, vec)
 			SELECT $1, $2, u, ($3::real[])[u * $4 + 1 : (u + 1) * $4]::vector
 			FROM generate_series(0, $5 - 1) AS u
-			WHERE EXISTS (SELECT 1 FROM chunks WHERE hash = $2)`, v.Space, v.Hash, v.Vec, dim, len(v.Vec)/dim)
+			WHERE EXISTS (SELECT 1 FROM chunks WHERE vkey = $2)`, v.Space, v.Key, v.Vec, dim, len(v.Vec)/dim)
 		queued = append(queued, i)
 	}
 	br := tx.SendBatch(ctx, &b)
@@ -237,7 +237,7 @@ func putVectors(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
 func settleIndexStates(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
 	bySpace := map[string][]string{}
 	for _, v := range vecs {
-		bySpace[v.Space] = append(bySpace[v.Space], v.Hash)
+		bySpace[v.Space] = append(bySpace[v.Space], v.Key)
 	}
 	spaces := make([]string, 0, len(bySpace))
 	for sp := range bySpace {
@@ -248,9 +248,9 @@ func settleIndexStates(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) err
 		_, err := tx.Exec(ctx, `UPDATE sources SET index_state = 'ok'
 			WHERE index_state = 'pending'
 			AND EXISTS (SELECT 1 FROM spaces WHERE name = $2 AND is_read)
-			AND sid IN (SELECT sid FROM chunks WHERE hash = ANY($1::text[]))
+			AND sid IN (SELECT sid FROM chunks WHERE vkey = ANY($1::text[]))
 			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
-				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $2 AND v.hash = c.hash AND v.unit = 0))`,
+				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $2 AND v.vkey = c.vkey AND v.unit = 0))`,
 			bySpace[space], space)
 		if err != nil {
 			return fmt.Errorf("settle index states: %w", err)
@@ -259,9 +259,9 @@ func settleIndexStates(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) err
 	return nil
 }
 
-// MissingVectors returns up to limit distinct chunk texts that have no
+// MissingVectors returns up to limit distinct vector keys that have no
 // vector in the space and whose lowest chunk id is > after, ordered by that
-// id: a repair that pages with the last id seen as cursor meets each text
+// id: a repair that pages with the last id seen as cursor meets each key
 // once.
 func (db *DB) MissingVectors(ctx context.Context, space string, after int64, limit int) ([]recall.PendingText, error) {
 	if limit <= 0 {
@@ -270,17 +270,17 @@ func (db *DB) MissingVectors(ctx context.Context, space string, after int64, lim
 	if err := db.spaceExists(ctx, space); err != nil {
 		return nil, err
 	}
-	rows, err := db.pool.Query(ctx, `SELECT c.id, c.hash, c.text, c.header FROM chunks c
+	rows, err := db.pool.Query(ctx, `SELECT c.id, c.vkey, c.text, c.header FROM chunks c
 		WHERE c.id > $1
-		AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $2 AND v.hash = c.hash)
-		AND NOT EXISTS (SELECT 1 FROM chunks e WHERE e.hash = c.hash AND e.id < c.id)
+		AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $2 AND v.vkey = c.vkey)
+		AND NOT EXISTS (SELECT 1 FROM chunks e WHERE e.vkey = c.vkey AND e.id < c.id)
 		ORDER BY c.id LIMIT $3`, after, space, limit)
 	if err != nil {
 		return nil, db.fail(ctx, err, "missing vectors")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (recall.PendingText, error) {
 		var p recall.PendingText
-		err := r.Scan(&p.ChunkID, &p.Hash, &p.Text, &p.Header)
+		err := r.Scan(&p.ChunkID, &p.Key, &p.Text, &p.Header)
 		return p, err
 	})
 	return out, db.fail(ctx, err, "missing vectors")
@@ -311,14 +311,14 @@ func (db *DB) SetRepairCursor(ctx context.Context, space string, chunkID int64) 
 	})
 }
 
-// VectorsByHash returns the space's vectors for the given hashes.
-func (db *DB) VectorsByHash(ctx context.Context, space string, hashes []string) (map[string][]float32, error) {
+// VectorsByKey returns the space's vectors for the given keys.
+func (db *DB) VectorsByKey(ctx context.Context, space string, keys []string) (map[string][]float32, error) {
 	out := map[string][]float32{}
-	if len(hashes) == 0 {
+	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := db.pool.Query(ctx, `SELECT v.hash, `+unitsAgg+` FROM vectors v
-		WHERE v.space = $1 AND v.hash = ANY($2::text[]) GROUP BY v.hash`, space, hashes)
+	rows, err := db.pool.Query(ctx, `SELECT v.vkey, `+unitsAgg+` FROM vectors v
+		WHERE v.space = $1 AND v.vkey = ANY($2::text[]) GROUP BY v.vkey`, space, keys)
 	if err != nil {
 		return nil, db.fail(ctx, err, "read vectors")
 	}
@@ -336,7 +336,7 @@ func (db *DB) VectorsByHash(ctx context.Context, space string, hashes []string) 
 	return out, db.fail(ctx, rows.Err(), "read vectors")
 }
 
-// unitsAgg aggregates the rows v of one text's vector into what
+// unitsAgg aggregates the rows v of one key's vector into what
 // decodeUnits reads: its units in order, each in pgvector's binary format
 // (vector_send), concatenated. The binary format costs the server and the
 // driver a byte swap per value; pgvector's text format, or a cast to
@@ -368,12 +368,12 @@ func decodeUnits(b []byte) ([]float32, error) {
 	return v, nil
 }
 
-// VectorHashes returns the hashes of the texts with a vector in space.
-func (db *DB) VectorHashes(ctx context.Context, space string) ([]string, error) {
+// VectorKeys returns the keys of the vectors space holds.
+func (db *DB) VectorKeys(ctx context.Context, space string) ([]string, error) {
 	if err := db.spaceExists(ctx, space); err != nil {
 		return nil, err
 	}
-	return column[string](ctx, db, "list vectors", `SELECT hash FROM vectors WHERE space = $1 AND unit = 0`, space)
+	return column[string](ctx, db, "list vectors", `SELECT vkey FROM vectors WHERE space = $1 AND unit = 0`, space)
 }
 
 // StreamVectors is ScanVectors, whose chunk id order and vectors of their
@@ -404,8 +404,8 @@ func (db *DB) ScanVectors(ctx context.Context, space string, fn func(c recall.In
 		// the sources by hashing and sorts the page, vectors and all,
 		// spilling it to disk.
 		rows, err := db.pool.Query(ctx, `SELECT `+indexedChunkCols+`,
-				(SELECT `+unitsAgg+` FROM vectors v WHERE v.space = $1 AND v.hash = c.hash)
-			FROM (SELECT id, hash, sid FROM chunks WHERE id > $2 ORDER BY id LIMIT $3) c
+				(SELECT `+unitsAgg+` FROM vectors v WHERE v.space = $1 AND v.vkey = c.vkey)
+			FROM (SELECT id, hash, vkey, sid FROM chunks WHERE id > $2 ORDER BY id LIMIT $3) c
 			JOIN sources s ON s.sid = c.sid ORDER BY c.id`, pgx.QueryExecModeDescribeExec, space, after, scanChunkPage)
 		if err != nil {
 			return nil, 0, false, db.fail(ctx, err, "scan vectors")
@@ -425,7 +425,7 @@ func (db *DB) ScanVectors(ctx context.Context, space string, fn func(c recall.In
 			}
 			vec, err := decodeUnits(b)
 			if err != nil {
-				return nil, 0, false, fmt.Errorf("vector %s in %s: %w", c.Hash, space, err)
+				return nil, 0, false, fmt.Errorf("vector %s in %s: %w", c.VectorKey, space, err)
 			}
 			page = append(page, item{c, vec})
 		}

@@ -105,10 +105,10 @@ func settleWritten(ctx context.Context, tx pgx.Tx, docs []recall.Document) error
 }
 
 // readState is the index state the read space makes true of a source:
-// "pending" while a chunk's text has no vector there, else "ok".
+// "pending" while a chunk has no vector there, else "ok".
 const readState = `CASE WHEN EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
 	AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read)
-		AND v.hash = c.hash AND v.unit = 0))
+		AND v.vkey = c.vkey AND v.unit = 0))
 	THEN 'pending' ELSE 'ok' END`
 
 // settleStates gives the sources scope selects the state the read space
@@ -204,7 +204,7 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 // writer collects what one write transaction changes beyond the rows it
 // writes at once: new chunks (inserted together by COPY at flushChunks,
 // with their postings), the chunks removed (whose postings go at finish),
-// the text hashes whose last chunk may be gone, and the changes to the
+// the vector keys whose last chunk may be gone, and the changes to the
 // document frequencies and counters.
 type writer struct {
 	ctx context.Context
@@ -239,27 +239,29 @@ type storedChunk struct {
 	id      int64
 	idx     int
 	hash    string
-	header  string
+	vkey    string
 	midWord bool
 	tokLen  int
 }
 
 func (w *writer) chunksOf(sid int64) ([]storedChunk, error) {
 	rows, err := w.tx.Query(w.ctx,
-		`SELECT id, idx, hash, header, mid_word, tok_len FROM chunks WHERE sid = $1 ORDER BY idx`, sid)
+		`SELECT id, idx, hash, vkey, mid_word, tok_len FROM chunks WHERE sid = $1 ORDER BY idx`, sid)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedChunk, error) {
 		var c storedChunk
-		err := r.Scan(&c.id, &c.idx, &c.hash, &c.header, &c.midWord, &c.tokLen)
+		err := r.Scan(&c.id, &c.idx, &c.hash, &c.vkey, &c.midWord, &c.tokLen)
 		return c, err
 	})
 }
 
 // put writes one document, replacing the source with its id. Chunks whose
-// index and text are unchanged keep their row, id and postings; the others
-// are deleted and inserted under new ids. When the source attributes that
+// index, text and header (so their vector key) are unchanged keep their
+// row, id and postings; the others are deleted and inserted under new ids,
+// so that the WriteResult tells the vector index of a new key. When the
+// source attributes that
 // chunks carry (title, date, owner, category) change, every chunk gets a
 // new id, so that the WriteResult tells in-memory indexes to drop the stale
 // ones and no copy of the old attributes remains.
@@ -325,14 +327,16 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 	old.ID = s.ID
 	sameMeta := existed && old == meta
 	keep := make([]bool, len(d.Chunks))
+	keys := make([]string, len(d.Chunks))
+	for i, c := range d.Chunks {
+		keys[i] = c.VectorKey()
+	}
 	var gone []storedChunk
 	for _, p := range prev {
-		if sameMeta && p.idx < len(d.Chunks) && d.Chunks[p.idx].Hash == p.hash {
+		if sameMeta && p.idx < len(d.Chunks) && d.Chunks[p.idx].Hash == p.hash && keys[p.idx] == p.vkey {
 			keep[p.idx] = true
-			c := d.Chunks[p.idx]
-			if c.Header != p.header || c.MidWord != p.midWord {
-				if _, err := w.tx.Exec(w.ctx, `UPDATE chunks SET mid_word = $1, header = $2 WHERE id = $3`,
-					c.MidWord, c.Header, p.id); err != nil {
+			if c := d.Chunks[p.idx]; c.MidWord != p.midWord {
+				if _, err := w.tx.Exec(w.ctx, `UPDATE chunks SET mid_word = $1 WHERE id = $2`, c.MidWord, p.id); err != nil {
 					return err
 				}
 			}
@@ -351,7 +355,7 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 		}
 		c := &d.Chunks[i]
 		w.pending = append(w.pending, pendingChunk{added: len(res.Added), sid: sid, src: &d.Source, dates: dates, title: title, chunk: c})
-		res.Added = append(res.Added, recall.IndexedChunk{Hash: c.Hash, Source: meta})
+		res.Added = append(res.Added, recall.IndexedChunk{Hash: c.Hash, VectorKey: keys[i], Source: meta})
 	}
 	return nil
 }
@@ -364,7 +368,7 @@ func (w *writer) removeChunks(cs []storedChunk, res *recall.WriteResult) error {
 	ids := make([]int64, len(cs))
 	for i, c := range cs {
 		ids[i] = c.id
-		w.touched[c.hash] = true
+		w.touched[c.vkey] = true
 		w.length -= int64(c.tokLen)
 	}
 	rows, err := w.tx.Query(w.ctx, `DELETE FROM chunks WHERE id = ANY($1) RETURNING id, terms`, ids)
@@ -420,12 +424,12 @@ func (w *writer) flushChunks(res *recall.WriteResult) error {
 	for i, p := range pend {
 		res.Added[p.added].ID = ids[i]
 		d := &docs[i]
-		chunkRows[i] = []any{ids[i], p.sid, p.chunk.Index, p.chunk.Hash, p.chunk.MidWord, string(p.src.Kind), p.src.Owner,
+		chunkRows[i] = []any{ids[i], p.sid, p.chunk.Index, p.chunk.Hash, res.Added[p.added].VectorKey, p.chunk.MidWord, string(p.src.Kind), p.src.Owner,
 			p.src.Category, p.dates[0], p.dates[1], d.titleLen, d.length, p.chunk.Text, p.chunk.Header, keyed.chunkTerms[i]}
 		w.length += int64(d.length)
 	}
 	if _, err := w.tx.CopyFrom(w.ctx, pgx.Identifier{"chunks"},
-		[]string{"id", "sid", "idx", "hash", "mid_word", "kind", "owner", "category", "date_lo", "date_hi",
+		[]string{"id", "sid", "idx", "hash", "vkey", "mid_word", "kind", "owner", "category", "date_lo", "date_hi",
 			"title_len", "tok_len", "text", "header", "terms"}, pgx.CopyFromRows(chunkRows)); err != nil {
 		return fmt.Errorf("write chunks: %w", err)
 	}
@@ -600,23 +604,23 @@ func (w *writer) finish(res *recall.WriteResult) error {
 	return nil
 }
 
-// dropOrphanVectors deletes the vectors of the given texts that no chunk
+// dropOrphanVectors deletes the vectors of the given keys that no chunk
 // holds any more, in every space, and counts them out of their spaces.
 func dropOrphanVectors(ctx context.Context, tx pgx.Tx, touched map[string]bool) error {
 	if len(touched) == 0 {
 		return nil
 	}
-	hashes := make([]string, 0, len(touched))
-	for h := range touched {
-		hashes = append(hashes, h)
+	keys := make([]string, 0, len(touched))
+	for k := range touched {
+		keys = append(keys, k)
 	}
-	slices.Sort(hashes)
+	slices.Sort(keys)
 	_, err := tx.Exec(ctx, `WITH gone AS (
-			DELETE FROM vectors v WHERE v.hash = ANY($1::text[])
-			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)
+			DELETE FROM vectors v WHERE v.vkey = ANY($1::text[])
+			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = v.vkey)
 			RETURNING v.space, v.unit),
 		counts AS (SELECT space, count(*) AS n FROM gone WHERE unit = 0 GROUP BY space)
-		UPDATE spaces sp SET vectors = sp.vectors - counts.n FROM counts WHERE sp.name = counts.space`, hashes)
+		UPDATE spaces sp SET vectors = sp.vectors - counts.n FROM counts WHERE sp.name = counts.space`, keys)
 	if err != nil {
 		return fmt.Errorf("delete orphan vectors: %w", err)
 	}

@@ -20,7 +20,7 @@ func TestBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := oneChunk("a.md", "the lighthouse keeper")
-	if _, err := db.Write(ctx, []recall.Document{doc}, []recall.Vector{{Space: "sp", Hash: doc.Chunks[0].Hash, Vec: []float32{0.6, 0.8}}}); err != nil {
+	if _, err := db.Write(ctx, []recall.Document{doc}, []recall.Vector{{Space: "sp", Key: doc.Chunks[0].Hash, Vec: []float32{0.6, 0.8}}}); err != nil {
 		t.Fatal(err)
 	}
 	writeFiller(t, db, 50)
@@ -46,7 +46,7 @@ func TestBackup(t *testing.T) {
 	if st.Chunks != 51 {
 		t.Errorf("the backup holds %d chunks, want the 51 written before it", st.Chunks)
 	}
-	vecs, err := b.VectorsByHash(ctx, "sp", []string{doc.Chunks[0].Hash})
+	vecs, err := b.VectorsByKey(ctx, "sp", []string{doc.Chunks[0].Hash})
 	if err != nil || !slices.Equal(vecs[doc.Chunks[0].Hash], []float32{0.6, 0.8}) {
 		t.Errorf("the backup's vector: %v %v", vecs, err)
 	}

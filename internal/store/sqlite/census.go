@@ -111,12 +111,12 @@ func (db *DB) ChunkIDs(ctx context.Context) ([]int64, error) {
 	return column[int64](ctx, db, "list chunks", `SELECT id FROM chunks ORDER BY id`)
 }
 
-// VectorHashes returns the hashes of the texts with a vector in space.
-func (db *DB) VectorHashes(ctx context.Context, space string) ([]string, error) {
+// VectorKeys returns the keys of the vectors space holds.
+func (db *DB) VectorKeys(ctx context.Context, space string) ([]string, error) {
 	if err := db.spaceExists(ctx, space); err != nil {
 		return nil, err
 	}
-	return column[string](ctx, db, "list vectors", `SELECT hash FROM vectors WHERE space = ?`, space)
+	return column[string](ctx, db, "list vectors", `SELECT vkey FROM vectors WHERE space = ?`, space)
 }
 
 // column returns the one column of a query's rows, read from the pool.

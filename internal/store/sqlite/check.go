@@ -284,7 +284,7 @@ func extendedCode(err error) int {
 
 // IntegrityCheck runs SQLite's full PRAGMA integrity_check, which includes
 // the FTS5 index's own check (SQLite 3.44 and later), and the store's
-// invariants: every vector's text is held by a chunk, every source's chunk
+// invariants: every vector's key is held by a chunk, every source's chunk
 // count is its number of chunks, every chunk has its text. Any failure
 // wraps ErrCorrupt; damage is reported as DamageListed reports it (the
 // error is the list). It reads through the read pool only: a writer that
@@ -312,7 +312,7 @@ func (db *DB) integrityCheck(ctx context.Context) error {
 		return nil
 	}
 	invariants := []struct{ what, query string }{
-		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)`},
+		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = v.vkey)`},
 		{"sources whose chunk_count is wrong", `SELECT count(*) FROM sources s WHERE chunk_count != (SELECT count(*) FROM chunks c WHERE c.sid = s.sid)`},
 		{"chunks without text", `SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_texts t WHERE t.id = c.id)`},
 		{"texts without a chunk", `SELECT count(*) FROM chunk_texts t WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = t.id)`},

@@ -31,6 +31,65 @@ func migrations() ([]migration, error) { return store.Migrations(migrationFiles)
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	4: rebuildFullText,
 	6: rebuildFullText,
+	9: keyVectors,
+}
+
+// keyVectors gives every chunk its vector key (chunks.vkey,
+// recall.VectorKey of its header and text hash) and every stored vector,
+// keyed by its text's hash until now, the key of the chunks holding that
+// text, so that nothing is embedded again. A vector whose chunks hold its
+// text under one header is renamed in place: SQLite overwrites a row of
+// the same size without rewriting the pages of its blob, so this costs a
+// read of the vectors, not a copy. Each further key (the text under other
+// headers, or without one as well) gets a copy.
+func keyVectors(ctx context.Context, tx *sql.Tx) error {
+	set, err := tx.PrepareContext(ctx, `UPDATE chunks SET vkey = ? WHERE id = ?`)
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	type row struct {
+		id           int64
+		hash, header string
+	}
+	err = chunkPages(ctx, tx, `SELECT c.id, c.hash, t.header FROM chunks c JOIN chunk_texts t ON t.id = c.id
+		WHERE c.id > ? ORDER BY c.id LIMIT ?`, 4096,
+		func(rows *sql.Rows) (r row, id int64, err error) {
+			err = rows.Scan(&r.id, &r.hash, &r.header)
+			return r, r.id, err
+		},
+		func(batch []row) error {
+			for _, r := range batch {
+				if _, err := set.ExecContext(ctx, recall.VectorKey(r.header, r.hash), r.id); err != nil {
+					return fmt.Errorf("key chunk %d: %w", r.id, err)
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, q := range []string{
+		`CREATE INDEX chunks_vkey ON chunks (vkey)`,
+		// Copies, for every key of a text but the one its vector is
+		// renamed to below (the least, when no chunk holds the text
+		// without a header).
+		`INSERT INTO vectors (space, vkey, vec)
+			SELECT v.space, k.vkey, v.vec FROM (SELECT DISTINCT hash, vkey FROM chunks WHERE vkey != hash) k
+			CROSS JOIN spaces sp JOIN vectors v ON v.space = sp.name AND v.vkey = k.hash
+			WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = k.hash)
+				OR k.vkey != (SELECT min(c.vkey) FROM chunks c WHERE c.hash = k.hash)`,
+		`UPDATE vectors SET vkey = (SELECT min(c.vkey) FROM chunks c WHERE c.hash = vectors.vkey)
+			WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = vectors.vkey)
+			AND EXISTS (SELECT 1 FROM chunks c WHERE c.hash = vectors.vkey)`,
+		// A vector no chunk holds cannot be: none is left.
+		`DELETE FROM vectors WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = vectors.vkey)`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rebuildFullText fills an empty chunks_fts from the stored chunks, as the
@@ -42,27 +101,49 @@ func rebuildFullText(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	defer ins.Close()
-	const page = 1024
 	type row struct {
 		id                int64
 		title, date, text string
 	}
+	return chunkPages(ctx, tx, `SELECT c.id, s.title, s.date, t.text FROM chunks c
+		JOIN sources s ON s.sid = c.sid JOIN chunk_texts t ON t.id = c.id
+		WHERE c.id > ? ORDER BY c.id LIMIT ?`, 1024,
+		func(rows *sql.Rows) (r row, id int64, err error) {
+			err = rows.Scan(&r.id, &r.title, &r.date, &r.text)
+			return r, r.id, err
+		},
+		func(batch []row) error {
+			texts := make([]string, len(batch))
+			parallel(len(batch), func(i int) { texts[i] = textindex.IndexText(batch[i].text) })
+			for i, r := range batch {
+				if _, err := ins.ExecContext(ctx, r.id, ftsTitle(r.title, r.date), texts[i]); err != nil {
+					return fmt.Errorf("index chunk %d: %w", r.id, err)
+				}
+			}
+			return nil
+		})
+}
+
+// chunkPages runs query, which reads chunks in id order after the id it is
+// given and at most page of them, a page at a time until none is left,
+// calling fn with each page's rows as scan reads them (each with its chunk
+// id).
+func chunkPages[T any](ctx context.Context, tx *sql.Tx, query string, page int,
+	scan func(*sql.Rows) (T, int64, error), fn func([]T) error) error {
 	last := int64(-1)
 	for {
-		rows, err := tx.QueryContext(ctx, `SELECT c.id, s.title, s.date, t.text FROM chunks c
-			JOIN sources s ON s.sid = c.sid JOIN chunk_texts t ON t.id = c.id
-			WHERE c.id > ? ORDER BY c.id LIMIT ?`, last, page)
+		rows, err := tx.QueryContext(ctx, query, last, page)
 		if err != nil {
 			return err
 		}
-		var batch []row
+		var batch []T
 		for rows.Next() {
-			var r row
-			if err := rows.Scan(&r.id, &r.title, &r.date, &r.text); err != nil {
+			r, id, err := scan(rows)
+			if err != nil {
 				rows.Close()
 				return err
 			}
-			batch = append(batch, r)
+			batch, last = append(batch, r), id
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -71,14 +152,9 @@ func rebuildFullText(ctx context.Context, tx *sql.Tx) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		texts := make([]string, len(batch))
-		parallel(len(batch), func(i int) { texts[i] = textindex.IndexText(batch[i].text) })
-		for i, r := range batch {
-			if _, err := ins.ExecContext(ctx, r.id, ftsTitle(r.title, r.date), texts[i]); err != nil {
-				return fmt.Errorf("index chunk %d: %w", r.id, err)
-			}
+		if err := fn(batch); err != nil {
+			return err
 		}
-		last = batch[len(batch)-1].id
 	}
 }
 

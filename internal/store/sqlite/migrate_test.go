@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/store/storetest"
 	"github.com/recall-mcp/recall/internal/textindex"
 )
 
@@ -116,11 +117,13 @@ func TestMigrateSettlesSkipped(t *testing.T) {
 			Chunks: []recall.Chunk{{Text: key, Hash: recall.TextHash(key)}},
 		})
 	}
-	vecs := []recall.Vector{{Space: "s", Hash: recall.TextHash("embedded"), Vec: []float32{0.6, 0.8}}}
+	vecs := []recall.Vector{{Space: "s", Key: recall.TextHash("embedded"), Vec: []float32{0.6, 0.8}}}
 	if _, err := db.Write(ctx, docs, vecs); err != nil {
 		t.Fatal(err)
 	}
-	// What an older recall left: both skipped, and schema 6.
+	// What an older recall left: both skipped, and schema 6 (with 8's
+	// column, which 7 does not read).
+	undoVectorKeys(t, db)
 	for _, q := range []string{`UPDATE sources SET index_state = 'skipped'`, `DELETE FROM schema_migrations WHERE version = 7`} {
 		if _, err := db.rw.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -141,9 +144,9 @@ func TestMigrateSettlesSkipped(t *testing.T) {
 }
 
 // olderDB writes a memory into a new database at path and takes schema
-// versions 6 to 8 off it, as a recall from before them left it (their
+// versions 6 to 9 off it, as a recall from before them left it (their
 // steps rebuild from what is stored: the full-text index, index states;
-// 8's column is dropped).
+// 8's column is dropped, 9's vector keys undone).
 func olderDB(t *testing.T, path string) {
 	t.Helper()
 	db, err := Open(ctx, path, Options{})
@@ -153,12 +156,57 @@ func olderDB(t *testing.T, path string) {
 	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note_log", "the lighthouse keeper's log")}, nil); err != nil {
 		t.Fatal(err)
 	}
+	undoVectorKeys(t, db)
 	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 6`, `ALTER TABLE sources DROP COLUMN reading`} {
 		if _, err := db.rw.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	db.Close()
+}
+
+// undoVectorKeys leaves db as schema version 8 left it: vectors keyed by
+// the hash of their chunks' text (each vector's chunks must hold one
+// text), no chunks.vkey, version 9 not recorded.
+func undoVectorKeys(t *testing.T, db *DB) {
+	t.Helper()
+	for _, q := range []string{
+		`UPDATE vectors SET vkey = (SELECT c.hash FROM chunks c WHERE c.vkey = vectors.vkey LIMIT 1)`,
+		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`,
+		`DROP INDEX chunks_vkey`,
+		`ALTER TABLE chunks DROP COLUMN vkey`,
+		`DELETE FROM schema_migrations WHERE version >= 9`,
+	} {
+		if _, err := db.rw.ExecContext(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+}
+
+// An upgrade from version 8 keys the stored vectors by header and text
+// without embedding anything (storetest.VectorKeysUpgrade).
+func TestVectorKeysUpgrade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.VectorKeysUpgrade(t, db, func(t *testing.T, s recall.Store) {
+		undoVectorKeys(t, db)
+		db.Close()
+		if v := schemaVersionOf(t, path); v != 8 {
+			t.Fatalf("the older database is at version %d; want 8", v)
+		}
+	}, func(t *testing.T) recall.Store {
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.IntegrityCheck(ctx); err != nil {
+			t.Errorf("integrity check after the upgrade: %v", err)
+		}
+		return db
+	})
 }
 
 // memoryDoc is a memory of owner's under key holding text.

@@ -231,35 +231,36 @@ func (db *DB) SourcesByHash(ctx context.Context, hashes []string, f recall.Filte
 	return out, db.fail(ctx, rows.Err(), "sources by hash")
 }
 
-const indexedChunkCols = `c.id, c.hash, s.id, s.kind, s.title, s.date, s.owner, s.category`
+const indexedChunkCols = `c.id, c.hash, c.vkey, s.id, s.kind, s.title, s.date, s.owner, s.category`
 
 func scanIndexedChunk(sc scanner, extra ...any) (recall.IndexedChunk, error) {
 	var c recall.IndexedChunk
 	m := &c.Source
-	err := sc.Scan(append([]any{&c.ID, &c.Hash, &m.ID, &m.Kind, &m.Title, &m.Date, &m.Owner, &m.Category}, extra...)...)
+	err := sc.Scan(append([]any{&c.ID, &c.Hash, &c.VectorKey, &m.ID, &m.Kind, &m.Title, &m.Date, &m.Owner, &m.Category}, extra...)...)
 	return c, err
 }
 
-// ChunksByHash returns the chunks whose text has one of the hashes, ordered by id.
-func (db *DB) ChunksByHash(ctx context.Context, hashes []string) ([]recall.IndexedChunk, error) {
-	if len(hashes) == 0 {
+// ChunksByVectorKey returns the chunks whose vector key is one of keys,
+// ordered by id.
+func (db *DB) ChunksByVectorKey(ctx context.Context, keys []string) ([]recall.IndexedChunk, error) {
+	if len(keys) == 0 {
 		return nil, nil
 	}
 	rows, err := db.ro.QueryContext(ctx, `SELECT `+indexedChunkCols+` FROM chunks c CROSS JOIN sources s ON s.sid = c.sid
-		WHERE c.hash IN (SELECT value FROM json_each(?)) ORDER BY c.id`, jsonArray(hashes))
+		WHERE c.vkey IN (SELECT value FROM json_each(?)) ORDER BY c.id`, jsonArray(keys))
 	if err != nil {
-		return nil, db.fail(ctx, err, "chunks by hash")
+		return nil, db.fail(ctx, err, "chunks by vector key")
 	}
 	defer rows.Close()
 	var out []recall.IndexedChunk
 	for rows.Next() {
 		c, err := scanIndexedChunk(rows)
 		if err != nil {
-			return nil, db.fail(ctx, err, "chunks by hash")
+			return nil, db.fail(ctx, err, "chunks by vector key")
 		}
 		out = append(out, c)
 	}
-	return out, db.fail(ctx, rows.Err(), "chunks by hash")
+	return out, db.fail(ctx, rows.Err(), "chunks by vector key")
 }
 
 // exportQuery reads sources with their chunks, one row per chunk (one row

@@ -715,7 +715,7 @@ func TestIntegrityAfterWorkload(t *testing.T) {
 			for j := range i % 4 {
 				text := fmt.Sprintf("round %d source %d chunk %d", round, i, j)
 				chunks = append(chunks, recall.Chunk{Index: j, Text: text, Hash: recall.TextHash(text)})
-				vecs = append(vecs, recall.Vector{Space: "sp", Hash: recall.TextHash(text), Vec: []float32{float32(i), float32(j)}})
+				vecs = append(vecs, recall.Vector{Space: "sp", Key: recall.TextHash(text), Vec: []float32{float32(i), float32(j)}})
 			}
 			docs = append(docs, recall.Document{Source: recall.Source{ID: fmt.Sprintf("f/%04d.md", i), Kind: recall.KindArchive}, Chunks: chunks})
 		}
@@ -735,7 +735,7 @@ func TestIntegrityAfterWorkload(t *testing.T) {
 	}
 	// The check must be able to fail: break an invariant behind the
 	// store's back.
-	if _, err := db.rw.Exec(`INSERT INTO vectors (space, hash, vec) VALUES ('sp', 'orphan', x'0000803f0000803f')`); err != nil {
+	if _, err := db.rw.Exec(`INSERT INTO vectors (space, vkey, vec) VALUES ('sp', 'orphan', x'0000803f0000803f')`); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.IntegrityCheck(ctx); !errors.Is(err, ErrCorrupt) {
@@ -981,7 +981,7 @@ func TestIntegrityCheckSeesDrift(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := oneChunk("a/1.md", "alpha beta gamma")
-			vec := []recall.Vector{{Space: "s", Hash: a.Chunks[0].Hash, Vec: []float32{1, 0, 0, 0}}}
+			vec := []recall.Vector{{Space: "s", Key: a.Chunks[0].Hash, Vec: []float32{1, 0, 0, 0}}}
 			if _, err := db.Write(ctx, []recall.Document{a, oneChunk("a/2.md", "delta epsilon")}, vec); err != nil {
 				t.Fatal(err)
 			}

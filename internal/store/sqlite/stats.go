@@ -100,8 +100,8 @@ func (db *DB) Stats(ctx context.Context) (recall.Stats, error) {
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM vectors WHERE space = ?`, sp.Name).Scan(&sp.Vectors); err != nil {
 				return err
 			}
-			if err := tx.QueryRowContext(ctx, `SELECT count(DISTINCT hash) FROM chunks c
-				WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND v.hash = c.hash)`, sp.Name).Scan(&sp.Missing); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT count(DISTINCT vkey) FROM chunks c
+				WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND v.vkey = c.vkey)`, sp.Name).Scan(&sp.Missing); err != nil {
 				return err
 			}
 			sp.Coverage = 1

@@ -135,7 +135,7 @@ func (db *DB) DropSpace(ctx context.Context, name string) error {
 	})
 }
 
-// PutVectors stores vectors in one transaction. A vector whose text no chunk
+// PutVectors stores vectors in one transaction. A vector whose key no chunk
 // holds (its chunk was replaced while it was being embedded) is skipped, so a
 // vector without a chunk cannot exist.
 func (db *DB) PutVectors(ctx context.Context, vecs []recall.Vector) error {
@@ -157,8 +157,8 @@ func putVectors(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
 		return nil
 	}
 	dims := map[string]int{}
-	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO vectors (space, hash, vec)
-		SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM chunks WHERE hash = ?2)`)
+	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO vectors (space, vkey, vec)
+		SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM chunks WHERE vkey = ?2)`)
 	if err != nil {
 		return err
 	}
@@ -175,12 +175,12 @@ func putVectors(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
 			}
 			dims[v.Space] = dim
 		}
-		// A text's vector is one or more unit vectors of the space's
+		// A chunk's vector is one or more unit vectors of the space's
 		// dimension, concatenated (recall.Vector).
 		if len(v.Vec)%dim != 0 {
 			return recall.Errorf(recall.ECONFLICT, "space %s holds %d-dim vectors, got %d values", v.Space, dim, len(v.Vec))
 		}
-		if _, err := ins.ExecContext(ctx, v.Space, v.Hash, encodeVec(v.Vec)); err != nil {
+		if _, err := ins.ExecContext(ctx, v.Space, v.Key, encodeVec(v.Vec)); err != nil {
 			return fmt.Errorf("store vector: %w", err)
 		}
 	}
@@ -196,22 +196,22 @@ func putVectors(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
 func settleIndexStates(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
 	bySpace := map[string][]string{}
 	for _, v := range vecs {
-		bySpace[v.Space] = append(bySpace[v.Space], v.Hash)
+		bySpace[v.Space] = append(bySpace[v.Space], v.Key)
 	}
-	for space, hashes := range bySpace {
-		for len(hashes) > 0 {
-			part := hashes[:min(len(hashes), 500)]
-			hashes = hashes[len(part):]
+	for space, keys := range bySpace {
+		for len(keys) > 0 {
+			part := keys[:min(len(keys), 500)]
+			keys = keys[len(part):]
 			var args []any
-			for _, h := range part {
-				args = append(args, h)
+			for _, k := range part {
+				args = append(args, k)
 			}
-			args = append(args, space) // ?N after the hashes, by number
+			args = append(args, space) // ?N after the keys, by number
 			_, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = 'ok'
 				WHERE index_state = 'pending'
-				AND sid IN (SELECT sid FROM chunks WHERE hash IN (?`+strings.Repeat(",?", len(part)-1)+`))
+				AND sid IN (SELECT sid FROM chunks WHERE vkey IN (?`+strings.Repeat(",?", len(part)-1)+`))
 				AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
-					AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ?`+strconv.Itoa(len(args))+` AND v.hash = c.hash))
+					AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ?`+strconv.Itoa(len(args))+` AND v.vkey = c.vkey))
 				AND EXISTS (SELECT 1 FROM spaces WHERE name = ?`+strconv.Itoa(len(args))+` AND is_read)`, args...)
 			if err != nil {
 				return fmt.Errorf("settle index states: %w", err)
@@ -221,9 +221,9 @@ func settleIndexStates(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) er
 	return nil
 }
 
-// MissingVectors returns up to limit distinct chunk texts that have no
+// MissingVectors returns up to limit distinct vector keys that have no
 // vector in the space and whose lowest chunk id is > after, ordered by that
-// id: a repair that pages with the last id seen as cursor meets each text
+// id: a repair that pages with the last id seen as cursor meets each key
 // once.
 func (db *DB) MissingVectors(ctx context.Context, space string, after int64, limit int) ([]recall.PendingText, error) {
 	if limit <= 0 {
@@ -232,10 +232,10 @@ func (db *DB) MissingVectors(ctx context.Context, space string, after int64, lim
 	if err := db.spaceExists(ctx, space); err != nil {
 		return nil, err
 	}
-	rows, err := db.ro.QueryContext(ctx, `SELECT c.id, c.hash, t.text, t.header FROM chunks c JOIN chunk_texts t ON t.id = c.id
+	rows, err := db.ro.QueryContext(ctx, `SELECT c.id, c.vkey, t.text, t.header FROM chunks c JOIN chunk_texts t ON t.id = c.id
 		WHERE c.id > ?
-		AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND v.hash = c.hash)
-		AND NOT EXISTS (SELECT 1 FROM chunks e WHERE e.hash = c.hash AND e.id < c.id)
+		AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND v.vkey = c.vkey)
+		AND NOT EXISTS (SELECT 1 FROM chunks e WHERE e.vkey = c.vkey AND e.id < c.id)
 		ORDER BY c.id LIMIT ?`, after, space, limit)
 	if err != nil {
 		return nil, db.fail(ctx, err, "missing vectors")
@@ -244,7 +244,7 @@ func (db *DB) MissingVectors(ctx context.Context, space string, after int64, lim
 	var out []recall.PendingText
 	for rows.Next() {
 		var p recall.PendingText
-		if err := rows.Scan(&p.ChunkID, &p.Hash, &p.Text, &p.Header); err != nil {
+		if err := rows.Scan(&p.ChunkID, &p.Key, &p.Text, &p.Header); err != nil {
 			return nil, db.fail(ctx, err, "missing vectors")
 		}
 		out = append(out, p)
@@ -277,14 +277,14 @@ func (db *DB) SetRepairCursor(ctx context.Context, space string, chunkID int64) 
 	})
 }
 
-// VectorsByHash returns the space's vectors for the given hashes.
-func (db *DB) VectorsByHash(ctx context.Context, space string, hashes []string) (map[string][]float32, error) {
+// VectorsByKey returns the space's vectors for the given keys.
+func (db *DB) VectorsByKey(ctx context.Context, space string, keys []string) (map[string][]float32, error) {
 	out := map[string][]float32{}
-	if len(hashes) == 0 {
+	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := db.ro.QueryContext(ctx, `SELECT hash, vec FROM vectors
-		WHERE space = ? AND hash IN (SELECT value FROM json_each(?))`, space, jsonArray(hashes))
+	rows, err := db.ro.QueryContext(ctx, `SELECT vkey, vec FROM vectors
+		WHERE space = ? AND vkey IN (SELECT value FROM json_each(?))`, space, jsonArray(keys))
 	if err != nil {
 		return nil, db.fail(ctx, err, "read vectors")
 	}
@@ -312,7 +312,7 @@ func (db *DB) ScanVectors(ctx context.Context, space string, fn func(c recall.In
 		return err
 	}
 	rows, err := db.ro.QueryContext(ctx, `SELECT `+indexedChunkCols+`, v.vec FROM chunks c
-		CROSS JOIN vectors v ON v.space = ? AND v.hash = c.hash
+		CROSS JOIN vectors v ON v.space = ? AND v.vkey = c.vkey
 		JOIN sources s ON s.sid = c.sid ORDER BY c.id`, space)
 	if err != nil {
 		return db.fail(ctx, err, "scan vectors")
@@ -326,7 +326,7 @@ func (db *DB) ScanVectors(ctx context.Context, space string, fn func(c recall.In
 		}
 		v, err := decodeVec(b)
 		if err != nil {
-			return fmt.Errorf("vector %s in %s: %w", c.Hash, space, err)
+			return fmt.Errorf("vector %s in %s: %w", c.VectorKey, space, err)
 		}
 		if err := fn(c, v); err != nil {
 			return err
@@ -337,11 +337,12 @@ func (db *DB) ScanVectors(ctx context.Context, space string, fn func(c recall.In
 
 // StreamVectors calls fn for every chunk with a vector in the space, in the
 // order the vectors are stored. It reads, in one read transaction, the
-// sources' attributes and every chunk's text hash first (about 14 MB of heap
-// at 100,000 chunks), then the vectors in one sequential pass, handing each
-// to the chunks holding its text: joined in SQL, each row's lookups of its
-// chunk and source cost more than reading the vector (1.5 s against 0.65 s
-// in all at 100,000 chunks), and ScanVectors' chunk id order looks every
+// sources' attributes and every chunk's text hash and vector key first
+// (the hashes alone took about 14 MB of heap at 100,000 chunks), then the
+// vectors in one sequential pass, handing each to the chunks holding its
+// key: joined in SQL, each row's lookups of its chunk and source cost more
+// than reading the vector (1.5 s against 0.65 s in all at 100,000 chunks),
+// and ScanVectors' chunk id order looks every
 // vector up. SQLite reads the vectors on a goroutine of its own, copying
 // them into batches that are recycled, while this one decodes each (into
 // one buffer, reused for the next) and calls fn for its chunks.
@@ -356,7 +357,7 @@ func (db *DB) StreamVectors(ctx context.Context, space string, fn func(c recall.
 		return db.fail(ctx, err, "scan vectors")
 	}
 	defer tx.Rollback()
-	holders, err := textHolders(ctx, tx)
+	holders, err := keyHolders(ctx, tx)
 	if err != nil {
 		return db.fail(ctx, err, "scan vectors")
 	}
@@ -366,10 +367,10 @@ func (db *DB) StreamVectors(ctx context.Context, space string, fn func(c recall.
 		batches   = 4
 	)
 	type batch struct {
-		hashes []string
-		blobs  []byte
-		ends   []int // where each vector's blob ends in blobs
-		err    error
+		keys  []string
+		blobs []byte
+		ends  []int // where each vector's blob ends in blobs
+		err   error
 	}
 	full, free := make(chan *batch, batches), make(chan *batch, batches)
 	for range batches {
@@ -386,7 +387,7 @@ func (db *DB) StreamVectors(ctx context.Context, space string, fn func(c recall.
 			}
 		}
 		fail := func(err error) { send(&batch{err: db.fail(ctx, err, "scan vectors")}) }
-		rows, err := tx.QueryContext(ctx, `SELECT hash, vec FROM vectors WHERE space = ?`, space)
+		rows, err := tx.QueryContext(ctx, `SELECT vkey, vec FROM vectors WHERE space = ?`, space)
 		if err != nil {
 			fail(err)
 			return
@@ -400,20 +401,20 @@ func (db *DB) StreamVectors(ctx context.Context, space string, fn func(c recall.
 				case <-ctx.Done():
 					return
 				}
-				b.hashes, b.blobs, b.ends = b.hashes[:0], b.blobs[:0], b.ends[:0]
+				b.keys, b.blobs, b.ends = b.keys[:0], b.blobs[:0], b.ends[:0]
 			}
-			var hash string
+			var key string
 			var raw sql.RawBytes
-			if err := rows.Scan(&hash, &raw); err != nil {
+			if err := rows.Scan(&key, &raw); err != nil {
 				fail(err)
 				return
 			}
-			if holders.chunks[hash] == nil {
+			if holders.chunks[key] == nil {
 				continue // a vector no chunk holds (being deleted)
 			}
-			b.hashes, b.blobs = append(b.hashes, hash), append(b.blobs, raw...)
+			b.keys, b.blobs = append(b.keys, key), append(b.blobs, raw...)
 			b.ends = append(b.ends, len(b.blobs))
-			if len(b.hashes) == batchRows {
+			if len(b.keys) == batchRows {
 				if !send(b) {
 					return
 				}
@@ -439,13 +440,13 @@ func (db *DB) StreamVectors(ctx context.Context, space string, fn func(c recall.
 			return b.err
 		}
 		from := 0
-		for i, h := range b.hashes {
+		for i, k := range b.keys {
 			if vec, err = decodeVecInto(vec, b.blobs[from:b.ends[i]]); err != nil {
-				return fmt.Errorf("vector %s in %s: %w", h, space, err)
+				return fmt.Errorf("vector %s in %s: %w", k, space, err)
 			}
 			from = b.ends[i]
-			for _, ch := range holders.chunks[h] {
-				if err := fn(recall.IndexedChunk{ID: ch.id, Hash: h, Source: holders.sources[ch.sid]}, vec); err != nil {
+			for _, ch := range holders.chunks[k] {
+				if err := fn(recall.IndexedChunk{ID: ch.id, Hash: ch.hash, VectorKey: k, Source: holders.sources[ch.sid]}, vec); err != nil {
 					return err
 				}
 			}
@@ -455,16 +456,20 @@ func (db *DB) StreamVectors(ctx context.Context, space string, fn func(c recall.
 	return ctx.Err()
 }
 
-// holders are the chunks holding each text and their sources' attributes.
+// holders are the chunks holding each vector key and their sources'
+// attributes.
 type holders struct {
-	chunks  map[string][]chunkRef // by text hash, in chunk id order
+	chunks  map[string][]chunkRef // by vector key, in chunk id order
 	sources map[int64]recall.SourceMeta
 }
 
-type chunkRef struct{ id, sid int64 }
+type chunkRef struct {
+	id, sid int64
+	hash    string
+}
 
-// textHolders reads every chunk's text hash and source.
-func textHolders(ctx context.Context, tx *sql.Tx) (holders, error) {
+// keyHolders reads every chunk's text hash, vector key and source.
+func keyHolders(ctx context.Context, tx *sql.Tx) (holders, error) {
 	h := holders{chunks: map[string][]chunkRef{}, sources: map[int64]recall.SourceMeta{}}
 	rows, err := tx.QueryContext(ctx, `SELECT sid, id, kind, title, date, owner, category FROM sources`)
 	if err != nil {
@@ -482,18 +487,18 @@ func textHolders(ctx context.Context, tx *sql.Tx) (holders, error) {
 	if err := rows.Err(); err != nil {
 		return h, err
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT id, hash, sid FROM chunks ORDER BY id`)
+	rows, err = tx.QueryContext(ctx, `SELECT id, hash, vkey, sid FROM chunks ORDER BY id`)
 	if err != nil {
 		return h, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var c chunkRef
-		var hash string
-		if err := rows.Scan(&c.id, &hash, &c.sid); err != nil {
+		var key string
+		if err := rows.Scan(&c.id, &c.hash, &key, &c.sid); err != nil {
 			return h, err
 		}
-		h.chunks[hash] = append(h.chunks[hash], c)
+		h.chunks[key] = append(h.chunks[key], c)
 	}
 	return h, rows.Err()
 }

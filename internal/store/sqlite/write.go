@@ -49,7 +49,7 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 				return err
 			}
 		}
-		// Vectors are kept only for texts some chunk holds: the chunks first.
+		// Vectors are kept only for keys some chunk holds: the chunks first.
 		if err := w.flushChunks(); err != nil {
 			return err
 		}
@@ -89,9 +89,9 @@ func settleWritten(ctx context.Context, tx *sql.Tx, docs []recall.Document) erro
 }
 
 // readState is the index state the read space makes true of a source:
-// "pending" while a chunk's text has no vector there, else "ok".
+// "pending" while a chunk has no vector there, else "ok".
 const readState = `CASE WHEN EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
-	AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read) AND v.hash = c.hash))
+	AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read) AND v.vkey = c.vkey))
 	THEN 'pending' ELSE 'ok' END`
 
 // settleStates gives the sources scope selects the state the read space
@@ -190,7 +190,7 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 }
 
 // writer holds the statements one write transaction repeats per chunk, the
-// text hashes whose last chunk it may have removed, and the full-text
+// vector keys whose last chunk it may have removed, and the full-text
 // changes, which it makes last: FTS5 flushes the terms it buffers to a new
 // index segment whenever another statement of the transaction opens a
 // savepoint, so interleaving them with the other writes would leave one tiny
@@ -218,9 +218,9 @@ type writer struct {
 }
 
 const (
-	insChunkCols = 10 // id, sid, idx, hash, mid_word, kind, owner, category, date_lo, date_hi
+	insChunkCols = 11 // id, sid, idx, hash, vkey, mid_word, kind, owner, category, date_lo, date_hi
 	insTextCols  = 3  // id, text, header
-	// rowsPerInsert bounds one multi-row INSERT: 64 rows of 10 values stay
+	// rowsPerInsert bounds one multi-row INSERT: 64 rows of 11 values stay
 	// far under SQLite's limit on bound parameters.
 	rowsPerInsert = 64
 )
@@ -308,13 +308,13 @@ type storedChunk struct {
 	id      int64
 	idx     int
 	hash    string
-	header  string
+	vkey    string
 	midWord bool
 }
 
 func (w *writer) chunksOf(sid int64) ([]storedChunk, error) {
 	rows, err := w.tx.QueryContext(w.ctx,
-		`SELECT c.id, c.idx, c.hash, t.header, c.mid_word FROM chunks c JOIN chunk_texts t ON t.id = c.id WHERE c.sid = ? ORDER BY c.idx`, sid)
+		`SELECT id, idx, hash, vkey, mid_word FROM chunks WHERE sid = ? ORDER BY idx`, sid)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +322,7 @@ func (w *writer) chunksOf(sid int64) ([]storedChunk, error) {
 	var cs []storedChunk
 	for rows.Next() {
 		var c storedChunk
-		if err := rows.Scan(&c.id, &c.idx, &c.hash, &c.header, &c.midWord); err != nil {
+		if err := rows.Scan(&c.id, &c.idx, &c.hash, &c.vkey, &c.midWord); err != nil {
 			return nil, err
 		}
 		cs = append(cs, c)
@@ -331,8 +331,10 @@ func (w *writer) chunksOf(sid int64) ([]storedChunk, error) {
 }
 
 // put writes one document, replacing the source with its id. Chunks whose
-// index and text are unchanged keep their row, id and full-text entry; the
-// others are deleted and inserted under new ids. When the source attributes
+// index, text and header (so their vector key) are unchanged keep their
+// row, id and full-text entry; the others are deleted and inserted under
+// new ids, so that the WriteResult tells the vector index of a new key.
+// When the source attributes
 // that chunks carry (into the vector index, the title column and their own
 // filter columns: title, date, owner, category) change, every chunk gets a
 // new id, so that the WriteResult tells the in-memory index to drop the
@@ -400,15 +402,15 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 	old.ID = s.ID
 	sameMeta := existed && old == meta
 	keep := make([]bool, len(d.Chunks))
+	keys := make([]string, len(d.Chunks))
+	for i, c := range d.Chunks {
+		keys[i] = c.VectorKey()
+	}
 	for _, p := range prev {
-		if sameMeta && p.idx < len(d.Chunks) && d.Chunks[p.idx].Hash == p.hash {
+		if sameMeta && p.idx < len(d.Chunks) && d.Chunks[p.idx].Hash == p.hash && keys[p.idx] == p.vkey {
 			keep[p.idx] = true
-			c := d.Chunks[p.idx]
-			if c.Header != p.header || c.MidWord != p.midWord {
+			if c := d.Chunks[p.idx]; c.MidWord != p.midWord {
 				if _, err := w.tx.ExecContext(w.ctx, `UPDATE chunks SET mid_word = ? WHERE id = ?`, c.MidWord, p.id); err != nil {
-					return err
-				}
-				if _, err := w.tx.ExecContext(w.ctx, `UPDATE chunk_texts SET header = ? WHERE id = ?`, c.Header, p.id); err != nil {
 					return err
 				}
 			}
@@ -426,10 +428,10 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 		}
 		id := w.nextID
 		w.nextID++
-		w.newChunks = append(w.newChunks, id, sid, i, c.Hash, c.MidWord, s.Kind, s.Owner, s.Category, dateLo, dateHi)
+		w.newChunks = append(w.newChunks, id, sid, i, c.Hash, keys[i], c.MidWord, s.Kind, s.Owner, s.Category, dateLo, dateHi)
 		w.newTexts = append(w.newTexts, id, c.Text, c.Header)
 		w.ftsAdd = append(w.ftsAdd, ftsRow{id, title, c})
-		res.Added = append(res.Added, recall.IndexedChunk{ID: id, Hash: c.Hash, Source: meta})
+		res.Added = append(res.Added, recall.IndexedChunk{ID: id, Hash: c.Hash, VectorKey: keys[i], Source: meta})
 	}
 	return nil
 }
@@ -441,13 +443,13 @@ func (w *writer) removeChunk(c storedChunk, res *recall.WriteResult) error {
 			return fmt.Errorf("delete chunk %d: %w", c.id, err)
 		}
 	}
-	w.touched[c.hash] = true
+	w.touched[c.vkey] = true
 	res.Removed = append(res.Removed, c.id)
 	return nil
 }
 
-// finish deletes the vectors of removed chunk texts that no chunk holds any
-// more, keeping those another source still shares, then makes the
+// finish deletes the vectors of removed chunks whose key no chunk holds any
+// more, keeping those another chunk still shares, then makes the
 // full-text changes.
 func (w *writer) finish() error {
 	if err := w.flushChunks(); err != nil {
@@ -481,7 +483,7 @@ func (w *writer) finish() error {
 
 // flushChunks inserts the chunk rows put has numbered so far.
 func (w *writer) flushChunks() error {
-	if err := w.insertRows("chunks", "id, sid, idx, hash, mid_word, kind, owner, category, date_lo, date_hi",
+	if err := w.insertRows("chunks", "id, sid, idx, hash, vkey, mid_word, kind, owner, category, date_lo, date_hi",
 		insChunkCols, w.newChunks); err != nil {
 		return fmt.Errorf("write chunks: %w", err)
 	}
@@ -502,14 +504,14 @@ func (w *writer) dropOrphanVectors() error {
 	if len(w.touched) == 0 {
 		return nil
 	}
-	hashes := make([]string, 0, len(w.touched))
-	for h := range w.touched {
-		hashes = append(hashes, h)
+	keys := make([]string, 0, len(w.touched))
+	for k := range w.touched {
+		keys = append(keys, k)
 	}
-	slices.Sort(hashes)
-	_, err := w.tx.ExecContext(w.ctx, `DELETE FROM vectors WHERE (space, hash) IN (
+	slices.Sort(keys)
+	_, err := w.tx.ExecContext(w.ctx, `DELETE FROM vectors WHERE (space, vkey) IN (
 		SELECT sp.name, j.value FROM json_each(?) j CROSS JOIN spaces sp
-		WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = j.value))`, jsonArray(hashes))
+		WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = j.value))`, jsonArray(keys))
 	if err != nil {
 		return fmt.Errorf("delete orphan vectors: %w", err)
 	}

@@ -42,7 +42,7 @@ func checkCensus(t *testing.T, s recall.Store, space string, vectors int, when s
 	}
 }
 
-// testCensus checks that Census, ChunkIDs and VectorHashes follow every
+// testCensus checks that Census, ChunkIDs and VectorKeys follow every
 // kind of write, and that a census taken again without writes is the same.
 func testCensus(t *testing.T, s recall.Store) {
 	checkCensus(t, s, "", 0, "empty store")
@@ -54,7 +54,7 @@ func testCensus(t *testing.T, s recall.Store) {
 	checkCensus(t, s, sp, 0, "after CreateSpace")
 	putVecs(t, s, sp, "alpha one", "beta")
 	checkCensus(t, s, sp, 2, "after PutVectors")
-	got, err := s.VectorHashes(ctx, sp)
+	got, err := s.VectorKeys(ctx, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func testCensus(t *testing.T, s recall.Store) {
 	want := hashes("alpha one", "beta")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("VectorHashes = %v; want %v", got, want)
+		t.Errorf("VectorKeys = %v; want %v", got, want)
 	}
 
 	// A changed chunk gets a new id; the largest id grows.
@@ -73,8 +73,8 @@ func testCensus(t *testing.T, s recall.Store) {
 	}
 	// Deleting b.md deletes the vector of "beta", which no chunk holds now.
 	checkCensus(t, s, sp, 1, "after Delete")
-	if _, err := s.VectorHashes(ctx, "no-such-space"); recall.ErrorCode(err) != recall.ENOTFOUND {
-		t.Errorf("VectorHashes of a missing space: %v; want ENOTFOUND", err)
+	if _, err := s.VectorKeys(ctx, "no-such-space"); recall.ErrorCode(err) != recall.ENOTFOUND {
+		t.Errorf("VectorKeys of a missing space: %v; want ENOTFOUND", err)
 	}
 	if c, err := s.Census(ctx, "no-such-space"); err != nil || c.Vectors != 0 {
 		t.Errorf("Census of a missing space: %+v, %v; want no vectors and no error", c, err)
@@ -127,8 +127,8 @@ func testCommitHook(t *testing.T, s recall.Store) {
 	}
 	check("Delete", 1)
 	sp := createSpace(t, s, "h", 3)
-	vecs := []recall.Vector{{Space: sp, Hash: recall.TextHash("value"), Vec: vecFor("value", 3)}}
-	stored := func() bool { got, _ := s.VectorsByHash(ctx, sp, hashes("value")); return len(got) > 0 }
+	vecs := []recall.Vector{{Space: sp, Key: recall.TextHash("value"), Vec: vecFor("value", 3)}}
+	stored := func() bool { got, _ := s.VectorsByKey(ctx, sp, hashes("value")); return len(got) > 0 }
 	if err := s.PutVectors(hooked(stored), vecs); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func testCommitHook(t *testing.T, s recall.Store) {
 		t.Fatal("a document without an id was stored")
 	}
 	check("a refused Write", 0)
-	if err := s.PutVectors(hooked(stored), []recall.Vector{{Space: sp, Hash: "h", Vec: []float32{1}}}); err == nil {
+	if err := s.PutVectors(hooked(stored), []recall.Vector{{Space: sp, Key: "h", Vec: []float32{1}}}); err == nil {
 		t.Fatal("a vector of the wrong dimension was stored")
 	}
 	check("a refused PutVectors", 0)
@@ -234,7 +234,7 @@ func testScanVectorsUnits(t *testing.T, s recall.Store) {
 	write(t, s, doc("a.md", recall.KindArchive, "a text of three units"))
 	units := []float32{1, 2, 3, 4, 5, 6}
 	h := recall.TextHash("a text of three units")
-	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: units}}); err != nil {
+	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Key: h, Vec: units}}); err != nil {
 		t.Fatal(err)
 	}
 	for name, scan := range map[string]func(context.Context, string, func(recall.IndexedChunk, []float32) error) error{
@@ -253,10 +253,10 @@ func testScanVectorsUnits(t *testing.T, s recall.Store) {
 		}
 	}
 	// Storing it again with fewer units replaces all of them.
-	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: []float32{7, 8}}}); err != nil {
+	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Key: h, Vec: []float32{7, 8}}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.VectorsByHash(ctx, space, []string{h})
+	got, err := s.VectorsByKey(ctx, space, []string{h})
 	if err != nil || !slices.Equal(got[h], []float32{7, 8}) {
 		t.Errorf("after storing one unit: %v, %v; want [7 8]", got[h], err)
 	}
@@ -281,7 +281,7 @@ func testStatesFollowReadSpace(t *testing.T, s recall.Store) {
 	}
 	ok := doc("m/b", recall.KindMemory, "beta")
 	ok.Source.IndexState = recall.IndexOK
-	if _, err := s.Write(ctx, []recall.Document{ok}, []recall.Vector{{Space: next, Hash: recall.TextHash("beta"), Vec: vecFor("beta", 3)}}); err != nil {
+	if _, err := s.Write(ctx, []recall.Document{ok}, []recall.Vector{{Space: next, Key: recall.TextHash("beta"), Vec: vecFor("beta", 3)}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := state("m/b"); got != recall.IndexPending {

@@ -57,35 +57,43 @@ func testByHash(t *testing.T, s recall.Store) {
 	a := doc("a.md", recall.KindArchive, "common passage", "a only")
 	m := doc("mem", recall.KindMemory, "common passage")
 	m.Source.Owner = "alice"
-	write(t, s, a, m, doc("b.md", recall.KindArchive, "common passage"))
+	// The same passage under a header: the same text, another vector key.
+	c := doc("c.md", recall.KindArchive, "common passage")
+	c.Chunks[0].Header = "A chat (2024-01)"
+	write(t, s, a, m, doc("b.md", recall.KindArchive, "common passage"), c)
 	h := recall.TextHash("common passage")
 	got, err := s.SourcesByHash(ctx, []string{h, recall.TextHash("a only"), recall.TextHash("absent")}, recall.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got[h], []string{"a.md", "b.md", "mem"}) || !slices.Equal(got[recall.TextHash("a only")], []string{"a.md"}) || len(got) != 2 {
+	if !slices.Equal(got[h], []string{"a.md", "b.md", "c.md", "mem"}) || !slices.Equal(got[recall.TextHash("a only")], []string{"a.md"}) || len(got) != 2 {
 		t.Errorf("SourcesByHash = %v", got)
 	}
 	scoped, err := s.SourcesByHash(ctx, []string{h}, recall.Filter{OwnerScoped: true, Owner: "bob"})
-	if err != nil || !slices.Equal(scoped[h], []string{"a.md", "b.md"}) {
+	if err != nil || !slices.Equal(scoped[h], []string{"a.md", "b.md", "c.md"}) {
 		t.Errorf("SourcesByHash for bob = %v, %v; want the archive sources only", scoped, err)
 	}
-	chunks, err := s.ChunksByHash(ctx, []string{h})
+	chunks, err := s.ChunksByVectorKey(ctx, []string{h})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var srcs []string
 	for _, c := range chunks {
-		if c.Hash != h {
-			t.Errorf("ChunksByHash returned hash %s", c.Hash)
+		if c.Hash != h || c.VectorKey != h {
+			t.Errorf("ChunksByVectorKey returned hash %s, key %s", c.Hash, c.VectorKey)
 		}
 		srcs = append(srcs, c.Source.ID)
 	}
 	if !sameSet(srcs, []string{"a.md", "b.md", "mem"}) || len(chunks) != 3 {
-		t.Errorf("ChunksByHash sources = %v", srcs)
+		t.Errorf("ChunksByVectorKey sources = %v", srcs)
 	}
-	if c, err := s.ChunksByHash(ctx, nil); err != nil || len(c) != 0 {
-		t.Errorf("ChunksByHash(nil) = %v, %v", c, err)
+	k := recall.VectorKey("A chat (2024-01)", h)
+	if chunks, err := s.ChunksByVectorKey(ctx, []string{k}); err != nil || len(chunks) != 1 ||
+		chunks[0].Source.ID != "c.md" || chunks[0].Hash != h || chunks[0].VectorKey != k {
+		t.Errorf("ChunksByVectorKey of the passage under its header = %+v, %v; want c.md's chunk", chunks, err)
+	}
+	if c, err := s.ChunksByVectorKey(ctx, nil); err != nil || len(c) != 0 {
+		t.Errorf("ChunksByVectorKey(nil) = %v, %v", c, err)
 	}
 	// Many hashes at once (more than any fixed parameter list).
 	many := make([]string, 5000)
@@ -369,7 +377,7 @@ func testWriteGuardRefusedVectors(t *testing.T, s recall.Store) {
 	kept := doc("memory::k", recall.KindMemory, "alpha", "beta")
 	write(t, s, kept)
 	// "alpha" has a vector already; "beta" has none: memory::k is pending.
-	old := recall.Vector{Space: sp, Hash: recall.TextHash("alpha"), Vec: []float32{1, 0, 0}}
+	old := recall.Vector{Space: sp, Key: recall.TextHash("alpha"), Vec: []float32{1, 0, 0}}
 	if err := s.PutVectors(ctx, []recall.Vector{old}); err != nil {
 		t.Fatal(err)
 	}
@@ -380,8 +388,8 @@ func testWriteGuardRefusedVectors(t *testing.T, s recall.Store) {
 	refused := doc("memory::k", recall.KindMemory, "alpha", "beta")
 	refused.Source.Title = "an older title"
 	vecs := []recall.Vector{
-		{Space: sp, Hash: recall.TextHash("alpha"), Vec: []float32{0, 1, 0}},
-		{Space: sp, Hash: recall.TextHash("beta"), Vec: []float32{0, 0, 1}},
+		{Space: sp, Key: recall.TextHash("alpha"), Vec: []float32{0, 1, 0}},
+		{Space: sp, Key: recall.TextHash("beta"), Vec: []float32{0, 0, 1}},
 	}
 	guard := func(*recall.Source, *recall.Document) bool { return false }
 	res, err := s.Write(recall.WithWriteGuard(ctx, guard), []recall.Document{refused}, vecs)
@@ -394,7 +402,7 @@ func testWriteGuardRefusedVectors(t *testing.T, s recall.Store) {
 	if got := indexState(t, s, "memory::k"); got != recall.IndexPending {
 		t.Errorf("the refused document changed the kept source's index state to %q; want pending, as it was", got)
 	}
-	got, err := s.VectorsByHash(ctx, sp, hashes("alpha", "beta"))
+	got, err := s.VectorsByKey(ctx, sp, hashes("alpha", "beta"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"UpdateAbort", testUpdateAbort},
 		{"SourceNotFound", testSourceNotFound},
 		{"ListSourcesPaging", testListSourcesPaging},
-		{"ChunksByHashAndSourcesByHash", testByHash},
+		{"ChunksByVectorKeyAndSourcesByHash", testByHash},
 		{"Manifest", testManifest},
 		{"FileWithoutConversation", testFileWithoutConversation},
 		{"ExportImport", func(t *testing.T, s recall.Store) { testExportImport(t, s, open) }},
@@ -139,7 +139,7 @@ func snapshot(t *testing.T, s recall.Store) chunkState {
 			return err
 		}
 		for _, c := range chunks {
-			state[c.ID] = recall.IndexedChunk{ID: c.ID, Hash: c.Hash, Source: c.Source}
+			state[c.ID] = recall.IndexedChunk{ID: c.ID, Hash: c.Hash, VectorKey: c.VectorKey(), Source: c.Source}
 		}
 		return nil
 	})

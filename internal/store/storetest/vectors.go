@@ -40,7 +40,7 @@ func putVecs(t *testing.T, s recall.Store, space string, texts ...string) {
 	dim := spaceDim(t, s, space)
 	var vecs []recall.Vector
 	for _, text := range texts {
-		vecs = append(vecs, recall.Vector{Space: space, Hash: recall.TextHash(text), Vec: vecFor(text, dim)})
+		vecs = append(vecs, recall.Vector{Space: space, Key: recall.TextHash(text), Vec: vecFor(text, dim)})
 	}
 	if err := s.PutVectors(ctx, vecs); err != nil {
 		t.Fatalf("PutVectors: %v", err)
@@ -124,7 +124,7 @@ func testSpaces(t *testing.T, s recall.Store) {
 	}
 	// A space created again under a dropped name starts empty.
 	createSpace(t, s, "a", 2)
-	if vecs, err := s.VectorsByHash(ctx, "a", hashes("some text")); err != nil || len(vecs) != 0 {
+	if vecs, err := s.VectorsByKey(ctx, "a", hashes("some text")); err != nil || len(vecs) != 0 {
 		t.Errorf("recreated space holds %d vectors, %v; want none", len(vecs), err)
 	}
 
@@ -151,12 +151,12 @@ func testVectorValidation(t *testing.T, s recall.Store) {
 		v    recall.Vector
 		code string
 	}{
-		{"dimension mismatch", recall.Vector{Space: space, Hash: h, Vec: []float32{1, 2}}, recall.ECONFLICT},
-		{"NaN", recall.Vector{Space: space, Hash: h, Vec: []float32{1, nan, 3}}, recall.EINVALID},
-		{"Inf", recall.Vector{Space: space, Hash: h, Vec: []float32{inf, 2, 3}}, recall.EINVALID},
-		{"empty", recall.Vector{Space: space, Hash: h, Vec: []float32{}}, recall.EINVALID},
-		{"nil", recall.Vector{Space: space, Hash: h}, recall.EINVALID},
-		{"missing space", recall.Vector{Space: "nope", Hash: h, Vec: []float32{1, 2, 3}}, recall.ENOTFOUND},
+		{"dimension mismatch", recall.Vector{Space: space, Key: h, Vec: []float32{1, 2}}, recall.ECONFLICT},
+		{"NaN", recall.Vector{Space: space, Key: h, Vec: []float32{1, nan, 3}}, recall.EINVALID},
+		{"Inf", recall.Vector{Space: space, Key: h, Vec: []float32{inf, 2, 3}}, recall.EINVALID},
+		{"empty", recall.Vector{Space: space, Key: h, Vec: []float32{}}, recall.EINVALID},
+		{"nil", recall.Vector{Space: space, Key: h}, recall.EINVALID},
+		{"missing space", recall.Vector{Space: "nope", Key: h, Vec: []float32{1, 2, 3}}, recall.ENOTFOUND},
 	}
 	for _, c := range cases {
 		wantCode(t, s.PutVectors(ctx, []recall.Vector{c.v}), c.code, "PutVectors: "+c.name)
@@ -165,31 +165,31 @@ func testVectorValidation(t *testing.T, s recall.Store) {
 	}
 	// One bad vector refuses the whole batch.
 	err := s.PutVectors(ctx, []recall.Vector{
-		{Space: space, Hash: h, Vec: []float32{1, 2, 3}},
-		{Space: space, Hash: h, Vec: []float32{1, 2}},
+		{Space: space, Key: h, Vec: []float32{1, 2, 3}},
+		{Space: space, Key: h, Vec: []float32{1, 2}},
 	})
 	wantCode(t, err, recall.ECONFLICT, "batch with one bad vector")
-	if vecs, _ := s.VectorsByHash(ctx, space, []string{h}); len(vecs) != 0 {
+	if vecs, _ := s.VectorsByKey(ctx, space, []string{h}); len(vecs) != 0 {
 		t.Error("a refused batch stored a vector")
 	}
-	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: []float32{1, 2, 3}}}); err != nil {
+	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Key: h, Vec: []float32{1, 2, 3}}}); err != nil {
 		t.Fatal(err)
 	}
-	vecs, err := s.VectorsByHash(ctx, space, []string{h, recall.TextHash("absent")})
+	vecs, err := s.VectorsByKey(ctx, space, []string{h, recall.TextHash("absent")})
 	if err != nil || !slices.Equal(vecs[h], []float32{1, 2, 3}) || len(vecs) != 1 {
-		t.Errorf("VectorsByHash = %v, %v", vecs, err)
+		t.Errorf("VectorsByKey = %v, %v", vecs, err)
 	}
 	// A text embedded as several units stores their vectors concatenated
 	// (recall.Vector): any whole number of the space's dimension.
 	units := []float32{1, 2, 3, 4, 5, 6}
-	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: units}}); err != nil {
+	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Key: h, Vec: units}}); err != nil {
 		t.Fatalf("PutVectors of two units: %v", err)
 	}
-	vecs, err = s.VectorsByHash(ctx, space, []string{h})
+	vecs, err = s.VectorsByKey(ctx, space, []string{h})
 	if err != nil || !slices.Equal(vecs[h], units) {
-		t.Errorf("VectorsByHash of two units = %v, %v; want %v", vecs, err, units)
+		t.Errorf("VectorsByKey of two units = %v, %v; want %v", vecs, err, units)
 	}
-	err = s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: h, Vec: []float32{1, 2, 3, 4}}})
+	err = s.PutVectors(ctx, []recall.Vector{{Space: space, Key: h, Vec: []float32{1, 2, 3, 4}}})
 	wantCode(t, err, recall.ECONFLICT, "PutVectors of 4 values in a 3-dim space")
 }
 
@@ -198,23 +198,23 @@ func testVectorsFollowChunks(t *testing.T, s recall.Store) {
 	d := doc("a.md", recall.KindArchive, "first text", "second text")
 	// Vectors written with their chunks in one call.
 	_, err := s.Write(ctx, []recall.Document{d}, []recall.Vector{
-		{Space: space, Hash: recall.TextHash("first text"), Vec: []float32{1, 0}},
-		{Space: space, Hash: recall.TextHash("second text"), Vec: []float32{0, 1}},
+		{Space: space, Key: recall.TextHash("first text"), Vec: []float32{1, 0}},
+		{Space: space, Key: recall.TextHash("second text"), Vec: []float32{0, 1}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A vector for a text no chunk holds is not kept: it would be an orphan.
-	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Hash: recall.TextHash("nobody"), Vec: []float32{1, 1}}}); err != nil {
+	if err := s.PutVectors(ctx, []recall.Vector{{Space: space, Key: recall.TextHash("nobody"), Vec: []float32{1, 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	vecs, _ := s.VectorsByHash(ctx, space, hashes("first text", "second text", "nobody"))
+	vecs, _ := s.VectorsByKey(ctx, space, hashes("first text", "second text", "nobody"))
 	if len(vecs) != 2 {
 		t.Errorf("%d vectors; want the two of held texts", len(vecs))
 	}
 	// Replacing a chunk drops the vector of its old text.
 	write(t, s, doc("a.md", recall.KindArchive, "first text", "changed text"))
-	vecs, _ = s.VectorsByHash(ctx, space, hashes("first text", "second text"))
+	vecs, _ = s.VectorsByKey(ctx, space, hashes("first text", "second text"))
 	if _, ok := vecs[recall.TextHash("second text")]; ok || len(vecs) != 1 {
 		t.Errorf("after replacing a chunk: %d vectors, old text kept %t; want only the unchanged one", len(vecs), ok)
 	}
@@ -246,8 +246,8 @@ func testMissingVectors(t *testing.T, s recall.Store) {
 			if p.ChunkID <= after {
 				t.Errorf("chunk id %d not after cursor %d", p.ChunkID, after)
 			}
-			if p.Hash != recall.TextHash(p.Text) {
-				t.Errorf("pending %q has hash %s", p.Text, p.Hash)
+			if p.Key != recall.TextHash(p.Text) {
+				t.Errorf("pending %q has key %s", p.Text, p.Key)
 			}
 			got = append(got, p.Text)
 			after = p.ChunkID

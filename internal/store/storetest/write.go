@@ -28,8 +28,8 @@ func testRoundTrip(t *testing.T, s recall.Store) {
 	}
 	for i, c := range res.Added {
 		want := recall.SourceMeta{ID: d.Source.ID, Kind: recall.KindArchive, Title: "Tea talk", Date: "2025-07-14"}
-		if c.Hash != d.Chunks[i].Hash || c.Source != want {
-			t.Errorf("Added[%d] = %+v; want hash %s and source %+v", i, c, d.Chunks[i].Hash, want)
+		if c.Hash != d.Chunks[i].Hash || c.VectorKey != d.Chunks[i].VectorKey() || c.Source != want {
+			t.Errorf("Added[%d] = %+v; want hash %s, vector key %s and source %+v", i, c, d.Chunks[i].Hash, d.Chunks[i].VectorKey(), want)
 		}
 	}
 
@@ -159,7 +159,7 @@ func testWriteIsAtomic(t *testing.T, s recall.Store) {
 	// A failure inside the transaction (a vector for a missing space) also
 	// leaves nothing behind.
 	_, err := s.Write(ctx, []recall.Document{first},
-		[]recall.Vector{{Space: "nope", Hash: first.Chunks[0].Hash, Vec: []float32{1}}})
+		[]recall.Vector{{Space: "nope", Key: first.Chunks[0].Hash, Vec: []float32{1}}})
 	if err == nil {
 		t.Fatal("Write with a vector for a missing space succeeded")
 	}
@@ -246,15 +246,34 @@ func testUnchangedChunksKeepIDs(t *testing.T, s recall.Store) {
 		}
 	}
 
-	// Headers and mid-word flags may change without a new id.
-	edited.Chunks[0].Header = "new header"
+	// A mid-word flag may change without a new id.
 	edited.Chunks[1].MidWord = true
 	before = snapshot(t, s)
 	res = write(t, s, edited)
 	checkResult(t, before, snapshot(t, s), res)
 	chunks, _ := s.Chunks(ctx, "chat.md", 0, 1)
-	if len(chunks) != 2 || chunks[0].Header != "new header" || !chunks[1].MidWord {
-		t.Errorf("header/mid-word not updated: %+v", chunks)
+	if len(res.Added) != 0 || len(res.Removed) != 0 || len(chunks) != 2 || !chunks[1].MidWord {
+		t.Errorf("mid-word flag changed: %+v, chunks %+v; want the flag updated in place", res, chunks)
+	}
+
+	// A new header is a new vector key, since the header is embedded with
+	// the text: the chunk gets a new id, so that an index learns its key
+	// (checkResult), and the vector of its old key goes with it.
+	space := createSpace(t, s, "sp", 2)
+	putVecs(t, s, space, "one fish")
+	edited.Chunks[0].Header = "new header"
+	before = snapshot(t, s)
+	res = write(t, s, edited)
+	checkResult(t, before, snapshot(t, s), res)
+	key := recall.VectorKey("new header", recall.TextHash("one fish"))
+	if len(res.Removed) != 1 || res.Removed[0] != first.Added[0].ID || len(res.Added) != 1 || res.Added[0].VectorKey != key {
+		t.Errorf("new header: %+v; want chunk %d replaced by one of key %s", res, first.Added[0].ID, key)
+	}
+	if chunks, _ := s.Chunks(ctx, "chat.md", 0, 0); len(chunks) != 1 || chunks[0].Header != "new header" {
+		t.Errorf("header not updated: %+v", chunks)
+	}
+	if vecs, err := s.VectorsByKey(ctx, space, []string{recall.TextHash("one fish"), key}); err != nil || len(vecs) != 0 {
+		t.Errorf("vectors after a new header: %v, %v; want none (the old key's is gone, the new one is not made)", vecs, err)
 	}
 }
 
@@ -313,7 +332,7 @@ func testDelete(t *testing.T, s recall.Store) {
 	if got := search(t, s, "shared", recall.Filter{}); !sameSet(got, []string{"b.md"}) {
 		t.Errorf("shared text matches %v; want b.md", got)
 	}
-	vecs, err := s.VectorsByHash(ctx, space, hashes("shared passage", "only in alpha", "only in beta"))
+	vecs, err := s.VectorsByKey(ctx, space, hashes("shared passage", "only in alpha", "only in beta"))
 	if err != nil {
 		t.Fatal(err)
 	}
