@@ -289,8 +289,12 @@ func TestPostgresCheckLeavesAnOlderSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As a recall at version 2 left it: 3 added a column.
-	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > 2`, `ALTER TABLE sources DROP COLUMN reading`} {
+	// As a recall at version 2 left it: 3 added a column, 4 vector keys
+	// (and renamed the vectors' key column; the memory's vector is keyed by
+	// its text's hash again).
+	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > 2`, `ALTER TABLE sources DROP COLUMN reading`,
+		`UPDATE vectors v SET vkey = (SELECT c.hash FROM chunks c WHERE c.vkey = v.vkey LIMIT 1)`,
+		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`, `ALTER INDEX vectors_vkey RENAME TO vectors_hash`, `ALTER TABLE chunks DROP COLUMN vkey`} {
 		if _, err := conn.Exec(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}

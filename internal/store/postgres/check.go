@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+// vectorKeysVersion is the migration (0004) that keyed vectors by
+// chunks.vkey; before it they were keyed by chunks.hash.
+const vectorKeysVersion = 4
+
 // ErrInconsistent is wrapped by IntegrityCheck when the store's derived
 // data (counters, document frequencies, postings) disagree with its rows.
 var ErrInconsistent = errors.New("store is inconsistent")
@@ -18,10 +22,16 @@ var ErrInconsistent = errors.New("store is inconsistent")
 // for tests and `recall check`-style commands, not for polling. A failure
 // wraps ErrInconsistent. The invariants hold at every schema version so far
 // (0002 rekeyed long terms alike in postings, terms and the chunks' lists;
-// 0003 added a column none of them reads), so a database left at an older
-// one (KeepSchema) is checked alike; a migration that changes that must
-// leave the invariants it brings to the databases it has upgraded.
+// 0003 added a column none of them reads; 0004 keyed vectors by chunks.vkey
+// instead of chunks.hash, the one invariant read by the columns the
+// database has), so a database left at an older one (KeepSchema) is
+// checked alike; a migration that changes that must leave the invariants
+// it brings to the databases it has upgraded.
 func (db *DB) IntegrityCheck(ctx context.Context) error {
+	vectorsWithoutChunk := `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = v.vkey)`
+	if db.older != 0 && db.older < vectorKeysVersion {
+		vectorsWithoutChunk = `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.hash = v.hash)`
+	}
 	invariants := []struct{ what, query string }{
 		{"chunk counter off", `SELECT count(*) FROM counters k WHERE k.chunks != (SELECT count(*) FROM chunks)`},
 		{"largest chunk id counter off", `SELECT count(*) FROM counters k WHERE k.max_chunk_id != (SELECT coalesce(max(id), 0) FROM chunks)`},
@@ -35,7 +45,7 @@ func (db *DB) IntegrityCheck(ctx context.Context) error {
 		{"postings their chunk does not list", `SELECT count(*) FROM postings p JOIN chunks c ON c.id = p.chunk_id WHERE NOT p.term = ANY(c.terms)`},
 		{"chunk terms without a posting", `SELECT count(*) FROM chunks c CROSS JOIN LATERAL unnest(c.terms) AS t(term)
 			WHERE NOT EXISTS (SELECT 1 FROM postings p WHERE p.term = t.term AND p.chunk_id = c.id)`},
-		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = v.vkey)`},
+		{"vectors without a chunk", vectorsWithoutChunk},
 		{"vectors of the wrong size for their space", `SELECT count(*) FROM vectors v JOIN spaces sp ON sp.name = v.space
 			WHERE vector_dims(v.vec) != sp.dim`},
 		{"sources whose chunk_count is wrong", `SELECT count(*) FROM sources s WHERE chunk_count != (SELECT count(*) FROM chunks c WHERE c.sid = s.sid)`},
