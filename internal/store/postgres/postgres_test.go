@@ -621,61 +621,47 @@ func TestForeignMigrationsTable(t *testing.T) {
 	checkMigrations(t, db)
 }
 
-// TestReadOnlyRole: a role that may only read opens a database recall set
-// up (no DDL, no lock when the schema is current), searches it, and cannot
-// write to it.
+// A database recall set up opens (no DDL, no lock when the schema is
+// current) and searches where it may only be read, and a write is refused
+// as forbidden, saying why: it was an internal error, which a server
+// answered 500 "internal error" and its background repair logged as just
+// that every round. Two ways to only read: a role granted only SELECT, and
+// transactions that only read (a standby server, default_transaction_read_only
+// for the role or database).
 func TestReadOnlyRole(t *testing.T) {
-	dsn := pgtest.Server(t)
-	db := openTest(t, dsn, Options{})
-	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "readable words")}, nil); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	roleDSN := pgtest.ReadOnlyRole(t, dsn)
-	ro, err := Open(ctx, roleDSN, Options{Existing: true})
-	if err != nil {
-		t.Fatalf("a read-only role's Open: %v", err)
-	}
-	defer ro.Close()
-	if c, err := ro.Lexical(ctx, recall.LexicalQuery{Text: "readable"}); err != nil || len(c) != 1 {
-		t.Errorf("a read-only role's search: %v, %v", c, err)
-	}
-	// Refused as forbidden, saying why: it was an internal error, which
-	// a server answered 500 "internal error" and its background repair
-	// logged as just that every round.
-	_, err = ro.Write(ctx, []recall.Document{textDoc("b.md", "more words")}, nil)
-	if recall.ErrorCode(err) != recall.EFORBIDDEN || !strings.Contains(recall.ErrorMessage(err), "only SELECT can only read") {
-		t.Errorf("a read-only role's write: %v", err)
-	}
-}
-
-// TestReadOnlyTransactions: a database that only reads (a standby server,
-// default_transaction_read_only for the role or database) opens as a
-// read-only role's does, and a write is refused as forbidden: it was an
-// internal error, which a server answered 500 and its background repair
-// tried again every round.
-func TestReadOnlyTransactions(t *testing.T) {
-	dsn := pgtest.Server(t)
-	db := openTest(t, dsn, Options{})
-	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "readable words")}, nil); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	ro, err := Open(ctx, dsn+sep+"default_transaction_read_only=on", Options{Existing: true})
-	if err != nil {
-		t.Fatalf("Open where transactions only read: %v", err)
-	}
-	defer ro.Close()
-	if c, err := ro.Lexical(ctx, recall.LexicalQuery{Text: "readable"}); err != nil || len(c) != 1 {
-		t.Errorf("search: %v, %v", c, err)
-	}
-	_, err = ro.Write(ctx, []recall.Document{textDoc("b.md", "more words")}, nil)
-	if recall.ErrorCode(err) != recall.EFORBIDDEN || !strings.Contains(recall.ErrorMessage(err), "only reads here") {
-		t.Errorf("write: %v", err)
+	for _, tc := range []struct {
+		name string
+		dsn  func(t *testing.T, dsn string) string
+		says string
+	}{
+		{"role granted only SELECT", func(t *testing.T, dsn string) string { return pgtest.ReadOnlyRole(t, dsn) }, "only SELECT can only read"},
+		{"transactions only read", func(t *testing.T, dsn string) string {
+			if strings.Contains(dsn, "?") {
+				return dsn + "&default_transaction_read_only=on"
+			}
+			return dsn + "?default_transaction_read_only=on"
+		}, "only reads here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dsn := pgtest.Server(t)
+			db := openTest(t, dsn, Options{})
+			if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "readable words")}, nil); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			ro, err := Open(ctx, tc.dsn(t, dsn), Options{Existing: true})
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer ro.Close()
+			if c, err := ro.Lexical(ctx, recall.LexicalQuery{Text: "readable"}); err != nil || len(c) != 1 {
+				t.Errorf("search: %v, %v", c, err)
+			}
+			_, err = ro.Write(ctx, []recall.Document{textDoc("b.md", "more words")}, nil)
+			if recall.ErrorCode(err) != recall.EFORBIDDEN || !strings.Contains(recall.ErrorMessage(err), tc.says) {
+				t.Errorf("write: %v", err)
+			}
+		})
 	}
 }
 
