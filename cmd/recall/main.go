@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The IANA zone database, built in: a `timezone` setting names a zone
+	// on machines without one of their own (Windows, scratch containers).
+	_ "time/tzdata"
 )
 
 func main() {

@@ -68,6 +68,9 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 	if err := opt.Chunk.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))
 	}
+	if opt.Zone, err = m.location(); err != nil {
+		return err
+	}
 	opt.Rereading = func(files int) { rereadNote(m.Stderr, "sending", files) }
 	// The vault as sweeps name it (a symbolic link is the folder it points
 	// to), so a run through a link uses the folder's manifest.

@@ -175,6 +175,7 @@ func (m *Main) newServer(ctx context.Context, opt *server.Options) (*server.Serv
 		return nil, err
 	}
 	opt.Memory = memory.New(st, eng, mopt)
+	opt.Zone = mopt.Location
 	opt.Version = version
 	opt.Logger = slog.New(slog.NewTextHandler(server.RedactWriter(m.Stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	return server.New(*opt)

@@ -66,6 +66,9 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 	if err := opts.Chunk.Validate(); err != nil {
 		return usagef("%s", recall.ErrorMessage(err))
 	}
+	if opts.Zone, err = m.location(); err != nil {
+		return err
+	}
 
 	var (
 		st recall.Store

@@ -230,3 +230,78 @@ func TestSweepSaysLinksAreNotFollowed(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want %q…%q", code, out, errs, want, note)
 	}
 }
+
+// A conversation an export dates by a moment written in UTC is dated by
+// that moment's day in the configured zone (RECALL_TIMEZONE, the diary's),
+// by `recall sweep`, by `serve --vault` and by `sweep --remote`, whose
+// client reads the files: 05:30 UTC on 6 March is the evening of 5 March
+// in Los Angeles. A markdown date line is the day written. A sweep after
+// the zone changes leaves unchanged files as they were; --full dates them
+// again.
+func TestSweepDatesConversationsInTheConfiguredZone(t *testing.T) {
+	vault := t.TempDir()
+	for name, text := range map[string]string{
+		"conversations.json": `[{"uuid":"c1","name":"Late night tea","created_at":"2024-03-06T05:30:00.000Z",` +
+			`"chat_messages":[{"sender":"human","text":"which oolong keeps best?"}]}]`,
+		"note.md": "# Brewing\n\nDate: 2024-03-06 05:30\n\n**user:** how hot for green tea?\n",
+	} {
+		if err := os.WriteFile(filepath.Join(vault, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dates := func(env map[string]string) map[string]string {
+		t.Helper()
+		out, errs, code := run(t, env, "export")
+		if code != 0 {
+			t.Fatalf("export: %d %s", code, errs)
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var s struct{ Source, Date string }
+			if json.Unmarshal([]byte(line), &s) == nil && s.Source != "" {
+				got[s.Source] = s.Date
+			}
+		}
+		return got
+	}
+	want := func(how string, env map[string]string, export string) {
+		t.Helper()
+		if got := dates(env); got["conversations.json/c1"] != export || got["note.md"] != "2024-03-06" {
+			t.Errorf("%s: dates %v; want the export on %s and the note on 2024-03-06, the day written", how, got, export)
+		}
+	}
+
+	env := testEnv(t)
+	env["RECALL_TIMEZONE"] = "America/Los_Angeles"
+	if out, errs, code := run(t, env, "sweep", vault); code != 0 {
+		t.Fatalf("sweep: %d %s %s", code, out, errs)
+	}
+	want("sweep in Los Angeles", env, "2024-03-05")
+	env["RECALL_TIMEZONE"] = "UTC"
+	run(t, env, "sweep", vault)
+	want("sweep in UTC of unchanged files", env, "2024-03-05")
+	if out, errs, code := run(t, env, "sweep", "--full", vault); code != 0 {
+		t.Fatalf("sweep --full: %d %s %s", code, out, errs)
+	}
+	want("sweep --full in UTC", env, "2024-03-06")
+
+	served := testEnv(t)
+	served["RECALL_TOKEN"] = serveToken
+	served["RECALL_TIMEZONE"] = "America/Los_Angeles"
+	_, _, stop := startServe(t, served, "--vault", vault)
+	waitFor(t, func() bool { return dates(served)["conversations.json/c1"] != "" }, "the server's sweep")
+	want("serve --vault in Los Angeles", served, "2024-03-05")
+	stop()
+
+	server := testEnv(t)
+	server["RECALL_TOKEN"] = serveToken
+	url, _, stopServer := startServe(t, server)
+	defer stopServer()
+	client := testEnv(t)
+	client["RECALL_TOKEN"] = serveToken
+	client["RECALL_TIMEZONE"] = "America/Los_Angeles"
+	if out, errs, code := run(t, client, "sweep", "--remote", url, vault); code != 0 {
+		t.Fatalf("sweep --remote: %d %s %s", code, out, errs)
+	}
+	want("sweep --remote from Los Angeles", server, "2024-03-05")
+}

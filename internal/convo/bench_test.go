@@ -126,7 +126,7 @@ func BenchmarkParseChatGPTExport(b *testing.B) {
 					b.Fatal(err)
 				}
 				n := 0
-				err = Parse("conversations.json", f, func(c Conversation) error {
+				err = Parse("conversations.json", f, nil, func(c Conversation) error {
 					if n++; n%16 == 0 {
 						runtime.ReadMemStats(&ms)
 						peak = max(peak, ms.HeapAlloc)

@@ -55,7 +55,8 @@ type Conversation struct {
 	// has none is titled by the first line of its first user message.
 	Title string
 	// Date is "YYYY-MM-DD", "YYYY-MM" or "YYYY", or "" when unknown: the
-	// day as written, in the zone written with it.
+	// day as written, in the zone written with it, except that a moment
+	// written in UTC is dated in the reader's zone (Parse).
 	Date string
 	// Created and Updated are in UTC, and zero when unknown. Markdown sets
 	// Created only when its date line gives a time of day too.
@@ -212,8 +213,15 @@ func binaryAt(head []byte) (int, bool) {
 // treat the file as failed and discard them: a partly read export would
 // otherwise be indexed as if it were whole. An error from fn stops Parse and
 // is returned as it is; errors reading r are returned wrapped, without a code.
-func Parse(name string, r io.Reader, fn func(Conversation) error) error {
-	fn = withoutNUL(withTitle(inUTC(fn)))
+//
+// zone is the reader's time zone (nil: UTC). A conversation dated by a moment
+// written in UTC (seconds since the epoch, a timestamp ending in Z or
+// +00:00), as exports and chat logs write every time, is dated by that
+// moment's day in zone: a conversation held at 11 pm in California is on
+// that day, not the next. A day written with another offset, or with none,
+// is the day written (Conversation.Date).
+func Parse(name string, r io.Reader, zone *time.Location, fn func(Conversation) error) error {
+	fn = withoutNUL(withTitle(inZone(zone, inUTC(fn))))
 	src := &sourceReader{r: r}
 	br := bufio.NewReaderSize(src, SniffLen)
 	head, err := br.Peek(SniffLen)
@@ -284,6 +292,20 @@ func withTitle(fn func(Conversation) error) func(Conversation) error {
 	return func(c Conversation) error {
 		if c.Title == "" && c.ID != "" {
 			c.Title = fallbackTitle(c.Messages)
+		}
+		return fn(c)
+	}
+}
+
+// inZone dates a conversation dated by a moment written in UTC by that
+// moment's day in zone (see Parse).
+func inZone(zone *time.Location, fn func(Conversation) error) func(Conversation) error {
+	if zone == nil || zone == time.UTC {
+		return fn
+	}
+	return func(c Conversation) error {
+		if writtenInUTC(c.Created) && c.Date == dateOf(c.Created) {
+			c.Date = dateOf(c.Created.In(zone))
 		}
 		return fn(c)
 	}

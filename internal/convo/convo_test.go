@@ -93,7 +93,7 @@ func TestDetect(t *testing.T) {
 func parseString(t *testing.T, name, content string) ([]Conversation, error) {
 	t.Helper()
 	var convs []Conversation
-	err := Parse(name, strings.NewReader(content), func(c Conversation) error {
+	err := Parse(name, strings.NewReader(content), nil, func(c Conversation) error {
 		convs = append(convs, c)
 		return nil
 	})
@@ -330,6 +330,69 @@ func TestTextTimestampsKeepTheWrittenDay(t *testing.T) {
 	convs, err := parseString(t, "log.jsonl", `{"role":"user","content":"hi","timestamp":1752561000}`) // 2025-07-15T06:30:00Z
 	if err != nil || len(convs) != 1 || convs[0].Date != "2025-07-15" {
 		t.Errorf("seconds since the epoch: %+v %v, want the UTC day", convs, err)
+	}
+}
+
+// A moment written in UTC (seconds since the epoch, Z, +00:00, a clock
+// time followed by UTC) dates a conversation by its day in the reader's
+// zone, in every format: exports and logs write every time in UTC, so a
+// conversation held at 9:30 pm in California on 5 March was dated 6 March.
+// A day written with another offset, or a clock time without a zone, is the
+// day written, whatever the zone. Created stays the moment, in UTC.
+func TestMomentsWrittenInUTCAreDatedInTheReadersZone(t *testing.T) {
+	moment := time.Date(2024, 3, 6, 5, 30, 0, 0, time.UTC) // 21:30 on 5 March in UTC-8, 14:30 on 6 March in UTC+9
+	const epoch = "1709703000"
+	west, east := time.FixedZone("UTC-8", -8*3600), time.FixedZone("UTC+9", 9*3600)
+	chatgpt := func(stamp string) string {
+		return `[{"id":"c1","title":"t","create_time":` + stamp + `,"mapping":{"u":{"message":{"author":{"role":"user"},"content":{"content_type":"text","parts":["hi"]}}}},"current_node":"u"}]`
+	}
+	inUTC := []struct{ name, content string }{
+		{"conversations.json", chatgpt(epoch)},
+		{"conversations.json", chatgpt(`"2024-03-06T05:30:00.000000Z"`)},
+		{"conversations.json", `[{"uuid":"c1","name":"t","created_at":"2024-03-06T05:30:00.000Z","chat_messages":[{"sender":"human","text":"hi"}]}]`},
+		{"log.jsonl", `{"role":"user","content":"hi","timestamp":"2024-03-06T05:30:00Z"}`},
+		{"log.jsonl", `{"role":"user","content":"hi","timestamp":"2024-03-06 05:30:00+00:00"}`},
+		{"log.jsonl", `{"role":"user","content":"hi","timestamp":` + epoch + `000}`},
+		{"rollout-2024-03-06T05-30-00-x.jsonl", `{"timestamp":"2024-03-06T05:30:00.000Z","type":"session_meta","payload":{"id":"x","timestamp":"2024-03-06T05:30:00.000Z"}}` + "\n" +
+			`{"timestamp":"2024-03-06T05:30:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}`},
+		{"a.md", "Date: 2024-03-06T05:30:00Z\n\nUser: hi\n"},
+		{"a.md", "Date: 2024-03-06 05:30 UTC\n\nUser: hi\n"},
+	}
+	dayWritten := []struct{ name, content, date string }{
+		{"log.jsonl", `{"role":"user","content":"hi","timestamp":"2024-03-06T06:30:00+01:00"}`, "2024-03-06"},
+		{"log.jsonl", `{"role":"user","content":"hi","timestamp":"2024-03-06T05:30:00"}`, "2024-03-06"},
+		{"a.md", "Date: 2024-03-06 05:30\n\nUser: hi\n", "2024-03-06"},
+		{"a.md", "Date: 2024-03-05 21:30 -08:00\n\nUser: hi\n", "2024-03-05"},
+		{"a.md", "Date: 2024-03-06\n\nUser: hi\n", "2024-03-06"},
+	}
+	parse := func(name, content string, zone *time.Location) Conversation {
+		t.Helper()
+		var convs []Conversation
+		err := Parse(name, strings.NewReader(content), zone, func(c Conversation) error { convs = append(convs, c); return nil })
+		if err != nil || len(convs) != 1 {
+			t.Fatalf("%s in %v: %d conversations, %v", content, zone, len(convs), err)
+		}
+		if c := convs[0]; !c.Created.IsZero() && c.Created.Location() != time.UTC {
+			t.Errorf("%s in %v: Created %v, not in UTC", content, zone, c.Created)
+		}
+		return convs[0]
+	}
+	for _, tt := range inUTC {
+		for _, z := range []struct {
+			zone *time.Location
+			date string
+		}{{nil, "2024-03-06"}, {time.UTC, "2024-03-06"}, {west, "2024-03-05"}, {east, "2024-03-06"}} {
+			if c := parse(tt.name, tt.content, z.zone); c.Date != z.date || !c.Created.Equal(moment) {
+				t.Errorf("%s in %v: Date %q, Created %v; want %q, %v", tt.content, z.zone, c.Date, c.Created, z.date, moment)
+			}
+		}
+	}
+	for _, tt := range dayWritten {
+		for _, zone := range []*time.Location{nil, west, east} {
+			if c := parse(tt.name, tt.content, zone); c.Date != tt.date {
+				t.Errorf("%s in %v: Date %q, want %q, the day written", tt.content, zone, c.Date, tt.date)
+			}
+		}
 	}
 }
 
@@ -757,7 +820,7 @@ func TestCallbackErrorStopsParse(t *testing.T) {
 			t.Fatal(err)
 		}
 		calls := 0
-		err = Parse(file, f, func(Conversation) error { calls++; return stop })
+		err = Parse(file, f, nil, func(Conversation) error { calls++; return stop })
 		f.Close()
 		if err != stop || calls != 1 {
 			t.Errorf("%s: Parse = %v after %d calls, want the callback's error after 1", file, err, calls)
@@ -786,7 +849,7 @@ func TestReadErrorIsNotInvalidInput(t *testing.T) {
 		{"c.jsonl", "{\"role\":\"user\",\"content\":\"a\"}\n{\"ro"},
 		{"c.md", "**User:** hi"},
 	} {
-		err := Parse(tt.name, &failingReader{[]byte(tt.data), disk}, func(Conversation) error { return nil })
+		err := Parse(tt.name, &failingReader{[]byte(tt.data), disk}, nil, func(Conversation) error { return nil })
 		if !errors.Is(err, disk) || recall.ErrorCode(err) == recall.EINVALID {
 			t.Errorf("%s: Parse = %v (code %s), want the read error, not EINVALID", tt.name, err, recall.ErrorCode(err))
 		}
@@ -804,7 +867,7 @@ func TestExportIsStreamed(t *testing.T) {
 	got := make(chan string)
 	done := make(chan error)
 	go func() {
-		done <- Parse("c.json", pr, func(c Conversation) error {
+		done <- Parse("c.json", pr, nil, func(c Conversation) error {
 			got <- c.ID
 			return nil
 		})
@@ -1110,7 +1173,7 @@ func TestChatGPTMissingCurrentNodeWithOrphan(t *testing.T) {
 	 "a":{"parent":"u","message":{"author":{"role":"assistant"},"content":{"parts":["answer"]}}},
 	 "0rphan":{"parent":"pruned","message":{"author":{"role":"user"},"content":{"parts":["stray"]}}}}}]`
 	var got []string
-	Parse("conversations.json", strings.NewReader(in), func(c Conversation) error { got = c.Messages; return nil })
+	Parse("conversations.json", strings.NewReader(in), nil, func(c Conversation) error { got = c.Messages; return nil })
 	if want := []string{"**User:** question", "**Assistant:** answer"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -1138,7 +1201,7 @@ func TestChatGPTGapInBranch(t *testing.T) {
 		"d":{"parent":"c","children":["e"],` + msg("user", "second question") + `},
 		"e":{"parent":"d","children":[],` + msg("assistant", "second answer") + `}}}]`
 		var got []string
-		if err := Parse("conversations.json", strings.NewReader(in), func(c Conversation) error { got = c.Messages; return nil }); err != nil {
+		if err := Parse("conversations.json", strings.NewReader(in), nil, func(c Conversation) error { got = c.Messages; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{"**User:** first question", "**Assistant:** first answer", "**User:** second question", "**Assistant:** second answer"}
@@ -1246,7 +1309,7 @@ func TestNULBecomesReplacementCharacter(t *testing.T) {
 	export := `[{"uuid": "c1", "name": "a \u0000 title", "created_at": "2025-08-14T09:30:00Z", "chat_messages": [` +
 		`{"uuid": "m1", "sender": "human", "text": "a nul \u0000 here", "created_at": "2025-08-14T09:30:00Z"}]}]`
 	var got []Conversation
-	if err := Parse("conversations.json", strings.NewReader(export), func(c Conversation) error {
+	if err := Parse("conversations.json", strings.NewReader(export), nil, func(c Conversation) error {
 		got = append(got, c)
 		return nil
 	}); err != nil {

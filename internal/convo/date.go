@@ -51,9 +51,10 @@ var (
 // parseDate reads the ways people date a transcript ("2023-05-08",
 // "8 May 2023", "May 8, 2023", "1:56 pm on 8 May, 2023", "May 2023", ISO
 // timestamps) and returns "YYYY-MM-DD", "YYYY-MM" or "YYYY", or "" when s is
-// not a date. at is the moment, in UTC, when a time of day was written too
-// (a time without a zone is taken as UTC); else it is zero. The date is the
-// one written, never shifted by a zone. A zone may follow the time ("11:30
+// not a date. at is the moment when a time of day was written too, in the
+// offset written with it (wallClock when none was); else it is zero. The
+// date is the one written, never shifted by a zone (Parse dates one written
+// in UTC in the reader's zone). A zone may follow the time ("11:30
 // PM EST", "23:30 +02:00", "10:00 (UTC+2)"): an offset moves at, while a
 // zone known only by name leaves at unknown (EST and the like name several
 // offsets), and the day is kept either way.
@@ -66,7 +67,7 @@ func parseDate(s string) (date string, at time.Time) {
 		return "", time.Time{}
 	}
 	if t, ok := parseTimestamp(s); ok {
-		return t.Format(time.DateOnly), t.UTC()
+		return t.Format(time.DateOnly), t
 	}
 	var (
 		year, day, hour, minute, second int
@@ -80,6 +81,8 @@ func parseDate(s string) (date string, at time.Time) {
 		prevClock := afterClock
 		afterClock = false
 		switch {
+		case prevClock && zone == "" && (f == "utc" || f == "gmt"):
+			zone = "z"
 		case dateNoise[f] || dateNoise[strings.TrimSuffix(f, ".")]:
 		case f == "am" || f == "a.m.":
 			am, afterClock = true, prevClock
@@ -158,21 +161,25 @@ func parseDate(s string) (date string, at time.Time) {
 	if hour > 23 || minute > 59 || second > 59 {
 		return date, time.Time{}
 	}
-	at = time.Date(year, month, day, hour, minute, second, 0, time.UTC)
-	if zone != "" && zone != "z" {
+	loc := wallClock
+	switch zone {
+	case "":
+	case "z":
+		loc = time.UTC
+	default:
 		m := clockZone.FindStringSubmatch(zone)
 		h, _ := strconv.Atoi(m[2])
 		mins, _ := strconv.Atoi(m[3])
 		if m[1] == "" || h > 14 || mins > 59 {
 			return date, time.Time{} // a zone by name, or no offset there is
 		}
-		off := time.Duration(h)*time.Hour + time.Duration(mins)*time.Minute
+		off := h*3600 + mins*60
 		if m[1] == "-" {
 			off = -off
 		}
-		at = at.Add(-off)
+		loc = time.FixedZone("", off)
 	}
-	return date, at
+	return date, time.Date(year, month, day, hour, minute, second, 0, loc)
 }
 
 func allDigits(s string) bool {
@@ -194,11 +201,31 @@ func unixTime(sec float64) time.Time {
 	return time.UnixMicro(int64(math.Round(sec * 1e6))).UTC()
 }
 
+// wallClock is the location of a time written without a zone: read as if
+// in UTC, but known to be a clock's reading, not a moment written in UTC
+// (writtenInUTC), so that its day is the day written. It is named: the
+// time package hands out one shared location for each unnamed whole-hour
+// offset, which a timestamp written with +00:00 gets.
+var wallClock = time.FixedZone("wall clock", 0)
+
+// writtenInUTC reports whether t is a moment written in UTC: seconds since
+// the epoch (unixTime), or a timestamp with the zone Z or an offset of 0.
+func writtenInUTC(t time.Time) bool {
+	if t.IsZero() || t.Location() == wallClock {
+		return false
+	}
+	_, off := t.Zone()
+	return off == 0
+}
+
 // parseTimestamp reads s in one of timestampLayouts. A time without a zone
-// is taken as UTC, which is what time.Parse makes of it.
+// is in wallClock.
 func parseTimestamp(s string) (time.Time, bool) {
 	for _, layout := range timestampLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
+			if !strings.Contains(layout, "Z07") && !strings.Contains(layout, "-0700") {
+				t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), wallClock)
+			}
 			return t, true
 		}
 	}
@@ -209,7 +236,7 @@ func parseTimestamp(s string) (time.Time, bool) {
 // 3339, and the forms other tools write (a space for the T, no zone, as
 // Python's isoformat() gives for a naive time), the same ones, read the
 // same way, as a markdown transcript's date line. The time keeps the offset
-// it was written with (UTC when none was), so that dateOf gives the day
+// it was written with (wallClock when none was), so that dateOf gives the day
 // written, as a markdown date line has it; Parse hands conversations on
 // with their times in UTC. A malformed one is unknown rather than an
 // error, since it never changes which messages a conversation has.
@@ -235,8 +262,8 @@ func (s *stamp) UnmarshalJSON(b []byte) error {
 }
 
 // dateOf is the calendar day of t where it was written: in the offset of a
-// text timestamp (isoTime), in UTC for seconds since the epoch; "" for the
-// zero time.
+// text timestamp (isoTime), in UTC for seconds since the epoch (Parse moves
+// a moment written in UTC to the reader's zone); "" for the zero time.
 func dateOf(t time.Time) string {
 	if t.IsZero() {
 		return ""

@@ -35,7 +35,7 @@ func addSeeds(f *testing.F, exts ...string) {
 // messages, no empty message, only valid UTF-8.
 func checkConversations(t *testing.T, name string, data []byte) []Conversation {
 	var convs []Conversation
-	err := Parse(name, bytes.NewReader(data), func(c Conversation) error {
+	err := Parse(name, bytes.NewReader(data), nil, func(c Conversation) error {
 		convs = append(convs, c)
 		return nil
 	})

@@ -91,7 +91,7 @@ func parseFile(t *testing.T, path string) ([]Conversation, error) {
 	}
 	defer f.Close()
 	var convs []Conversation
-	err = Parse(filepath.Base(path), f, func(c Conversation) error {
+	err = Parse(filepath.Base(path), f, nil, func(c Conversation) error {
 		convs = append(convs, c)
 		return nil
 	})

@@ -145,7 +145,7 @@ func TestMarkdownTitleAndDate(t *testing.T) {
 			c := parseMarkdown(tt.file, tt.in)
 			created := ""
 			if !c.Created.IsZero() {
-				created = c.Created.Format(time.RFC3339)
+				created = c.Created.UTC().Format(time.RFC3339)
 			}
 			if c.Title != tt.title || c.Date != tt.date || created != tt.created {
 				t.Errorf("title, date, created = %q, %q, %q; want %q, %q, %q", c.Title, c.Date, created, tt.title, tt.date, tt.created)
@@ -209,7 +209,7 @@ func TestParseDate(t *testing.T) {
 		date, at := parseDate(tt.in)
 		gotAt := ""
 		if !at.IsZero() {
-			gotAt = at.Format(time.RFC3339)
+			gotAt = at.UTC().Format(time.RFC3339)
 		}
 		if date != tt.date || gotAt != tt.at {
 			t.Errorf("parseDate(%q) = %q, %q; want %q, %q", tt.in, date, gotAt, tt.date, tt.at)

@@ -250,7 +250,7 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 		}
 		r = bytes.NewReader(data)
 	} else {
-		if err := convo.Parse(f.rel, fh, func(convo.Conversation) error { return ctx.Err() }); err != nil {
+		if err := convo.Parse(f.rel, fh, p.opt.Zone, func(convo.Conversation) error { return ctx.Err() }); err != nil {
 			return fail(err)
 		}
 		if _, err := fh.Seek(0, io.SeekStart); err != nil {
@@ -261,7 +261,7 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 
 	seen := make(map[string]bool)
 	pr, size := &parsed{f: f}, 0
-	err = convo.Parse(f.rel, r, func(c convo.Conversation) error {
+	err = convo.Parse(f.rel, r, p.opt.Zone, func(c convo.Conversation) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -60,7 +60,7 @@ func TestReadingVersion(t *testing.T) {
 // readingHash hashes what a sweep makes of the parsers' fixtures, of the
 // example vault and of a generated vault with long turns, at the default
 // chunk options and at small chunks (which the chunker must cut and
-// overlap): every source's id, title, date and content hash, and every
+// overlap), and in two zones far from UTC: every source's id, title, date and content hash, and every
 // chunk's text hash, header and mid-word mark. A file that fails adds
 // nothing, as one that holds no conversation does: a sweep stores nothing
 // of it at any reading (it keeps what an earlier reading stored, and
@@ -95,8 +95,12 @@ func readingHash(t *testing.T) string {
 	}
 	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	h := sha256.New()
-	for _, co := range []chunk.Options{{}, {Size: 300}} {
-		p := &pipeline{opt: Options{Chunk: co}, vault: "/vault", now: func() time.Time { return now }}
+	for _, opt := range []Options{
+		{}, {Chunk: chunk.Options{Size: 300}},
+		// Dates of moments written in UTC depend on the zone.
+		{Zone: time.FixedZone("UTC-10", -10*3600)}, {Zone: time.FixedZone("UTC+14", 14*3600)},
+	} {
+		p := &pipeline{opt: opt, vault: "/vault", now: func() time.Time { return now }}
 		for _, f := range files {
 			fmt.Fprintf(h, "file %s\n", f.rel)
 			readInto(h, p, f)
@@ -110,7 +114,7 @@ func readInto(h hash.Hash, p *pipeline, f file) {
 	var made bytes.Buffer
 	data, err := os.ReadFile(f.path)
 	if err == nil {
-		err = convo.Parse(f.rel, bytes.NewReader(data), func(c convo.Conversation) error {
+		err = convo.Parse(f.rel, bytes.NewReader(data), p.opt.Zone, func(c convo.Conversation) error {
 			doc, err := p.document(f, c)
 			if err != nil || doc == nil {
 				return err

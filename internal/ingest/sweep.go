@@ -37,7 +37,7 @@ import (
 // keeps its vectors: they are keyed by the text). Bump it with any change
 // that alters what they make of some file; TestReadingVersion fails when
 // their output on the test fixtures changes and it was not bumped.
-const ReadingVersion = 1
+const ReadingVersion = 2
 
 // Writer is where a sweep writes: the store itself, or the search engine that
 // keeps its in-memory vector index in step with the store.
@@ -59,6 +59,10 @@ type Options struct {
 	// indexed, embedded, written or pruned.
 	DryRun bool
 	Chunk  chunk.Options
+	// Zone is the user's time zone: a conversation its file dates by a
+	// moment written in UTC, as exports and logs do, is dated by that
+	// moment's day there (convo.Parse). Nil: UTC.
+	Zone *time.Location
 
 	// Embedder and Space: when both are set, new chunk texts are embedded
 	// into that vector space. A failing embedder leaves chunks stored

@@ -29,7 +29,8 @@ type Options struct {
 	Token    string // bearer token ("" for a server with none configured)
 	Manifest string // path of the local manifest file
 	Chunk    chunk.Options
-	Full     bool // send every file, even those the manifest records
+	Zone     *time.Location // the user's time zone for dating conversations (ingest.Options.Zone)
+	Full     bool           // send every file, even those the manifest records
 	// Prune removes from the server the sources of files the manifest
 	// records that are gone from the vault; without it they are only
 	// counted (FilesRemoved), as a local sweep keeps their sources.
@@ -396,7 +397,7 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 		return nil
 	}
 	defer fh.Close()
-	sum, each, err := conversations(ctx, f.ID, fh)
+	sum, each, err := conversations(ctx, f.ID, fh, s.opt.Zone)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -516,7 +517,7 @@ var errChanged = errors.New("the file changed while it was read: it is sent agai
 // calls fn with every conversation in it, in order. An export is read from
 // disk on every call, its bytes checked against the hash; any other file is
 // read and parsed once, within ingest.MaxFileSize.
-func conversations(ctx context.Context, rel string, fh *os.File) (sum string, each func(fn func(convo.Conversation) error) error, err error) {
+func conversations(ctx context.Context, rel string, fh *os.File, zone *time.Location) (sum string, each func(fn func(convo.Conversation) error) error, err error) {
 	if ingest.IsExport(rel) {
 		h := sha256.New()
 		if _, err := io.Copy(h, fh); err != nil {
@@ -528,7 +529,7 @@ func conversations(ctx context.Context, rel string, fh *os.File) (sum string, ea
 				return err
 			}
 			h := sha256.New()
-			if err := convo.Parse(rel, io.TeeReader(fh, h), fn); err != nil {
+			if err := convo.Parse(rel, io.TeeReader(fh, h), zone, fn); err != nil {
 				return err
 			}
 			if _, err := io.Copy(h, fh); err != nil {
@@ -549,7 +550,7 @@ func conversations(ctx context.Context, rel string, fh *os.File) (sum string, ea
 	}
 	h := sha256.Sum256(data)
 	var convs []convo.Conversation
-	if err := convo.Parse(rel, bytes.NewReader(data), func(c convo.Conversation) error {
+	if err := convo.Parse(rel, bytes.NewReader(data), zone, func(c convo.Conversation) error {
 		convs = append(convs, c)
 		return ctx.Err()
 	}); err != nil {

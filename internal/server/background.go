@@ -47,6 +47,7 @@ type background struct {
 	vaults     []string      // swept by the server itself (Options.Vaults)
 	sweepEvery time.Duration // between sweeps (0: once)
 	sweepLog   io.Writer
+	zone       *time.Location  // sweeps date conversations in it (Options.Zone)
 	hurry      <-chan struct{} // closed at Server.Hurry: a stopping sweep commits nothing more
 	// busy is, by vault, why its last rounds were skipped (another
 	// process sweeping it), so that a skip is logged once, not each round.
@@ -490,7 +491,7 @@ func (b *background) sweep(ctx context.Context, vault string) {
 				"vault", vault, "files", len(files))
 		}
 	}
-	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures,
+	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures, Zone: b.zone,
 		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}, Hurry: b.hurry, Rereading: reread})
 	if b.skipped(abs, err) {
 		return

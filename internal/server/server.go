@@ -104,9 +104,10 @@ type Options struct {
 	// which paces itself, so searches keep their speed; they never prune.
 	Vaults     []string
 	SweepEvery time.Duration
-	SweepLog   io.Writer     // failed files, one line each, and a summary per sweep (nil: discarded)
-	StageTTL   time.Duration // how long partial /ingest sources wait (0: 15 minutes)
-	StageBytes int64         // staged chunk text bound (0: 64 MiB)
+	Zone       *time.Location // the user's time zone, that sweeps date conversations in (ingest.Options.Zone)
+	SweepLog   io.Writer      // failed files, one line each, and a summary per sweep (nil: discarded)
+	StageTTL   time.Duration  // how long partial /ingest sources wait (0: 15 minutes)
+	StageBytes int64          // staged chunk text bound (0: 64 MiB)
 	// Grace is how long a stopping Serve lets requests in flight finish
 	// before it closes their connections (0: DefaultGrace). Event streams
 	// are not waited for: see Serve.
@@ -223,7 +224,7 @@ func New(opt Options) (*Server, error) {
 	s.bg = newBackground(opt.Engine, opt.Store, opt.Embedder, opt.Space, s.metrics, s.log, opt.Now, opt.RepairPage, opt.RepairPause)
 	s.bg.followEvery = opt.FollowEvery
 	s.bg.switched = opt.Memory.SetSpace
-	s.bg.vaults, s.bg.sweepEvery, s.bg.sweepLog, s.bg.hurry = opt.Vaults, opt.SweepEvery, opt.SweepLog, s.cut.Done()
+	s.bg.vaults, s.bg.sweepEvery, s.bg.sweepLog, s.bg.zone, s.bg.hurry = opt.Vaults, opt.SweepEvery, opt.SweepLog, opt.Zone, s.cut.Done()
 	s.users = s.newMCPServer(false, nil)
 	s.admins = s.newMCPServer(true, nil)
 	s.mcpHTTP = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
