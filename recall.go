@@ -89,17 +89,24 @@ func TextHash(s string) string {
 // identity of what was embedded, its context header and its text (given
 // by its TextHash), since both go into the embedder (EmbedInput). A chunk
 // without a header is embedded as its text alone, and its key is its
-// text's hash; otherwise it is the hex sha256 of the header, a NUL byte
-// and the text's hash, which cannot be read two ways (the hash is the last
-// 64 bytes). Chunks holding one passage under two headers (a conversation
-// retitled, one passage in two conversations) have vectors of their own.
+// text's hash. Otherwise the key is as long and begins as the text's hash
+// does (its first 32 hex digits, KeyPrefixLen) and ends with the first 32
+// of the hex sha256 of the header, a NUL byte and the text's hash. Chunks
+// holding one passage under two headers (a conversation retitled, one
+// passage in two conversations) have vectors of their own. The chunks
+// holding a key are a range of an index of text hashes, so a store need
+// keep no index of keys (SQLite keeps none).
 func VectorKey(header, textHash string) string {
 	if header == "" {
 		return textHash
 	}
 	sum := sha256.Sum256([]byte(header + "\x00" + textHash))
-	return hex.EncodeToString(sum[:])
+	return textHash[:min(KeyPrefixLen, len(textHash))] + hex.EncodeToString(sum[:])[:KeyPrefixLen]
 }
+
+// KeyPrefixLen is how many hex digits of a text's hash begin the vector
+// keys of its chunks (VectorKey).
+const KeyPrefixLen = 32
 
 // VectorKey is the key of the chunk's vector (recall.VectorKey).
 func (c Chunk) VectorKey() string { return VectorKey(c.Header, c.Hash) }

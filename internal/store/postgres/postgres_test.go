@@ -406,19 +406,29 @@ func TestWriteAfterANewerUpgradeRefused(t *testing.T) {
 	}
 }
 
-// asVersion leaves db's schema as a recall of schema version v (1 to 3)
+// asVersion leaves db's schema as a recall of schema version v (1 to 4)
 // left it: the later migrations not recorded, and what they added undone,
-// so that opening it upgrades it: 0004's vector keys (each vector keyed by
-// the hash of its chunks' text, which must be one text) and 0003's
+// so that opening it upgrades it: 0005's vector keys (back to 0004's
+// form), 0004's (each vector keyed by the hash of its
+// chunks' text, which must be one text) and 0003's
 // sources.reading. (0002 only rekeys long terms, which a test database
 // without them need not undo.)
 func asVersion(t *testing.T, db *DB, v int) {
 	t.Helper()
+	// Before 0005, a chunk with a header had the key of the hex sha256 of
+	// it, a NUL byte and its text's hash (storetest.KeyV9).
+	keyV9 := `encode(sha256(convert_to(header, 'UTF8') || '\x00'::bytea || convert_to(hash, 'UTF8')), 'hex')`
 	qs := []string{
-		`UPDATE vectors v SET vkey = (SELECT c.hash FROM chunks c WHERE c.vkey = v.vkey LIMIT 1)`,
-		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`,
-		`ALTER INDEX vectors_vkey RENAME TO vectors_hash`,
-		`ALTER TABLE chunks DROP COLUMN vkey`, // and its index
+		`UPDATE vectors v SET vkey = k.old FROM (SELECT DISTINCT vkey, ` + keyV9 + ` AS old FROM chunks WHERE header != '') k
+			WHERE v.vkey = k.vkey`,
+		`UPDATE chunks SET vkey = ` + keyV9 + ` WHERE header != ''`,
+	}
+	if v < 4 {
+		qs = append(qs,
+			`UPDATE vectors v SET vkey = (SELECT c.hash FROM chunks c WHERE c.vkey = v.vkey LIMIT 1)`,
+			`ALTER TABLE vectors RENAME COLUMN vkey TO hash`,
+			`ALTER INDEX vectors_vkey RENAME TO vectors_hash`,
+			`ALTER TABLE chunks DROP COLUMN vkey`) // and its index
 	}
 	if v < 3 {
 		qs = append(qs, `ALTER TABLE sources DROP COLUMN reading`)
@@ -439,13 +449,43 @@ func TestVectorKeysUpgrade(t *testing.T) {
 	storetest.VectorKeysUpgrade(t, db, func(t *testing.T, s recall.Store) {
 		asVersion(t, db, 3)
 		db.Close()
-	}, func(t *testing.T) recall.Store {
-		db := openTest(t, dsn, Options{})
-		if err := db.IntegrityCheck(ctx); err != nil {
-			t.Errorf("integrity check after the upgrade: %v", err)
+	}, func(t *testing.T) recall.Store { return openChecked(t, dsn) })
+}
+
+// openChecked opens the database of dsn, upgrading it, and checks it.
+func openChecked(t *testing.T, dsn string) *DB {
+	t.Helper()
+	db := openTest(t, dsn, Options{})
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Errorf("integrity check after the upgrade: %v", err)
+	}
+	return db
+}
+
+// An upgrade from version 4 gives every chunk with a header a key that
+// begins with its text's hash and renames its vectors
+// (storetest.VectorKeyPrefixUpgrade); the SQL's old keys are the Go ones.
+func TestVectorKeyPrefixUpgrade(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	storetest.VectorKeyPrefixUpgrade(t, db, func(t *testing.T, s recall.Store) {
+		asVersion(t, db, 4)
+		rows, err := db.pool.Query(ctx, `SELECT hash, vkey, header FROM chunks`)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return db
-	})
+		for rows.Next() {
+			var hash, vkey, header string
+			if err := rows.Scan(&hash, &vkey, &header); err != nil {
+				t.Fatal(err)
+			}
+			if vkey != storetest.KeyV9(header, hash) {
+				t.Errorf("version 4's key of %q under %q: %s; want %s", hash, header, vkey, storetest.KeyV9(header, hash))
+			}
+		}
+		rows.Close()
+		db.Close()
+	}, func(t *testing.T) recall.Store { return openChecked(t, dsn) })
 }
 
 // Opening a database an older recall set up says it upgrades it, before it
@@ -473,13 +513,26 @@ func TestUpgradingIsSaid(t *testing.T) {
 // KeepSchema (recall check) leaves a database an older recall set up at
 // its version, refusing writes, and checks it; a later Open upgrades it.
 func TestKeepSchema(t *testing.T) {
+	// Version 2 is before vector keys, 4 before they began with the
+	// text's hash.
+	for _, v := range []int{2, 4} {
+		t.Run(fmt.Sprint("version ", v), func(t *testing.T) { keepSchema(t, v) })
+	}
+}
+
+func keepSchema(t *testing.T, v int) {
 	dsn := pgtest.Server(t)
 	db := openTest(t, dsn, Options{})
-	if _, err := db.Write(ctx, []recall.Document{textDoc("a.md", "kept words")}, nil); err != nil {
+	d := textDoc("a.md", "kept words")
+	d.Chunks[0].Header = "Kept (2024-01-02)"
+	if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "sp", Provider: "test", Model: "m", Dim: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Write(ctx, []recall.Document{d}, []recall.Vector{{Space: "sp", Key: d.Chunks[0].VectorKey(), Vec: []float32{0.6, 0.8}}}); err != nil {
 		t.Fatal(err)
 	}
 	last := db.known
-	asVersion(t, db, 2)
+	asVersion(t, db, v)
 	db.Close()
 	upgraded := false
 	kept, err := Open(ctx, dsn, Options{KeepSchema: true, Existing: true, Upgrading: func(int, int) { upgraded = true }})
@@ -487,7 +540,7 @@ func TestKeepSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	schema, older := kept.OlderSchema()
-	if want := fmt.Sprintf("version 2 of %d", last); !older || schema != want || upgraded {
+	if want := fmt.Sprintf("version %d of %d", v, last); !older || schema != want || upgraded {
 		t.Errorf("OlderSchema = %q, %v (upgrading told: %v); want %q, left so", schema, older, upgraded, want)
 	}
 	if err := kept.IntegrityCheck(ctx); err != nil {
@@ -505,6 +558,9 @@ func TestKeepSchema(t *testing.T) {
 	}
 	if _, older := db.OlderSchema(); older {
 		t.Error("an upgraded database says it is older")
+	}
+	if vecs, err := db.VectorsByKey(ctx, "sp", []string{d.Chunks[0].VectorKey()}); err != nil || len(vecs) != 1 {
+		t.Errorf("the vector after the upgrade: %v, %v", vecs, err)
 	}
 }
 

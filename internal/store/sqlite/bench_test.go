@@ -180,3 +180,88 @@ func BenchmarkSmallWrite(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUpgradeKeyPrefix times the upgrade from schema 9 to 10 (vector
+// keys that begin with their text's hash, chunks_vkey dropped) of a
+// database of the storetest corpus's first 10,000 chunks, each with a
+// header and 7 unit vectors of 384 dimensions (70,000, as a sweep with the
+// built-in model makes them): the Open that migrates it, and the file's
+// size before and after.
+func BenchmarkUpgradeKeyPrefix(b *testing.B) {
+	const sources, units, dim = 1000, 7, 384
+	dir := b.TempDir()
+	old := filepath.Join(dir, "v9.db")
+	db, err := Open(ctx, old, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "bench", Provider: "test", Model: "m", Dim: dim}); err != nil {
+		b.Fatal(err)
+	}
+	written := 0
+	err = storetest.NewCorpus().Batches(func(docs []recall.Document) error {
+		if written >= sources {
+			return nil
+		}
+		var vecs []recall.Vector
+		for i := range docs {
+			header := docs[i].Source.Title + " (" + docs[i].Source.Date + ")"
+			for j := range docs[i].Chunks {
+				c := &docs[i].Chunks[j]
+				c.Header = header
+				v := make([]float32, units*dim)
+				for k := range v {
+					v[k] = float32((k*31+j*7+i)%97) / 97
+				}
+				vecs = append(vecs, recall.Vector{Space: "bench", Key: c.VectorKey(), Vec: v})
+			}
+		}
+		written += len(docs)
+		_, err := db.Write(ctx, docs, vecs)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := asVersion9(b, db); n != sources*storetest.CorpusChunksPerSource {
+		b.Fatalf("%d keys renamed; want every chunk's", n)
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	before := fileSize(b, old)
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		path := filepath.Join(dir, fmt.Sprintf("up%d.db", i))
+		data, err := os.ReadFile(old)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(before)/1e6, "MB-before")
+		b.ReportMetric(float64(fileSize(b, path))/1e6, "MB-after")
+		os.Remove(path)
+		b.StartTimer()
+	}
+}
+
+func fileSize(tb testing.TB, path string) int64 {
+	tb.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fi.Size()
+}

@@ -312,7 +312,7 @@ func (db *DB) integrityCheck(ctx context.Context) error {
 		return nil
 	}
 	invariants := []struct{ what, query string }{
-		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = v.vkey)`},
+		{"vectors without a chunk", `SELECT count(*) FROM vectors v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE ` + holdsKey("c", "v.vkey") + `)`},
 		{"sources whose chunk_count is wrong", `SELECT count(*) FROM sources s WHERE chunk_count != (SELECT count(*) FROM chunks c WHERE c.sid = s.sid)`},
 		{"chunks without text", `SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_texts t WHERE t.id = c.id)`},
 		{"texts without a chunk", `SELECT count(*) FROM chunk_texts t WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = t.id)`},

@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -34,8 +36,8 @@ var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	9: keyVectors,
 }
 
-// keyVectors gives every chunk its vector key (chunks.vkey,
-// recall.VectorKey of its header and text hash) and every stored vector,
+// keyVectors gives every chunk its vector key (chunks.vkey, keyV9 of its
+// header and text hash) and every stored vector,
 // keyed by its text's hash until now, the key of the chunks holding that
 // text, so that nothing is embedded again. A vector whose chunks hold its
 // text under one header is renamed in place: SQLite overwrites a row of
@@ -60,7 +62,7 @@ func keyVectors(ctx context.Context, tx *sql.Tx) error {
 		},
 		func(batch []row) error {
 			for _, r := range batch {
-				if _, err := set.ExecContext(ctx, recall.VectorKey(r.header, r.hash), r.id); err != nil {
+				if _, err := set.ExecContext(ctx, keyV9(r.header, r.hash), r.id); err != nil {
 					return fmt.Errorf("key chunk %d: %w", r.id, err)
 				}
 			}
@@ -90,6 +92,18 @@ func keyVectors(ctx context.Context, tx *sql.Tx) error {
 		}
 	}
 	return nil
+}
+
+// keyV9 is a chunk's vector key as schema 9 made it: its text's hash
+// without a header, else the hex sha256 of the header, a NUL byte and the
+// text's hash. Migration 10 makes every key recall.VectorKey's from it; a
+// migration's keys stay as they were when it was written.
+func keyV9(header, textHash string) string {
+	if header == "" {
+		return textHash
+	}
+	sum := sha256.Sum256([]byte(header + "\x00" + textHash))
+	return hex.EncodeToString(sum[:])
 }
 
 // rebuildFullText fills an empty chunks_fts from the stored chunks, as the

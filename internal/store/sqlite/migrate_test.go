@@ -173,7 +173,7 @@ func undoVectorKeys(t *testing.T, db *DB) {
 	for _, q := range []string{
 		`UPDATE vectors SET vkey = (SELECT c.hash FROM chunks c WHERE c.vkey = vectors.vkey LIMIT 1)`,
 		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`,
-		`DROP INDEX chunks_vkey`,
+		`DROP INDEX IF EXISTS chunks_vkey`,
 		`ALTER TABLE chunks DROP COLUMN vkey`,
 		`DELETE FROM schema_migrations WHERE version >= 9`,
 	} {
@@ -197,16 +197,103 @@ func TestVectorKeysUpgrade(t *testing.T) {
 		if v := schemaVersionOf(t, path); v != 8 {
 			t.Fatalf("the older database is at version %d; want 8", v)
 		}
-	}, func(t *testing.T) recall.Store {
-		db, err := Open(ctx, path, Options{})
-		if err != nil {
-			t.Fatal(err)
+	}, func(t *testing.T) recall.Store { return openChecked(t, path) })
+}
+
+// openChecked opens the database at path, upgrading it, and checks it.
+func openChecked(t *testing.T, path string) *DB {
+	t.Helper()
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Errorf("integrity check after the upgrade: %v", err)
+	}
+	return db
+}
+
+// An upgrade from version 9 gives every chunk with a header a key that
+// begins with its text's hash, renames its vector, and drops chunks_vkey
+// (storetest.VectorKeyPrefixUpgrade).
+func TestVectorKeyPrefixUpgrade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.VectorKeyPrefixUpgrade(t, db, func(t *testing.T, s recall.Store) {
+		if n := asVersion9(t, db); n != 5 {
+			t.Fatalf("%d keys renamed to version 9's; want the 5 of chunks with a header", n)
 		}
-		if err := db.IntegrityCheck(ctx); err != nil {
-			t.Errorf("integrity check after the upgrade: %v", err)
+		db.Close()
+		if v := schemaVersionOf(t, path); v != 9 {
+			t.Fatalf("the older database is at version %d; want 9", v)
+		}
+	}, func(t *testing.T) recall.Store {
+		db := openChecked(t, path)
+		var n int
+		if err := db.ro.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'chunks_vkey'`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("chunks_vkey after the upgrade: %d, %v; want it gone", n, err)
 		}
 		return db
 	})
+}
+
+// asVersion9 turns db's database into one as schema version 9 left it:
+// the vector keys of chunks with a header, and their vectors, renamed to
+// that version's (storetest.KeyV9), chunks_vkey made, version 10 not
+// recorded. It returns how many keys it renamed.
+func asVersion9(tb testing.TB, db *DB) int {
+	tb.Helper()
+	type row struct {
+		id                 int64
+		hash, vkey, header string
+	}
+	var chunks []row
+	rows, err := db.rw.QueryContext(ctx, `SELECT c.id, c.hash, c.vkey, t.header FROM chunks c JOIN chunk_texts t ON t.id = c.id`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.hash, &r.vkey, &r.header); err != nil {
+			tb.Fatal(err)
+		}
+		chunks = append(chunks, r)
+	}
+	rows.Close()
+	tx, err := db.rw.BeginTx(ctx, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer tx.Rollback()
+	renamed := map[string]bool{}
+	for _, r := range chunks {
+		old := storetest.KeyV9(r.header, r.hash)
+		if old == r.vkey {
+			continue
+		}
+		qs := []string{`UPDATE chunks SET vkey = ?1 WHERE id = ?3`}
+		if !renamed[r.vkey] {
+			renamed[r.vkey] = true
+			qs = append(qs, `UPDATE vectors SET vkey = ?1 WHERE space IN (SELECT name FROM spaces) AND vkey = ?2`)
+		}
+		for _, q := range qs {
+			if _, err := tx.ExecContext(ctx, q, old, r.vkey, r.id); err != nil {
+				tb.Fatal(q, err)
+			}
+		}
+	}
+	for _, q := range []string{`CREATE INDEX chunks_vkey ON chunks (vkey)`, `DELETE FROM schema_migrations WHERE version >= 10`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			tb.Fatal(q, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		tb.Fatal(err)
+	}
+	return len(renamed)
 }
 
 // memoryDoc is a memory of owner's under key holding text.

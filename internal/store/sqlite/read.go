@@ -246,8 +246,9 @@ func (db *DB) ChunksByVectorKey(ctx context.Context, keys []string) ([]recall.In
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err := db.ro.QueryContext(ctx, `SELECT `+indexedChunkCols+` FROM chunks c CROSS JOIN sources s ON s.sid = c.sid
-		WHERE c.vkey IN (SELECT value FROM json_each(?)) ORDER BY c.id`, jsonArray(keys))
+	rows, err := db.ro.QueryContext(ctx, `SELECT `+indexedChunkCols+` FROM (SELECT DISTINCT value FROM json_each(?)) k
+		CROSS JOIN chunks c ON `+holdsKey("c", "k.value")+` CROSS JOIN sources s ON s.sid = c.sid
+		ORDER BY c.id`, jsonArray(keys))
 	if err != nil {
 		return nil, db.fail(ctx, err, "chunks by vector key")
 	}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/recall-mcp/recall"
@@ -158,7 +156,7 @@ func putVectors(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) error {
 	}
 	dims := map[string]int{}
 	ins, err := tx.PrepareContext(ctx, `INSERT OR REPLACE INTO vectors (space, vkey, vec)
-		SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM chunks WHERE vkey = ?2)`)
+		SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM chunks c WHERE `+holdsKey("c", "?2")+`)`)
 	if err != nil {
 		return err
 	}
@@ -202,17 +200,12 @@ func settleIndexStates(ctx context.Context, tx *sql.Tx, vecs []recall.Vector) er
 		for len(keys) > 0 {
 			part := keys[:min(len(keys), 500)]
 			keys = keys[len(part):]
-			var args []any
-			for _, k := range part {
-				args = append(args, k)
-			}
-			args = append(args, space) // ?N after the keys, by number
 			_, err := tx.ExecContext(ctx, `UPDATE sources SET index_state = 'ok'
 				WHERE index_state = 'pending'
-				AND sid IN (SELECT sid FROM chunks WHERE vkey IN (?`+strings.Repeat(",?", len(part)-1)+`))
+				AND sid IN (SELECT k.sid FROM json_each(?1) j CROSS JOIN chunks k ON `+holdsKey("k", "j.value")+`)
 				AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
-					AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ?`+strconv.Itoa(len(args))+` AND v.vkey = c.vkey))
-				AND EXISTS (SELECT 1 FROM spaces WHERE name = ?`+strconv.Itoa(len(args))+` AND is_read)`, args...)
+					AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ?2 AND v.vkey = c.vkey))
+				AND EXISTS (SELECT 1 FROM spaces WHERE name = ?2 AND is_read)`, jsonArray(part), space)
 			if err != nil {
 				return fmt.Errorf("settle index states: %w", err)
 			}
@@ -235,7 +228,7 @@ func (db *DB) MissingVectors(ctx context.Context, space string, after int64, lim
 	rows, err := db.ro.QueryContext(ctx, `SELECT c.id, c.vkey, t.text, t.header FROM chunks c JOIN chunk_texts t ON t.id = c.id
 		WHERE c.id > ?
 		AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND v.vkey = c.vkey)
-		AND NOT EXISTS (SELECT 1 FROM chunks e WHERE e.vkey = c.vkey AND e.id < c.id)
+		AND NOT EXISTS (SELECT 1 FROM chunks e WHERE e.hash = c.hash AND e.vkey = c.vkey AND e.id < c.id)
 		ORDER BY c.id LIMIT ?`, after, space, limit)
 	if err != nil {
 		return nil, db.fail(ctx, err, "missing vectors")
@@ -525,4 +518,16 @@ func decodeVecInto(dst []float32, b []byte) ([]float32, error) {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v, nil
+}
+
+// holdsKey is the SQL condition that the chunk row aliased c holds the
+// vector key the SQL expression key gives: its vkey is the key, looked up
+// through the index of text hashes. A key begins with the first
+// recall.KeyPrefixLen hex digits of its text's hash (recall.VectorKey), so
+// the chunks that may hold it are a range of chunks_hash, and chunks need no
+// index of their keys, which a sweep would pay for in every insert (schema
+// 10 dropped chunks_vkey). Hashes are lower-case hex, which sorts below 'g'.
+func holdsKey(c, key string) string {
+	prefix := fmt.Sprintf("substr(%s, 1, %d)", key, recall.KeyPrefixLen)
+	return fmt.Sprintf("(%[1]s.hash >= %[2]s AND %[1]s.hash < (%[2]s || 'g') AND %[1]s.vkey = %[3]s)", c, prefix, key)
 }

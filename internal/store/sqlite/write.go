@@ -511,7 +511,7 @@ func (w *writer) dropOrphanVectors() error {
 	slices.Sort(keys)
 	_, err := w.tx.ExecContext(w.ctx, `DELETE FROM vectors WHERE (space, vkey) IN (
 		SELECT sp.name, j.value FROM json_each(?) j CROSS JOIN spaces sp
-		WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = j.value))`, jsonArray(keys))
+		WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE `+holdsKey("c", "j.value")+`))`, jsonArray(keys))
 	if err != nil {
 		return fmt.Errorf("delete orphan vectors: %w", err)
 	}

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"testing"
 
@@ -18,16 +20,7 @@ import (
 // also without one, gets a copy for each), and so no other.
 func VectorKeysUpgrade(t *testing.T, s recall.Store, older func(t *testing.T, s recall.Store), reopen func(t *testing.T) recall.Store) {
 	t.Helper()
-	const ha, hb = "Tea (2024-01)", "Café crème (2024-02)" // the key is of its UTF-8 bytes
-	a := doc("a.md", recall.KindArchive, "shared passage", "only in a", "twice told")
-	b := doc("b.md", recall.KindArchive, "shared passage", "twice told")
-	for i := range a.Chunks {
-		a.Chunks[i].Header = ha
-	}
-	for i := range b.Chunks {
-		b.Chunks[i].Header = hb
-	}
-	m := doc("mem", recall.KindMemory, "shared passage") // no header
+	a, b, m := upgradeDocs()
 	space := createSpace(t, s, "sp", 2)
 	write(t, s, a, b, m)
 	// One vector per text, as the older schema held them: under the key
@@ -39,8 +32,66 @@ func VectorKeysUpgrade(t *testing.T, s recall.Store, older func(t *testing.T, s 
 		t.Fatal(err)
 	}
 	older(t, s)
+	upgraded(t, reopen(t), space, a, b, m)
+}
 
-	s = reopen(t)
+// VectorKeyPrefixUpgrade checks the upgrade of a database from the schema
+// whose vector keys were a hash throughout (sha256 of a chunk's header, a
+// NUL byte and its text's hash) to keys that begin with the text's hash
+// (recall.VectorKey), which are looked up through the text hashes' index.
+// It writes into s, a vector for every chunk; older turns s's database
+// into one as the previous schema version left it (closing s), keys and
+// vectors renamed to KeyV9's; reopen opens it again, which upgrades it.
+// Every chunk keeps its vector, under its new key.
+func VectorKeyPrefixUpgrade(t *testing.T, s recall.Store, older func(t *testing.T, s recall.Store), reopen func(t *testing.T) recall.Store) {
+	t.Helper()
+	a, b, m := upgradeDocs()
+	space := createSpace(t, s, "sp", 2)
+	write(t, s, a, b, m)
+	var vecs []recall.Vector
+	for _, d := range []recall.Document{a, b, m} {
+		for _, c := range d.Chunks {
+			vecs = append(vecs, recall.Vector{Space: space, Key: c.VectorKey(), Vec: vecFor(c.Text, 2)})
+		}
+	}
+	if err := s.PutVectors(ctx, vecs); err != nil {
+		t.Fatal(err)
+	}
+	older(t, s)
+	upgraded(t, reopen(t), space, a, b, m)
+}
+
+// KeyV9 is a chunk's vector key as the schema before VectorKeyPrefixUpgrade
+// made it.
+func KeyV9(header, textHash string) string {
+	if header == "" {
+		return textHash
+	}
+	sum := sha256.Sum256([]byte(header + "\x00" + textHash))
+	return hex.EncodeToString(sum[:])
+}
+
+// upgradeDocs are the documents of the upgrade tests: a passage under two
+// headers and without one, a text under one header twice, and others.
+func upgradeDocs() (a, b, m recall.Document) {
+	const ha, hb = "Tea (2024-01)", "Café crème (2024-02)" // the key is of its UTF-8 bytes
+	a = doc("a.md", recall.KindArchive, "shared passage", "only in a", "twice told")
+	b = doc("b.md", recall.KindArchive, "shared passage", "twice told")
+	for i := range a.Chunks {
+		a.Chunks[i].Header = ha
+	}
+	for i := range b.Chunks {
+		b.Chunks[i].Header = hb
+	}
+	m = doc("mem", recall.KindMemory, "shared passage") // no header
+	return a, b, m
+}
+
+// upgraded checks s, an upgraded store (which it closes), holding a, b and
+// m: every chunk has the vector of its text under its key, and a chunk
+// retitled later gets a new key without a vector, its old one going.
+func upgraded(t *testing.T, s recall.Store, space string, a, b, m recall.Document) {
+	t.Helper()
 	defer func() {
 		if err := s.Close(); err != nil {
 			t.Error(err)
@@ -87,6 +138,17 @@ func VectorKeysUpgrade(t *testing.T, s recall.Store, older func(t *testing.T, s 
 	})
 	if err != nil || n != 6 {
 		t.Errorf("ScanVectors after the upgrade: %d chunks, %v; want all 6", n, err)
+	}
+	for key, text := range wantKeys {
+		chunks, err := s.ChunksByVectorKey(ctx, []string{key})
+		if err != nil || len(chunks) == 0 {
+			t.Errorf("ChunksByVectorKey(%s) after the upgrade = %v, %v; want the chunks of %q", key, chunks, err, text)
+		}
+		for _, c := range chunks {
+			if c.VectorKey != key || c.Hash != recall.TextHash(text) {
+				t.Errorf("ChunksByVectorKey(%s) after the upgrade gave %+v", key, c)
+			}
+		}
 	}
 	// The upgrade's keys are the writer's: a.md written again as it is
 	// keeps its chunks and vectors; retitled, its chunks get new keys,
