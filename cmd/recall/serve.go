@@ -68,6 +68,14 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 			return usagef("--vault %s is not a readable folder", v)
 		}
 	}
+	if err := m.serverTokens(&opt); err != nil {
+		return inputError(err)
+	}
+	// A mistake in the tokens or origins is the configuration's (exit 2),
+	// found before the database is opened, which would create or upgrade it.
+	if err := server.CheckAccess(opt, *addr); err != nil {
+		return inputError(err)
+	}
 	if len(vaults) > 0 {
 		opt.Vaults, opt.SweepEvery = vaults, *sweepEvery
 		logf, err := m.openSweepLog("")
@@ -76,9 +84,6 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 		}
 		m.closers = append(m.closers, logf.Close)
 		opt.SweepLog = logf
-	}
-	if err := m.serverTokens(&opt); err != nil {
-		return err
 	}
 	audit, err := m.openAudit(*auditPath)
 	if err != nil {

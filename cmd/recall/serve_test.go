@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -269,16 +270,36 @@ func TestServeHelpForPathToken(t *testing.T) {
 	}
 }
 
+// A mistake in the server's access settings (no token on a public
+// address, a bad token, a bad origin) is the configuration's: exit 2, as
+// README says of a setting's mistake, before the database is opened,
+// which would create it (or upgrade an older one).
 func TestServeRefusesOpenNonLoopback(t *testing.T) {
-	env := testEnv(t)
-	_, errs, code := run(t, env, "serve", "--addr", "0.0.0.0:0")
-	if code == 0 || !strings.Contains(errs, "no token configured") {
-		t.Errorf("exit %d: %s", code, errs)
-	}
-	env["RECALL_TOKEN"] = "short"
-	_, errs, code = run(t, env, "serve", "--addr", "127.0.0.1:0")
-	if code == 0 || !strings.Contains(errs, "at least 24") || strings.Contains(errs, "short\"") {
-		t.Errorf("short token: exit %d: %s", code, errs)
+	tokensFile := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokensFile, []byte("laptop "+serveToken+" not/an/owner\n"), 0o600)
+	for _, c := range []struct {
+		name, want string
+		env        map[string]string
+		args       []string
+	}{
+		{"no token, public address", "no token configured", nil, []string{"--addr", "0.0.0.0:0"}},
+		{"short token", "at least 24", map[string]string{"RECALL_TOKEN": "short"}, nil},
+		{"admin token a user's", "must differ", map[string]string{"RECALL_TOKEN": serveToken, "RECALL_ADMIN_TOKEN": serveToken}, nil},
+		{"bad tokens file line", "tokens file line 1", map[string]string{"RECALL_TOKENS_FILE": tokensFile}, nil},
+		{"bad origin", "full origin", nil, []string{"--cors-origin", "*"}},
+	} {
+		env := testEnv(t)
+		for k, v := range c.env {
+			env[k] = v
+		}
+		args := append([]string{"serve", "--addr", "127.0.0.1:0"}, c.args...)
+		_, errs, code := run(t, env, args...)
+		if code != exitUsage || !strings.Contains(errs, c.want) || strings.Contains(errs, "short\"") {
+			t.Errorf("%s: exit %d, want %d: %s", c.name, code, exitUsage, errs)
+		}
+		if _, err := os.Stat(env["RECALL_DB"]); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the database was opened before the refusal (stat: %v)", c.name, err)
+		}
 	}
 }
 

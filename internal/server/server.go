@@ -194,10 +194,8 @@ func New(opt Options) (*Server, error) {
 	if opt.Grace <= 0 {
 		opt.Grace = DefaultGrace
 	}
-	for _, o := range opt.CORSOrigins {
-		if o == "*" || o == "null" || !strings.Contains(o, "://") {
-			return nil, recall.Errorf(recall.EINVALID, "CORS origin %q must be a full origin such as https://app.example (never * or null)", o)
-		}
+	if err := checkOrigins(opt.CORSOrigins); err != nil {
+		return nil, err
 	}
 	newLimiter := func() *rate.Limiter {
 		if opt.Rate == rate.Inf {
@@ -280,15 +278,54 @@ func (s *Server) Hurry() { s.cutNow() }
 // token is configured).
 func (s *Server) Open() bool { return s.local != nil }
 
+// CheckAccess refuses what New and Listen would refuse in opt's tokens and
+// CORS origins, and in listening on addr with them, without a store: a
+// command checks its configuration with it before it opens (and so
+// creates or upgrades) the database.
+func CheckAccess(opt Options, addr string) error {
+	if err := checkOrigins(opt.CORSOrigins); err != nil {
+		return err
+	}
+	keys, err := newKeyring(opt.Tokens, opt.AdminToken, func() *rate.Limiter { return nil })
+	if err != nil {
+		return err
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errAddress(addr)
+	}
+	if !keys.hasUsers() && !loopbackName(host) {
+		return errOpenNonLoopback(addr)
+	}
+	return nil
+}
+
+func checkOrigins(origins []string) error {
+	for _, o := range origins {
+		if o == "*" || o == "null" || !strings.Contains(o, "://") {
+			return recall.Errorf(recall.EINVALID, "CORS origin %q must be a full origin such as https://app.example (never * or null)", o)
+		}
+	}
+	return nil
+}
+
+func errAddress(addr string) error {
+	return recall.Errorf(recall.EINVALID, "address %q: use host:port, e.g. 127.0.0.1:8787", addr)
+}
+
+func errOpenNonLoopback(addr string) error {
+	return recall.Errorf(recall.EINVALID, "refusing to listen on %s with no token configured: set RECALL_TOKEN or a tokens file, or listen on 127.0.0.1", addr)
+}
+
 // Listen opens a TCP listener on addr. It refuses a non-loopback address
 // when no user token is configured, before binding anything.
 func (s *Server) Listen(addr string) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, recall.Errorf(recall.EINVALID, "address %q: use host:port, e.g. 127.0.0.1:8787", addr)
+		return nil, errAddress(addr)
 	}
 	if s.Open() && !loopbackName(host) {
-		return nil, recall.Errorf(recall.EINVALID, "refusing to listen on %s with no token configured: set RECALL_TOKEN or a tokens file, or listen on 127.0.0.1", addr)
+		return nil, errOpenNonLoopback(addr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
