@@ -287,6 +287,8 @@ func TestServeRefusesOpenNonLoopback(t *testing.T) {
 		{"admin token a user's", "must differ", map[string]string{"RECALL_TOKEN": serveToken, "RECALL_ADMIN_TOKEN": serveToken}, nil},
 		{"bad tokens file line", "tokens file line 1", map[string]string{"RECALL_TOKENS_FILE": tokensFile}, nil},
 		{"bad origin", "full origin", nil, []string{"--cors-origin", "*"}},
+		{"no token, a proxy's name", "--allowed-host", nil, []string{"--allowed-host", "recall.example.com"}},
+		{"no token, path tokens", "--allow-path-token", map[string]string{"RECALL_ADMIN_TOKEN": serveToken}, []string{"--allow-path-token"}},
 	} {
 		env := testEnv(t)
 		for k, v := range c.env {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/recall-mcp/recall"
 )
 
 type route struct {
@@ -244,6 +246,41 @@ func TestOpenModeOnLoopback(t *testing.T) {
 		t.Fatalf("loopback listen: %v", err)
 	}
 	ln.Close()
+}
+
+// With no user token, requests need none because they come from this
+// machine; a reverse proxy's host name, or a token in the path (for that
+// proxy's clients), would open the archive to whoever reaches the proxy:
+// both are refused, by New and by CheckAccess before a store is opened.
+// The admin token alone does not close the server.
+func TestOpenModeRefusesAProxy(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, c := range []struct {
+		name, want string
+		mod        func(*Options)
+	}{
+		{"allowed host", "--allowed-host", func(o *Options) { o.AllowedHosts = []string{"recall.example.com"} }},
+		{"path token", "--allow-path-token", func(o *Options) { o.AllowPathToken = true }},
+	} {
+		opt := Options{Engine: f.eng, Memory: f.mem, Store: f.st, AdminToken: adminTok}
+		c.mod(&opt)
+		if _, err := New(opt); recall.ErrorCode(err) != recall.EINVALID || !strings.Contains(recall.ErrorMessage(err), c.want) {
+			t.Errorf("%s, no user token: New gave %v", c.name, err)
+		}
+		if err := CheckAccess(opt, "127.0.0.1:0"); recall.ErrorCode(err) != recall.EINVALID || !strings.Contains(recall.ErrorMessage(err), c.want) {
+			t.Errorf("%s, no user token: CheckAccess gave %v", c.name, err)
+		}
+		opt.Tokens = []Token{{Name: "plain", Secret: plainTok}}
+		if err := CheckAccess(opt, "127.0.0.1:0"); err != nil {
+			t.Errorf("%s with a user token: %v", c.name, err)
+		}
+		srv, err := New(opt)
+		if err != nil {
+			t.Errorf("%s with a user token: %v", c.name, err)
+		} else if srv.Open() {
+			t.Errorf("%s with a user token: open", c.name)
+		}
+	}
 }
 
 func TestTokenConfiguration(t *testing.T) {

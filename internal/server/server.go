@@ -194,16 +194,13 @@ func New(opt Options) (*Server, error) {
 	if opt.Grace <= 0 {
 		opt.Grace = DefaultGrace
 	}
-	if err := checkOrigins(opt.CORSOrigins); err != nil {
-		return nil, err
-	}
 	newLimiter := func() *rate.Limiter {
 		if opt.Rate == rate.Inf {
 			return nil
 		}
 		return rate.NewLimiter(opt.Rate, opt.Burst)
 	}
-	keys, err := newKeyring(opt.Tokens, opt.AdminToken, newLimiter)
+	keys, err := checkAccess(opt, newLimiter)
 	if err != nil {
 		return nil, err
 	}
@@ -283,10 +280,7 @@ func (s *Server) Open() bool { return s.local != nil }
 // command checks its configuration with it before it opens (and so
 // creates or upgrades) the database.
 func CheckAccess(opt Options, addr string) error {
-	if err := checkOrigins(opt.CORSOrigins); err != nil {
-		return err
-	}
-	keys, err := newKeyring(opt.Tokens, opt.AdminToken, func() *rate.Limiter { return nil })
+	keys, err := checkAccess(opt, func() *rate.Limiter { return nil })
 	if err != nil {
 		return err
 	}
@@ -298,6 +292,31 @@ func CheckAccess(opt Options, addr string) error {
 		return errOpenNonLoopback(addr)
 	}
 	return nil
+}
+
+// checkAccess checks opt's origins and tokens and returns the keyring of
+// the tokens. With no user token, requests need none, which is safe only
+// because they come from this machine: a reverse proxy's host name
+// (AllowedHosts) would let the proxy pass on anyone's, and a token in the
+// path (AllowPathToken) is for such a proxy's clients, so either is
+// refused.
+func checkAccess(opt Options, lim func() *rate.Limiter) (*keyring, error) {
+	if err := checkOrigins(opt.CORSOrigins); err != nil {
+		return nil, err
+	}
+	keys, err := newKeyring(opt.Tokens, opt.AdminToken, lim)
+	if err != nil {
+		return nil, err
+	}
+	if !keys.hasUsers() {
+		switch {
+		case len(opt.AllowedHosts) > 0:
+			return nil, recall.Errorf(recall.EINVALID, "--allowed-host names a reverse proxy, which passes on requests from other machines, and with no token configured they would need none: set RECALL_TOKEN or a tokens file")
+		case opt.AllowPathToken:
+			return nil, recall.Errorf(recall.EINVALID, "--allow-path-token accepts a token in the path, and no token is configured: set RECALL_TOKEN or a tokens file")
+		}
+	}
+	return keys, nil
 }
 
 func checkOrigins(origins []string) error {
