@@ -413,7 +413,7 @@ func TestWriteAfterANewerUpgradeRefused(t *testing.T) {
 // chunks' text, which must be one text) and 0003's
 // sources.reading. (0002 only rekeys long terms, which a test database
 // without them need not undo.)
-func asVersion(t *testing.T, db *DB, v int) {
+func asVersion(t testing.TB, db *DB, v int) {
 	t.Helper()
 	// Before 0005, a chunk with a header had the key of the hex sha256 of
 	// it, a NUL byte and its text's hash (storetest.KeyV9).
