@@ -79,8 +79,20 @@ func newUnitIndex(dim int, fetch func(ctx context.Context, keys []string) (map[s
 		}
 		return out, nil
 	}
-	textOf := func(h string) string { t, _ := splitUnitKey(h); return t }
 	return &unitIndex{vx: vindex.NewGrouped(dim, unitFetch, textOf), dim: dim}
+}
+
+// textOf is the group of a unit entry: its text, named by the first
+// recall.KeyPrefixLen hex digits of its text's hash, with which every
+// vector key of the text begins (recall.VectorKey). Units are grouped by
+// text, not by key, so that one passage under many headers (a text pasted
+// into thirty conversations, each titled its own way, has thirty keys) is
+// one hit of the vector leg, at its best copy's score, and does not crowd
+// out the passages after it; the store names the other copies' sources
+// (also_in).
+func textOf(h string) string {
+	k, _ := splitUnitKey(h)
+	return k[:min(len(k), recall.KeyPrefixLen)]
 }
 
 // reserve makes room for about n more unit vectors (see loadVectors).
@@ -155,7 +167,8 @@ type unitHit struct {
 }
 
 // search returns up to k keys best first, each at its best unit's score:
-// the index groups units by key, so k keys come back whenever k exist.
+// the index groups units by text (textOf), so k keys of k texts come back
+// whenever k texts exist.
 //
 // only, when not nil, further limits the search to those sources (by id);
 // such a search's filter is not kept for the next.
