@@ -502,6 +502,9 @@ func (m *Main) open(ctx context.Context, existing bool) (recall.Store, error) {
 	}
 	var st recall.Store
 	if isPostgres(loc) {
+		if err := postgres.CheckDSN(loc); err != nil {
+			return nil, usagef("%s", recall.ErrorMessage(err)) // a mistake in --db or RECALL_DB
+		}
 		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing, KeepSchema: m.asIs, Upgrading: func(from, to int) {
 			fmt.Fprintf(m.Stderr, "recall: upgrading %s from schema version %d to %d (older versions of recall cannot open it afterwards)\n",
 				postgres.Describe(loc), from, to)

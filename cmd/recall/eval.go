@@ -21,7 +21,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	perSource := fs.Int("per-source", recall.DefaultPerSource, "at most this many results from one source")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	out := fs.String("out", "", "write each query's outcome as JSONL to `FILE` (default: the database's path + .eval-results.jsonl; eval-results.jsonl in the data directory for PostgreSQL)")
-	if err := m.parseNone(fs, args, "eval --queries FILE.jsonl [--k 10] [--mode M] [--json]", "use --queries FILE.jsonl"); err != nil {
+	if err := m.parseNone(fs, args, "eval --queries FILE.jsonl [--k 10] [--mode M] [--fusion F] [--per-source N] [--out FILE] [--json]", "use --queries FILE.jsonl"); err != nil {
 		return err
 	}
 	if *queries == "" {

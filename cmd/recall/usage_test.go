@@ -47,7 +47,7 @@ func TestNonsenseCountFlagsAreUsageErrors(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		out, errs, code := runCtx(t, ctx, env, strings.Fields(c.args)...)
-		if code != exitUsage || !strings.Contains(errs, c.want) || out != "" {
+		if code != exitUsage || !strings.Contains(errs, c.want) || out != "" || strings.Contains(errs, "s3cret") {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 saying %q", c.args, code, out, errs, c.want)
 		}
 	}
@@ -98,6 +98,10 @@ func TestBadSettingsAreRefusedByEveryCommand(t *testing.T) {
 		{map[string]string{"RECALL_TIMEZONE": "Mars/Base"}, "stats", "RECALL_TIMEZONE: unknown time zone"},
 		{map[string]string{"RECALL_DIMENSIONS": "-8"}, "stats", "RECALL_DIMENSIONS: must be a positive number"},
 		{nil, "search --fusion bogus q", `--fusion: unknown fusion "bogus"`},
+		// A malformed PostgreSQL URL is a mistake in the setting, found
+		// before any connection; the password is not shown.
+		{map[string]string{"RECALL_DB": "postgres://us er:s3cret@[bad/x"}, "stats", "invalid postgres DSN"},
+		{map[string]string{"RECALL_DB": "postgres://user:s3cret@127.0.0.1:1/x?sslmode=bogus"}, "memory get k", "invalid postgres DSN"},
 		// The Cloudflare settings missing are named, each with every place
 		// it is read from (CLOUDFLARE_* as Cloudflare's own tools set them).
 		{map[string]string{"RECALL_EMBEDDER": "cloudflare"}, "memory save k v",

@@ -151,11 +151,16 @@ const (
 	migrateLock int64 = 0x7265_6361_6c6c_0002
 )
 
-// Open connects to the database named by dsn (a postgres:// URL or
-// key=value string) and brings its schema up to date. The password, if the
-// DSN holds one, never appears in an error.
-func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
-	opts.defaults()
+// CheckDSN reports, without connecting, a DSN Open would refuse as
+// malformed (code EINVALID, the password never shown), so that a caller
+// can tell a mistake in the setting from a database that cannot be
+// reached.
+func CheckDSN(dsn string) error {
+	_, err := parseDSN(dsn)
+	return err
+}
+
+func parseDSN(dsn string) (*pgxpool.Config, error) {
 	if ambiguous(dsn) {
 		return nil, recall.Errorf(recall.EINVALID, "invalid postgres DSN: the URL holds more than one @; percent-encode an @ in the user name or password as %%40")
 	}
@@ -164,6 +169,18 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		// pgx quotes the DSN with its password masked; redact masks it
 		// again in case a form slips through.
 		return nil, recall.Errorf(recall.EINVALID, "invalid postgres DSN: %s", redact(err.Error(), dsn, ""))
+	}
+	return cfg, nil
+}
+
+// Open connects to the database named by dsn (a postgres:// URL or
+// key=value string) and brings its schema up to date. The password, if the
+// DSN holds one, never appears in an error.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	opts.defaults()
+	cfg, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
 	}
 	// Named as pgx reads the DSN, which is what it connects to: a
 	// malformed URL (an unescaped @ in the password) reads differently
