@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,7 +65,7 @@ func (h *heldEmbedder) Embed(ctx context.Context, kind recall.InputKind, texts [
 // breakerEngine returns an engine over two documents whose queries emb
 // embeds, on the clock clk, and emb's inner embedder, which fails when
 // told to.
-func breakerEngine(t *testing.T, clk *clock, opt search.Options, emb recall.Embedder) *search.Engine {
+func breakerEngine(t testing.TB, clk *clock, opt search.Options, emb recall.Embedder) *search.Engine {
 	t.Helper()
 	st, good := newSpaceStore(t, 16)
 	writeDocs(t, st, good, doc("a.md", "the kettle whistles"), doc("b.md", "the lighthouse keeper's log"))
@@ -356,5 +357,71 @@ func TestBreakerClosedByVectorsMade(t *testing.T) {
 	writeDocs(t, eng, h.Embedder, doc("d.md", "the lighthouse lamp"))
 	if r, calls := hybrid(t, eng, h, "lighthouse"); calls != 1 || r.Mode != recall.ModeHybrid {
 		t.Errorf("after the read space's vectors were made: %d calls, mode %s (%q); want the query embedded", calls, r.Mode, r.Note)
+	}
+}
+
+// TestSearchAnswersBeforeTheCallersDeadline: a caller whose deadline is
+// shorter than the embed budget gets full text, with the fallback's mode
+// and a note saying the embedder did not answer in time, while the
+// embedder hangs; waiting for the embedding to its deadline left the
+// search nothing but the context's error. A semantic search, which has no
+// fallback, fails saying so. The embedding goes on without them and its
+// vector, when it comes, serves the next search from the query cache.
+func TestSearchAnswersBeforeTheCallersDeadline(t *testing.T) {
+	for _, memory := range []bool{false, true} {
+		h := &heldEmbedder{Embedder: embedtest.New(16), hold: make(chan struct{})} // answers nothing until hold closes
+		eng := breakerEngine(t, newClock(), search.Options{EmbedBudget: time.Minute, MemoryLexical: memory}, embed.WithQueryCache(h, 8, time.Hour))
+		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+		r, err := eng.Search(ctx, recall.SearchRequest{Query: "kettle"})
+		cancel()
+		if want := "the query embedder did not answer in time; searched full text only"; err != nil || r.Mode != recall.ModeLexical || r.Note != want || len(r.Results) != 1 || r.Results[0].Source != "a.md" {
+			t.Fatalf("in-memory full text %v: hybrid with a 400 ms deadline: mode %s, note %q, %d results, %v; want lexical, %q, and a.md", memory, r.Mode, r.Note, len(r.Results), err, want)
+		}
+		if r.EmbedError == nil || !strings.Contains(r.EmbedError.Error(), "before the caller's deadline") {
+			t.Errorf("embed error %v; want that the caller's deadline came near", r.EmbedError)
+		}
+
+		ctx, cancel = context.WithTimeout(context.Background(), 400*time.Millisecond)
+		_, err = eng.Search(ctx, recall.SearchRequest{Query: "kettle", Mode: recall.ModeSemantic})
+		cancel()
+		if want := "semantic search is unavailable: the query embedder did not answer in time"; recall.ErrorCode(err) != recall.EUNAVAILABLE || recall.ErrorMessage(err) != want {
+			t.Errorf("semantic with a 400 ms deadline: %v (%s); want %s, %q", err, recall.ErrorCode(err), recall.EUNAVAILABLE, want)
+		}
+
+		close(h.hold)
+		eng.WaitQueryEmbeddings()
+		if r, calls := hybrid(t, eng, h, "kettle"); calls != 0 || r.Mode != recall.ModeHybrid || h.calls.Load() != 1 {
+			t.Errorf("after the embedding came: %d calls in all, %d now, mode %s (%q); want one embedding for the three searches, its vector cached", h.calls.Load(), calls, r.Mode, r.Note)
+		}
+	}
+}
+
+// BenchmarkSearchPastAHangingEmbedder: hybrid searches with a 500 ms
+// deadline while the embedder hangs (a fresh query each, and budgets that
+// outlast the run, so that neither the query cache nor the breaker
+// answers), from the store's full text and the in-memory index; failed/op
+// counts the searches that ended in an error rather than full text.
+//
+//	go test -run '^$' -bench SearchPastAHangingEmbedder -benchtime 20x ./internal/search/
+func BenchmarkSearchPastAHangingEmbedder(b *testing.B) {
+	for _, memory := range []bool{false, true} {
+		b.Run(map[bool]string{false: "store", true: "memory"}[memory], func(b *testing.B) {
+			h := &heldEmbedder{Embedder: embedtest.New(16), hold: make(chan struct{})}
+			eng := breakerEngine(b, newClock(), search.Options{Budget: time.Hour, EmbedBudget: time.Hour, MemoryLexical: memory}, h)
+			failed := 0
+			b.ResetTimer()
+			for i := range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				r, err := eng.Search(ctx, recall.SearchRequest{Query: "kettle " + strconv.Itoa(i)})
+				cancel()
+				if err != nil || len(r.Results) == 0 {
+					failed++
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(failed)/float64(b.N), "failed/op")
+			close(h.hold)
+			eng.WaitQueryEmbeddings()
+		})
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
-func newStore(t *testing.T) *sqlite.DB {
+func newStore(t testing.TB) *sqlite.DB {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "e.db"), sqlite.Options{})
 	if err != nil {
@@ -33,7 +33,7 @@ func newStore(t *testing.T) *sqlite.DB {
 
 // newSpaceStore returns a fresh store with a vector space "t" for the
 // test embedder of dim dimensions, and that embedder.
-func newSpaceStore(t *testing.T, dim int) (*sqlite.DB, *embedtest.Embedder) {
+func newSpaceStore(t testing.TB, dim int) (*sqlite.DB, *embedtest.Embedder) {
 	t.Helper()
 	st := newStore(t)
 	emb := embedtest.New(dim)
@@ -52,7 +52,7 @@ func doc(id, text string) recall.Document {
 }
 
 // writeDocs embeds and writes documents through w.
-func writeDocs(t *testing.T, w interface {
+func writeDocs(t testing.TB, w interface {
 	Write(context.Context, []recall.Document, []recall.Vector) (recall.WriteResult, error)
 }, emb recall.Embedder, docs ...recall.Document) {
 	t.Helper()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
@@ -63,8 +64,16 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	if err := Validate(&req); err != nil {
 		return recall.SearchResponse{}, err
 	}
+	callerDeadline, hasDeadline := ctx.Deadline()
 	ctx, cancel := context.WithTimeoutCause(ctx, e.opt.Budget, errSearchBudget)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
+	reserve := fullTextReserve(time.Until(deadline))
+	q := &queryVec{wait: embedWait{
+		until:   deadline.Add(-reserve),
+		reserve: reserve,
+		caller:  hasDeadline && !callerDeadline.After(deadline),
+	}}
 	// A single retriever ranks by its own scores: it over-fetches so that
 	// collapsing duplicates and capping per source still fill the page.
 	// Hybrid scales each cosine against the weakest vector candidate's, so
@@ -74,7 +83,6 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	// read of its text; 40 of each kind fill such a page.)
 	want := max(30, req.Limit*req.PerSource*4)
 	depth := max(40, req.Limit*req.PerSource*2)
-	q := &queryVec{}
 	pass := func(want, depth int) (recall.SearchResponse, bool, error) {
 		resp, more, err := e.search(ctx, req, want, depth, q)
 		for errors.Is(err, errSwitched) {
@@ -155,7 +163,81 @@ type queryVec struct {
 	vec     []float32
 	err     error
 	skipped string // why the embedder was not called (the breaker is open), for the client
+	late    bool   // the search stopped waiting for the embedding to answer before its deadline
 	retries int    // passes run again after a switch of the read space
+	wait    embedWait
+}
+
+// reset forgets the query's vector, after a switch of the read space.
+func (q *queryVec) reset(retries int) {
+	*q = queryVec{retries: retries, wait: q.wait}
+}
+
+// embedWait is how long a search waits for its query's embedding.
+type embedWait struct {
+	until   time.Time     // its deadline less reserve
+	reserve time.Duration // kept for answering without the vector
+	caller  bool          // the deadline is the caller's, not the search's budget
+}
+
+// The bounds of fullTextReserve.
+const (
+	minFullTextReserve = 25 * time.Millisecond
+	maxFullTextReserve = time.Second
+)
+
+// fullTextReserve is the part of the time left before a search's deadline
+// that it keeps for answering without its query's vector: a hybrid search
+// stops waiting for the embedding that much before the deadline, and
+// answers from full text, where waiting to the deadline left it nothing
+// but the context's error (a client whose deadline is shorter than the
+// embed budget got no answer while the embedder hung); a semantic search,
+// which has no fallback, fails then with a clear error, and a vector that
+// came later would have left its vector leg no time either.
+//
+// The full-text leg starts with the embedding and runs beside it, so what
+// is left to do when the wait ends is its tail, reading the texts of the
+// page, and deeper passes for a page the per-source cap left short: with
+// the in-memory index a lexical search takes a few milliseconds (a REST
+// search from full text answers in about 2 ms, BENCHMARKS.md), the
+// store's index 15 ms at 100,000 chunks and 100 ms for a query of common
+// words. A quarter of the time left grows with a slow machine or store as
+// that work does, where a fixed reserve would fit one of them; the floor
+// keeps enough for the in-memory index under any deadline (a search with
+// less than that left does not wait for the embedder at all), and the cap
+// keeps a deadline well beyond the embed budget from giving the embedder
+// less than before: a server's 5 s search over its 2 s embed budget, a
+// command's 65 s over its minute. A caller without a deadline of its own
+// waits as before.
+func fullTextReserve(left time.Duration) time.Duration {
+	return min(max(left/4, minFullTextReserve), maxFullTextReserve)
+}
+
+// awaitEmbedding waits for a search's query embedding until w.until, or
+// until ctx ends; late says it gave up at w.until. The embedding goes on
+// without it either way (queryEmbedding).
+func (e *Engine) awaitEmbedding(ctx context.Context, f *queryFlight, w embedWait) (vec []float32, err error, late bool) {
+	t := time.NewTimer(time.Until(w.until))
+	defer t.Stop()
+	select {
+	case <-f.done:
+		return f.out.vec, f.out.err, false
+	case <-t.C:
+		select {
+		case <-f.done: // it came as the wait ended
+			return f.out.vec, f.out.err, false
+		default:
+		}
+		whose := "the search's budget"
+		if w.caller {
+			whose = "the caller's deadline"
+		}
+		return nil, recall.Errorf(recall.EUNAVAILABLE, "the embedder had not answered %s before %s, the time kept for the rest of the search", w.reserve.Round(time.Millisecond), whose), true
+	case <-ctx.Done():
+		// The caller left: the search goes on as far as its context
+		// lets it, and the embedding with its own budget.
+		return nil, e.budgetError(context.Cause(ctx)), false
+	}
 }
 
 // The causes that end a search's context, and its embedding's, when their
@@ -309,7 +391,7 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 	emb := e.emb
 	e.mu.RUnlock()
 	if q.done && q.emb != emb {
-		*q = queryVec{retries: q.retries} // the read space switched since the query was embedded
+		q.reset(q.retries) // the read space switched since the query was embedded
 	}
 	if req.Mode != recall.ModeLexical && emb != nil && !q.done {
 		q.emb = emb
@@ -373,15 +455,7 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		}()
 	}
 	if embedding != nil {
-		select {
-		case <-embedding.done:
-			q.vec, q.err = embedding.out.vec, embedding.out.err
-		case <-ctx.Done():
-			// The caller left, or the search's budget ran out: the search
-			// goes on with full text as far as its context lets it, and
-			// the embedding with its own budget.
-			q.err = e.budgetError(context.Cause(ctx))
-		}
+		q.vec, q.err, q.late = e.awaitEmbedding(ctx, embedding, q.wait)
 	}
 	q.done = true
 	qvec, embedErr := q.vec, q.err
@@ -407,11 +481,11 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		// is of the other model. Search runs the pass again, up to
 		// maxSwitchRetries times.
 		if q.retries < maxSwitchRetries {
-			*q = queryVec{retries: q.retries + 1}
+			q.reset(q.retries + 1)
 			return resp, false, errSwitched
 		}
 		qvec, embedErr = nil, recall.Errorf(recall.EUNAVAILABLE, "the read space switched during the search")
-		*q = queryVec{retries: q.retries}
+		q.reset(q.retries)
 	}
 	switch {
 	case resp.Mode == "" || resp.Mode == recall.ModeHybrid:
@@ -425,8 +499,11 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		} else if qvec == nil {
 			resp.Mode = recall.ModeLexical
 			resp.Note = "the query could not be embedded; searched full text only"
-			if q.skipped != "" {
+			switch {
+			case q.skipped != "":
 				resp.Note = q.skipped + "; searched full text only"
+			case q.late:
+				resp.Note = lateNote + "; searched full text only"
 			}
 			resp.EmbedError = embedErr
 		}
@@ -440,6 +517,8 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		// Failing at once, saying when the embedder is tried again,
 		// serves better than waiting out a budget to fail as likely.
 		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "%s", q.skipped)
+	case resp.Mode == recall.ModeSemantic && qvec == nil && q.late:
+		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "semantic search is unavailable: %s", lateNote)
 	case resp.Mode == recall.ModeSemantic && qvec == nil:
 		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "the query could not be embedded")
 	}
@@ -589,6 +668,10 @@ func (e *Engine) lexical(ctx context.Context, lx *lexindex.Index, req recall.Sea
 	}
 	return e.store.Lexical(ctx, recall.LexicalQuery{Text: req.Query, Filter: req.Filter, Limit: want})
 }
+
+// lateNote is what a search tells its client when it stopped waiting for
+// its query's embedding to answer before its deadline (fullTextReserve).
+const lateNote = "the query embedder did not answer in time"
 
 const embedderOff = "semantic search is turned off: the embedder is set to none"
 
