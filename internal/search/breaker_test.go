@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -423,5 +424,51 @@ func BenchmarkSearchPastAHangingEmbedder(b *testing.B) {
 			close(h.hold)
 			eng.WaitQueryEmbeddings()
 		})
+	}
+}
+
+// deeperBlocks is a store whose full text, asked for more than limit
+// candidates (a deeper pass), answers only when its context ends.
+type deeperBlocks struct {
+	*sqlite.DB
+	limit int
+}
+
+func (d deeperBlocks) Lexical(ctx context.Context, q recall.LexicalQuery) ([]recall.Candidate, error) {
+	if q.Limit > d.limit {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return d.DB.Lexical(ctx, q)
+}
+
+// TestLateSearchGoesNoDeeper: a search that stopped waiting for the
+// embedder to answer before its deadline answers with the page it has
+// rather than read deeper for a page the per-source cap left short: a
+// deeper pass took the time kept for answering, and its running out made
+// the whole search fail.
+func TestLateSearchGoesNoDeeper(t *testing.T) {
+	st, good := newSpaceStore(t, 16)
+	big := doc("big.md", "kayak")
+	big.Chunks = nil
+	for i := range 60 {
+		text := fmt.Sprintf("day %d: kayak kayak paddle kayak", i)
+		big.Chunks = append(big.Chunks, recall.Chunk{Index: i, Text: text, Hash: recall.TextHash(text)})
+	}
+	big.Source.ChunkCount = len(big.Chunks)
+	writeDocs(t, st, good, big, doc("small.md", "we once saw a kayak on the lake, among many other boats and birds and trees"))
+	h := &heldEmbedder{Embedder: embedtest.New(16), hold: make(chan struct{})}
+	defer close(h.hold)
+	// Hybrid's first pass asks full text for 40 candidates at a page of 5,
+	// one a source; the deeper one for 160.
+	eng := search.New(deeperBlocks{st, 40}, search.Options{Embedder: h, EmbedBudget: time.Minute})
+	if err := eng.LoadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	r, err := eng.Search(ctx, recall.SearchRequest{Query: "kayak", Limit: 5, PerSource: 1})
+	if err != nil || r.Mode != recall.ModeLexical || len(r.Results) != 1 || r.Results[0].Source != "big.md" {
+		t.Fatalf("mode %s, %d results, %v; want lexical, the first pass's page (big.md)", r.Mode, len(r.Results), err)
 	}
 }

@@ -99,7 +99,10 @@ func (e *Engine) Search(ctx context.Context, req recall.SearchRequest) (recall.S
 	// read deeper and fill the page with what ranks next, below the
 	// results already placed (their order stays as the first pass ranked
 	// it; deeper lists would rescale hybrid scores).
-	for f := 4; err == nil && more && len(resp.Results) < req.Limit && depth*f <= maxDepth; f *= 4 {
+	// Past the point where it gave up waiting for the embedder, the time
+	// left is kept for answering: a search goes no deeper then, and
+	// answers with the page it has.
+	for f := 4; err == nil && more && len(resp.Results) < req.Limit && depth*f <= maxDepth && time.Now().Before(q.wait.until); f *= 4 {
 		var deeper recall.SearchResponse
 		deeper, more, err = pass(want*f, depth*f)
 		if err == nil {
