@@ -62,6 +62,9 @@ type background struct {
 
 	loadRetry   time.Duration // first wait before loading the index again after a failure (doubling to 5 min)
 	repairRetry time.Duration // first wait before repairing again after a failed run (doubling to 5 min)
+	// stoppedRetry is how often repair stopped by a store that refuses its
+	// writes tries one text again (1 h).
+	stoppedRetry time.Duration
 
 	page  int           // texts per background page
 	pause time.Duration // between pages, so foreground writes and searches get their turn
@@ -159,7 +162,7 @@ func newBackground(eng *search.Engine, st recall.Store, emb recall.Embedder, spa
 		pause = 250 * time.Millisecond
 	}
 	b := &background{eng: eng, st: st, emb: emb, space: space, m: m, log: log, now: now, page: page, pause: pause,
-		idle: 5 * time.Minute, loadRetry: 5 * time.Second, repairRetry: 5 * time.Second, sem: make(chan struct{}, 1), wake: make(chan struct{}, 1), idx: "loading",
+		idle: 5 * time.Minute, loadRetry: 5 * time.Second, repairRetry: 5 * time.Second, stoppedRetry: time.Hour, sem: make(chan struct{}, 1), wake: make(chan struct{}, 1), idx: "loading",
 		rep: RepairState{State: "waiting", Space: space}}
 	b.moved, b.endMoved = context.WithCancel(context.Background())
 	if emb == nil || space == "" {
@@ -249,6 +252,7 @@ func (b *background) run(ctx context.Context) {
 		go func() { defer b.wg.Done(); b.sweepLoop(ctx) }()
 	}
 	var backoff time.Duration
+	stopped := false // the store refused repair's writes (see below)
 	for {
 		// A round (a run and the wait after it) ends early when the
 		// target moves to another space.
@@ -263,7 +267,11 @@ func (b *background) run(ctx context.Context) {
 			}
 			continue
 		}
-		p, err := b.repairWith(rctx, emb, space, b.page)
+		page := b.page
+		if stopped {
+			page = 1 // one text tells whether the store takes writes again
+		}
+		p, err := b.repairWith(rctx, emb, space, page)
 		wait := b.pause
 		switch {
 		case ctx.Err() != nil:
@@ -274,15 +282,18 @@ func (b *background) run(ctx context.Context) {
 			// failed: the wait below ends at once (rctx is done).
 		case recall.ErrorCode(err) == recall.EFORBIDDEN:
 			// The store refuses this server's writes (a PostgreSQL role
-			// granted only SELECT): every run would embed a page for
-			// nothing and fail alike, so repair stops, saying so once.
+			// granted only SELECT): a run would embed a page for nothing
+			// and fail alike until the role is granted writes, so repair
+			// stops, saying so once, and tries one text every
+			// stoppedRetry, quietly, to find out when it may go on.
 			// (Admin repair still runs when asked.)
-			done()
 			b.mu.Lock()
 			b.rep.State = "stopped"
 			b.mu.Unlock()
-			b.log.Warn("background repair stopped: the database refuses this server's writes; restart it once it may write", "err", recall.ErrorMessage(err))
-			return
+			if !stopped {
+				b.log.Warn("background repair stopped: the database refuses this server's writes; it tries again every "+b.stoppedRetry.String(), "err", recall.ErrorMessage(err))
+			}
+			stopped, wait = true, b.stoppedRetry
 		case err != nil:
 			backoff = min(max(2*backoff, b.repairRetry), 5*time.Minute)
 			wait = backoff
@@ -291,6 +302,13 @@ func (b *background) run(ctx context.Context) {
 			backoff, wait = 0, b.idle
 		default:
 			backoff = 0
+		}
+		if stopped && err == nil && rctx.Err() == nil {
+			stopped = false
+			b.log.Info("background repair resumed: the database takes this server's writes again")
+			if !p.Done {
+				wait = b.pause
+			}
 		}
 		// New writes wake the loop early, except while it backs off from a
 		// failing embedder: /ingest traffic must not turn the backoff

@@ -607,10 +607,14 @@ func TestFollowSaysAnOutageOnceAndItsEnd(t *testing.T) {
 // SELECT has them refused, counting them.
 type readOnlyStore struct {
 	recall.Store
-	refused atomic.Int64
+	refused  atomic.Int64
+	writable atomic.Bool // the role was granted writes
 }
 
-func (s *readOnlyStore) PutVectors(context.Context, []recall.Vector) error {
+func (s *readOnlyStore) PutVectors(ctx context.Context, vecs []recall.Vector) error {
+	if s.writable.Load() {
+		return s.Store.PutVectors(ctx, vecs)
+	}
 	s.refused.Add(1)
 	return recall.Errorf(recall.EFORBIDDEN, "put vectors: the database role recall connects as may not do this (a role granted only SELECT can only read): nothing was changed")
 }
@@ -650,5 +654,47 @@ func TestBackgroundRepairStopsWhenWritesAreForbidden(t *testing.T) {
 	}
 	if r := b.repairState(); !strings.Contains(r.LastError, "can only read") {
 		t.Errorf("repair state %+v; want the refusal as its last error", r)
+	}
+}
+
+// Stopped repair tries one text again every stoppedRetry, quietly, and
+// goes on once the store takes its writes (the role granted them): it
+// stayed stopped until the server was restarted.
+func TestBackgroundRepairResumesWhenWritesAreAllowed(t *testing.T) {
+	f := newFixture(t, nil)
+	var docs []recall.Document
+	for _, text := range []string{"a text without a vector", "another text without one"} {
+		docs = append(docs, recall.Document{Source: recall.Source{ID: text + ".md", Kind: recall.KindArchive, Title: "t",
+			ContentHash: recall.TextHash(text), ChunkCount: 1, IndexState: recall.IndexOK},
+			Chunks: []recall.Chunk{{Index: 0, Text: text, Header: "t", Hash: recall.TextHash(text)}}})
+	}
+	if _, err := f.eng.Write(context.Background(), docs, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := &readOnlyStore{Store: f.st}
+	eng := search.New(st, search.Options{Embedder: f.emb, MemoryLexical: true})
+	var logs syncBuffer
+	b := newBackground(eng, st, f.emb, testSpace, newMetrics(), slog.New(slog.NewTextHandler(&logs, nil)), time.Now, 256, 0)
+	b.stoppedRetry = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); b.run(ctx) }()
+	defer func() { cancel(); <-ran; b.wg.Wait() }()
+	if !until(func() bool { return st.refused.Load() >= 3 }) {
+		t.Fatalf("repair state %+v after %d refused writes; want it to try again while stopped", b.repairState(), st.refused.Load())
+	}
+	if r := b.repairState(); r.State != "stopped" {
+		t.Errorf("repair state %+v while writes are refused; want stopped", r)
+	}
+	st.writable.Store(true)
+	if !until(func() bool { r := b.repairState(); return r.State == "idle" && r.Missing == 0 }) {
+		t.Fatalf("repair state %+v after writes were allowed; want idle, nothing missing", b.repairState())
+	}
+	if p, err := f.st.MissingVectors(context.Background(), testSpace, 0, 10); err != nil || len(p) != 0 {
+		t.Errorf("texts left without vectors: %+v, %v", p, err)
+	}
+	out := logs.String()
+	if strings.Count(out, "background repair stopped") != 1 || strings.Count(out, "background repair resumed") != 1 {
+		t.Errorf("want the stop and the resumption said once each:\n%s", out)
 	}
 }
