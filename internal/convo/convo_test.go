@@ -357,6 +357,7 @@ func TestMomentsWrittenInUTCAreDatedInTheReadersZone(t *testing.T) {
 			`{"timestamp":"2024-03-06T05:30:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}`},
 		{"a.md", "Date: 2024-03-06T05:30:00Z\n\nUser: hi\n"},
 		{"a.md", "Date: 2024-03-06 05:30 UTC\n\nUser: hi\n"},
+		{"a.md", "---\ndate: 1709703000\n---\n\nUser: hi\n"},
 	}
 	dayWritten := []struct{ name, content, date string }{
 		{"log.jsonl", `{"role":"user","content":"hi","timestamp":"2024-03-06T06:30:00+01:00"}`, "2024-03-06"},

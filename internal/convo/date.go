@@ -69,6 +69,9 @@ func parseDate(s string) (date string, at time.Time) {
 	if t, ok := parseTimestamp(s); ok {
 		return t.Format(time.DateOnly), t
 	}
+	if allDigits(s) {
+		return digitDate(s)
+	}
 	var (
 		year, day, hour, minute, second int
 		month                           time.Month
@@ -180,6 +183,31 @@ func parseDate(s string) (date string, at time.Time) {
 		loc = time.FixedZone("", off)
 	}
 	return date, time.Date(year, month, day, hour, minute, second, 0, loc)
+}
+
+// digitDate reads a date written as digits alone: seconds (10 digits) or
+// milliseconds (13) since the epoch, as note apps and exporters write a
+// creation time, a moment in UTC; or YYYYMMDD, ISO 8601's basic form. A
+// year alone (4 digits) is read by parseDate's words.
+func digitDate(s string) (date string, at time.Time) {
+	switch len(s) {
+	case 8:
+		if t, err := time.Parse("20060102", s); err == nil {
+			return t.Format(time.DateOnly), time.Time{}
+		}
+	case 10, 13:
+		n, _ := strconv.ParseInt(s, 10, 64)
+		sec := float64(n)
+		if len(s) == 13 {
+			sec /= 1000
+		}
+		if t := unixTime(sec); !t.IsZero() {
+			return t.Format(time.DateOnly), t
+		}
+	case 4:
+		return s, time.Time{}
+	}
+	return "", time.Time{}
 }
 
 func allDigits(s string) bool {

@@ -136,15 +136,21 @@ func parseMarkdown(name, text string) Conversation {
 		dateText = d.dateLine(first)
 	}
 	c.Date, c.Created = parseDate(dateText)
-	if c.Date == "" {
-		if m := fileNameDate.FindStringSubmatch(path.Base(strings.ReplaceAll(name, `\`, "/"))); m != nil {
+	// Else a date the title begins with ("# 2024-03-06 Standup"), as a
+	// daily note's file name does.
+	for _, s := range []string{c.Title, path.Base(strings.ReplaceAll(name, `\`, "/"))} {
+		if c.Date != "" {
+			break
+		}
+		if m := fileNameDate.FindStringSubmatch(s); m != nil {
 			c.Date, _ = parseDate(m[1])
 		}
 	}
 	return c
 }
 
-// fileNameDate finds the date daily notes and exported chats are often named by.
+// fileNameDate finds the date daily notes and exported chats are often named,
+// and titled, by.
 var fileNameDate = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2})(?:\D|$)`)
 
 type mdLine struct {
