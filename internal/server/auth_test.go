@@ -248,6 +248,33 @@ func TestOpenModeOnLoopback(t *testing.T) {
 	ln.Close()
 }
 
+// A proxy on this machine that passes requests on to a server with no
+// user token (nginx's proxy_pass names Host 127.0.0.1:8787, and tunnels
+// such as ngrok or cloudflared name localhost) would hand the archive to
+// whoever reaches the proxy: a token-less request carrying a header such a
+// proxy adds is refused. A token (the admin's) is still accepted through
+// one, and a server with user tokens takes proxied requests as any other.
+func TestOpenModeRefusesProxiedRequests(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Tokens = nil })
+	for _, h := range []string{"X-Forwarded-For: 203.0.113.9", "Forwarded: for=203.0.113.9", "X-Real-IP: 203.0.113.9",
+		"X-Forwarded-Host: recall.example.com", "X-Forwarded-Proto: https", "Via: 1.1 proxy"} {
+		resp, body := f.do("POST", "/api/search", "", `{"query":"x"}`, h)
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "proxy") {
+			t.Errorf("open mode, token-less request with %q: %d %s", h, resp.StatusCode, body)
+		}
+		if resp, body := f.do("GET", "/admin/index-status", adminTok, "", h); resp.StatusCode != 200 {
+			t.Errorf("open mode, admin token with %q: %d %s", h, resp.StatusCode, body)
+		}
+	}
+	if resp, body := f.do("POST", "/api/search", "", `{"query":"x"}`); resp.StatusCode != 200 {
+		t.Errorf("open mode, token-less request without proxy headers: %d %s", resp.StatusCode, body)
+	}
+	g := newFixture(t, nil)
+	if resp, body := g.do("POST", "/api/search", plainTok, `{"query":"x"}`, "X-Forwarded-For: 203.0.113.9"); resp.StatusCode != 200 {
+		t.Errorf("a user token through a proxy: %d %s", resp.StatusCode, body)
+	}
+}
+
 // With no user token, requests need none because they come from this
 // machine; a reverse proxy's host name, or a token in the path (for that
 // proxy's clients), would open the archive to whoever reaches the proxy:

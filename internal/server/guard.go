@@ -183,3 +183,21 @@ func (b *badTokens) size() int {
 func clientIP(r *http.Request) string {
 	return splitHost(r.RemoteAddr)
 }
+
+// proxyHeaders are the headers a reverse proxy or tunnel (nginx, Caddy,
+// ngrok, cloudflared, Tailscale serve) adds to what it passes on. Such a
+// proxy may also name a loopback Host ("127.0.0.1:8787"), so the Host
+// check alone does not tell its requests from this machine's.
+var proxyHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Via"}
+
+// proxyHeader names the first proxy header r has, or "". A server with no
+// user token takes token-less requests because they come from this
+// machine: one a proxy passed on may come from anyone who reaches it.
+func proxyHeader(h http.Header) string {
+	for _, name := range proxyHeaders {
+		if _, ok := h[name]; ok {
+			return name
+		}
+	}
+	return ""
+}

@@ -15,7 +15,8 @@
 //   - With no user token configured the server is a local single-user
 //     service: it accepts requests without a token, but only on a loopback
 //     address (Listen refuses anything else), and admin tools and endpoints
-//     still need RECALL_ADMIN_TOKEN. A wrong token is refused even then.
+//     still need RECALL_ADMIN_TOKEN. A wrong token is refused even then, and
+//     so is a token-less request with a header a proxy adds (proxyHeader).
 //   - Text sent to MCP clients has control, ANSI, zero-width, bidi and tag
 //     characters escaped, in the readable text and the structured output
 //     alike; the REST API returns stored text verbatim (see escape.go).
@@ -652,6 +653,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, ri *reqInf
 	ip := clientIP(r)
 	if !present {
 		if s.local != nil {
+			if h := proxyHeader(r.Header); h != "" {
+				s.refuse(w, ri, http.StatusForbidden, recall.EFORBIDDEN, "the request came through a proxy (its "+h+
+					" header says so), and with no token configured it would need none: set RECALL_TOKEN or a tokens file")
+				return nil, false
+			}
 			ri.set(func(ri *reqInfo) { ri.token = s.local.name })
 			return s.local, true
 		}
