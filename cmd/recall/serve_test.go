@@ -288,6 +288,7 @@ func TestServeRefusesOpenNonLoopback(t *testing.T) {
 		{"bad tokens file line", "tokens file line 1", map[string]string{"RECALL_TOKENS_FILE": tokensFile}, nil},
 		{"bad origin", "full origin", nil, []string{"--cors-origin", "*"}},
 		{"no token, a proxy's name", "--allowed-host", nil, []string{"--allowed-host", "recall.example.com"}},
+		{"no token, another site's pages", "--cors-origin", nil, []string{"--cors-origin", "https://app.example"}},
 		{"no token, path tokens", "--allow-path-token", map[string]string{"RECALL_ADMIN_TOKEN": serveToken}, []string{"--allow-path-token"}},
 	} {
 		env := testEnv(t)

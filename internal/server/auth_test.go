@@ -288,6 +288,8 @@ func TestOpenModeRefusesAProxy(t *testing.T) {
 	}{
 		{"allowed host", "--allowed-host", func(o *Options) { o.AllowedHosts = []string{"recall.example.com"} }},
 		{"path token", "--allow-path-token", func(o *Options) { o.AllowPathToken = true }},
+		{"CORS origin of another site", "--cors-origin", func(o *Options) { o.CORSOrigins = []string{"https://app.example"} }},
+		{"CORS origin naming localhost under another site", "--cors-origin", func(o *Options) { o.CORSOrigins = []string{"https://localhost.example"} }},
 	} {
 		opt := Options{Engine: f.eng, Memory: f.mem, Store: f.st, AdminToken: adminTok}
 		c.mod(&opt)
@@ -306,6 +308,13 @@ func TestOpenModeRefusesAProxy(t *testing.T) {
 			t.Errorf("%s with a user token: %v", c.name, err)
 		} else if srv.Open() {
 			t.Errorf("%s with a user token: open", c.name)
+		}
+	}
+	// A page this machine serves may call an open server.
+	for _, o := range []string{"http://localhost:3000", "http://127.0.0.1:6274", "http://[::1]:8080"} {
+		opt := Options{Engine: f.eng, Memory: f.mem, Store: f.st, CORSOrigins: []string{o}}
+		if err := CheckAccess(opt, "127.0.0.1:0"); err != nil {
+			t.Errorf("loopback origin %s, no user token: %v", o, err)
 		}
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -300,7 +301,8 @@ func CheckAccess(opt Options, addr string) error {
 // because they come from this machine: a reverse proxy's host name
 // (AllowedHosts) would let the proxy pass on anyone's, and a token in the
 // path (AllowPathToken) is for such a proxy's clients, so either is
-// refused.
+// refused; and so is a CORS origin other than this machine's, whose
+// pages (any script on that site) would read everything.
 func checkAccess(opt Options, lim func() *rate.Limiter) (*keyring, error) {
 	if err := checkOrigins(opt.CORSOrigins); err != nil {
 		return nil, err
@@ -315,6 +317,11 @@ func checkAccess(opt Options, lim func() *rate.Limiter) (*keyring, error) {
 			return nil, recall.Errorf(recall.EINVALID, "--allowed-host names a reverse proxy, which passes on requests from other machines, and with no token configured they would need none: set RECALL_TOKEN or a tokens file")
 		case opt.AllowPathToken:
 			return nil, recall.Errorf(recall.EINVALID, "--allow-path-token accepts a token in the path, and no token is configured: set RECALL_TOKEN or a tokens file")
+		}
+		for _, o := range opt.CORSOrigins {
+			if u, err := url.Parse(o); err != nil || !isLoopbackHost(u.Hostname()) {
+				return nil, recall.Errorf(recall.EINVALID, "--cors-origin %s lets that site's pages call this server from a browser, and with no token configured they would need none: set RECALL_TOKEN or a tokens file (a page served from this machine, http://localhost:PORT, may be allowed without)", o)
+			}
 		}
 	}
 	return keys, nil
