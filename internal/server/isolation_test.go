@@ -183,3 +183,85 @@ func TestContextOfDecomposedKey(t *testing.T) {
 		t.Errorf("get_context of the decomposed key: %s", resultText(res))
 	}
 }
+
+// The other paths a bound token reads through keep to its owner too: a
+// passage another owner holds as well is never named in a hit's also_in
+// (in any mode, over MCP and REST), another owner's diary day reads like a
+// missing one (read_diary, get_context) and is not among recent_diary's
+// days, and find_memories lists only the caller's keys.
+func TestOwnerIsolationOnEveryReadPath(t *testing.T) {
+	f := newFixture(t, nil)
+	const text = "the quince lantern code is 7319"
+	f.save("bob", "bob_vault", text)
+	f.save("alice", "alice_copy", text)
+	day, err := f.mem.WriteDiary(t.Context(), "bob walked the quince orchard alone", "", "", false, memoryScope("bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	alice := f.connect(aliceTok)
+	for _, mode := range []string{recall.ModeLexical, recall.ModeSemantic, recall.ModeHybrid} {
+		args := map[string]any{"query": "quince lantern code", "mode": mode, "limit": 20}
+		out, res := mustCall[recall.SearchResponse](t, alice, "search_archive", args)
+		found := false
+		for _, h := range out.Results {
+			found = found || h.Source == "alice_copy"
+			if h.Source == "bob_vault" || h.Source == "diary/"+day.Date || strings.Join(h.AlsoIn, ",") != "" {
+				t.Errorf("MCP mode %s: alice's hit names bob's sources: %+v", mode, h)
+			}
+		}
+		if !found {
+			t.Errorf("mode %s: alice does not find her own copy: %s", mode, resultText(res))
+		}
+		if txt := resultText(res); strings.Contains(txt, "bob_vault") || strings.Contains(txt, "walked the quince") {
+			t.Errorf("MCP mode %s: bob's sources in the readable result: %s", mode, txt)
+		}
+		body, _ := json.Marshal(args)
+		if resp, raw := f.do("POST", "/api/search", aliceTok, string(body)); resp.StatusCode != 200 ||
+			strings.Contains(raw, "bob_vault") || strings.Contains(raw, "also_in") || strings.Contains(raw, "walked the quince") {
+			t.Errorf("REST mode %s: %d %s", mode, resp.StatusCode, raw)
+		}
+	}
+
+	// Bob's diary day reads like a day nobody wrote.
+	const empty = "2001-01-01"
+	theirs := resultText(call(t, alice, "read_diary", map[string]any{"date": day.Date}))
+	missing := resultText(call(t, alice, "read_diary", map[string]any{"date": empty}))
+	if strings.ReplaceAll(theirs, day.Date, "D") != strings.ReplaceAll(missing, empty, "D") {
+		t.Errorf("bob's diary day reads differently from an empty one: %q vs %q", theirs, missing)
+	}
+	_, restTheirs := f.do("GET", "/api/diary/"+day.Date, aliceTok, "")
+	_, restMissing := f.do("GET", "/api/diary/"+empty, aliceTok, "")
+	if strings.ReplaceAll(restTheirs, day.Date, "D") != strings.ReplaceAll(restMissing, empty, "D") {
+		t.Errorf("REST: bob's diary day reads differently from an empty one: %s vs %s", restTheirs, restMissing)
+	}
+	for _, kind := range []string{"", "diary"} {
+		args := map[string]any{"source": "diary/" + day.Date, "chunk_index": 0}
+		if kind != "" {
+			args["kind"] = kind
+		}
+		if res := call(t, alice, "get_context", args); !res.IsError || strings.Contains(resultText(res), "walked") {
+			t.Errorf("get_context of bob's diary day (kind %q): %s", kind, resultText(res))
+		}
+	}
+	if txt := resultText(call(t, alice, "recent_diary", map[string]any{"days": 30})); strings.Contains(txt, "walked") || strings.Contains(txt, day.Date) {
+		t.Errorf("recent_diary shows bob's day: %s", txt)
+	}
+	if _, raw := f.do("GET", "/api/diary?days=30", aliceTok, ""); strings.Contains(raw, "walked") || strings.Contains(raw, day.Date) {
+		t.Errorf("REST recent diary shows bob's day: %s", raw)
+	}
+
+	// find_memories lists alice's keys only.
+	for _, prefix := range []string{"bob_", "a", "b"} {
+		txt := resultText(call(t, alice, "find_memories", map[string]any{"prefix": prefix}))
+		if strings.Contains(txt, "bob_vault") {
+			t.Errorf("find_memories %q lists bob's key: %s", prefix, txt)
+		}
+		if _, raw := f.do("GET", "/api/memories?prefix="+prefix, aliceTok, ""); strings.Contains(raw, "bob_vault") {
+			t.Errorf("REST find %q lists bob's key: %s", prefix, raw)
+		}
+	}
+	if txt := resultText(call(t, alice, "find_memories", map[string]any{"prefix": "alice_"})); !strings.Contains(txt, "alice_copy") {
+		t.Errorf("find_memories misses alice's own key: %s", txt)
+	}
+}
