@@ -82,6 +82,8 @@ func TestInputLimitsOverREST(t *testing.T) {
 		{"POST", "/api/search", `{"query":"` + strings.Repeat("q", 501) + `"}`, 400, "the limit is 500"},
 		{"POST", "/api/search", `{"query":"x","limit":21}`, 400, "limit must be between 1 and 20"},
 		{"POST", "/api/search", `{"query":"x","limit":"five"}`, 400, "field limit must be a number"},
+		{"POST", "/api/search", `{"query":"x","limit":1e20}`, 400, "field limit must be a whole number in range, not 1e20"},
+		{"POST", "/api/context", `{"source":"a.md","chunk_index":1.5}`, 400, "field chunk_index must be a whole number in range, not 1.5"},
 		{"POST", "/api/search", `{"query":"x","category":"` + strings.Repeat("c", 65) + `"}`, 400, "category is 65 characters"},
 		{"POST", "/api/search", `{"query":"x","source_prefix":"` + strings.Repeat("p", 1025) + `"}`, 400, "source prefix is 1025 bytes"},
 		{"POST", "/api/search", `{"query":"x","unknown":true}`, 400, "unknown field"},

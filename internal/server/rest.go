@@ -140,6 +140,9 @@ func decodeBody(r *http.Request, v any, emptyOK bool) error {
 		switch {
 		case errors.As(err, &se):
 			return recall.Errorf(recall.EINVALID, "the body is not valid JSON (at byte %d)", se.Offset)
+		case errors.As(err, &te) && te.Field != "" && strings.HasPrefix(te.Value, "number "):
+			// A number the field cannot hold: a fraction or one out of range.
+			return recall.Errorf(recall.EINVALID, "field %s must be a whole number in range, not %s", te.Field, strings.TrimPrefix(te.Value, "number "))
 		case errors.As(err, &te) && te.Field != "":
 			return recall.Errorf(recall.EINVALID, "field %s must be %s, not %s", te.Field, withArticle(jsonType(te.Type.Kind().String())), withArticle(te.Value))
 		case errors.As(err, &te):
