@@ -69,7 +69,7 @@ func parseDate(s string) (date string, at time.Time) {
 	if t, ok := parseTimestamp(s); ok {
 		return t.Format(time.DateOnly), t
 	}
-	if allDigits(s) {
+	if allDigits(s) && len(s) != 4 { // a year alone is read with the words below
 		return digitDate(s)
 	}
 	var (
@@ -187,8 +187,7 @@ func parseDate(s string) (date string, at time.Time) {
 
 // digitDate reads a date written as digits alone: seconds (10 digits) or
 // milliseconds (13) since the epoch, as note apps and exporters write a
-// creation time, a moment in UTC; or YYYYMMDD, ISO 8601's basic form. A
-// year alone (4 digits) is read by parseDate's words.
+// creation time, a moment in UTC; or YYYYMMDD, ISO 8601's basic form.
 func digitDate(s string) (date string, at time.Time) {
 	switch len(s) {
 	case 8:
@@ -204,8 +203,6 @@ func digitDate(s string) (date string, at time.Time) {
 		if t := unixTime(sec); !t.IsZero() {
 			return t.Format(time.DateOnly), t
 		}
-	case 4:
-		return s, time.Time{}
 	}
 	return "", time.Time{}
 }
