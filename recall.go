@@ -257,6 +257,8 @@ type Stats struct {
 	Sources      map[Kind]int   `json:"sources"`
 	Chunks       int            `json:"chunks"`
 	Bytes        int64          `json:"bytes"`          // chunk text held, in bytes
+	KindChunks   map[Kind]int   `json:"kind_chunks"`    // Chunks of listed sources, by kind
+	KindBytes    map[Kind]int64 `json:"kind_bytes"`     // Bytes by kind
 	DBBytes      int64          `json:"db_bytes"`       // database size on disk (0 if unknown)
 	MidWordShare float64        `json:"mid_word_share"` // share of chunks that begin partway through a word
 	IndexStates  map[string]int `json:"index_states"`   // memory and diary sources by index state
@@ -390,6 +392,12 @@ type Store interface {
 	// server restart, a cut connection, a terminated backend).
 	LockVault(ctx context.Context, vault string, wait func(busy error)) (unlock func(), err error)
 	Stats(ctx context.Context) (Stats, error)
+	// OwnerStats counts one owner's memories and diary days, as Stats
+	// counts every owner's: its Sources, Chunks, Bytes and IndexStates
+	// hold only those sources ("" is the unowned ones), its other fields
+	// are empty. A token bound to an owner is shown these in place of
+	// every owner's (a count is not another owner's to read either).
+	OwnerStats(ctx context.Context, owner string) (Stats, error)
 	// Ping checks that the database answers, at the cost of one trivial
 	// statement: for a server's readiness (/readyz).
 	Ping(ctx context.Context) error

@@ -59,7 +59,7 @@ func TestAuthMatrix(t *testing.T) {
 			{"short token", "short", nil, 401},
 			{"basic auth", "", []string{"Authorization: Basic dXNlcjpwYXNz"}, 401},
 			{"user", plainTok, nil, map[bool]int{true: 403, false: 0}[rt.admin]},
-			{"bound user", aliceTok, nil, map[bool]int{true: 403, false: 0}[rt.admin || rt.path == "/ingest"]},
+			{"bound user", aliceTok, nil, map[bool]int{true: 403, false: 0}[rt.admin || rt.path == "/ingest" || rt.path == "/metrics"]},
 			{"admin", adminTok, nil, 0},
 			{"foreign origin", adminTok, []string{"Origin: https://evil.example"}, 403},
 			{"null origin", adminTok, []string{"Origin: null"}, 403},

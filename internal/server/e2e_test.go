@@ -232,7 +232,7 @@ func TestBackgroundLoadsIndexAndRepairs(t *testing.T) {
 	f.srv.Start(ctx)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		out, err := f.srv.stats(ctx)
+		out, err := f.srv.stats(ctx, caller{})
 		if err != nil {
 			t.Fatal(err)
 		}

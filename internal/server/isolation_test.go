@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -263,5 +264,72 @@ func TestOwnerIsolationOnEveryReadPath(t *testing.T) {
 	}
 	if txt := resultText(call(t, alice, "find_memories", map[string]any{"prefix": "alice_"})); !strings.Contains(txt, "alice_copy") {
 		t.Errorf("find_memories misses alice's own key: %s", txt)
+	}
+}
+
+// A bound token's statistics count the shared archive and its own
+// memories and diary days: how many memories another owner keeps, and
+// their index states, are not its to read (over MCP and REST), and
+// /metrics, which counts every owner's, refuses it. Tokens bound to no
+// owner, and the admin, still see every count.
+func TestBoundTokenStatsCountItsOwnerOnly(t *testing.T) {
+	f := newFixture(t, nil)
+	f.save("bob", "bob_one", "bob's first memory")
+	if _, err := f.mem.WriteDiary(t.Context(), "bob's day", "", "", false, memoryScope("bob")); err != nil {
+		t.Fatal(err)
+	}
+	// One of bob's memories waits for its vectors.
+	const pending = "bob's second memory, a longer one"
+	if _, err := f.st.Write(t.Context(), []recall.Document{{Source: recall.Source{ID: recall.MemoryID("bob", "bob_two"),
+		Kind: recall.KindMemory, Title: "bob_two", Owner: "bob", Body: pending, ContentHash: recall.TextHash(pending),
+		Size: int64(len(pending)), IndexState: recall.IndexPending},
+		Chunks: []recall.Chunk{{Text: pending, Hash: recall.TextHash(pending)}}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.save("alice", "alice_one", "alice's memory")
+	all, err := f.st.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		sources map[string]int
+		chunks  int
+		bytes   int64
+		states  map[string]int
+	}{
+		"all": {map[string]int{"memory": 3, "diary": 1}, 4, int64(len("bob's first memory") + len("bob's day") + len(pending) + len("alice's memory")),
+			map[string]int{recall.IndexOK: 3, recall.IndexPending: 1}},
+		"alice": {map[string]int{"memory": 1}, 1, int64(len("alice's memory")), map[string]int{recall.IndexOK: 1}},
+	}
+	if w := want["all"]; all.Chunks != w.chunks || all.Bytes != w.bytes || fmt.Sprint(all.IndexStates) != fmt.Sprint(w.states) {
+		t.Fatalf("the store's stats: %+v; the fixture is not as this test expects", all)
+	}
+
+	for _, who := range []string{"alice", "plain", "admin"} {
+		tok := map[string]string{"alice": aliceTok, "plain": plainTok, "admin": adminTok}[who]
+		w := want["all"]
+		if who == "alice" {
+			w = want["alice"]
+		}
+		out, _ := mustCall[StatsOutput](t, f.connect(tok), "get_archive_stats", map[string]any{})
+		var rest StatsOutput
+		resp, raw := f.do("GET", "/api/stats", tok, "")
+		if err := json.Unmarshal([]byte(raw), &rest); resp.StatusCode != 200 || err != nil {
+			t.Fatalf("%s: GET /api/stats: %d %s", who, resp.StatusCode, raw)
+		}
+		for via, got := range map[string]StatsOutput{"MCP": out, "REST": rest} {
+			if fmt.Sprint(got.Sources) != fmt.Sprint(w.sources) || got.Chunks != w.chunks || got.Bytes != w.bytes ||
+				fmt.Sprint(got.IndexStates) != fmt.Sprint(w.states) {
+				t.Errorf("%s over %s: sources %v chunks %d bytes %d states %v; want %v %d %d %v",
+					who, via, got.Sources, got.Chunks, got.Bytes, got.IndexStates, w.sources, w.chunks, w.bytes, w.states)
+			}
+		}
+		resp, raw = f.do("GET", "/metrics", tok, "")
+		switch {
+		case who == "alice" && (resp.StatusCode != 403 || strings.Contains(raw, "recall_sources")):
+			t.Errorf("alice: /metrics answered %d %.200s; want 403", resp.StatusCode, raw)
+		case who != "alice" && (resp.StatusCode != 200 || !strings.Contains(raw, `recall_sources{kind="memory"} 3`)):
+			t.Errorf("%s: /metrics answered %d; want 200 counting 3 memories: %.300s", who, resp.StatusCode, raw)
+		}
 	}
 }

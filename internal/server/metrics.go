@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"fmt"
+	"github.com/recall-mcp/recall"
 	"io"
 	"math"
 	"net/http"
@@ -233,6 +234,11 @@ type statsCache struct {
 }
 
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if id := identityFrom(r.Context()); id != nil && id.bound && !id.admin {
+		s.writeError(w, r, recall.Errorf(recall.EFORBIDDEN, "a token bound to an owner cannot read /metrics, "+
+			"which counts every owner's memories: scrape with the admin token or a token bound to no owner"))
+		return
+	}
 	st, err := s.cachedStats(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -299,7 +305,7 @@ func (s *Server) cachedStats(r *http.Request) (StatsOutput, error) {
 	if !c.at.IsZero() && s.opt.Now().Sub(c.at) < statsTTL {
 		return c.val, nil
 	}
-	v, err := s.stats(r.Context())
+	v, err := s.stats(r.Context(), callerFrom(r))
 	if err != nil {
 		return StatsOutput{}, err
 	}

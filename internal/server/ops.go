@@ -247,10 +247,23 @@ type IndexOutput struct {
 	Vectors int    `json:"vectors" jsonschema:"entries in the in-memory vector index: one per unit vector (paragraph group) of each chunk that has one, so usually more than the space's vectors, which counts distinct texts; 0 until ready"`
 }
 
-func (s *Server) stats(ctx context.Context) (StatsOutput, error) {
+// stats answers get_archive_stats and GET /api/stats. A token bound to an
+// owner is shown the shared archive and its own memories and diary days:
+// the counts of sources, chunks, bytes and index states leave out every
+// other owner's, as a search does (how many memories another owner keeps,
+// and when they write one, is theirs too). The rest (vector spaces,
+// database size, the last sweep, the index, repair) is of the server.
+func (s *Server) stats(ctx context.Context, c caller) (StatsOutput, error) {
 	st, err := s.st.Stats(ctx)
 	if err != nil {
 		return StatsOutput{}, err
+	}
+	if c.id != nil && c.id.bound && !c.id.admin {
+		own, err := s.st.OwnerStats(ctx, c.id.owner)
+		if err != nil {
+			return StatsOutput{}, err
+		}
+		st = ownerView(st, own)
 	}
 	out := StatsOutput{Sources: map[string]int{}, Chunks: st.Chunks, Bytes: st.Bytes, DBBytes: st.DBBytes,
 		IndexStates: map[string]int{}, Spaces: []SpaceOutput{}}
@@ -272,6 +285,21 @@ func (s *Server) stats(ctx context.Context) (StatsOutput, error) {
 	out.Repair = s.bg.repairState()
 	out.Staged, _ = s.stage.size()
 	return out, nil
+}
+
+// ownerView replaces every owner's memories and diary days in st by one
+// owner's (own, from OwnerStats).
+func ownerView(st, own recall.Stats) recall.Stats {
+	for _, k := range []recall.Kind{recall.KindMemory, recall.KindDiary} {
+		st.Chunks += own.KindChunks[k] - st.KindChunks[k]
+		st.Bytes += own.KindBytes[k] - st.KindBytes[k]
+		delete(st.Sources, k)
+		if n := own.Sources[k]; n > 0 {
+			st.Sources[k] = n
+		}
+	}
+	st.IndexStates = own.IndexStates
+	return st
 }
 
 // RepairInput is repair_archive's input.

@@ -257,7 +257,7 @@ func (s *Server) restRoutes(handle func(pattern string, admin bool, h http.Handl
 			s.writeError(w, r, p.err)
 			return
 		}
-		out, err := s.stats(r.Context())
+		out, err := s.stats(r.Context(), callerFrom(r))
 		if err != nil {
 			s.writeError(w, r, err)
 			return

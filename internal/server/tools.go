@@ -310,9 +310,10 @@ func (s *Server) newMCPServer(admin bool, fallback *identity) *mcp.Server {
 
 	addTool(s, ms, fallback, &mcp.Tool{Name: "get_archive_stats", Annotations: readOnly("Archive statistics"),
 		Description: "Report what the archive holds: sources by kind, chunks, vector coverage per vector space, the last " +
-			"sweep's time and outcome, and the progress of background index loading and vector repair."},
+			"sweep's time and outcome, and the progress of background index loading and vector repair. A token bound to an owner " +
+			"is counted the shared archive and its own memories and diary days only."},
 		func(ctx context.Context, c caller, _ NoInput) (*mcp.CallToolResult, StatsOutput, int, error) {
-			out, err := s.stats(ctx)
+			out, err := s.stats(ctx, c)
 			return nil, out, 1, err
 		})
 

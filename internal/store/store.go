@@ -218,3 +218,41 @@ func DecodeCursor(cursor string) (string, error) {
 	}
 	return string(b), nil
 }
+
+// Rows is what ScanSourceCounts and ScanIndexStates read: database/sql's
+// rows and pgx's alike. The caller closes them.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ScanSourceCounts adds rows of (kind, sources, chunks, text bytes) to st,
+// for Stats and OwnerStats.
+func ScanSourceCounts(rows Rows, st *recall.Stats) error {
+	for rows.Next() {
+		var k string
+		var n, chunks int
+		var bytes int64
+		if err := rows.Scan(&k, &n, &chunks, &bytes); err != nil {
+			return err
+		}
+		kind := recall.Kind(k)
+		st.Sources[kind], st.KindChunks[kind], st.KindBytes[kind] = n, chunks, bytes
+		st.Bytes += bytes
+	}
+	return rows.Err()
+}
+
+// ScanIndexStates reads rows of (index state, sources) into st.
+func ScanIndexStates(rows Rows, st *recall.Stats) error {
+	for rows.Next() {
+		var state string
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
+			return err
+		}
+		st.IndexStates[state] = n
+	}
+	return rows.Err()
+}

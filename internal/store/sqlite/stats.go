@@ -24,30 +24,16 @@ func (db *DB) RecordSweep(ctx context.Context, r recall.SweepRecord) error {
 // Stats summarises the store. It reads one snapshot, so its numbers agree
 // with each other even while a sweep writes.
 func (db *DB) Stats(ctx context.Context) (recall.Stats, error) {
-	st := recall.Stats{Sources: map[recall.Kind]int{}, IndexStates: map[string]int{}}
+	st := recall.Stats{Sources: map[recall.Kind]int{}, KindChunks: map[recall.Kind]int{},
+		KindBytes: map[recall.Kind]int64{}, IndexStates: map[string]int{}}
 	tx, err := db.ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return st, db.fail(ctx, err, "stats")
 	}
 	defer tx.Rollback()
 	err = func() error {
-		rows, err := tx.QueryContext(ctx, `SELECT kind, count(*), coalesce(sum(text_bytes), 0) FROM sources s WHERE `+store.ListedSQL+` GROUP BY kind`)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var k recall.Kind
-			var n int
-			var bytes int64
-			if err := rows.Scan(&k, &n, &bytes); err != nil {
-				rows.Close()
-				return err
-			}
-			st.Sources[k] = n
-			st.Bytes += bytes
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := sourceCounts(ctx, tx, &st, `SELECT kind, count(*), coalesce(sum(chunk_count), 0),
+			coalesce(sum(text_bytes), 0) FROM sources s WHERE `+store.ListedSQL+` GROUP BY kind`); err != nil {
 			return err
 		}
 
@@ -60,22 +46,8 @@ func (db *DB) Stats(ctx context.Context) (recall.Stats, error) {
 			return err
 		}
 
-		rows, err = tx.QueryContext(ctx, `SELECT index_state, count(*) FROM sources
-			WHERE kind IN ('memory', 'diary') GROUP BY index_state`)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var state string
-			var n int
-			if err := rows.Scan(&state, &n); err != nil {
-				rows.Close()
-				return err
-			}
-			st.IndexStates[state] = n
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := indexStates(ctx, tx, &st, `SELECT index_state, count(*) FROM sources
+			WHERE kind IN ('memory', 'diary') GROUP BY index_state`); err != nil {
 			return err
 		}
 
@@ -128,4 +100,45 @@ func (db *DB) Stats(ctx context.Context) (recall.Stats, error) {
 		return nil
 	}()
 	return st, db.fail(ctx, err, "stats")
+}
+
+// OwnerStats counts one owner's memories and diary days (recall.Store).
+func (db *DB) OwnerStats(ctx context.Context, owner string) (recall.Stats, error) {
+	st := recall.Stats{Sources: map[recall.Kind]int{}, KindChunks: map[recall.Kind]int{},
+		KindBytes: map[recall.Kind]int64{}, IndexStates: map[string]int{}}
+	tx, err := db.ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return st, db.fail(ctx, err, "owner stats")
+	}
+	defer tx.Rollback()
+	err = sourceCounts(ctx, tx, &st, `SELECT kind, count(*), coalesce(sum(chunk_count), 0),
+		coalesce(sum(text_bytes), 0) FROM sources WHERE kind IN ('memory', 'diary') AND owner = ? GROUP BY kind`, owner)
+	if err == nil {
+		err = indexStates(ctx, tx, &st, `SELECT index_state, count(*) FROM sources
+			WHERE kind IN ('memory', 'diary') AND owner = ? GROUP BY index_state`, owner)
+	}
+	for _, n := range st.KindChunks {
+		st.Chunks += n
+	}
+	return st, db.fail(ctx, err, "owner stats")
+}
+
+// sourceCounts adds up the rows (kind, sources, chunks, bytes) of query.
+func sourceCounts(ctx context.Context, tx *sql.Tx, st *recall.Stats, query string, args ...any) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return store.ScanSourceCounts(rows, st)
+}
+
+// indexStates reads the rows (index state, sources) of query.
+func indexStates(ctx context.Context, tx *sql.Tx, st *recall.Stats, query string, args ...any) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	return store.ScanIndexStates(rows, st)
 }

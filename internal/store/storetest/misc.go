@@ -291,6 +291,12 @@ func testStats(t *testing.T, s recall.Store) {
 	if fmt.Sprint(st.IndexStates) != fmt.Sprint(wantStates) {
 		t.Errorf("IndexStates = %v; want %v (memory and diary only)", st.IndexStates, wantStates)
 	}
+	wantKindChunks := map[recall.Kind]int{recall.KindArchive: 5, recall.KindMemory: 2, recall.KindDiary: 1}
+	wantKindBytes := map[recall.Kind]int64{recall.KindArchive: a.Source.Size + b.Source.Size,
+		recall.KindMemory: m1.Source.Size + m2.Source.Size, recall.KindDiary: dy.Source.Size}
+	if fmt.Sprint(st.KindChunks) != fmt.Sprint(wantKindChunks) || fmt.Sprint(st.KindBytes) != fmt.Sprint(wantKindBytes) {
+		t.Errorf("KindChunks = %v, KindBytes = %v; want %v, %v", st.KindChunks, st.KindBytes, wantKindChunks, wantKindBytes)
+	}
 	if st.DBBytes < 0 {
 		t.Errorf("DBBytes = %d", st.DBBytes)
 	}
@@ -318,6 +324,42 @@ func testStats(t *testing.T, s recall.Store) {
 	for _, sp := range st.Spaces {
 		if sp.Vectors != 0 || sp.Missing != 0 || sp.Coverage != 1 {
 			t.Errorf("empty store, space %s: %+v; want 0 vectors, 0 missing, coverage 1", sp.Name, sp)
+		}
+	}
+}
+
+func testOwnerStats(t *testing.T, s recall.Store) {
+	owned := func(id string, kind recall.Kind, owner, state string, texts ...string) recall.Document {
+		return withSource(doc(id, kind, texts...), func(s *recall.Source) { s.Owner, s.IndexState = owner, state })
+	}
+	write(t, s, doc("a.md", recall.KindArchive, "archive one", "archive two"),
+		owned("ann/k1", recall.KindMemory, "ann", recall.IndexOK, "ann's first"),
+		owned("ann/k2", recall.KindMemory, "ann", recall.IndexPending, "ann's second", "and more"),
+		owned("ann/diary/2025-01-01", recall.KindDiary, "ann", recall.IndexOK, "ann's day"),
+		owned("bob/k1", recall.KindMemory, "bob", recall.IndexSkipped, "bob's"),
+		owned("k1", recall.KindMemory, "", recall.IndexPending, "nobody's"))
+	for _, c := range []struct {
+		owner   string
+		sources map[recall.Kind]int
+		chunks  int
+		bytes   int64
+		states  map[string]int
+	}{
+		{"ann", map[recall.Kind]int{recall.KindMemory: 2, recall.KindDiary: 1}, 4,
+			int64(len("ann's first") + len("ann's second") + len("and more") + len("ann's day")),
+			map[string]int{recall.IndexOK: 2, recall.IndexPending: 1}},
+		{"bob", map[recall.Kind]int{recall.KindMemory: 1}, 1, int64(len("bob's")), map[string]int{recall.IndexSkipped: 1}},
+		{"", map[recall.Kind]int{recall.KindMemory: 1}, 1, int64(len("nobody's")), map[string]int{recall.IndexPending: 1}},
+		{"carol", map[recall.Kind]int{}, 0, 0, map[string]int{}},
+	} {
+		st, err := s.OwnerStats(ctx, c.owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(st.Sources) != fmt.Sprint(c.sources) || st.Chunks != c.chunks || st.Bytes != c.bytes ||
+			fmt.Sprint(st.IndexStates) != fmt.Sprint(c.states) {
+			t.Errorf("OwnerStats(%q) = sources %v, chunks %d, bytes %d, states %v; want %v, %d, %d, %v",
+				c.owner, st.Sources, st.Chunks, st.Bytes, st.IndexStates, c.sources, c.chunks, c.bytes, c.states)
 		}
 	}
 }

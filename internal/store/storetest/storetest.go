@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"SkippedOnlyWithoutSpace", testSkippedOnlyWithoutSpace},
 		{"StatesFollowReadSpace", testStatesFollowReadSpace},
 		{"Stats", testStats},
+		{"OwnerStats", testOwnerStats},
 		{"Canceled", testCanceled},
 		{"Ping", testPing},
 		{"VaultLock", func(t *testing.T, s recall.Store) { testVaultLock(t, s, open) }},
