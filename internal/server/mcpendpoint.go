@@ -37,6 +37,34 @@ func validRPCID(id any) bool {
 	return false
 }
 
+// rpcRefusal is a JSON-RPC error the server answers itself, without the
+// SDK: its id is nil when the message's own could not be read.
+type rpcRefusal struct {
+	id   any
+	code int
+	msg  string
+}
+
+func (rf *rpcRefusal) message() map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": rf.id, "error": map[string]any{"code": rf.code, "message": rf.msg}}
+}
+
+// refusal says why a message is refused before the SDK sees it, or nil.
+// The SDK quotes a bad method or params whole in its error, naming its Go
+// types, and answers an id of 1.5 as 1: those are refused here, briefly,
+// on every transport.
+func (p *mcpPeek) refusal() *rpcRefusal {
+	switch {
+	case !validRPCID(p.ID):
+		return &rpcRefusal{nil, -32600, "the id must be a string or an integer"}
+	case len(p.Method) > 128:
+		return &rpcRefusal{p.ID, -32601, "method not found"}
+	case p.Params.kind != 0 && p.Params.kind != '{' && p.Params.kind != 'n':
+		return &rpcRefusal{p.ID, -32602, "params must be an object"}
+	}
+	return nil
+}
+
 // peekParams reads of a request's params the kind of JSON value they are
 // and a tool call's name, without copying them (a value of a tool's
 // arguments may be a megabyte).
@@ -105,20 +133,8 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, recall.Errorf(recall.EINVALID, "the body is not a JSON-RPC message (one JSON object)"))
 			return
 		}
-		// The SDK quotes a bad method or params whole in its error,
-		// and answers an id of 1.5 as 1: refuse those here, briefly.
-		switch {
-		case !validRPCID(p.ID):
-			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": nil,
-				"error": map[string]any{"code": -32600, "message": "the id must be a string or an integer"}})
-			return
-		case len(p.Method) > 128:
-			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": p.ID,
-				"error": map[string]any{"code": -32601, "message": "method not found"}})
-			return
-		case p.Params.kind != 0 && p.Params.kind != '{' && p.Params.kind != 'n':
-			writeJSON(w, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": p.ID,
-				"error": map[string]any{"code": -32602, "message": "params must be an object"}})
+		if rf := p.refusal(); rf != nil {
+			writeJSON(w, http.StatusOK, rf.message())
 			return
 		}
 		method := "other"

@@ -87,30 +87,28 @@ func (d *drainConn) Close() error {
 }
 
 // gateStdio hands the SDK only the lines of r that are JSON-RPC messages
-// and answers every other line itself, with a JSON-RPC error whose id is
-// null: the SDK's reader ends the session at the first line it cannot
-// decode, and the answers owed to earlier requests with it. A line over
-// maxCallBody is refused the same way, without being held whole. Blank
-// lines are skipped.
+// it answers as they ask, and answers every other line itself with a
+// JSON-RPC error: the SDK's reader ends the session at the first line it
+// cannot decode, and the answers owed to earlier requests with it. The
+// error carries the line's id where one can be read (a client waits for
+// the answer to that id, for ever if it has no timeout) and null where
+// none can. A line over maxCallBody is refused the same way, without
+// being held whole. Blank lines are skipped.
 func gateStdio(r io.Reader, w io.Writer) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		br := bufio.NewReaderSize(r, 64<<10)
 		for {
-			line, tooLong, err := readLine(br, maxCallBody)
-			if trimmed := bytes.TrimSpace(line); tooLong || len(trimmed) > 0 {
+			line, long, err := readLine(br, maxCallBody)
+			if trimmed := bytes.TrimSpace(line); long != nil || len(trimmed) > 0 {
 				switch {
-				case tooLong:
-					refuseLine(w, jsonrpc.CodeInvalidRequest, "the message is over the 2 MiB limit")
+				case long != nil:
+					refuseLine(w, &rpcRefusal{long.id(), jsonrpc.CodeInvalidRequest, "the message is over the 2 MiB limit"})
 				case trimmed[0] == '[':
-					refuseLine(w, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line")
+					refuseLine(w, &rpcRefusal{nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line"})
 				default:
-					if _, derr := jsonrpc.DecodeMessage(trimmed); derr != nil {
-						code := jsonrpc.CodeInvalidRequest
-						if !json.Valid(trimmed) {
-							code = jsonrpc.CodeParseError
-						}
-						refuseLine(w, code, "the line is not a JSON-RPC message")
+					if rf := gateLine(trimmed); rf != nil {
+						refuseLine(w, rf)
 						break
 					}
 					if _, werr := pw.Write(append(trimmed, '\n')); werr != nil {
@@ -131,27 +129,170 @@ func gateStdio(r io.Reader, w io.Writer) io.ReadCloser {
 	return pr
 }
 
-// readLine reads one line (without its newline) of at most max bytes;
-// the rest of a longer one is read and dropped, and tooLong is set.
-func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+// gateLine says why a line is not handed to the SDK, or nil: it is no
+// JSON-RPC message, or one the HTTP front door refuses too (mcpPeek).
+func gateLine(line []byte) *rpcRefusal {
+	var p mcpPeek
+	if json.Unmarshal(line, &p) != nil {
+		if !json.Valid(line) {
+			return &rpcRefusal{nil, jsonrpc.CodeParseError, "the line is not a JSON-RPC message"}
+		}
+		return &rpcRefusal{nil, jsonrpc.CodeInvalidRequest, "the line is not a JSON-RPC message"}
+	}
+	if _, err := jsonrpc.DecodeMessage(line); err != nil {
+		rf := &rpcRefusal{code: jsonrpc.CodeInvalidRequest, msg: "the line is not a JSON-RPC message"}
+		if validRPCID(p.ID) {
+			rf.id = p.ID
+		}
+		return rf
+	}
+	return p.refusal()
+}
+
+// readLine reads one line (without its newline) of at most max bytes.
+// The rest of a longer one is read and dropped, and long, which is
+// then non-nil, holds what was found of the message's id.
+func readLine(br *bufio.Reader, max int) (line []byte, long *idScan, err error) {
 	for {
 		frag, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(line)+len(frag) > max+1 {
-				tooLong, line = true, nil
-			} else {
-				line = append(line, frag...)
-			}
+		switch {
+		case long != nil:
+			long.scan(frag)
+		case len(line)+len(frag) > max+1:
+			long = &idScan{}
+			long.scan(line)
+			long.scan(frag)
+			line = nil
+		default:
+			line = append(line, frag...)
 		}
 		if err != bufio.ErrBufferFull {
-			return bytes.TrimSuffix(line, []byte("\n")), tooLong, err
+			return bytes.TrimSuffix(line, []byte("\n")), long, err
 		}
 	}
 }
 
-// refuseLine answers a line that is no request the SDK could read.
-func refuseLine(w io.Writer, code int, msg string) {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+// idScan finds the top-level "id" member of a JSON object read a piece at
+// a time, holding no more of it than the id: the line it reads may be of
+// any size. A line that is no JSON object yields no id.
+type idScan struct {
+	depth    int
+	inString bool
+	escaped  bool
+	wantKey  bool   // at depth 1, the next string is a key
+	afterKey bool   // at depth 1, between a key's ':' and its value
+	inKey    bool   // reading a key at depth 1
+	key      []byte // that key, or the last one read (raw, quotes included)
+	keyLong  bool   // it is too long to be "id", however escaped
+	inValue  bool   // reading the id's value
+	value    []byte // that value, as read so far (raw)
+	found    []byte // the id's whole raw value
+	broken   bool   // not an object, or an id value too long to be one
+}
+
+// maxScannedID bounds the id value idScan keeps; validRPCID takes none
+// longer.
+const maxScannedID = 256
+
+func (s *idScan) scan(b []byte) {
+	for _, c := range b {
+		if s.broken || s.found != nil {
+			return
+		}
+		s.step(c)
+	}
+}
+
+func (s *idScan) step(c byte) {
+	if s.inString {
+		switch {
+		case s.inKey && len(s.key) < 32:
+			s.key = append(s.key, c)
+		case s.inKey:
+			s.keyLong = true
+		case s.inValue:
+			s.keep(c)
+		}
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case c == '\\':
+			s.escaped = true
+		case c == '"':
+			s.inString, s.inKey = false, false
+			if s.inValue {
+				s.inValue, s.found = false, s.value
+			}
+		}
+		return
+	}
+	if s.inValue { // a number, or another literal, ends at a delimiter
+		switch c {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			s.inValue, s.found = false, s.value
+		default:
+			s.keep(c)
+		}
+		return
+	}
+	switch {
+	case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		return
+	case s.depth == 0 && c != '{':
+		s.broken = true
+		return
+	case s.depth == 1 && s.afterKey:
+		s.afterKey = false
+		if s.keyIsID() {
+			s.inValue, s.inString, s.value = true, c == '"', []byte{c}
+			return
+		}
+	}
+	switch c {
+	case '"':
+		s.inString = true
+		if s.depth == 1 && s.wantKey {
+			s.inKey, s.wantKey, s.keyLong, s.key = true, false, false, append(s.key[:0], c)
+		}
+	case '{', '[':
+		if s.depth++; s.depth == 1 {
+			s.wantKey = true
+		}
+	case '}', ']':
+		s.depth--
+	case ':':
+		s.afterKey = s.depth == 1
+	case ',':
+		s.wantKey = s.depth == 1
+	}
+}
+
+func (s *idScan) keep(c byte) {
+	if s.value = append(s.value, c); len(s.value) > maxScannedID {
+		s.broken = true
+	}
+}
+
+func (s *idScan) keyIsID() bool {
+	var k string
+	return !s.keyLong && json.Unmarshal(s.key, &k) == nil && k == "id"
+}
+
+// id returns the id found, when it is one the protocol allows, or nil.
+func (s *idScan) id() any {
+	if s.broken || s.found == nil {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(s.found, &v) != nil || v == nil || !validRPCID(v) {
+		return nil
+	}
+	return v
+}
+
+// refuseLine answers a line the SDK is not given.
+func refuseLine(w io.Writer, rf *rpcRefusal) {
+	b, _ := json.Marshal(rf.message())
 	w.Write(append(b, '\n'))
 }
 
