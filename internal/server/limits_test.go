@@ -480,3 +480,76 @@ func TestUnsentBodiesDoNotHoldConnections(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// A message other than initialize (or ping, which may precede it) that
+// comes without a session id gets 400 Bad Request with a JSON-RPC error naming it, as Streamable HTTP asks
+// of a server that requires session ids; the SDK opened a session for the
+// message alone and answered 200 with an error of code 0. The requests of
+// the revision without sessions are still answered by the SDK, whose
+// answers clients fall back to initialize on.
+func TestMCPMessagesWithoutASession(t *testing.T) {
+	f := newFixture(t, nil)
+	type rpcErr struct {
+		ID    any `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	for _, tc := range []struct {
+		body   string
+		wantID any
+	}{
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, 3.0},
+		{`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"search_archive","arguments":{"query":"x"}}}`, "c"},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil},
+		{`{"jsonrpc":"2.0","id":"s1","result":{}}`, nil},
+	} {
+		for _, version := range []string{"", "2025-11-25", "2024-11-05"} {
+			headers := mcpHeaders
+			if version != "" {
+				headers = append(headers, "Mcp-Protocol-Version: "+version)
+			}
+			resp, body := f.do("POST", "/mcp", plainTok, tc.body, headers...)
+			var e rpcErr
+			if resp.StatusCode != http.StatusBadRequest || json.Unmarshal([]byte(body), &e) != nil ||
+				e.ID != tc.wantID || e.Error.Code != -32600 || !strings.Contains(e.Error.Message, "Mcp-Session-Id") {
+				t.Errorf("%s (version %q) without a session: %d %s; want 400, id %v, code -32600", tc.body, version, resp.StatusCode, body, tc.wantID)
+			}
+		}
+	}
+	// ping may come before initialize, so without a session: it is
+	// answered, and leaves none open.
+	resp, body := f.do("POST", "/mcp", plainTok, `{"jsonrpc":"2.0","id":4,"method":"ping"}`, mcpHeaders...)
+	if resp.StatusCode != 200 || !strings.Contains(sseData(body), `"result":{}`) {
+		t.Errorf("ping without a session: %d %s", resp.StatusCode, body)
+	}
+	if n := f.srv.sessionCount(); n != 0 {
+		t.Errorf("%d sessions open after the refusals", n)
+	}
+
+	// initialize opens a session as before.
+	sid := f.rawSession(plainTok)
+	if status, body := f.rawCall(plainTok, sid, `{"jsonrpc":"2.0","id":5,"method":"ping"}`); status != 200 || !strings.Contains(body, `"result":{}`) {
+		t.Errorf("ping in the session: %d %s", status, body)
+	}
+
+	// server/discover, the probe of protocol 2026-07-28, is answered: it
+	// lists the revisions this server speaks over HTTP.
+	modern := append(mcpHeaders, "Mcp-Protocol-Version: 2026-07-28")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	resp, body = f.do("POST", "/mcp", plainTok, `{"jsonrpc":"2.0","id":6,"method":"server/discover","params":{`+meta+`}}`,
+		append(modern, "Mcp-Method: server/discover")...)
+	if resp.StatusCode != 200 || !strings.Contains(sseData(body), `"supportedVersions":["2025-11-25"`) {
+		t.Errorf("server/discover: %d %s", resp.StatusCode, body)
+	}
+	// A request of that revision is refused with the code that makes a
+	// client fall back to initialize, and the versions it may use.
+	resp, body = f.do("POST", "/mcp", plainTok, `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{`+meta+`}}`,
+		append(modern, "Mcp-Method: tools/list")...)
+	var e rpcErr
+	if json.Unmarshal([]byte(sseData(body)), &e) != nil || e.Error.Code != -32022 {
+		t.Errorf("tools/list as 2026-07-28: %d %s; want error -32022", resp.StatusCode, body)
+	}
+}

@@ -152,6 +152,16 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if r.Header.Get("Mcp-Session-Id") == "" {
+			if !needsNoSession(p.Method, r.Header.Get("Mcp-Protocol-Version")) {
+				// The SDK would open a session for this message alone and
+				// answer 200 with an error of code 0; the transport says 400.
+				rf := rpcRefusal{nil, -32600, "no Mcp-Session-Id header: begin with initialize, then send the session id it answers with on every request"}
+				if p.Method != "" {
+					rf.id = p.ID
+				}
+				writeJSON(w, http.StatusBadRequest, rf.message())
+				return
+			}
 			if err := s.reserveSession(id.key); err != nil {
 				s.writeError(w, r, err)
 				return
@@ -184,6 +194,21 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Our tokens do not expire; rotation is by the tokens file.
 	auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.mcpHTTP).ServeHTTP(w, r2)
+}
+
+// needsNoSession reports whether a message may come without a session id:
+// initialize, which opens one; ping, which a client may send before it
+// (the SDK answers it without keeping a session); and the requests of
+// protocol revisions without sessions (server/discover, and anything sent
+// as 2026-07-28 or later), which the SDK answers so that clients fall back
+// to initialize. Streamable HTTP asks a server that requires a session id
+// to answer anything else with 400 Bad Request.
+func needsNoSession(method, version string) bool {
+	switch method {
+	case "initialize", "ping", "server/discover":
+		return true
+	}
+	return version >= "2026-07-28"
 }
 
 // supportedProtocolVersions are the MCP revisions the SDK speaks.
