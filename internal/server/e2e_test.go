@@ -188,10 +188,21 @@ func TestToolValidationErrors(t *testing.T) {
 		{"read_memory", map[string]any{"key": "k", "owner": strings.Repeat("o", 65)}, "characters"},
 		{"get_context", map[string]any{"source": "a.md", "chunk_index": 0, "owner": strings.Repeat("o", 65)}, "characters"},
 		{"write_diary", map[string]any{"text": "t", "date": "2025-07-01T10:00"}, "characters"},
+		// Found by the audit with the Python and TypeScript SDK clients.
+		{"get_archive_stats", map[string]any{"verbose": true}, "unknown argument verbose: get_archive_stats takes no arguments"},
+		{"get_context", map[string]any{"source": "a.md", "chunk_index": -1}, "chunk_index must be between 0 and 1000000000"},
 	} {
 		res := call(t, cs, tc.tool, tc.args)
 		if !res.IsError || !strings.Contains(resultText(res), tc.want) {
 			t.Errorf("%s %.80v: isError=%v %q, want it to mention %q", tc.tool, tc.args, res.IsError, resultText(res), tc.want)
+		}
+	}
+	// arguments that are no object, which an SDK client cannot send.
+	sid := f.rawSession(plainTok)
+	for _, args := range []string{`"x"`, `[]`, `5`} {
+		_, body := f.rawCall(plainTok, sid, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search_archive","arguments":`+args+`}}`)
+		if !strings.Contains(body, `"isError":true`) || !strings.Contains(body, `"text":"arguments must be an object"`) {
+			t.Errorf("arguments %s: %s", args, body)
 		}
 	}
 }

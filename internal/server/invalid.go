@@ -6,6 +6,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,10 +95,17 @@ var (
 // back without the validator's prefix.
 func (s *Server) argsMessage(tool, msg string) string {
 	in := s.schemas[tool]
+	if strings.Contains(msg, "unmarshaling arguments") {
+		// The SDK names the Go type it could not fill.
+		return "arguments must be an object"
+	}
 	if m := requiredRE.FindStringSubmatch(msg); m != nil {
 		return names(m[1]) + " is required"
 	}
 	if m := additionalRE.FindStringSubmatch(msg); m != nil && in != nil {
+		if len(in.Properties) == 0 {
+			return fmt.Sprintf("unknown argument %s: %s takes no arguments", names(m[1]), tool)
+		}
 		return fmt.Sprintf("unknown argument %s: %s takes %s", names(m[1]), tool, strings.Join(slices.Sorted(maps.Keys(in.Properties)), ", "))
 	}
 	m := propertyRE.FindStringSubmatch(msg)
@@ -108,7 +116,7 @@ func (s *Server) argsMessage(tool, msg string) string {
 	switch m[2] {
 	case "minimum", "maximum":
 		if p.Minimum != nil && p.Maximum != nil {
-			return fmt.Sprintf("%s must be between %s and %s", name, num(*p.Minimum), num(*p.Maximum))
+			return fmt.Sprintf("%s must be between %s and %s", name, plainNum(*p.Minimum), plainNum(*p.Maximum))
 		}
 	case "minLength", "maxLength":
 		switch {
@@ -141,3 +149,7 @@ func withArticle(typ string) string {
 	}
 	return "a " + typ
 }
+
+// plainNum writes a bound as a reader would, 1000000000 where num (for
+// metrics) writes 1e+09.
+func plainNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

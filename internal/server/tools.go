@@ -123,6 +123,10 @@ type handler[In, Out any] func(ctx context.Context, c caller, in In) (*mcp.CallT
 // the error translation every tool shares.
 func addTool[In, Out any](s *Server, ms *mcp.Server, fallback *identity, t *mcp.Tool, h handler[In, Out]) {
 	admin := isAdminTool(t.Name)
+	if t.InputSchema == nil {
+		// As the SDK would infer it, and kept for invalidArgs' messages.
+		t.InputSchema = schema[In](nil)
+	}
 	if in, ok := t.InputSchema.(*jsonschema.Schema); ok {
 		s.schemas[t.Name] = in
 	}
