@@ -472,3 +472,32 @@ func TestLateSearchGoesNoDeeper(t *testing.T) {
 		t.Fatalf("mode %s, %d results, %v; want lexical, the first pass's page (big.md)", r.Mode, len(r.Results), err)
 	}
 }
+
+// TestSemanticSearchWhoseCallerLeaves: a semantic search whose caller
+// leaves while its query is embedded (an MCP client's
+// notifications/cancelled) ends as canceled, not as an embedder that
+// could not embed the query: metrics and the audit log counted each such
+// call as "unavailable". The embedder is not held at fault for it.
+func TestSemanticSearchWhoseCallerLeaves(t *testing.T) {
+	h := &heldEmbedder{Embedder: embedtest.New(16), entered: make(chan struct{}, 1), hold: make(chan struct{})}
+	eng := breakerEngine(t, newClock(), search.Options{EmbedBudget: time.Minute}, h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := eng.Search(ctx, recall.SearchRequest{Query: "kettle", Mode: recall.ModeSemantic})
+		done <- err
+	}()
+	<-h.entered
+	cancel()
+	err := <-done
+	if code := recall.ErrorCode(err); code != recall.ECANCELED {
+		t.Errorf("semantic search whose caller left: code %s (%v), want %s", code, err, recall.ECANCELED)
+	}
+	close(h.hold)
+	eng.WaitQueryEmbeddings()
+	h.entered, h.hold = nil, nil
+	r, err := eng.Search(context.Background(), recall.SearchRequest{Query: "kettle", Mode: recall.ModeSemantic})
+	if err != nil || len(r.Results) == 0 {
+		t.Errorf("the next semantic search: %v, %d results; want the text", err, len(r.Results))
+	}
+}

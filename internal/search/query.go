@@ -522,6 +522,10 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "%s", q.skipped)
 	case resp.Mode == recall.ModeSemantic && qvec == nil && q.late:
 		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "semantic search is unavailable: %s", lateNote)
+	case resp.Mode == recall.ModeSemantic && qvec == nil && ctx.Err() != nil && context.Cause(ctx) != errSearchBudget:
+		// The caller left (an MCP client cancelled its call): the
+		// search was canceled, and the embedder is not at fault.
+		return resp, false, ctx.Err()
 	case resp.Mode == recall.ModeSemantic && qvec == nil:
 		return resp, false, recall.WrapError(recall.EUNAVAILABLE, embedErr, "the query could not be embedded")
 	}
