@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/recall-mcp/recall"
 )
 
@@ -168,7 +167,11 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			}
 			defer s.noteSession(w, id.key)
 		}
-	} else {
+	}
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		defer s.useSession(sid)()
+	}
+	if r.Method != http.MethodPost {
 		// The route names a metric series: never a client-chosen string.
 		method := "other"
 		switch r.Method {
@@ -213,67 +216,3 @@ func needsNoSession(method, version string) bool {
 
 // supportedProtocolVersions are the MCP revisions the SDK speaks.
 var supportedProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
-
-// reserveSession takes a session slot for an initialize request of the
-// identity key, or says why there is none: all sessions are taken, or the
-// key holds its share. The slot is held (sessPending) until noteSession
-// records the session the answer names, so concurrent initialize requests
-// cannot all pass the count.
-func (s *Server) reserveSession(key string) error {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	live := s.liveSessions()
-	mine := s.sessPending[key]
-	for sid, owner := range s.sessOwner {
-		switch {
-		case !live[sid]:
-			delete(s.sessOwner, sid) // ended
-		case owner == key:
-			mine++
-		}
-	}
-	pending := 0
-	for _, n := range s.sessPending {
-		pending += n
-	}
-	switch {
-	case len(live)+pending >= s.opt.Sessions:
-		return recall.Errorf(recall.EUNAVAILABLE, "too many open MCP sessions; retry later")
-	case mine >= s.opt.SessionsPerToken:
-		return recall.Errorf(recall.EUNAVAILABLE, "this token has %d open MCP sessions, its limit; close one (DELETE /mcp) or retry later", mine)
-	}
-	if s.sessPending == nil {
-		s.sessPending = map[string]int{}
-	}
-	s.sessPending[key]++
-	return nil
-}
-
-// noteSession releases the slot reserveSession took and records who
-// opened the session the initialize answer names, if any.
-func (s *Server) noteSession(w http.ResponseWriter, key string) {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	if s.sessPending[key]--; s.sessPending[key] <= 0 {
-		delete(s.sessPending, key)
-	}
-	if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-		if s.sessOwner == nil {
-			s.sessOwner = map[string]string{}
-		}
-		s.sessOwner[sid] = key
-	}
-}
-
-func (s *Server) sessionCount() int { return len(s.liveSessions()) }
-
-// liveSessions returns the ids of the open MCP sessions, users' and admins'.
-func (s *Server) liveSessions() map[string]bool {
-	live := map[string]bool{}
-	for _, ms := range []*mcp.Server{s.users, s.admins} {
-		for ss := range ms.Sessions() {
-			live[ss.ID()] = true
-		}
-	}
-	return live
-}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -87,37 +88,93 @@ func TestStagingCountsIDsAndTitles(t *testing.T) {
 	}
 }
 
-// One token cannot hold every MCP session slot.
+// One token cannot hold every MCP session slot. At its share, a new
+// session takes the slot of the token's least recently used idle session
+// (clients of the TypeScript SDK close without ending theirs); with every
+// one of them in use, initialize gets 503.
 func TestSessionsPerToken(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.Sessions, o.SessionsPerToken = 30, 3 })
-	for range 3 {
-		f.rawSession(plainTok)
+	s1, s2, s3 := f.rawSession(plainTok), f.rawSession(plainTok), f.rawSession(plainTok)
+	defer f.eventStream(plainTok, s1)() // the oldest, but its client listens
+	ping := func(sid string) int {
+		status, _ := f.rawCall(plainTok, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+		return status
 	}
-	if resp, body := f.do("POST", "/mcp", plainTok, initBody, mcpHeaders...); resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a fourth session for one token: %d %s", resp.StatusCode, body)
+	ping(s2) // s3 is now the least recently used idle session
+	s4 := f.rawSession(plainTok)
+	if got := ping(s3); got != http.StatusNotFound {
+		t.Errorf("the least recently used idle session after a fourth opened: %d, want 404 (ended)", got)
+	}
+	for _, sid := range []string{s1, s2, s4} {
+		if got := ping(sid); got != http.StatusOK {
+			t.Errorf("session %s after a fourth opened: %d", sid, got)
+		}
+	}
+	defer f.eventStream(plainTok, s2)()
+	defer f.eventStream(plainTok, s4)()
+	if resp, body := f.do("POST", "/mcp", plainTok, initBody, mcpHeaders...); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "all of them in use") {
+		t.Fatalf("a new session for a token whose sessions are all in use: %d %s", resp.StatusCode, body)
 	}
 	if resp, body := f.do("POST", "/mcp", aliceTok, initBody, mcpHeaders...); resp.StatusCode != http.StatusOK {
 		t.Fatalf("another token locked out: %d %s", resp.StatusCode, body)
 	}
 }
 
-// Concurrent initialize requests cannot all pass the per-token count.
+// eventStream opens session sid's event stream (GET /mcp) and returns the
+// function that closes it. The stream is open when eventStream returns.
+func (f *fixture) eventStream(token, sid string) (stop func()) {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.hs.URL+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		cancel()
+		f.t.Fatalf("event stream of %s: %v %v", sid, resp, err)
+	}
+	return func() { cancel(); resp.Body.Close() }
+}
+
+// Concurrent initialize requests cannot open more sessions than a token's
+// share, nor, when its sessions are all in use, any.
 func TestSessionsPerTokenUnderConcurrency(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.Sessions, o.SessionsPerToken = 100, 5 })
-	var wg sync.WaitGroup
-	var ok atomic.Int32
-	for range 30 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if resp, _ := f.do("POST", "/mcp", plainTok, initBody, mcpHeaders...); resp.StatusCode == http.StatusOK {
-				ok.Add(1)
-			}
-		}()
+	burst := func() (ok int32) {
+		var wg sync.WaitGroup
+		var n atomic.Int32
+		for range 30 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, body := f.do("POST", "/mcp", plainTok, initBody, mcpHeaders...)
+				switch resp.StatusCode {
+				case http.StatusOK:
+					n.Add(1)
+				case http.StatusServiceUnavailable:
+				default:
+					t.Errorf("initialize: %d %s", resp.StatusCode, body)
+				}
+			}()
+		}
+		wg.Wait()
+		return n.Load()
 	}
-	wg.Wait()
-	if n := ok.Load(); n > 5 || n == 0 {
-		t.Fatalf("%d sessions opened at once for a token allowed 5", n)
+	if n := burst(); n == 0 {
+		t.Fatal("no session opened")
+	}
+	if n := f.srv.sessionCount(); n > 5 {
+		t.Fatalf("%d sessions open for a token allowed 5", n)
+	}
+	for len(f.srv.liveSessions()) < 5 {
+		f.rawSession(plainTok)
+	}
+	for sid := range f.srv.liveSessions() {
+		defer f.eventStream(plainTok, sid)()
+	}
+	if n := burst(); n != 0 {
+		t.Fatalf("%d sessions opened while the token's 5 were all in use", n)
 	}
 }
 

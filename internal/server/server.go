@@ -156,8 +156,9 @@ type Server struct {
 	cutNow context.CancelFunc
 
 	sessMu      sync.Mutex
-	sessOwner   map[string]string // MCP session id → the identity key that opened it
-	sessPending map[string]int    // identity key → initialize requests in flight
+	sessions    map[string]*sessionUse // MCP session id → who opened it, and its use
+	sessTick    uint64                 // orders the sessions' uses
+	sessPending map[string]int         // identity key → initialize requests in flight
 }
 
 // New checks the configuration and builds the server. Nothing runs until
