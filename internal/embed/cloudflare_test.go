@@ -171,3 +171,35 @@ func TestCloudflareConfig(t *testing.T) {
 		})
 	}
 }
+
+// Workers AI answers both "out of capacity" (3040) and "daily free
+// allocation used up" (3036) with 429; only the first passes with a wait.
+func TestCloudflare429s(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		attempts int
+		contains string
+	}{
+		{"out of capacity", `{"result":null,"success":false,"errors":[{"code":3040,"message":"Capacity temporarily exceeded, please try again."}],"messages":[]}`,
+			3, "gave up after 3 attempts"},
+		{"daily allocation used up", `{"result":null,"success":false,"errors":[{"code":3036,"message":"You have used up your daily free allocation of 10,000 neurons. Please upgrade to Cloudflare's Workers Paid plan if you would like to continue usage."}],"messages":[]}`,
+			1, "retrying will not help"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+				writeRaw(w, http.StatusTooManyRequests, tt.body)
+			})
+			c := newTestCloudflare(t, srv.URL, "@cf/baai/bge-m3")
+			_, err := c.Embed(context.Background(), recall.InputDocument, []string{"a"})
+			wantCode(t, err, recall.ERATELIMIT)
+			if !strings.Contains(err.Error(), tt.contains) {
+				t.Errorf("error %q should contain %q", err, tt.contains)
+			}
+			if n := len(srv.requests()); n != tt.attempts {
+				t.Errorf("server saw %d requests, want %d", n, tt.attempts)
+			}
+		})
+	}
+}

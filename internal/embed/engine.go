@@ -131,6 +131,10 @@ type engine struct {
 
 	mu  sync.Mutex
 	dim int // configured, or learned from the first valid response
+	// batchCap is the most texts a request has been found to take, learned
+	// from a 413 (text-embeddings-inference refuses more than its
+	// --max-client-batch-size, 32 by default, that way); 0 until then.
+	batchCap int
 }
 
 type engineConfig struct {
@@ -238,11 +242,12 @@ type span struct{ lo, hi int }
 // split cuts inputs into batches of at most MaxBatch texts and MaxBatchChars
 // characters; a text longer than MaxBatchChars goes alone.
 func (e *engine) split(inputs []string) []span {
+	maxBatch := e.maxBatch()
 	var spans []span
 	lo, chars := 0, 0
 	for i, s := range inputs {
 		n := utf8.RuneCountInString(s)
-		if i > lo && (i-lo == e.limits.MaxBatch || chars+n > e.limits.MaxBatchChars) {
+		if i > lo && (i-lo == maxBatch || chars+n > e.limits.MaxBatchChars) {
 			spans = append(spans, span{lo, i})
 			lo, chars = i, 0
 		}
@@ -261,7 +266,59 @@ type retryable struct {
 func (r *retryable) Error() string { return r.err.Error() }
 func (r *retryable) Unwrap() error { return r.err }
 
+// maxBatch is MaxBatch, or less once the service has refused that many.
+func (e *engine) maxBatch() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.batchCap > 0 && e.batchCap < e.limits.MaxBatch {
+		return e.batchCap
+	}
+	return e.limits.MaxBatch
+}
+
+// tooLarge marks a request the service refused for its size (HTTP 413):
+// the same texts in smaller requests may pass.
+type tooLarge struct{ err *recall.Error }
+
+func (t *tooLarge) Error() string { return t.err.Error() }
+func (t *tooLarge) Unwrap() error { return t.err }
+
+// embedBatch embeds texts in one request, or, when the service refuses that
+// as too large, in requests of half as many texts (split again as needed),
+// remembering the smaller size for later batches. A single text refused
+// fails as it is.
 func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
+	vecs, err := e.sendBatch(ctx, kind, texts)
+	var tl *tooLarge
+	if !errors.As(err, &tl) {
+		return vecs, err
+	}
+	if len(texts) == 1 {
+		return nil, tl.err
+	}
+	half := len(texts) / 2
+	e.mu.Lock()
+	if e.batchCap == 0 || half < e.batchCap {
+		e.batchCap = half
+	}
+	e.mu.Unlock()
+	// The size is read again for each piece: a refused piece lowers it
+	// for the pieces after it too.
+	out := make([][]float32, 0, len(texts))
+	for lo := 0; lo < len(texts); {
+		hi := min(len(texts), lo+e.maxBatch())
+		vecs, err := e.embedBatch(ctx, kind, texts[lo:hi])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vecs...)
+		lo = hi
+	}
+	return out, nil
+}
+
+// sendBatch embeds texts in one request, retrying what is worth retrying.
+func (e *engine) sendBatch(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

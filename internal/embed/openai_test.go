@@ -2,10 +2,12 @@ package embed
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 )
@@ -147,8 +149,10 @@ func TestOpenAIFailures(t *testing.T) {
 		{"unknown model in a 400", 400, `{"error":{"message":"model not found"}}`, 0, recall.EINVALID, 1, "does not know the model"},
 		{"wrong base URL", 404, `404 page not found`, 0, recall.EINVALID, 1, "check the base URL"},
 		{"bad request", 400, `{"error":{"message":"input must not be empty, key ` + testKey + `"}}`, 0, recall.EINVALID, 1, "input must not be empty"},
-		{"unprocessable (TEI)", 422, `{"error":"Input validation error","error_type":"Validation"}`, 0, recall.EINVALID, 1, "Input validation error"},
-		{"too large", 413, `{"error":"payload too large"}`, 0, recall.ETOOLARGE, 1, "lower MaxBatch"},
+		// TEI's /v1/embeddings error shape.
+		{"unprocessable (TEI)", 422, `{"message":"Input validation error: tokenization failed","code":422,"type":"tokenizer"}`, 0, recall.EINVALID, 1, "Input validation error"},
+		// 3 texts, then 1 (TestBatchRefusedAsTooLargeIsSplit).
+		{"too large", 413, `{"error":"payload too large"}`, 0, recall.ETOOLARGE, 2, "lower MaxInputChars"},
 		{"server error every time", 500, `{"error":{"message":"boom ` + testKey + `"}}`, 0, recall.EUNAVAILABLE, 3, "gave up after 3 attempts"},
 		{"bad gateway every time", 502, `<html>502 Bad Gateway</html>`, 0, recall.EUNAVAILABLE, 3, "502 Bad Gateway"},
 		{"request timeout every time", 408, ``, 0, recall.EUNAVAILABLE, 3, "timed out"},
@@ -193,5 +197,145 @@ func TestOpenAILearnedDimensionConflict(t *testing.T) {
 	wantCode(t, err, recall.ECONFLICT)
 	if d := o.Info().Dim; d != 5 {
 		t.Errorf("dimension changed to %d after a conflicting answer", d)
+	}
+}
+
+// A 429 that says the account is out of quota or over a spending limit is
+// not a rate limit: OpenAI documents that retrying does not help, so it
+// fails after one request instead of spending the attempts.
+func TestOpenAIQuotaExhaustedIsNotRetried(t *testing.T) {
+	for name, body := range map[string]string{
+		"insufficient_quota":           `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+		"type only, code null":         `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":null}}`,
+		"project spend limit exceeded": `{"error":{"message":"Project spend limit reached.","type":"insufficient_quota","param":null,"code":"project_spend_limit_exceeded"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+				writeRaw(w, http.StatusTooManyRequests, body)
+			})
+			o := newTestOpenAI(t, srv.URL, fast)
+			_, err := o.Embed(context.Background(), recall.InputDocument, []string{"a"})
+			wantCode(t, err, recall.ERATELIMIT)
+			if !strings.Contains(err.Error(), "quota") || !strings.Contains(err.Error(), "retrying will not help") {
+				t.Errorf("error %q should say the quota is used up and retrying will not help", err)
+			}
+			if n := len(srv.requests()); n != 1 {
+				t.Errorf("server saw %d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// OpenAI's 429s carry retry-after-ms (which its own SDKs read first) and
+// x-ratelimit-* headers; a wait they name is used instead of a guess.
+func TestOpenAIRateLimitHeaders(t *testing.T) {
+	tests := []struct {
+		name    string
+		headers map[string]string
+		lo, hi  time.Duration
+	}{
+		{"retry-after-ms", map[string]string{"Retry-After-Ms": "1500", "Retry-After": "2"}, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		{"tokens used up", map[string]string{
+			"X-Ratelimit-Remaining-Requests": "2999", "X-Ratelimit-Reset-Requests": "20ms",
+			"X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "2s"}, 2 * time.Second, 2 * time.Second},
+		{"requests used up", map[string]string{
+			"X-Ratelimit-Remaining-Requests": "0", "X-Ratelimit-Reset-Requests": "1.5s",
+			"X-Ratelimit-Remaining-Tokens": "999000", "X-Ratelimit-Reset-Tokens": "6m0s"}, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		{"reset beyond MaxRetryAfter is shortened", map[string]string{
+			"X-Ratelimit-Remaining-Tokens": "0", "X-Ratelimit-Reset-Tokens": "6m0s"}, time.Minute, time.Minute},
+		{"nothing used up", map[string]string{
+			"X-Ratelimit-Remaining-Requests": "5", "X-Ratelimit-Reset-Requests": "30s"}, 0, fast.BaseDelay},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+				if call == 1 {
+					for k, v := range tt.headers {
+						w.Header().Set(k, v)
+					}
+					writeRaw(w, http.StatusTooManyRequests, `{"error":{"message":"Rate limit reached for text-embedding-3-small","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
+					return
+				}
+				openAIOK(w, req.inputs(t), 4)
+			})
+			l := fast
+			l.MaxRetryAfter = time.Minute
+			o := newTestOpenAI(t, srv.URL, l)
+			rec := &waitsRecorder{}
+			o.sleep = rec.sleep
+			if _, err := o.Embed(context.Background(), recall.InputDocument, []string{"x"}); err != nil {
+				t.Fatal(err)
+			}
+			if waits := rec.get(); len(waits) != 1 || waits[0] < tt.lo || waits[0] > tt.hi {
+				t.Fatalf("waits %v, want one within [%s, %s]", waits, tt.lo, tt.hi)
+			}
+		})
+	}
+}
+
+// text-embeddings-inference answers a request with more inputs than its
+// --max-client-batch-size (32 by default, below recall's default batch)
+// with 413; the batch is split until it passes, and later batches are sent
+// at the size that passed.
+func TestBatchRefusedAsTooLargeIsSplit(t *testing.T) {
+	const teiMax = 32
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		in := req.inputs(t)
+		if len(in) > teiMax {
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{
+				"message": fmt.Sprintf("batch size %d > maximum allowed batch size %d", len(in), teiMax),
+				"code":    413, "type": "validation"})
+			return
+		}
+		openAIOK(w, in, 4)
+	})
+	o, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Model: "BAAI/bge-small-en-v1.5", Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, 100)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("text %d", i)
+	}
+	got, err := o.Embed(context.Background(), recall.InputDocument, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertVectors(t, got, texts, 4)
+	var sizes []int
+	for _, r := range srv.requests() {
+		sizes = append(sizes, len(r.inputs(t)))
+	}
+	if want := []int{100, 50, 25, 25, 25, 25}; !slices.Equal(sizes, want) {
+		t.Errorf("request sizes %v, want %v", sizes, want)
+	}
+	before := len(srv.requests())
+	if got, err = o.Embed(context.Background(), recall.InputDocument, texts[:60]); err != nil {
+		t.Fatal(err)
+	}
+	assertVectors(t, got, texts[:60], 4)
+	for _, r := range srv.requests()[before:] {
+		if n := len(r.inputs(t)); n > 25 {
+			t.Errorf("a later request carried %d texts, more than the 25 that passed", n)
+		}
+	}
+}
+
+// A single text refused as too large cannot be split: it fails at once,
+// naming the limit to lower and the service's reason.
+func TestTextRefusedAsTooLarge(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{
+			"message": "Input validation error: `inputs` must have less than 512 tokens. Given: 600",
+			"code":    413, "type": "validation"})
+	})
+	o := newTestOpenAI(t, srv.URL, fast)
+	_, err := o.Embed(context.Background(), recall.InputDocument, []string{"a long text"})
+	wantCode(t, err, recall.ETOOLARGE)
+	if !strings.Contains(err.Error(), "lower MaxInputChars") || !strings.Contains(err.Error(), "less than 512 tokens") {
+		t.Errorf("error %q should name MaxInputChars and the service's reason", err)
+	}
+	if n := len(srv.requests()); n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,10 +39,23 @@ func (e *engine) statusError(status int, header http.Header, body []byte, n int)
 		return recall.Errorf(recall.EINVALID, "%s answered 404 Not Found: check the base URL and that the model %q exists", e.provider, e.model)
 	case status == http.StatusRequestTimeout:
 		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s timed out (%s)", e.provider, detail), after: after}
+	case status == http.StatusTooManyRequests && quotaExhausted(body):
+		// Same status as a rate limit, but no wait of seconds ends it:
+		// retrying only spends requests until someone adds credit or the
+		// period resets.
+		return recall.Errorf(recall.ERATELIMIT, "%s says the account's quota or spending limit is used up (%s): retrying will not help until it is raised or resets", e.provider, detail)
 	case status == http.StatusTooManyRequests:
+		if after == 0 {
+			// A hint, not a demand as Retry-After is: the reset of a
+			// token budget can be minutes off while some of it frees
+			// sooner, so a long one is shortened rather than obeyed.
+			after = min(rateLimitReset(header), e.limits.MaxRetryAfter)
+		}
 		return &retryable{err: recall.Errorf(recall.ERATELIMIT, "%s is rate limiting requests (%s)", e.provider, detail), after: after}
+	case status == http.StatusRequestEntityTooLarge && n == 1:
+		return &tooLarge{err: recall.Errorf(recall.ETOOLARGE, "%s refused a text as too large (%s): lower MaxInputChars", e.provider, detail)}
 	case status == http.StatusRequestEntityTooLarge:
-		return recall.Errorf(recall.ETOOLARGE, "%s refused a batch of %d texts as too large (HTTP 413): lower MaxBatch or MaxBatchChars", e.provider, n)
+		return &tooLarge{err: recall.Errorf(recall.ETOOLARGE, "%s refused a batch of %d texts as too large (%s): lower MaxBatch or MaxBatchChars", e.provider, n, detail)}
 	case status == http.StatusServiceUnavailable:
 		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s is unavailable (%s)", e.provider, detail), after: after}
 	case status >= 500:
@@ -64,6 +78,60 @@ func modelMissing(status int, msg string) bool {
 		return false
 	}
 	return strings.Contains(m, "not found") || strings.Contains(m, "does not exist") || (status == http.StatusNotFound && strings.Contains(m, "not exist"))
+}
+
+// quotaCodes are the error codes that mean an account is out of quota,
+// not sending too fast: OpenAI's insufficient_quota (as type or code) and
+// the billing codes that go with it, and Workers AI's 3036 (the daily free
+// allocation is used up).
+var quotaCodes = map[string]bool{
+	"insufficient_quota":                true,
+	"credit_balance_exhausted":          true,
+	"organization_spend_limit_exceeded": true,
+	"project_spend_limit_exceeded":      true,
+	"organization_usage_limit_exceeded": true,
+	"3036":                              true,
+}
+
+// quotaExhausted reports whether a 429's body names one of quotaCodes, in
+// OpenAI's {"error":{"type":...,"code":...}} or Cloudflare's
+// {"errors":[{"code":...}]}.
+func quotaExhausted(body []byte) bool {
+	var m struct {
+		Error struct {
+			Type string          `json:"type"`
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+		Errors []struct {
+			Code json.RawMessage `json:"code"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	codes := []string{m.Error.Type, jsonScalar(m.Error.Code)}
+	for _, x := range m.Errors {
+		codes = append(codes, jsonScalar(x.Code))
+	}
+	for _, c := range codes {
+		if quotaCodes[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonScalar is a JSON string's text or a number's digits; "" otherwise.
+func jsonScalar(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
 }
 
 // decodeError explains a 2xx answer that could not be used. The body is not
@@ -215,9 +283,13 @@ type redactedError struct {
 func (r redactedError) Error() string { return r.text }
 func (r redactedError) Unwrap() error { return r.err }
 
-// retryAfter reads a Retry-After header, in seconds or as an HTTP date; 0
-// means absent, unreadable or already past.
+// retryAfter reads OpenAI's retry-after-ms (milliseconds, which its SDKs
+// prefer) or else Retry-After, in seconds or as an HTTP date; 0 means
+// absent, unreadable or already past.
 func retryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64); err == nil && ms > 0 && !math.IsInf(ms, 0) {
+		return time.Duration(min(ms, 86400e3) * float64(time.Millisecond))
+	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0
@@ -233,4 +305,21 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// rateLimitReset reads OpenAI's x-ratelimit-* headers, which a 429 may carry
+// without Retry-After: for each limit whose remaining count is 0, the time
+// until it resets ("1s", "6m0s", "20ms"); the longest of these, or 0.
+func rateLimitReset(h http.Header) time.Duration {
+	var wait time.Duration
+	for _, limit := range []string{"requests", "tokens"} {
+		if strings.TrimSpace(h.Get("X-Ratelimit-Remaining-"+limit)) != "0" {
+			continue
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(h.Get("X-Ratelimit-Reset-" + limit)))
+		if err == nil && d > wait {
+			wait = d
+		}
+	}
+	return wait
 }
