@@ -3,7 +3,6 @@ package postgres
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -125,6 +124,17 @@ func BenchmarkWrite(b *testing.B) {
 	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "chunks/s")
 }
 
+// BenchmarkWriteVectors is BenchmarkWrite as a sweep that embeds writes
+// (storetest.WriteVectorsBench).
+func BenchmarkWriteVectors(b *testing.B) {
+	db, err := Open(ctx, pgtest.Server(b), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	storetest.WriteVectorsBench(b, db)
+}
+
 // BenchmarkSmallWrite writes one short one-chunk document per transaction,
 // as a memory save does.
 func BenchmarkSmallWrite(b *testing.B) {
@@ -216,7 +226,7 @@ func loadCorpus(b *testing.B) (pgURL, litePath string) {
 			var vecs []recall.Vector
 			for _, d := range batch {
 				for _, c := range d.Chunks {
-					vecs = append(vecs, recall.Vector{Space: space.Name, Key: c.Hash, Vec: unitVectors(r, loadUnits, loadDim)})
+					vecs = append(vecs, recall.Vector{Space: space.Name, Key: c.Hash, Vec: storetest.UnitVectors(r, loadUnits, loadDim)})
 				}
 			}
 			for _, st := range []recall.Store{pg, lite} {
@@ -244,24 +254,6 @@ func loadCorpus(b *testing.B) (pgURL, litePath string) {
 		b.Fatal(loadErr)
 	}
 	return loadPG, filepath.Join(loadDir, "recall.db")
-}
-
-// unitVectors returns n random unit vectors of dim dimensions, concatenated.
-func unitVectors(r *rand.Rand, n, dim int) []float32 {
-	v := make([]float32, n*dim)
-	for u := range n {
-		unit := v[u*dim : (u+1)*dim]
-		var norm float64
-		for i := range unit {
-			x := r.NormFloat64()
-			unit[i] = float32(x)
-			norm += x * x
-		}
-		for i := range unit {
-			unit[i] /= float32(math.Sqrt(norm))
-		}
-	}
-	return v
 }
 
 // BenchmarkIndexLoad measures a server's start-up on each store over
@@ -350,7 +342,7 @@ func BenchmarkUpgradeKeyPrefix(b *testing.B) {
 				header := batch[i].Source.Title + " (" + batch[i].Source.Date + ")"
 				for j := range batch[i].Chunks {
 					batch[i].Chunks[j].Header = header
-					vecs = append(vecs, recall.Vector{Space: "bench", Key: batch[i].Chunks[j].VectorKey(), Vec: unitVectors(r, loadUnits, loadDim)})
+					vecs = append(vecs, recall.Vector{Space: "bench", Key: batch[i].Chunks[j].VectorKey(), Vec: storetest.UnitVectors(r, loadUnits, loadDim)})
 				}
 			}
 			if _, err := db.Write(ctx, batch, vecs); err != nil {

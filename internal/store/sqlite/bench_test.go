@@ -151,6 +151,17 @@ func BenchmarkWrite(b *testing.B) {
 	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "chunks/s")
 }
 
+// BenchmarkWriteVectors is BenchmarkWrite as a sweep that embeds writes
+// (storetest.WriteVectorsBench).
+func BenchmarkWriteVectors(b *testing.B) {
+	db, err := Open(ctx, filepath.Join(b.TempDir(), "w.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	storetest.WriteVectorsBench(b, db)
+}
+
 // BenchmarkSmallWrite writes one short one-chunk document per transaction,
 // as a memory save does, with the store's synchronous=FULL against NORMAL:
 // what syncing every acknowledged write costs.

@@ -79,15 +79,16 @@ func (c *Corpus) Batches(fn func([]recall.Document) error) error {
 
 // WriteLoad makes the documents of a sweep-like write benchmark.
 type WriteLoad struct {
-	r *rand.Rand
-	z *zipf
-	n int
+	r  *rand.Rand
+	vr *rand.Rand // the vectors' values, apart from the text's draws
+	z  *zipf
+	n  int
 }
 
 // NewWriteLoad returns a WriteLoad drawing from a fixed seed.
 func NewWriteLoad() *WriteLoad {
 	r := rand.New(rand.NewPCG(1, 2))
-	return &WriteLoad{r: r, z: newZipf(benchVocabulary(r), 1.0)}
+	return &WriteLoad{r: r, vr: rand.New(rand.NewPCG(3, 4)), z: newZipf(benchVocabulary(r), 1.0)}
 }
 
 // Next returns 20 new conversations of 10 chunks (a sweep's batch) and
@@ -104,6 +105,45 @@ func (w *WriteLoad) Next() (docs []recall.Document, bytes int64) {
 		docs = append(docs, d)
 	}
 	return docs, bytes
+}
+
+// NextWithVectors is Next as a sweep that embeds writes it: each chunk
+// with its conversation's context header, and a vector in space of units
+// random unit vectors of dim dimensions (a chunk is embedded as its
+// paragraphs; the MCP load test's chunks have 7 on average), keyed by the
+// chunk's vector key.
+func (w *WriteLoad) NextWithVectors(space string, units, dim int) (docs []recall.Document, vecs []recall.Vector, bytes int64) {
+	docs, bytes = w.Next()
+	for i := range docs {
+		d := &docs[i]
+		n := w.n - len(docs) + i
+		d.Source.Date = fmt.Sprintf("2025-%02d-%02d", 1+n%12, 1+n%28)
+		d.Source.IndexState = recall.IndexOK
+		header := d.Source.Title + " (" + d.Source.Date + ")"
+		for j := range d.Chunks {
+			d.Chunks[j].Header = header
+			vecs = append(vecs, recall.Vector{Space: space, Key: d.Chunks[j].VectorKey(), Vec: UnitVectors(w.vr, units, dim)})
+		}
+	}
+	return docs, vecs, bytes
+}
+
+// UnitVectors returns n random unit vectors of dim dimensions, concatenated.
+func UnitVectors(r *rand.Rand, n, dim int) []float32 {
+	v := make([]float32, n*dim)
+	for u := range n {
+		unit := v[u*dim : (u+1)*dim]
+		var norm float64
+		for i := range unit {
+			x := r.NormFloat64()
+			unit[i] = float32(x)
+			norm += x * x
+		}
+		for i := range unit {
+			unit[i] /= float32(math.Sqrt(norm))
+		}
+	}
+	return v
 }
 
 var commonWords = strings.Fields(`like really yeah know think get go just time good one people would
@@ -223,6 +263,31 @@ func benchQueries(r *rand.Rand, z *zipf, topics [][]string, speakers [][2]string
 		qs = append(qs, strings.Join(words[:size], " ")+"?")
 	}
 	return qs
+}
+
+// WriteVectorsBench measures a sweep's writes as one that embeds makes
+// them: one Write per iteration of 20 new conversations of 10 chunks, each
+// chunk with its context header and a vector of 7 units of 384 dimensions
+// (1,400 unit vectors a write), into a space it makes first. Every store's
+// BenchmarkWriteVectors runs it.
+func WriteVectorsBench(b *testing.B, st recall.Store) {
+	ctx := b.Context()
+	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "bench", Provider: "bench", Model: "bench", Dim: 384, Normalized: true}); err != nil {
+		b.Fatal(err)
+	}
+	load := NewWriteLoad()
+	var bytes int64
+	for b.Loop() {
+		b.StopTimer()
+		docs, vecs, n := load.NextWithVectors("bench", 7, 384)
+		bytes += n
+		b.StartTimer()
+		if _, err := st.Write(ctx, docs, vecs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(bytes / int64(b.N))
+	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "chunks/s")
 }
 
 // ReportLatencies reports the mean, median and 99th percentile of durs,
