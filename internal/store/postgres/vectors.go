@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -228,6 +229,20 @@ func putVectors(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
 	return settleIndexStates(ctx, tx, vecs)
 }
 
+// settleSpaceSQL is settleIndexStates's statement: the pending sources
+// holding one of the keys $1 whose every chunk now has a vector in space
+// $2, when that is the read space. The sources are found by their keys'
+// chunks (a probe per key; ARRAY() keeps PostgreSQL from joining sources to
+// them by reading every source), and each one's chunks and vectors
+// checked as readState does.
+var settleSpaceSQL = `UPDATE sources SET index_state = 'ok'
+	WHERE sid = ANY(ARRAY(SELECT c.sid FROM unnest($1::text[]) AS k(key)
+			CROSS JOIN LATERAL (SELECT c.sid FROM chunks c WHERE ` + holdsKey("c", "k.key") + ` OFFSET 0) c))
+	AND index_state = 'pending'
+	AND EXISTS (SELECT 1 FROM spaces WHERE name = $2 AND is_read)
+	AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
+		AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $2 AND v.vkey = c.vkey AND v.unit = 0 OFFSET 0) OFFSET 0)`
+
 // settleIndexStates marks "ok" every pending source that the vectors just
 // stored in the read space complete: each of its chunks now has a vector
 // there. It runs in the same transaction, so a memory reads "pending"
@@ -239,24 +254,18 @@ func settleIndexStates(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) err
 	for _, v := range vecs {
 		bySpace[v.Space] = append(bySpace[v.Space], v.Key)
 	}
-	spaces := make([]string, 0, len(bySpace))
-	for sp := range bySpace {
-		spaces = append(spaces, sp)
-	}
-	slices.Sort(spaces)
-	for _, space := range spaces {
-		_, err := tx.Exec(ctx, `UPDATE sources SET index_state = 'ok'
-			WHERE index_state = 'pending'
-			AND EXISTS (SELECT 1 FROM spaces WHERE name = $2 AND is_read)
-			AND sid IN (SELECT sid FROM chunks WHERE vkey = ANY($1::text[]))
-			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
-				AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = $2 AND v.vkey = c.vkey AND v.unit = 0))`,
-			bySpace[space], space)
-		if err != nil {
+	for _, space := range slices.Sorted(maps.Keys(bySpace)) {
+		if _, err := tx.Exec(ctx, settleSpaceSQL, bySpace[space], space); err != nil {
 			return fmt.Errorf("settle index states: %w", err)
 		}
 	}
 	return nil
+}
+
+// holdsKey is the SQL condition that the chunk row aliased c holds the
+// vector key the SQL expression key gives.
+func holdsKey(c, key string) string {
+	return c + ".vkey = " + key
 }
 
 // MissingVectors returns up to limit distinct vector keys that have no

@@ -101,22 +101,36 @@ func settleWritten(ctx context.Context, tx pgx.Tx, docs []recall.Document) error
 	if len(ids) == 0 {
 		return nil
 	}
-	return settleStates(ctx, tx, `id = ANY($1::text[])`, ids)
+	return settleStates(ctx, tx, settleWrittenScope, ids)
 }
 
+// settleSQL is settleStates's statement.
+func settleSQL(scope string) string {
+	return `UPDATE sources SET index_state = ` + readState + `
+		WHERE ` + scope + ` AND index_state != ` + readState + ` AND EXISTS (SELECT 1 FROM spaces WHERE is_read)`
+}
+
+// settleWrittenScope is the sources settleWritten settles.
+const settleWrittenScope = `id = ANY($1::text[])`
+
 // readState is the index state the read space makes true of a source:
-// "pending" while a chunk has no vector there, else "ok".
+// "pending" while a chunk has no vector there, else "ok". It looks up the
+// source's chunks, and each one's vector, by their indexes. OFFSET 0 keeps
+// each EXISTS a subquery run for its row (PostgreSQL neither hashes it nor
+// turns it into a join): otherwise the plan PostgreSQL caches for a
+// statement that settles a write's sources (a generic plan) read every
+// chunk and every vector of the read space into hash tables, on every
+// write (TestWritePlansProbe).
 const readState = `CASE WHEN EXISTS (SELECT 1 FROM chunks c WHERE c.sid = sources.sid
 	AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = (SELECT name FROM spaces WHERE is_read)
-		AND v.vkey = c.vkey AND v.unit = 0))
+		AND v.vkey = c.vkey AND v.unit = 0 OFFSET 0) OFFSET 0)
 	THEN 'pending' ELSE 'ok' END`
 
 // settleStates gives the sources scope selects the state the read space
 // makes true (readState), writing only those it changes; with no read
 // space, it leaves them as they are.
 func settleStates(ctx context.Context, tx pgx.Tx, scope string, args ...any) error {
-	_, err := tx.Exec(ctx, `UPDATE sources SET index_state = `+readState+`
-		WHERE `+scope+` AND index_state != `+readState+` AND EXISTS (SELECT 1 FROM spaces WHERE is_read)`, args...)
+	_, err := tx.Exec(ctx, settleSQL(scope), args...)
 	if err != nil {
 		return fmt.Errorf("settle index states: %w", err)
 	}
@@ -604,6 +618,15 @@ func (w *writer) finish(res *recall.WriteResult) error {
 	return nil
 }
 
+// dropOrphansSQL deletes the vectors of the keys $1 no chunk holds, a
+// probe of chunks per key.
+var dropOrphansSQL = `WITH gone AS (
+		DELETE FROM vectors v WHERE v.vkey = ANY($1::text[])
+		AND NOT EXISTS (SELECT 1 FROM chunks c WHERE ` + holdsKey("c", "v.vkey") + ` OFFSET 0)
+		RETURNING v.space, v.unit),
+	counts AS (SELECT space, count(*) AS n FROM gone WHERE unit = 0 GROUP BY space)
+	UPDATE spaces sp SET vectors = sp.vectors - counts.n FROM counts WHERE sp.name = counts.space`
+
 // dropOrphanVectors deletes the vectors of the given keys that no chunk
 // holds any more, in every space, and counts them out of their spaces.
 func dropOrphanVectors(ctx context.Context, tx pgx.Tx, touched map[string]bool) error {
@@ -615,12 +638,7 @@ func dropOrphanVectors(ctx context.Context, tx pgx.Tx, touched map[string]bool) 
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	_, err := tx.Exec(ctx, `WITH gone AS (
-			DELETE FROM vectors v WHERE v.vkey = ANY($1::text[])
-			AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.vkey = v.vkey)
-			RETURNING v.space, v.unit),
-		counts AS (SELECT space, count(*) AS n FROM gone WHERE unit = 0 GROUP BY space)
-		UPDATE spaces sp SET vectors = sp.vectors - counts.n FROM counts WHERE sp.name = counts.space`, keys)
+	_, err := tx.Exec(ctx, dropOrphansSQL, keys)
 	if err != nil {
 		return fmt.Errorf("delete orphan vectors: %w", err)
 	}
