@@ -65,6 +65,8 @@ func TestWritePlansProbe(t *testing.T) {
 		"settle written sources":      settleSQL(settleWrittenScope),
 		"settle the vectors' sources": settleSpaceSQL,
 		"drop orphan vectors":         dropOrphansSQL,
+		"keys held":                   heldKeysSQL,
+		"delete a batch's units":      deleteUnitsSQL,
 	}
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {

@@ -153,7 +153,15 @@ func (db *DB) PutVectors(ctx context.Context, vecs []recall.Vector) error {
 // putVectors stores already validated vectors, checking each against its
 // space's dimension before anything is written. A text's vector is one or
 // more units of the space's dimension (recall.Vector), stored one row per
-// unit; storing a key's vector replaces all of its units.
+// unit; storing a key's vector replaces all of its units. A key no chunk
+// holds gets none (a vector without a chunk cannot exist).
+//
+// A batch costs a few statements whatever its size: the keys some chunk
+// holds and the units stored for them are looked up and deleted a key at
+// a time by index in two statements, and the new units go by COPY in
+// pgvector's binary format. Two statements per vector, each sending its
+// units as a real[] that the server took apart into vectors, had cost a
+// sweep's 200-chunk write some 200 ms (BenchmarkWriteVectors).
 func putVectors(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
 	if len(vecs) == 0 {
 		return nil
@@ -175,58 +183,118 @@ func putVectors(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) error {
 			return recall.Errorf(recall.ECONFLICT, "space %s holds %d-dim vectors, got %d values", v.Space, dim, len(v.Vec))
 		}
 	}
-	// The last vector of a key in the batch wins, as with one statement
-	// per vector; each key is written once.
+	// The last vector of a key in the batch wins; each key is written once.
 	last := map[[2]string]int{}
 	for i, v := range vecs {
 		last[[2]string{v.Space, v.Key}] = i
 	}
-	var b pgx.Batch
-	var queued []int
+	keysOf := map[string][]string{} // space -> its keys in the batch
+	var keys []string               // every key, once
+	seen := map[string]bool{}
 	for i, v := range vecs {
 		if last[[2]string{v.Space, v.Key}] != i {
 			continue
 		}
-		dim := dims[v.Space]
-		b.Queue(`WITH old AS (DELETE FROM vectors WHERE space = $1 AND vkey = $2 RETURNING unit)
-			SELECT count(*) FILTER (WHERE unit = 0) FROM old`, v.Space, v.Key)
-		b.Queue(`INSERT INTO vectors (space, vkey, unit, vec)
-			SELECT $1, $2, u, ($3::real[])[u * $4 + 1 : (u + 1) * $4]::vector
-			FROM generate_series(0, $5 - 1) AS u
-			WHERE EXISTS (SELECT 1 FROM chunks WHERE vkey = $2)`, v.Space, v.Key, v.Vec, dim, len(v.Vec)/dim)
-		queued = append(queued, i)
+		keysOf[v.Space] = append(keysOf[v.Space], v.Key)
+		if !seen[v.Key] {
+			seen[v.Key] = true
+			keys = append(keys, v.Key)
+		}
+	}
+	spaces := slices.Sorted(maps.Keys(keysOf))
+	var b pgx.Batch
+	b.Queue(heldKeysSQL, keys)
+	for _, space := range spaces {
+		b.Queue(deleteUnitsSQL, space, keysOf[space])
 	}
 	br := tx.SendBatch(ctx, &b)
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return fmt.Errorf("store vectors: %w", err)
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		br.Close()
+		return fmt.Errorf("store vectors: %w", err)
+	}
 	delta := map[string]int64{}
-	for _, i := range queued {
+	for _, space := range spaces {
 		var existed int64
 		if err := br.QueryRow().Scan(&existed); err != nil {
 			br.Close()
-			return fmt.Errorf("store vector: %w", err)
+			return fmt.Errorf("store vectors: %w", err)
 		}
-		tag, err := br.Exec()
-		if err != nil {
-			br.Close()
-			return fmt.Errorf("store vector: %w", err)
-		}
-		now := int64(0)
-		if tag.RowsAffected() > 0 {
-			now = 1
-		}
-		delta[vecs[i].Space] += now - existed
+		delta[space] -= existed
 	}
 	if err := br.Close(); err != nil {
-		return fmt.Errorf("store vector: %w", err)
+		return fmt.Errorf("store vectors: %w", err)
 	}
-	for space, d := range delta {
-		if d == 0 {
+	isHeld := make(map[string]bool, len(held))
+	for _, k := range held {
+		isHeld[k] = true
+	}
+	type unitRow struct {
+		space, key string
+		unit       int32
+		vec        []byte
+	}
+	var units []unitRow
+	for i, v := range vecs {
+		if last[[2]string{v.Space, v.Key}] != i || !isHeld[v.Key] {
 			continue
 		}
-		if _, err := tx.Exec(ctx, `UPDATE spaces SET vectors = vectors + $1 WHERE name = $2`, d, space); err != nil {
-			return fmt.Errorf("count vectors: %w", err)
+		dim := dims[v.Space]
+		buf := encodeUnits(v.Vec, dim)
+		for u := range len(v.Vec) / dim {
+			units = append(units, unitRow{v.Space, v.Key, int32(u), buf[u*(4+4*dim) : (u+1)*(4+4*dim)]})
+		}
+		delta[v.Space]++
+	}
+	if len(units) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"vectors"}, []string{"space", "vkey", "unit", "vec"},
+			pgx.CopyFromSlice(len(units), func(i int) ([]any, error) {
+				u := &units[i]
+				return []any{u.space, u.key, u.unit, u.vec}, nil
+			})); err != nil {
+			return fmt.Errorf("store vectors: %w", err)
+		}
+	}
+	for _, space := range spaces {
+		if d := delta[space]; d != 0 {
+			if _, err := tx.Exec(ctx, `UPDATE spaces SET vectors = vectors + $1 WHERE name = $2`, d, space); err != nil {
+				return fmt.Errorf("count vectors: %w", err)
+			}
 		}
 	}
 	return settleIndexStates(ctx, tx, vecs)
+}
+
+// heldKeysSQL returns those of the keys $1 some chunk holds, a probe each.
+var heldKeysSQL = `SELECT k.key FROM unnest($1::text[]) AS k(key)
+	WHERE EXISTS (SELECT 1 FROM chunks c WHERE ` + holdsKey("c", "k.key") + ` OFFSET 0)`
+
+// deleteUnitsSQL deletes the units stored in space $1 for the keys $2,
+// counting the keys that had a vector there.
+const deleteUnitsSQL = `WITH old AS (DELETE FROM vectors WHERE space = $1 AND vkey = ANY($2::text[]) RETURNING unit)
+	SELECT count(*) FILTER (WHERE unit = 0) FROM old`
+
+// encodeUnits encodes vec, whole units of dim values, in pgvector's binary
+// format (vector_recv), one unit after another: each a 16-bit dimension,
+// 16 unused bits, then its values as big-endian float4s. COPY sends each
+// unit's bytes as they are: pgx passes a []byte for a column of a type it
+// does not know (vector) unchanged, as it would a bytea.
+func encodeUnits(vec []float32, dim int) []byte {
+	size := 4 + 4*dim
+	b := make([]byte, len(vec)/dim*size)
+	for u := range len(vec) / dim {
+		out := b[u*size : (u+1)*size]
+		binary.BigEndian.PutUint16(out, uint16(dim))
+		for i, x := range vec[u*dim : (u+1)*dim] {
+			binary.BigEndian.PutUint32(out[4+4*i:], math.Float32bits(x))
+		}
+	}
+	return b
 }
 
 // settleSpaceSQL is settleIndexStates's statement: the pending sources
