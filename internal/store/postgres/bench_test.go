@@ -135,6 +135,24 @@ func BenchmarkWriteVectors(b *testing.B) {
 	storetest.WriteVectorsBench(b, db)
 }
 
+// BenchmarkWriteRemote is BenchmarkWriteVectors, and BenchmarkSmallWrite's
+// one-chunk writes, with a server 1 ms away (pgtest.Proxy holds what each
+// side sends for 0.5 ms), as a store on a database server of the same
+// network has it: what a write's round trips cost.
+func BenchmarkWriteRemote(b *testing.B) {
+	open := func(b *testing.B) *DB {
+		_, dsn := pgtest.NewProxy(b, pgtest.Server(b), 500*time.Microsecond)
+		db, err := Open(ctx, dsn, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return db
+	}
+	b.Run("bulk", func(b *testing.B) { storetest.WriteVectorsBench(b, open(b)) })
+	b.Run("small", func(b *testing.B) { smallWrites(b, open(b)) })
+}
+
 // BenchmarkSmallWrite writes one short one-chunk document per transaction,
 // as a memory save does.
 func BenchmarkSmallWrite(b *testing.B) {
@@ -143,6 +161,11 @@ func BenchmarkSmallWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	smallWrites(b, db)
+}
+
+// smallWrites is BenchmarkSmallWrite's loop.
+func smallWrites(b *testing.B, db *DB) {
 	n := 0
 	for b.Loop() {
 		text := fmt.Sprintf("memory %d: tea with oat milk, no sugar", n)
