@@ -423,27 +423,45 @@ func (db *DB) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	// half-open connection) fails the write with a message, never hangs it.
 	// A statement_timeout set for the database or role does not cut that
 	// wait shorter; it applies again to the write's statements.
-	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true), set_config('statement_timeout', '0', true)`,
-		strconv.FormatInt(db.opts.LockTimeout.Milliseconds(), 10)); err != nil {
-		return db.fail(ctx, err, "begin")
-	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, writerLock); err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
-			return recall.Errorf(recall.EUNAVAILABLE, "another writer has held the database's write lock for over %s: nothing was written; retry", db.opts.LockTimeout)
-		}
-		return db.fail(ctx, err, "wait for the writer lock")
-	}
-	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout TO DEFAULT`); err != nil {
-		return db.fail(ctx, err, "begin")
-	}
+	//
 	// A newer recall may have upgraded the schema since Open (servers
 	// upgraded one at a time): this one would go on writing by its own
 	// schema's rules. Read under the writer lock, so a migration that
 	// committed before it was granted is seen.
+	//
+	// The four statements go in one round trip: the server runs them in
+	// order, each with the settings the one before made, and skips the
+	// rest after an error.
+	var b pgx.Batch
+	b.Queue(`SELECT set_config('lock_timeout', $1, true), set_config('statement_timeout', '0', true)`,
+		strconv.FormatInt(db.opts.LockTimeout.Milliseconds(), 10))
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, writerLock)
+	b.Queue(`SET LOCAL statement_timeout TO DEFAULT`)
+	b.Queue(`SELECT coalesce(max(version), 0) FROM ` + migrationsTable)
+	br := tx.SendBatch(ctx, &b)
 	var version int
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+migrationsTable).Scan(&version); err != nil {
-		return db.fail(ctx, err, "read "+migrationsTable)
+	err = func() error {
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return db.fail(ctx, err, "begin")
+		}
+		if _, err := br.Exec(); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+				return recall.Errorf(recall.EUNAVAILABLE, "another writer has held the database's write lock for over %s: nothing was written; retry", db.opts.LockTimeout)
+			}
+			return db.fail(ctx, err, "wait for the writer lock")
+		}
+		if _, err := br.Exec(); err != nil {
+			return db.fail(ctx, err, "begin")
+		}
+		if err := br.QueryRow().Scan(&version); err != nil {
+			return db.fail(ctx, err, "read "+migrationsTable)
+		}
+		return db.fail(ctx, br.Close(), "begin")
+	}()
+	if err != nil {
+		return err
 	}
 	if version > db.known {
 		return store.UpgradedSince(version, db.known)

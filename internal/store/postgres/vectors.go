@@ -331,7 +331,7 @@ func settleIndexStates(ctx context.Context, tx pgx.Tx, vecs []recall.Vector) err
 }
 
 // holdsKey is the SQL condition that the chunk row aliased c holds the
-// vector key the SQL expression key gives.
+// vector key the SQL expression key gives, found through chunks_vkey.
 func holdsKey(c, key string) string {
 	return c + ".vkey = " + key
 }

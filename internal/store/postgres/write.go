@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,11 +43,12 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 			return err
 		}
 		w := newWriter(ctx, tx)
-		now := time.Now()
+		ptrs := make([]*recall.Document, len(written))
 		for i := range written {
-			if err := w.put(&written[i], now, &res); err != nil {
-				return err
-			}
+			ptrs[i] = &written[i]
+		}
+		if err := w.put(ptrs, time.Now(), &res); err != nil {
+			return err
 		}
 		// Vectors are kept only for texts some chunk holds: the chunks first.
 		if err := w.flushChunks(&res); err != nil {
@@ -161,7 +163,7 @@ func (db *DB) Update(ctx context.Context, id string, fn func(cur *recall.Documen
 			return err
 		}
 		w := newWriter(ctx, tx)
-		if err := w.put(next, time.Now(), &res); err != nil {
+		if err := w.put([]*recall.Document{next}, time.Now(), &res); err != nil {
 			return err
 		}
 		if err := w.finish(&res); err != nil {
@@ -176,37 +178,69 @@ func (db *DB) Update(ctx context.Context, id string, fn func(cur *recall.Documen
 }
 
 // Delete removes the sources with their chunks, full-text postings and the
-// vectors no remaining chunk uses.
+// vectors no remaining chunk uses, in a few statements however many.
 func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error) {
 	var res recall.WriteResult
 	n := 0
 	err := db.writeTx(ctx, func(tx pgx.Tx) error {
 		res, n = recall.WriteResult{}, 0
 		w := newWriter(ctx, tx)
+		var storable []string
 		for _, id := range ids {
-			if unstorable(id) { // no source has it
-				continue
+			if !unstorable(id) { // else no source has it
+				storable = append(storable, id)
 			}
-			var sid int64
-			err := tx.QueryRow(ctx, `SELECT sid FROM sources WHERE id = $1`, id).Scan(&sid)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			old, err := w.chunksOf(sid)
-			if err != nil {
-				return err
-			}
-			if err := w.removeChunks(old, &res); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM sources WHERE sid = $1`, sid); err != nil {
-				return err
-			}
-			n++
 		}
+		if len(storable) == 0 {
+			return nil
+		}
+		var b pgx.Batch
+		b.Queue(`SELECT id, sid FROM sources WHERE id = ANY($1::text[])`, storable)
+		b.Queue(`SELECT sid, `+storedChunkFields+` FROM chunks
+			WHERE sid = ANY(ARRAY(SELECT sid FROM sources WHERE id = ANY($1::text[]))) ORDER BY sid, idx`, storable)
+		br := tx.SendBatch(ctx, &b)
+		sidOf := map[string]int64{}
+		rows, err := br.Query()
+		if err == nil {
+			for rows.Next() {
+				var id string
+				var sid int64
+				if err = rows.Scan(&id, &sid); err != nil {
+					break
+				}
+				sidOf[id] = sid
+			}
+			rows.Close()
+			err = cmp.Or(err, rows.Err())
+		}
+		chunks := map[int64][]storedChunk{}
+		if err == nil {
+			chunks, err = scanStoredChunks(br.Query())
+		}
+		if err = cmp.Or(err, br.Close()); err != nil {
+			return fmt.Errorf("read sources to delete: %w", err)
+		}
+		// In the order given, as one statement each did.
+		var gone []storedChunk
+		var sids []int64
+		for _, id := range storable {
+			sid, ok := sidOf[id]
+			if !ok {
+				continue
+			}
+			delete(sidOf, id) // an id given twice is deleted once
+			gone = append(gone, chunks[sid]...)
+			sids = append(sids, sid)
+		}
+		if err := w.removeChunks(gone, &res); err != nil {
+			return err
+		}
+		if len(sids) > 0 {
+			if _, err := tx.Exec(ctx, `DELETE FROM sources WHERE sid = ANY($1::bigint[])`, sids); err != nil {
+				return err
+			}
+		}
+		n = len(sids)
 		return w.finish(&res)
 	})
 	if err != nil {
@@ -258,118 +292,200 @@ type storedChunk struct {
 	tokLen  int
 }
 
-func (w *writer) chunksOf(sid int64) ([]storedChunk, error) {
-	rows, err := w.tx.Query(w.ctx,
-		`SELECT id, idx, hash, vkey, mid_word, tok_len FROM chunks WHERE sid = $1 ORDER BY idx`, sid)
+// storedChunkFields are the columns scanStoredChunks reads after a
+// chunk's source id.
+const storedChunkFields = `id, idx, hash, vkey, mid_word, tok_len`
+
+// scanStoredChunks reads rows of a chunk's sid and storedChunkFields, by
+// source.
+func scanStoredChunks(rows pgx.Rows, err error) (map[int64][]storedChunk, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedChunk, error) {
+	defer rows.Close()
+	out := map[int64][]storedChunk{}
+	for rows.Next() {
+		var sid int64
 		var c storedChunk
-		err := r.Scan(&c.id, &c.idx, &c.hash, &c.vkey, &c.midWord, &c.tokLen)
-		return c, err
-	})
+		if err := rows.Scan(&sid, &c.id, &c.idx, &c.hash, &c.vkey, &c.midWord, &c.tokLen); err != nil {
+			return nil, err
+		}
+		out[sid] = append(out[sid], c)
+	}
+	return out, rows.Err()
 }
 
-// put writes one document, replacing the source with its id. Chunks whose
-// index, text and header (so their vector key) are unchanged keep their
-// row, id and postings; the others are deleted and inserted under new ids,
-// so that the WriteResult tells the vector index of a new key. When the
-// source attributes that
-// chunks carry (title, date, owner, category) change, every chunk gets a
-// new id, so that the WriteResult tells in-memory indexes to drop the stale
-// ones and no copy of the old attributes remains.
-func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult) error {
-	s := d.Source
-	var dates [2]any
-	if lo, hi, ok := recall.DateRange(s.Date); ok {
-		dates = [2]any{lo, hi}
+// put writes documents (distinct ids), replacing the sources with their
+// ids. Chunks whose index, text and header (so their vector key) are
+// unchanged keep their row, id and postings; the others are deleted and
+// inserted under new ids, so that the WriteResult tells the vector index of
+// a new key. When the source attributes that chunks carry (title, date,
+// owner, category) change, every chunk gets a new id, so that the
+// WriteResult tells in-memory indexes to drop the stale ones and no copy of
+// the old attributes remains.
+//
+// However many documents, it costs a few round trips: the stored sources
+// are read in one statement, written (and the chunks of those that existed
+// read) in one batch, and what changes of their chunks in one more each;
+// a statement or two per document had made a sweep's batch of 20 sources
+// 40 round trips (TestWriteRoundTrips).
+func (w *writer) put(docs []*recall.Document, now time.Time, res *recall.WriteResult) error {
+	if len(docs) == 0 {
+		return nil
 	}
-	created, updated := s.CreatedAt, s.UpdatedAt
-	if updated.IsZero() {
-		updated = now
-	}
-	var (
+	type stored struct {
 		sid     int64
-		old     recall.SourceMeta
-		oldCrt  int64
-		existed = true
-	)
-	err := w.tx.QueryRow(w.ctx, `SELECT sid, kind, title, date, owner, category, created_at FROM sources WHERE id = $1`, s.ID).
-		Scan(&sid, &old.Kind, &old.Title, &old.Date, &old.Owner, &old.Category, &oldCrt)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		existed = false
-	case err != nil:
-		return err
-	case old.Kind != s.Kind:
-		return recall.Errorf(recall.ECONFLICT, "source %q exists as %s; it cannot be written as %s", s.ID, old.Kind, s.Kind)
+		meta    recall.SourceMeta
+		created int64
 	}
-	if created.IsZero() {
-		created = now
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.Source.ID
+	}
+	rows, err := w.tx.Query(w.ctx, `SELECT id, sid, kind, title, date, owner, category, created_at FROM sources WHERE id = ANY($1::text[])`, ids)
+	if err != nil {
+		return fmt.Errorf("read sources: %w", err)
+	}
+	old := map[string]stored{}
+	for rows.Next() {
+		var o stored
+		m := &o.meta
+		if err := rows.Scan(&m.ID, &o.sid, &m.Kind, &m.Title, &m.Date, &m.Owner, &m.Category, &o.created); err != nil {
+			rows.Close()
+			return fmt.Errorf("read sources: %w", err)
+		}
+		old[m.ID] = o
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read sources: %w", err)
+	}
+	var b pgx.Batch
+	var existing []int64
+	for _, d := range docs {
+		s := &d.Source
+		o, existed := old[s.ID]
+		if existed && o.meta.Kind != s.Kind {
+			return recall.Errorf(recall.ECONFLICT, "source %q exists as %s; it cannot be written as %s", s.ID, o.meta.Kind, s.Kind)
+		}
+		var dates [2]any
+		if lo, hi, ok := recall.DateRange(s.Date); ok {
+			dates = [2]any{lo, hi}
+		}
+		created, updated := s.CreatedAt.UnixNano(), s.UpdatedAt.UnixNano()
+		switch {
+		case !s.CreatedAt.IsZero():
+		case existed:
+			created = o.created
+		default:
+			created = now.UnixNano()
+		}
+		if s.UpdatedAt.IsZero() {
+			updated = now.UnixNano()
+		}
+		textBytes := 0
+		for _, c := range d.Chunks {
+			textBytes += len(c.Text)
+		}
+		cols := []any{string(s.Kind), s.Vault, s.Title, s.Date, dates[0], dates[1], s.Owner, s.Category,
+			s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created, updated, textBytes, s.Reading}
 		if existed {
-			created = time.Unix(0, oldCrt)
+			existing = append(existing, o.sid)
+			b.Queue(`UPDATE sources SET kind = $1, vault = $2, title = $3, date = $4, date_lo = $5, date_hi = $6,
+				owner = $7, category = $8, content_hash = $9, size = $10, mtime = $11, chunk_count = $12, body = $13,
+				index_state = $14, created_at = $15, updated_at = $16, text_bytes = $17, reading = $18 WHERE sid = $19`, append(cols, o.sid)...)
+		} else {
+			b.Queue(`INSERT INTO sources (kind, vault, title, date, date_lo, date_hi,
+				owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, reading, id)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING sid`,
+				append(cols, s.ID)...)
 		}
 	}
-	textBytes := 0
-	for _, c := range d.Chunks {
-		textBytes += len(c.Text)
+	if len(existing) > 0 {
+		b.Queue(`SELECT sid, `+storedChunkFields+` FROM chunks WHERE sid = ANY($1::bigint[]) ORDER BY sid, idx`, existing)
 	}
-	cols := []any{string(s.Kind), s.Vault, s.Title, s.Date, dates[0], dates[1], s.Owner, s.Category,
-		s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created.UnixNano(), updated.UnixNano(), textBytes, s.Reading}
-	if existed {
-		_, err = w.tx.Exec(w.ctx, `UPDATE sources SET kind = $1, vault = $2, title = $3, date = $4, date_lo = $5, date_hi = $6,
-			owner = $7, category = $8, content_hash = $9, size = $10, mtime = $11, chunk_count = $12, body = $13,
-			index_state = $14, created_at = $15, updated_at = $16, text_bytes = $17, reading = $18 WHERE sid = $19`, append(cols, sid)...)
-	} else {
-		err = w.tx.QueryRow(w.ctx, `INSERT INTO sources (kind, vault, title, date, date_lo, date_hi,
-			owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, reading, id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING sid`,
-			append(cols, s.ID)...).Scan(&sid)
+	br := w.tx.SendBatch(w.ctx, &b)
+	defer br.Close()
+	sids := make([]int64, len(docs))
+	for i, d := range docs {
+		if o, existed := old[d.Source.ID]; existed {
+			sids[i] = o.sid
+			_, err = br.Exec()
+		} else {
+			err = br.QueryRow().Scan(&sids[i])
+		}
+		if err != nil {
+			return fmt.Errorf("write source %q: %w", d.Source.ID, err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("write source %q: %w", s.ID, err)
+	prev := map[int64][]storedChunk{}
+	if len(existing) > 0 {
+		if prev, err = scanStoredChunks(br.Query()); err != nil {
+			return fmt.Errorf("read chunks: %w", err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("write sources: %w", err)
 	}
 
-	meta := recall.SourceMeta{ID: s.ID, Kind: s.Kind, Title: s.Title, Date: s.Date, Owner: s.Owner, Category: s.Category}
-	var prev []storedChunk
-	if existed {
-		if prev, err = w.chunksOf(sid); err != nil {
-			return err
-		}
-	}
-	old.ID = s.ID
-	sameMeta := existed && old == meta
-	keep := make([]bool, len(d.Chunks))
-	keys := make([]string, len(d.Chunks))
-	for i, c := range d.Chunks {
-		keys[i] = c.VectorKey()
-	}
+	// Which chunks stay, which go and which are new, document by document.
 	var gone []storedChunk
-	for _, p := range prev {
-		if sameMeta && p.idx < len(d.Chunks) && d.Chunks[p.idx].Hash == p.hash && keys[p.idx] == p.vkey {
-			keep[p.idx] = true
-			if c := d.Chunks[p.idx]; c.MidWord != p.midWord {
-				if _, err := w.tx.Exec(w.ctx, `UPDATE chunks SET mid_word = $1 WHERE id = $2`, c.MidWord, p.id); err != nil {
-					return err
-				}
-			}
-			continue
+	midWord := map[bool][]int64{} // kept chunks whose mid_word changes, by its new value
+	type added struct {
+		d     int
+		chunk int
+		key   string
+		meta  recall.SourceMeta
+		dates [2]any
+		title string
+	}
+	var adds []added
+	for i, d := range docs {
+		s := &d.Source
+		meta := recall.SourceMeta{ID: s.ID, Kind: s.Kind, Title: s.Title, Date: s.Date, Owner: s.Owner, Category: s.Category}
+		o, existed := old[s.ID]
+		sameMeta := existed && o.meta == meta
+		keep := make([]bool, len(d.Chunks))
+		keys := make([]string, len(d.Chunks))
+		for j, c := range d.Chunks {
+			keys[j] = c.VectorKey()
 		}
-		gone = append(gone, p)
+		for _, p := range prev[sids[i]] {
+			if sameMeta && p.idx < len(d.Chunks) && d.Chunks[p.idx].Hash == p.hash && keys[p.idx] == p.vkey {
+				keep[p.idx] = true
+				if c := d.Chunks[p.idx]; c.MidWord != p.midWord {
+					midWord[c.MidWord] = append(midWord[c.MidWord], p.id)
+				}
+				continue
+			}
+			gone = append(gone, p)
+		}
+		var dates [2]any
+		if lo, hi, ok := recall.DateRange(s.Date); ok {
+			dates = [2]any{lo, hi}
+		}
+		title := textindex.TitleText(s.Title, s.Date)
+		for j := range d.Chunks {
+			if !keep[j] {
+				adds = append(adds, added{i, j, keys[j], meta, dates, title})
+			}
+		}
+	}
+	for _, v := range []bool{false, true} {
+		if ids := midWord[v]; len(ids) > 0 {
+			if _, err := w.tx.Exec(w.ctx, `UPDATE chunks SET mid_word = $1 WHERE id = ANY($2::bigint[])`, v, ids); err != nil {
+				return err
+			}
+		}
 	}
 	// The old rows go now: a new chunk may take the index of one.
 	if err := w.removeChunks(gone, res); err != nil {
 		return err
 	}
-	title := textindex.TitleText(s.Title, s.Date)
-	for i := range d.Chunks {
-		if keep[i] {
-			continue
-		}
-		c := &d.Chunks[i]
-		w.pending = append(w.pending, pendingChunk{added: len(res.Added), sid: sid, src: &d.Source, dates: dates, title: title, chunk: c})
-		res.Added = append(res.Added, recall.IndexedChunk{Hash: c.Hash, VectorKey: keys[i], Source: meta})
+	for _, a := range adds {
+		c := &docs[a.d].Chunks[a.chunk]
+		w.pending = append(w.pending, pendingChunk{added: len(res.Added), sid: sids[a.d], src: &docs[a.d].Source, dates: a.dates, title: a.title, chunk: c})
+		res.Added = append(res.Added, recall.IndexedChunk{Hash: c.Hash, VectorKey: a.key, Source: a.meta})
 	}
 	return nil
 }

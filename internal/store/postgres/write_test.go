@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -100,5 +101,81 @@ func TestVectorsExact(t *testing.T) {
 	}
 	if err := db.IntegrityCheck(ctx); err != nil { // the space's count of vectors among others
 		t.Fatal(err)
+	}
+}
+
+// TestWriteRoundTrips: a write's round trips to the server do not grow with
+// its documents, new or replacing stored ones, nor a deletion's with its
+// sources: across a network each costs its latency (BenchmarkWriteRemote).
+// Each document had cost two (reading its stored source, writing it) or
+// more (its stored chunks, a statement per changed chunk), and each
+// deleted source four.
+func TestWriteRoundTrips(t *testing.T) {
+	proxy, dsn := pgtest.NewProxy(t, pgtest.Server(t), 0)
+	db := openTest(t, dsn, Options{MaxConns: 1}) // one connection: statements prepared once
+	defer db.Close()
+	if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "p", Model: "m", Dim: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// n documents of three chunks; version 1 changes the second chunk's
+	// text and the first one's mid-word mark, and keeps the third.
+	docs := func(prefix string, n, version int) ([]recall.Document, []recall.Vector) {
+		var ds []recall.Document
+		var vs []recall.Vector
+		for i := range n {
+			d := textDoc(fmt.Sprintf("%s/%02d.md", prefix, i),
+				fmt.Sprintf("first passage of %s %d", prefix, i),
+				fmt.Sprintf("second passage of %s %d, version %d", prefix, i, version),
+				fmt.Sprintf("third passage of %s %d", prefix, i))
+			d.Chunks[0].MidWord = version == 1
+			for _, c := range d.Chunks {
+				vs = append(vs, recall.Vector{Space: "s", Key: c.VectorKey(), Vec: []float32{1, float32(i)}})
+			}
+			ds = append(ds, d)
+		}
+		return ds, vs
+	}
+	trips := func(what string, f func() error) int64 {
+		t.Helper()
+		before := proxy.RoundTrips()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return proxy.RoundTrips() - before
+	}
+	write := func(prefix string, n, version int) int64 {
+		ds, vs := docs(prefix, n, version)
+		return trips(fmt.Sprintf("write %d to %s", n, prefix), func() error { _, err := db.Write(ctx, ds, vs); return err })
+	}
+	remove := func(prefix string, n int) int64 {
+		var ids []string
+		for i := range n {
+			ids = append(ids, fmt.Sprintf("%s/%02d.md", prefix, i))
+		}
+		return trips(fmt.Sprintf("delete %d from %s", n, prefix), func() error {
+			got, _, err := db.Delete(ctx, ids...)
+			if err == nil && got != n {
+				err = fmt.Errorf("deleted %d sources, want %d", got, n)
+			}
+			return err
+		})
+	}
+	// Every statement once, so that each is prepared before counting.
+	write("warm", 2, 0)
+	write("warm", 2, 1)
+	remove("warm", 2)
+
+	for _, c := range []struct {
+		what      string
+		one, many int64
+	}{
+		{"new documents", write("one", 1, 0), write("many", 20, 0)},
+		{"changed documents", write("one", 1, 1), write("many", 20, 1)},
+		{"deleted sources", remove("one", 1), remove("many", 20)},
+	} {
+		t.Logf("%s: %d round trips for one, %d for 20", c.what, c.one, c.many)
+		if c.many != c.one {
+			t.Errorf("%s: %d round trips for 20, %d for one; want as many", c.what, c.many, c.one)
+		}
 	}
 }
