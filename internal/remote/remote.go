@@ -172,6 +172,27 @@ func (m *manifest) save(p string) error {
 	return os.Rename(tmp.Name(), p)
 }
 
+// dropPartialSaves removes the temporary files of saves of the manifest at
+// p that a run killed while saving left behind (save's defer never ran).
+// The caller holds the manifest's lock, so none is being written.
+func dropPartialSaves(p string) {
+	dir, base := filepath.Split(p)
+	ents, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		mid, ok := strings.CutPrefix(e.Name(), base+".")
+		if !ok {
+			continue
+		}
+		if mid, ok = strings.CutSuffix(mid, ".tmp"); !ok || mid == "" || strings.Trim(mid, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+}
+
 // pending is a file whose chunks are on their way.
 type pending struct {
 	rel     string
@@ -199,6 +220,35 @@ type sweeper struct {
 	// unreachable counts the batches in a row that failed because the
 	// server could not be reached at all.
 	unreachable int
+	// changed: the manifest holds entries not yet saved; saved and
+	// saveCost are when it was last saved and what that took (see keep).
+	changed  bool
+	saved    time.Time
+	saveCost time.Duration
+}
+
+// keepEvery is the least time between two saves of the manifest during a
+// run (keep).
+const keepEvery = time.Second
+
+// keep saves the manifest during a run when it has changed, once a
+// keepEvery at most, or 20 times what the last save took (a manifest of a
+// large vault is megabytes of JSON): the run's end saves it however the run
+// ended, but a run that never gets there (kill -9, a crash, the machine
+// going down) read, hashed and sent every file the server had confirmed
+// again on its next run, a whole first upload. So a run killed loses about
+// a second of confirmations, as a local sweep loses about a second of
+// commits.
+func (s *sweeper) keep() error {
+	if !s.changed || time.Since(s.saved) < max(keepEvery, 20*s.saveCost) {
+		return nil
+	}
+	start := time.Now()
+	if err := s.man.save(s.opt.Manifest); err != nil {
+		return fmt.Errorf("save manifest: %w", err)
+	}
+	s.saved, s.saveCost, s.changed = time.Now(), time.Since(start), false
+	return nil
 }
 
 // maxUnreachable is how many batches in a row may fail to reach the
@@ -247,6 +297,7 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 		return Result{}, err
 	}
 	defer unlock()
+	dropPartialSaves(opt.Manifest)
 	man, err := loadManifest(opt.Manifest, opt.URL, opt.Chunk)
 	if err != nil {
 		return Result{}, err
@@ -322,6 +373,9 @@ func (s *sweeper) run(ctx context.Context, files []ingest.VaultFile) error {
 		if err := s.file(ctx, f); err != nil {
 			return err
 		}
+		if err := s.keep(); err != nil {
+			return err
+		}
 	}
 	if err := s.flush(ctx); err != nil {
 		return err
@@ -368,6 +422,7 @@ func (s *sweeper) complete(p *pending) {
 
 func (s *sweeper) record(p *pending) {
 	s.man.Files[p.rel] = p.entry
+	s.changed = true
 	s.res.FilesChanged++
 	s.res.Bytes += p.entry.Size
 }
@@ -409,6 +464,7 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 	if !s.opt.Full && current && old.Hash == entry.Hash {
 		entry.Sources, entry.Listed = old.Sources, old.Listed
 		s.man.Files[f.ID] = entry
+		s.changed = true
 		s.res.FilesSkipped++
 		return nil
 	}

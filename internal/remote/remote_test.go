@@ -592,16 +592,7 @@ func TestOverlappingRunsRefused(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "note.md"), []byte("**User:** OLDVERSION text"), 0o644)
 	arrived, release := make(chan struct{}), make(chan struct{})
-	var n atomic.Int32
-	tg := newTarget(t, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if n.Add(1) == 1 {
-				close(arrived)
-				<-release
-			}
-			h.ServeHTTP(w, r)
-		})
-	})
+	tg := newTarget(t, holdRequest(1, arrived, release, true))
 	opt := options(t, tg.srv.URL)
 	done := make(chan error)
 	go func() {
@@ -620,6 +611,25 @@ func TestOverlappingRunsRefused(t *testing.T) {
 	// The lock goes with its run.
 	if res, err := remote.Sweep(context.Background(), dir, opt); err != nil || res.FilesSkipped != 1 {
 		t.Errorf("later run: %+v %v", res, err)
+	}
+}
+
+// holdRequest wraps a server to hold its nth request, closing arrived
+// when it comes, until release is closed; then it is served, or with
+// serve false left unanswered.
+func holdRequest(n int32, arrived, release chan struct{}, serve bool) func(http.Handler) http.Handler {
+	var calls atomic.Int32
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) == n {
+				close(arrived)
+				<-release
+				if !serve {
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
 	}
 }
 
@@ -1027,5 +1037,63 @@ func TestRemoteSweepListsLinksItDoesNotFollow(t *testing.T) {
 	res, err := remote.Sweep(context.Background(), dir, options(t, tg.srv.URL))
 	if err != nil || !slices.Equal(res.Links, []string{"linked.json"}) {
 		t.Errorf("links %q (%v); want linked.json", res.Links, err)
+	}
+}
+
+// A run killed midway (kill -9, a crash: the end of Sweep, which saves the
+// manifest however the run ended, never comes) keeps in the manifest the
+// files the server confirmed a while before, so the next run sends only
+// the rest. The manifest was saved only at the end: a killed first upload
+// was read, hashed and sent again whole. The kill is the second request
+// held unanswered: what the manifest's file holds then is what a kill
+// leaves.
+func TestKilledRunKeepsWhatTheServerConfirmed(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 8 {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("note%d.md", i)), []byte(fmt.Sprintf("**User:** note %d", i)), 0o644)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	tg := newTarget(t, holdRequest(2, held, release, false))
+	opt := options(t, tg.srv.URL)
+	opt.BatchChunks, opt.Retries = 2, -1
+	// A save that a kill cut short left its temporary file.
+	leftover := opt.Manifest + ".123456.tmp"
+	if err := os.WriteFile(leftover, []byte(`{"version":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		remote.Sweep(ctx, dir, opt)
+	}()
+	<-held
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("a temporary file a killed save left is still there: %v", err)
+	}
+	killed := filepath.Join(t.TempDir(), "manifest.json")
+	b, err := os.ReadFile(opt.Manifest)
+	if err != nil {
+		t.Errorf("no manifest while the run waits on its second request: %v", err)
+	}
+	if err := os.WriteFile(killed, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	close(release)
+	<-done
+
+	// The first request confirmed two files: the kill keeps them.
+	confirmed := manifestFiles(t, killed)
+	if want := []string{"note0.md", "note1.md"}; !slices.Equal(confirmed, want) {
+		t.Fatalf("the manifest a kill left records %v; want %v", confirmed, want)
+	}
+	opt.Manifest = killed
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	if err != nil || res.FilesSkipped != 2 || res.FilesChanged != 6 {
+		t.Errorf("the run after the kill: %+v %v; want the 2 confirmed files skipped, the 6 others sent", res, err)
+	}
+	if got := manifestFiles(t, killed); len(got) != 8 {
+		t.Errorf("after the next run the manifest records %v", got)
 	}
 }
