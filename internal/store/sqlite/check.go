@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/recall-mcp/recall"
@@ -256,8 +257,15 @@ func (db *DB) corrupt(check string, problems []string) error {
 }
 
 func (db *DB) openErr(err error) error {
-	if isCorrupt(err) {
+	switch {
+	case isCorrupt(err):
 		return damaged(fmt.Errorf("%s: %w: %v", db.path, ErrCorrupt, err))
+	case diskFull(err):
+		return recall.Errorf(recall.EUNAVAILABLE, "open %s: the disk holding the database is full, and SQLite needs a few kilobytes beside the file even to read it (its -shm index): free some space and retry", db.path)
+	case extendedCode(err) == sqlite3.SQLITE_READONLY_DIRECTORY:
+		return recall.Errorf(recall.EFORBIDDEN, "open %s: recall may not create files in the database's folder, and SQLite needs two beside the file even to read it (%s-wal and -shm): let the user recall runs as write to the folder, or copy the database to one it may write", db.path, filepath.Base(db.path))
+	case readOnlyFile(err):
+		return recall.Errorf(recall.EFORBIDDEN, "open %s: %s", db.path, readOnlyAdvice)
 	}
 	return fmt.Errorf("open %s: %w", db.path, err)
 }

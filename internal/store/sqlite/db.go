@@ -267,7 +267,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			}
 			if err != nil {
 				db.rw.Close()
-				return nil, fmt.Errorf("open %s: %w", abs, err)
+				return nil, db.openErr(err)
 			}
 		}
 		if db.ckpt, err = startCheckpointer(db.dsn(true)); err != nil {
@@ -286,7 +286,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.ReadOnly && db.older == nil {
 		if err := checkSchema(ctx, db.ro); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("open %s: %w", abs, err)
+			return nil, db.openErr(err)
 		}
 	}
 	if db.walkLeft && opts.Check == CheckInBackground {
@@ -491,11 +491,31 @@ func (db *DB) fail(ctx context.Context, err error, what string, args ...any) err
 	if isCorrupt(err) {
 		return damaged(fmt.Errorf("%s%s: %w: %v", what, db.path, ErrCorrupt, err))
 	}
-	if sqliteCode(err) == sqlite3.SQLITE_FULL {
-		// No path: the message may reach a remote client.
+	// No path in these: the message may reach a remote client.
+	switch {
+	case diskFull(err):
 		return recall.Errorf(recall.EUNAVAILABLE, "%sthe disk holding the database is full: nothing of this write was stored; free some space and retry", what)
+	case readOnlyFile(err):
+		return recall.Errorf(recall.EFORBIDDEN, "%s"+readOnlyAdvice, what)
 	}
 	return fmt.Errorf("%s%w", what, err)
+}
+
+const readOnlyAdvice = "the database file may not be written (its permissions, or a file system mounted read-only, let recall only read it): nothing was changed"
+
+// diskFull reports whether err is SQLite's of a disk with no room left:
+// for the pages of a write, or (SQLITE_IOERR_SHMSIZE) for the few
+// kilobytes of the -shm index that any connection, even one that only
+// reads, maps beside the file of a database in WAL mode.
+func diskFull(err error) bool {
+	return sqliteCode(err) == sqlite3.SQLITE_FULL || extendedCode(err) == sqlite3.SQLITE_IOERR_SHMSIZE
+}
+
+// readOnlyFile reports whether err is SQLite's refusal to write a file it
+// could only open for reading. SQLITE_READONLY_ROLLBACK is not: it is a
+// read-only connection meeting a transaction to roll back (checkFirst).
+func readOnlyFile(err error) bool {
+	return sqliteCode(err) == sqlite3.SQLITE_READONLY && extendedCode(err) != sqlite3.SQLITE_READONLY_ROLLBACK
 }
 
 // writeTx runs fn in one IMMEDIATE transaction on the write connection and

@@ -1209,3 +1209,34 @@ func TestPingAfterClose(t *testing.T) {
 		t.Error("Ping of a closed store succeeded")
 	}
 }
+
+// A write to a file SQLite could open only for reading (its permissions, a
+// file system mounted read-only) is refused as forbidden, saying why, as
+// PostgreSQL refuses a role that may only read: it was an internal error,
+// a server's 500, and its background repair retried it forever. Root may
+// write any file, so the writer here is a connection that cannot write
+// (mode=ro), which SQLite refuses alike (SQLITE_READONLY).
+func TestWriteToAReadOnlyFile(t *testing.T) {
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "ro.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note_a", "written while it could be")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rw := db.rw
+	defer func() { db.rw = rw }()
+	if db.rw, err = sql.Open("sqlite", db.dsnMode("mode=ro")); err != nil {
+		t.Fatal(err)
+	}
+	defer db.rw.Close()
+	_, err = db.Write(ctx, []recall.Document{memoryDoc("", "note_b", "refused")}, nil)
+	var re *recall.Error
+	if !errors.As(err, &re) || re.Code != recall.EFORBIDDEN || !strings.Contains(re.Message, "the database file may not be written") {
+		t.Errorf("write to a read-only file: %v; want forbidden, saying the file may not be written", err)
+	}
+	if s, err := db.Source(ctx, recall.MemoryID("", "note_a")); err != nil || s.Body != "written while it could be" {
+		t.Errorf("what was written before: %+v %v", s, err)
+	}
+}
