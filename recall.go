@@ -44,7 +44,7 @@ type Source struct {
 	Category    string `json:"category,omitempty"` // memory category (project, person, ...)
 	ContentHash string `json:"content_hash"`       // hex sha256 of the source content
 	Size        int64  `json:"size"`               // bytes of the source content
-	MTime       int64  `json:"mtime"`              // file modification time, unix nanoseconds (0 when not a file; -1 while a sweep has written only part of its export)
+	MTime       int64  `json:"mtime"`              // file modification time, unix nanoseconds (0 when not a file; -1 while a sweep has written only part of its export; -2 when read within 2 s of its change, to be read again)
 	ChunkCount  int    `json:"chunk_count"`
 	// Reading is the version of the reading (parsers, chunker) a sweep made
 	// an archive source with (ingest.ReadingVersion); 0 for other sources

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/testvault"
 )
 
 // The overlap follows the chunk size unless given: a smaller --chunk-size
@@ -245,9 +246,7 @@ func TestSweepDatesConversationsInTheConfiguredZone(t *testing.T) {
 			`"chat_messages":[{"sender":"human","text":"which oolong keeps best?"}]}]`,
 		"note.md": "# Brewing\n\nDate: 2024-03-06 05:30\n\n**user:** how hot for green tea?\n",
 	} {
-		if err := os.WriteFile(filepath.Join(vault, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeOld(t, filepath.Join(vault, name), text)
 	}
 	dates := func(env map[string]string) map[string]string {
 		t.Helper()
@@ -304,4 +303,15 @@ func TestSweepDatesConversationsInTheConfiguredZone(t *testing.T) {
 		t.Fatalf("sweep --remote: %d %s %s", code, out, errs)
 	}
 	want("sweep --remote from Los Angeles", server, "2024-03-05")
+}
+
+// writeOld writes text to the vault file p with a settled mtime
+// (testvault.Settled): one read within ingest.RacyWindow of its change is
+// read again by the next sweep, which tests of what an unchanged file keeps
+// leave aside.
+func writeOld(t *testing.T, p, text string) {
+	t.Helper()
+	if err := testvault.WriteFile(p, text, testvault.Settled()); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -427,9 +427,7 @@ func TestSweepSaysARereadEachRun(t *testing.T) {
 	vault := t.TempDir()
 	p := filepath.Join(vault, "a.md")
 	text := "**User:** why does rye dough stick?\n\n**Assistant:** it holds more water.\n"
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeOld(t, p, text)
 	if _, errs, code := run(t, env, "sweep", vault); code != 0 {
 		t.Fatal(errs)
 	}

@@ -114,6 +114,26 @@ type parsed struct {
 // so the export cannot look unchanged while some of its pieces are missing.
 const inProgress = -1
 
+// unsettled is the mtime recorded for a file read within RacyWindow of its
+// last change (see Racy): no file has it, so the next sweep reads the
+// file again, and records its mtime then.
+const unsettled = -2
+
+// RacyWindow is the coarsest mtime a file system in use keeps: FAT's two
+// seconds (ext3, HFS+ and many network shares keep whole seconds).
+const RacyWindow = 2 * time.Second
+
+// Racy reports whether a file whose mtime is mtime (unix nanoseconds), read
+// from the moment read on, may change again without its mtime changing: a
+// change within the same tick of the file system's clock keeps the mtime
+// it had, and a change of the same size would then look unchanged to every
+// later sweep, its text never read. Such a file is recorded as unsettled,
+// and read again by the next sweep (once more, at worst, for nothing: what
+// reads the same is kept as stored), as git treats "racily clean" files.
+func Racy(mtime int64, read time.Time) bool {
+	return mtime > read.Add(-RacyWindow).UnixNano()
+}
+
 // limits are the bounds of one write transaction and of one piece of an
 // export. By default a piece is well under a transaction, so that the pieces
 // in flight between the stages hold little however large the export; set
@@ -231,6 +251,9 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 	fail := func(err error) bool { return emit(&parsed{f: f, final: true, err: err}) }
 	if err := ctx.Err(); err != nil {
 		return fail(err)
+	}
+	if Racy(f.mtime, time.Now()) {
+		f.mtime = unsettled // what document and noConversation record
 	}
 	fh, err := os.Open(f.path)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
+	"github.com/recall-mcp/recall/internal/testvault"
 )
 
 func openStore(t *testing.T) *sqlite.DB {
@@ -34,13 +35,12 @@ func openAt(t *testing.T, path string) *sqlite.DB {
 	return db
 }
 
+// write writes text to the vault file rel under root, with a settled mtime
+// (testvault.Settled: a file read within RacyWindow of its change is read
+// again by the next sweep, TestSameSizeEditInTheSweepsSecond).
 func write(t *testing.T, root, rel, text string) {
 	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+	if err := testvault.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), text, testvault.Settled()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -580,5 +580,45 @@ func TestSweepHalfWrittenLog(t *testing.T) {
 	}
 	if res, _ = sweep(t, st, root, Options{}); res.FilesSkipped != 1 || res.FilesChanged != 0 {
 		t.Errorf("the sweep after: %+v; want the file skipped", res)
+	}
+}
+
+// A file changed again, to the same size, within the tick of the file
+// system's clock in which a sweep read it keeps its mtime (a whole second on
+// ext3, HFS+ and many shares, two on FAT): it looked unchanged to every
+// later sweep, and the edit was never read. A file read within RacyWindow
+// of its mtime is read again by the next sweep, and skipped once its mtime
+// is settled. The tick that has not passed is an mtime ahead of the clock
+// (a share's clock ahead of this machine's is the same case): the file is
+// read by every sweep until the clock passes it.
+func TestSameSizeEditInTheSweepsSecond(t *testing.T) {
+	st := openStore(t)
+	root := t.TempDir()
+	p := filepath.Join(root, "note.md")
+	tick := time.Now().Add(time.Hour).Truncate(time.Second)
+	edit := func(text string, mtime time.Time) {
+		t.Helper()
+		if err := testvault.WriteFile(p, text, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func() string {
+		t.Helper()
+		cs, err := st.Chunks(context.Background(), "note.md", 0, 10)
+		if err != nil || len(cs) != 1 {
+			t.Fatalf("chunks of note.md: %v %v", cs, err)
+		}
+		return cs[0].Text
+	}
+	edit("**User:** the kettle is on the left shelf", tick)
+	sweep(t, st, root, Options{})
+	edit("**User:** the kettle is on the high shelf", tick) // the same size
+	if res, _ := sweep(t, st, root, Options{}); res.FilesChanged != 1 || !strings.Contains(stored(), "high shelf") {
+		t.Fatalf("the sweep after a same-size edit in the tick of the last read: %+v, stored %q; want the edit read", res, stored())
+	}
+	edit("**User:** the kettle is on the high shelf", testvault.Settled())
+	sweep(t, st, root, Options{})
+	if res, _ := sweep(t, st, root, Options{}); res.FilesSkipped != 1 || res.Bytes != 0 {
+		t.Errorf("a settled file: %+v; want it skipped, not read", res)
 	}
 }

@@ -446,6 +446,13 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 		s.fail(f.ID, err)
 		return nil
 	}
+	mtime := f.MTime
+	if ingest.Racy(mtime, time.Now()) {
+		// It may change again within its mtime's tick: the entry records
+		// no file's mtime, so the next run hashes the file again
+		// (ingest.Racy).
+		mtime = -1
+	}
 	fh, err := os.Open(f.Path)
 	if err != nil {
 		s.fail(f.ID, err)
@@ -460,7 +467,7 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 		s.fail(f.ID, err)
 		return nil
 	}
-	entry := fileEntry{Hash: sum, Size: f.Size, MTime: f.MTime, Reading: ingest.ReadingVersion}
+	entry := fileEntry{Hash: sum, Size: f.Size, MTime: mtime, Reading: ingest.ReadingVersion}
 	if !s.opt.Full && current && old.Hash == entry.Hash {
 		entry.Sources, entry.Listed = old.Sources, old.Listed
 		s.man.Files[f.ID] = entry

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/recall-mcp/recall/internal/search"
 	"github.com/recall-mcp/recall/internal/server"
 	"github.com/recall-mcp/recall/internal/store/sqlite"
+	"github.com/recall-mcp/recall/internal/testvault"
 )
 
 const token = "remote-test-token-0123456789abcdef"
@@ -61,7 +63,10 @@ func newTarget(t *testing.T, wrap func(http.Handler) http.Handler) *target {
 	return &target{st: st, srv: srv}
 }
 
-// vault copies testdata/vault to a temporary directory the test may change.
+// vault copies testdata/vault to a temporary directory the test may
+// change, its files' mtimes an hour back, as a vault's files are older than
+// the sweep that reads them (one read within ingest.RacyWindow of its change
+// is hashed again by the next run: TestSameSizeEditInTheRunsSecond).
 func vault(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
@@ -77,7 +82,7 @@ func vault(t *testing.T) string {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+		return testvault.WriteFile(filepath.Join(dst, rel), string(b), testvault.Settled())
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -1095,5 +1100,40 @@ func TestKilledRunKeepsWhatTheServerConfirmed(t *testing.T) {
 	}
 	if got := manifestFiles(t, killed); len(got) != 8 {
 		t.Errorf("after the next run the manifest records %v", got)
+	}
+}
+
+// A file changed again, to the same size, within the tick of its mtime in
+// which a run hashed it looked unchanged to every later run, which skips
+// the hashing of a file whose size and mtime the manifest records: the edit
+// never reached the server. A file read within ingest.RacyWindow of its
+// mtime is hashed again by the next run (an mtime ahead of the clock is the
+// tick that has not passed), and skipped once settled.
+func TestSameSizeEditInTheRunsSecond(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "note.md")
+	tick := time.Now().Add(time.Hour).Truncate(time.Second)
+	edit := func(text string, mtime time.Time) {
+		t.Helper()
+		if err := testvault.WriteFile(p, text, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	edit("**User:** the kettle is on the left shelf", tick)
+	if _, err := remote.Sweep(context.Background(), dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	edit("**User:** the kettle is on the high shelf", tick) // the same size
+	res, err := remote.Sweep(context.Background(), dir, opt)
+	cs, _ := tg.st.Chunks(context.Background(), "note.md", 0, 10)
+	if err != nil || res.FilesChanged != 1 || len(cs) != 1 || !strings.Contains(cs[0].Text, "high shelf") {
+		t.Fatalf("the run after a same-size edit in the tick of the last: %+v %v, server holds %v; want the edit sent", res, err, cs)
+	}
+	edit("**User:** the kettle is on the high shelf", testvault.Settled())
+	remote.Sweep(context.Background(), dir, opt)
+	if res, err := remote.Sweep(context.Background(), dir, opt); err != nil || res.FilesSkipped != 1 || res.Bytes != 0 {
+		t.Errorf("a settled file: %+v %v; want it skipped", res, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // vocabulary is common English words; rank order drives the Zipf draw.
@@ -99,3 +100,22 @@ func Cached(name string, n, avgBytes int, seed uint64) (string, int64, error) {
 	}
 	return dir, total, os.WriteFile(done, []byte(fmt.Sprint(total)), 0o644)
 }
+
+// WriteFile writes text to the file at path, making its folders, and gives
+// it the mtime given. A test of what a sweep makes of a file's mtime sets
+// one; a test of anything else gives an older one (Settled), since a file a
+// sweep reads within ingest.RacyWindow of its mtime is read again by the
+// next sweep.
+func WriteFile(path, text string, mtime time.Time) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return err
+	}
+	return os.Chtimes(path, mtime, mtime)
+}
+
+// Settled is an mtime an hour back, as a vault's files are older than the
+// sweep that reads them; each call gives another.
+func Settled() time.Time { return time.Now().Add(-time.Hour) }
