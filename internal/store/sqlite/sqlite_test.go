@@ -1240,3 +1240,27 @@ func TestWriteToAReadOnlyFile(t *testing.T) {
 		t.Errorf("what was written before: %+v %v", s, err)
 	}
 }
+
+// Every connection that writes or checkpoints syncs as a power loss needs:
+// synchronous=FULL, and on macOS F_FULLFSYNC (fullfsync), without which an
+// acknowledged commit sits in the drive's cache (SQLite's default there is
+// fsync alone). Readers write nothing.
+func TestWritesSyncThroughTheDrivesCache(t *testing.T) {
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "sync.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for name, conn := range map[string]*sql.DB{"writer": db.rw, "checkpointer": db.ckpt.conn} {
+		var synchronous, fullfsync int
+		if err := conn.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&synchronous); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.QueryRowContext(ctx, `PRAGMA fullfsync`).Scan(&fullfsync); err != nil {
+			t.Fatal(err)
+		}
+		if synchronous != 2 || fullfsync != 1 {
+			t.Errorf("%s: synchronous %d, fullfsync %d; want 2 (FULL) and 1", name, synchronous, fullfsync)
+		}
+	}
+}
