@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -46,14 +47,16 @@ var wholeTable = regexp.MustCompile(`Seq Scan on (chunks|vectors|sources|posting
 // a write's cost must not grow with the store. The generic plan that
 // settled a write's sources had read every chunk and every vector of the
 // read space into hash tables, on every write (232 ms at 12,000 chunks,
-// BenchmarkWriteVectors), since a store written for a while by one process
-// is not analyzed yet, or not since it grew.
+// BenchmarkWriteVectors), whether the store had been analyzed or not.
 func TestWritePlansProbe(t *testing.T) {
 	db := openTest(t, pgtest.Server(t), Options{})
 	defer db.Close()
 	if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "bench", Provider: "bench", Model: "bench", Dim: 384, Normalized: true}); err != nil {
 		t.Fatal(err)
 	}
+	// 60 conversations of 10 chunks with vectors, and 1,000 memories: so
+	// many sources that reading them all is not the cheapest way to find a
+	// few.
 	load := storetest.NewWriteLoad()
 	for range 3 {
 		docs, vecs, _ := load.NextWithVectors("bench", 2, 384)
@@ -61,12 +64,24 @@ func TestWritePlansProbe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var memories []recall.Document
+	for i := range 1000 {
+		text := fmt.Sprintf("memory %d", i)
+		memories = append(memories, recall.Document{Source: recall.Source{ID: fmt.Sprintf("m/%04d", i), Kind: recall.KindMemory},
+			Chunks: []recall.Chunk{{Text: text, Hash: recall.TextHash(text)}}})
+	}
+	if _, err := db.Write(ctx, memories, nil); err != nil {
+		t.Fatal(err)
+	}
 	statements := map[string]string{
 		"settle written sources":      settleSQL(settleWrittenScope),
 		"settle the vectors' sources": settleSpaceSQL,
 		"drop orphan vectors":         dropOrphansSQL,
 		"keys held":                   heldKeysSQL,
 		"delete a batch's units":      deleteUnitsSQL,
+		"stored sources":              sourcesOfIDsSQL,
+		"chunks of stored sources":    chunksOfSidsSQL,
+		"chunks of deleted sources":   chunksOfIDsSQL,
 	}
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {

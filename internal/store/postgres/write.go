@@ -196,8 +196,7 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 		}
 		var b pgx.Batch
 		b.Queue(`SELECT id, sid FROM sources WHERE id = ANY($1::text[])`, storable)
-		b.Queue(`SELECT sid, `+storedChunkFields+` FROM chunks
-			WHERE sid = ANY(ARRAY(SELECT sid FROM sources WHERE id = ANY($1::text[]))) ORDER BY sid, idx`, storable)
+		b.Queue(chunksOfIDsSQL, storable)
 		br := tx.SendBatch(ctx, &b)
 		sidOf := map[string]int64{}
 		rows, err := br.Query()
@@ -296,6 +295,17 @@ type storedChunk struct {
 // chunk's source id.
 const storedChunkFields = `id, idx, hash, vkey, mid_word, tok_len`
 
+// sourcesOfIDsSQL reads what put needs of the stored sources of ids $1.
+const sourcesOfIDsSQL = `SELECT id, sid, kind, title, date, owner, category, created_at FROM sources WHERE id = ANY($1::text[])`
+
+// chunksOfSidsSQL reads the chunks of the sources $1 (sids) for
+// scanStoredChunks; chunksOfIDsSQL those of the sources $1 (ids).
+const (
+	chunksOfSidsSQL = `SELECT sid, ` + storedChunkFields + ` FROM chunks WHERE sid = ANY($1::bigint[]) ORDER BY sid, idx`
+	chunksOfIDsSQL  = `SELECT sid, ` + storedChunkFields + ` FROM chunks
+		WHERE sid = ANY(ARRAY(SELECT sid FROM sources WHERE id = ANY($1::text[]))) ORDER BY sid, idx`
+)
+
 // scanStoredChunks reads rows of a chunk's sid and storedChunkFields, by
 // source.
 func scanStoredChunks(rows pgx.Rows, err error) (map[int64][]storedChunk, error) {
@@ -342,7 +352,7 @@ func (w *writer) put(docs []*recall.Document, now time.Time, res *recall.WriteRe
 	for i, d := range docs {
 		ids[i] = d.Source.ID
 	}
-	rows, err := w.tx.Query(w.ctx, `SELECT id, sid, kind, title, date, owner, category, created_at FROM sources WHERE id = ANY($1::text[])`, ids)
+	rows, err := w.tx.Query(w.ctx, sourcesOfIDsSQL, ids)
 	if err != nil {
 		return fmt.Errorf("read sources: %w", err)
 	}
@@ -402,7 +412,7 @@ func (w *writer) put(docs []*recall.Document, now time.Time, res *recall.WriteRe
 		}
 	}
 	if len(existing) > 0 {
-		b.Queue(`SELECT sid, `+storedChunkFields+` FROM chunks WHERE sid = ANY($1::bigint[]) ORDER BY sid, idx`, existing)
+		b.Queue(chunksOfSidsSQL, existing)
 	}
 	br := w.tx.SendBatch(w.ctx, &b)
 	defer br.Close()
