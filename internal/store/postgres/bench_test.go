@@ -109,30 +109,18 @@ func BenchmarkWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	load := storetest.NewWriteLoad()
-	var bytes int64
-	for b.Loop() {
-		b.StopTimer()
-		docs, n := load.Next()
-		bytes += n
-		b.StartTimer()
-		if _, err := db.Write(ctx, docs, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.SetBytes(bytes / int64(b.N))
-	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "chunks/s")
+	storetest.WriteBench(b, db, false)
 }
 
 // BenchmarkWriteVectors is BenchmarkWrite as a sweep that embeds writes
-// (storetest.WriteVectorsBench).
+// (storetest.WriteBench).
 func BenchmarkWriteVectors(b *testing.B) {
 	db, err := Open(ctx, pgtest.Server(b), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	storetest.WriteVectorsBench(b, db)
+	storetest.WriteBench(b, db, true)
 }
 
 // BenchmarkWriteRemote is BenchmarkWriteVectors, and BenchmarkSmallWrite's
@@ -149,7 +137,7 @@ func BenchmarkWriteRemote(b *testing.B) {
 		b.Cleanup(func() { db.Close() })
 		return db
 	}
-	b.Run("bulk", func(b *testing.B) { storetest.WriteVectorsBench(b, open(b)) })
+	b.Run("bulk", func(b *testing.B) { storetest.WriteBench(b, open(b), true) })
 	b.Run("small", func(b *testing.B) { smallWrites(b, open(b)) })
 }
 

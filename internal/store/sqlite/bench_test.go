@@ -136,30 +136,18 @@ func BenchmarkWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	load := storetest.NewWriteLoad()
-	var bytes int64
-	for b.Loop() {
-		b.StopTimer()
-		docs, n := load.Next()
-		bytes += n
-		b.StartTimer()
-		if _, err := db.Write(ctx, docs, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.SetBytes(bytes / int64(b.N))
-	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "chunks/s")
+	storetest.WriteBench(b, db, false)
 }
 
 // BenchmarkWriteVectors is BenchmarkWrite as a sweep that embeds writes
-// (storetest.WriteVectorsBench).
+// (storetest.WriteBench).
 func BenchmarkWriteVectors(b *testing.B) {
 	db, err := Open(ctx, filepath.Join(b.TempDir(), "w.db"), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	storetest.WriteVectorsBench(b, db)
+	storetest.WriteBench(b, db, true)
 }
 
 // BenchmarkSmallWrite writes one short one-chunk document per transaction,

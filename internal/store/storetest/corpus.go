@@ -265,21 +265,31 @@ func benchQueries(r *rand.Rand, z *zipf, topics [][]string, speakers [][2]string
 	return qs
 }
 
-// WriteVectorsBench measures a sweep's writes as one that embeds makes
-// them: one Write per iteration of 20 new conversations of 10 chunks, each
-// chunk with its context header and a vector of 7 units of 384 dimensions
-// (1,400 unit vectors a write), into a space it makes first. Every store's
-// BenchmarkWriteVectors runs it.
-func WriteVectorsBench(b *testing.B, st recall.Store) {
+// WriteBench measures a sweep's writes, the same load on every store:
+// one Write per iteration of 20 new conversations of 10 chunks (Next);
+// withVectors, as one that embeds makes them (NextWithVectors): each chunk
+// with its context header and a vector of 7 units of 384 dimensions (1,400
+// unit vectors a write), into a space made first. Every store's
+// BenchmarkWrite and BenchmarkWriteVectors run it.
+func WriteBench(b *testing.B, st recall.Store, withVectors bool) {
 	ctx := b.Context()
-	if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "bench", Provider: "bench", Model: "bench", Dim: 384, Normalized: true}); err != nil {
-		b.Fatal(err)
+	if withVectors {
+		if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "bench", Provider: "bench", Model: "bench", Dim: 384, Normalized: true}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	load := NewWriteLoad()
 	var bytes int64
 	for b.Loop() {
 		b.StopTimer()
-		docs, vecs, n := load.NextWithVectors("bench", 7, 384)
+		var docs []recall.Document
+		var vecs []recall.Vector
+		var n int64
+		if withVectors {
+			docs, vecs, n = load.NextWithVectors("bench", 7, 384)
+		} else {
+			docs, n = load.Next()
+		}
 		bytes += n
 		b.StartTimer()
 		if _, err := st.Write(ctx, docs, vecs); err != nil {
