@@ -29,8 +29,8 @@ run go test -run '^$' -bench Lexical -benchtime 500x -count 3 ./internal/store/s
 # with PostgreSQL's default durability.
 if out=$(./scripts/install-test-postgres.sh 2>&1); then
   eval "$(echo "$out" | grep -E '^RECALL_TEST_PG_HOME=' | sed 's/^/export /')"
-  run go test -run '^$' -bench '^Benchmark(SmallWrite|Write)$' -benchtime 100x ./internal/store/sqlite/
-  run env RECALL_TEST_PG_DURABLE=1 go test -run '^$' -bench '^Benchmark(SmallWrite|Write)$' -benchtime 100x ./internal/store/postgres/
+  run go test -run '^$' -bench '^Benchmark(SmallWrite|Write|WriteVectors)$' -benchtime 100x ./internal/store/sqlite/
+  run env RECALL_TEST_PG_DURABLE=1 go test -run '^$' -bench '^Benchmark(SmallWrite|Write|WriteVectors)$' -benchtime 100x ./internal/store/postgres/
   run go test -run '^$' -bench Lexical -benchtime 500x ./internal/store/postgres/
 else
   echo "warning: could not install PostgreSQL; the PostgreSQL store's benchmarks are skipped" >&2
