@@ -1,6 +1,7 @@
 package pgtest
 
 import (
+	"encoding/binary"
 	"net"
 	"net/url"
 	"sync"
@@ -10,8 +11,8 @@ import (
 )
 
 // Proxy stands between a test's clients and the database server: it
-// counts round trips (a client sending after the server has answered it),
-// and can delay what each side sends, as a server across a network does.
+// counts round trips, and can delay what each side sends, as a server
+// across a network does.
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -24,9 +25,9 @@ type Proxy struct {
 }
 
 // NewProxy returns a proxy to the server of dsn (a URL Server or Shared
-// made) and dsn through it. Each message is held for delay in each
-// direction, so a round trip costs 2×delay more; it is closed when tb
-// ends.
+// made) and dsn through it, without TLS (the proxy reads the server's
+// messages). Each message is held for delay in each direction, so a round
+// trip costs 2×delay more; it is closed when tb ends.
 func NewProxy(tb testing.TB, dsn string, delay time.Duration) (*Proxy, string) {
 	tb.Helper()
 	u, err := url.Parse(dsn)
@@ -50,11 +51,16 @@ func NewProxy(tb testing.TB, dsn string, delay time.Duration) (*Proxy, string) {
 		p.wg.Wait()
 	})
 	u.Host = ln.Addr().String()
+	q := u.Query()
+	q.Set("sslmode", "disable")
+	u.RawQuery = q.Encode()
 	return p, u.String()
 }
 
-// RoundTrips is how many times a client has sent something after the
-// server's answer (or as a connection's first message) so far.
+// RoundTrips is how many times so far a client has waited for the server
+// to finish what it sent: the server's ReadyForQuery messages, which end
+// every answer to a query, a pipeline of statements (pgx's batches, one
+// Sync) or a COPY, and the connection's start.
 func (p *Proxy) RoundTrips() int64 { return p.trips.Load() }
 
 func (p *Proxy) serve() {
@@ -72,27 +78,18 @@ func (p *Proxy) serve() {
 		p.mu.Lock()
 		p.conns = append(p.conns, client, server)
 		p.mu.Unlock()
-		// answered: the client's next message starts a round trip.
-		var mu sync.Mutex
-		answered := true
-		turn := func(fromClient bool) {
-			mu.Lock()
-			if fromClient && answered {
-				p.trips.Add(1)
-			}
-			answered = !fromClient
-			mu.Unlock()
-		}
+		var msgs messages
 		p.wg.Add(2)
-		go p.pipe(server, client, func() { turn(true) })
-		go p.pipe(client, server, func() { turn(false) })
+		go p.pipe(server, client, nil)
+		go p.pipe(client, server, func(b []byte) { p.trips.Add(msgs.readyForQuery(b)) })
 	}
 }
 
 // pipe copies src to dst, each read held for the proxy's delay from when
-// it was read (so pieces keep their order and spacing), calling seen as it
-// is read; it closes both connections when either side ends.
-func (p *Proxy) pipe(dst, src net.Conn, seen func()) {
+// it was read (so pieces keep their order and spacing), showing it to
+// seen (when not nil) as it is read; it closes both connections when
+// either side ends.
+func (p *Proxy) pipe(dst, src net.Conn, seen func([]byte)) {
 	defer p.wg.Done()
 	defer dst.Close()
 	defer src.Close()
@@ -107,7 +104,9 @@ func (p *Proxy) pipe(dst, src net.Conn, seen func()) {
 			b := make([]byte, 32<<10)
 			n, err := src.Read(b)
 			if n > 0 {
-				seen()
+				if seen != nil {
+					seen(b[:n])
+				}
 				pieces <- piece{b[:n], time.Now().Add(p.delay)}
 			}
 			if err != nil {
@@ -126,4 +125,38 @@ func (p *Proxy) pipe(dst, src net.Conn, seen func()) {
 			return
 		}
 	}
+}
+
+// messages follows the server's side of a connection, message by message
+// (a type byte and a length that counts itself), across reads.
+type messages struct {
+	header [5]byte
+	have   int // bytes of header read
+	skip   int // bytes of the current message's body still to come
+}
+
+// readyForQuery reads b and returns how many ReadyForQuery ('Z') messages
+// it began.
+func (m *messages) readyForQuery(b []byte) int64 {
+	var n int64
+	for len(b) > 0 {
+		if m.skip > 0 {
+			k := min(m.skip, len(b))
+			m.skip -= k
+			b = b[k:]
+			continue
+		}
+		k := copy(m.header[m.have:], b)
+		m.have += k
+		b = b[k:]
+		if m.have < len(m.header) {
+			break
+		}
+		if m.header[0] == 'Z' {
+			n++
+		}
+		m.skip = int(binary.BigEndian.Uint32(m.header[1:])) - 4
+		m.have = 0
+	}
+	return n
 }
