@@ -195,7 +195,9 @@ func (e *engine) Info() recall.EmbedderInfo {
 
 // Embed returns one unit vector per text, in order. Texts are sent in
 // batches, concurrently up to the embedder's limit; the first failing batch
-// cancels the others.
+// cancels the others. Texts the service refuses on their own as too long
+// for the model fail only themselves: the call then returns a *Refused
+// error holding the other texts' vectors.
 func (e *engine) Embed(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return [][]float32{}, nil
@@ -209,12 +211,19 @@ func (e *engine) Embed(ctx context.Context, kind recall.InputKind, texts []strin
 		inputs[i] = truncate(prefix+t, e.limits.MaxInputChars)
 	}
 	batches := e.split(inputs)
+	out := make([][]float32, len(inputs))
+	why := make([]*recall.Error, len(inputs))
 	if len(batches) == 1 {
-		return e.embedBatch(ctx, kind, inputs)
+		vecs, refused, err := e.embedBatch(ctx, kind, inputs)
+		if err != nil {
+			return nil, err
+		}
+		copy(out, vecs)
+		copy(why, refused)
+		return refusals(out, why)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out := make([][]float32, len(inputs))
 	var (
 		wg    sync.WaitGroup
 		once  sync.Once
@@ -222,19 +231,20 @@ func (e *engine) Embed(ctx context.Context, kind recall.InputKind, texts []strin
 	)
 	for _, b := range batches {
 		wg.Go(func() {
-			vecs, err := e.embedBatch(ctx, kind, inputs[b.lo:b.hi])
+			vecs, refused, err := e.embedBatch(ctx, kind, inputs[b.lo:b.hi])
 			if err != nil {
 				once.Do(func() { first = err; cancel() })
 				return
 			}
 			copy(out[b.lo:b.hi], vecs)
+			copy(why[b.lo:b.hi], refused)
 		})
 	}
 	wg.Wait()
 	if first != nil {
 		return nil, first
 	}
-	return out, nil
+	return refusals(out, why)
 }
 
 type span struct{ lo, hi int }
@@ -276,45 +286,67 @@ func (e *engine) maxBatch() int {
 	return e.limits.MaxBatch
 }
 
-// tooLarge marks a request the service refused for its size (HTTP 413):
-// the same texts in smaller requests may pass.
-type tooLarge struct{ err *recall.Error }
+// tooLarge marks a request the service refused for its size: the same
+// texts in smaller requests may pass. input is set when the service said
+// a text is too long for the model (see inputTooLong), not that the batch
+// is too big (413): splitting then isolates that text, and later batches
+// keep their size.
+type tooLarge struct {
+	err   *recall.Error
+	input bool
+}
 
 func (t *tooLarge) Error() string { return t.err.Error() }
 func (t *tooLarge) Unwrap() error { return t.err }
 
 // embedBatch embeds texts in one request, or, when the service refuses that
-// as too large, in requests of half as many texts (split again as needed),
-// remembering the smaller size for later batches. A single text refused
-// fails as it is.
-func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
-	vecs, err := e.sendBatch(ctx, kind, texts)
+// as too large, in requests of half as many texts (split again as needed).
+// A batch refused for its size (413) lowers the size of later batches; one
+// refused for a text too long for the model does not. A single text
+// refused as too long for the model is refused alone: its vector is nil
+// and refused holds why at its index (refused is nil when none was), while
+// the others get their vectors.
+func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []string) (vecs [][]float32, refused []*recall.Error, err error) {
+	vecs, err = e.sendBatch(ctx, kind, texts)
 	var tl *tooLarge
 	if !errors.As(err, &tl) {
-		return vecs, err
+		return vecs, nil, err
 	}
-	if len(texts) == 1 {
-		return nil, tl.err
+	switch {
+	case len(texts) == 1 && tl.input:
+		return [][]float32{nil}, []*recall.Error{tl.err}, nil
+	case len(texts) == 1:
+		// A bare 413 for one text may be a proxy's body limit, which
+		// says nothing of the text: the call fails as it is.
+		return nil, nil, tl.err
 	}
 	half := len(texts) / 2
-	e.mu.Lock()
-	if e.batchCap == 0 || half < e.batchCap {
-		e.batchCap = half
+	if !tl.input {
+		e.mu.Lock()
+		if e.batchCap == 0 || half < e.batchCap {
+			e.batchCap = half
+		}
+		e.mu.Unlock()
 	}
-	e.mu.Unlock()
 	// The size is read again for each piece: a refused piece lowers it
 	// for the pieces after it too.
-	out := make([][]float32, 0, len(texts))
+	vecs = make([][]float32, len(texts))
 	for lo := 0; lo < len(texts); {
-		hi := min(len(texts), lo+e.maxBatch())
-		vecs, err := e.embedBatch(ctx, kind, texts[lo:hi])
+		hi := min(len(texts), lo+min(half, e.maxBatch()))
+		v, r, err := e.embedBatch(ctx, kind, texts[lo:hi])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, vecs...)
+		copy(vecs[lo:hi], v)
+		if r != nil {
+			if refused == nil {
+				refused = make([]*recall.Error, len(texts))
+			}
+			copy(refused[lo:hi], r)
+		}
 		lo = hi
 	}
-	return out, nil
+	return vecs, refused, nil
 }
 
 // sendBatch embeds texts in one request, retrying what is worth retrying.

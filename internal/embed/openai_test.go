@@ -2,6 +2,7 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -321,19 +322,22 @@ func TestBatchRefusedAsTooLargeIsSplit(t *testing.T) {
 	}
 }
 
-// A single text refused as too large cannot be split: it fails at once,
-// naming the limit to lower and the service's reason.
+// A single text refused with a bare 413, which does not say the text is
+// too long for the model (a proxy's body limit says so of any text),
+// cannot be split: the call fails at once, naming the limit to lower.
 func TestTextRefusedAsTooLarge(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{
-			"message": "Input validation error: `inputs` must have less than 512 tokens. Given: 600",
-			"code":    413, "type": "validation"})
+		writeRaw(w, http.StatusRequestEntityTooLarge, `<html><center><h1>413 Request Entity Too Large</h1></center></html>`)
 	})
 	o := newTestOpenAI(t, srv.URL, fast)
 	_, err := o.Embed(context.Background(), recall.InputDocument, []string{"a long text"})
 	wantCode(t, err, recall.ETOOLARGE)
-	if !strings.Contains(err.Error(), "lower MaxInputChars") || !strings.Contains(err.Error(), "less than 512 tokens") {
-		t.Errorf("error %q should name MaxInputChars and the service's reason", err)
+	var refused *Refused
+	if errors.As(err, &refused) {
+		t.Errorf("a bare 413 came back as a refused text: %v", err)
+	}
+	if !strings.Contains(err.Error(), "lower MaxInputChars") {
+		t.Errorf("error %q should name MaxInputChars", err)
 	}
 	if n := len(srv.requests()); n != 1 {
 		t.Errorf("server saw %d requests, want 1", n)

@@ -35,6 +35,11 @@ func (e *engine) statusError(status int, header http.Header, body []byte, n int)
 		return recall.Errorf(recall.EUNAUTHORIZED, "%s rejected the API key (HTTP %d)", e.provider, status)
 	case status >= 400 && modelMissing(status, msg):
 		return recall.Errorf(recall.EINVALID, "%s does not know the model %q (%s)", e.provider, e.model, detail)
+	case inputTooLong(status, msg, body):
+		if n == 1 {
+			return &tooLarge{input: true, err: recall.Errorf(recall.ETOOLARGE, "%s refused a text as too long for the model %q (%s): it is left without a vector", e.provider, e.model, detail)}
+		}
+		return &tooLarge{input: true, err: recall.Errorf(recall.ETOOLARGE, "%s refused a batch of %d texts for one too long for the model %q (%s)", e.provider, n, e.model, detail)}
 	case status == http.StatusNotFound:
 		return recall.Errorf(recall.EINVALID, "%s answered 404 Not Found: check the base URL and that the model %q exists", e.provider, e.model)
 	case status == http.StatusRequestTimeout:
@@ -119,6 +124,20 @@ func quotaExhausted(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// errorCode is the code of an OpenAI-shaped error body,
+// {"error":{"code":...}}; "" when there is none.
+func errorCode(body []byte) string {
+	var m struct {
+		Error struct {
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	return jsonScalar(m.Error.Code)
 }
 
 // jsonScalar is a JSON string's text or a number's digits; "" otherwise.

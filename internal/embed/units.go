@@ -2,6 +2,7 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -62,7 +63,10 @@ type ChunkText struct {
 // its unit vectors concatenated: a recall.Vector's Vec. Every unit must
 // have dim values (the space's dimension; 0 skips the check): a store
 // cannot tell one 768-value vector from two 384-value units, so a model of
-// the wrong size is caught here, never written.
+// the wrong size is caught here, never written. A chunk with a unit the
+// embedder refused (*Refused: too long for the model) is refused whole,
+// and the error is then a *Refused by chunk index, holding the other
+// chunks' vectors.
 func EmbedChunks(ctx context.Context, e recall.Embedder, dim int, chunks []ChunkText) ([][]float32, error) {
 	var inputs []string
 	counts := make([]int, len(chunks))
@@ -72,6 +76,10 @@ func EmbedChunks(ctx context.Context, e recall.Embedder, dim int, chunks []Chunk
 		inputs = append(inputs, us...)
 	}
 	vecs, err := e.Embed(ctx, recall.InputDocument, inputs)
+	var refused *Refused
+	if errors.As(err, &refused) && len(refused.Vecs) == len(inputs) {
+		vecs, err = refused.Vecs, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -79,13 +87,23 @@ func EmbedChunks(ctx context.Context, e recall.Embedder, dim int, chunks []Chunk
 		return nil, recall.Errorf(recall.EINTERNAL, "embedder returned %d vectors for %d texts", len(vecs), len(inputs))
 	}
 	for _, v := range vecs {
-		if dim > 0 && len(v) != dim {
+		if v != nil && dim > 0 && len(v) != dim {
 			return nil, recall.Errorf(recall.ECONFLICT, "the embedder returned %d-dimensional vectors for a %d-dimensional space: use the space's model, or create a new space for this one", len(v), dim)
 		}
 	}
 	out := make([][]float32, len(chunks))
+	why := make([]*recall.Error, len(chunks))
 	k := 0
 	for i, n := range counts {
+		for j := k; j < k+n && refused != nil; j++ {
+			if r := refused.Reasons[j]; r != nil && why[i] == nil {
+				why[i] = r
+			}
+		}
+		if why[i] != nil {
+			k += n
+			continue
+		}
 		dim := len(vecs[k])
 		flat := make([]float32, 0, n*dim)
 		for j := 0; j < n; j++ {
@@ -97,5 +115,5 @@ func EmbedChunks(ctx context.Context, e recall.Embedder, dim int, chunks []Chunk
 		out[i] = flat
 		k += n
 	}
-	return out, nil
+	return refusals(out, why)
 }
