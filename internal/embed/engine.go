@@ -10,7 +10,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -117,14 +119,18 @@ type wire interface {
 type engine struct {
 	provider  string
 	model     string
-	endpoint  string
 	secret    string
 	client    *http.Client
 	limits    Limits
 	prefixes  Prefixes
 	maxTokens int
-	wire      wire
 	sem       chan struct{}
+
+	// route is where requests go and how they are written; it starts as
+	// the provider's own and moves to older, for the client's life, when
+	// the service answers that it has no such endpoint (see attempt).
+	route atomic.Pointer[route]
+	older *route
 
 	// sleep waits d or until ctx ends; tests replace it to observe waits.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -144,6 +150,18 @@ type engineConfig struct {
 	limits, defaults                  Limits
 	prefixes                          Prefixes
 	wire                              wire
+	// older, when set, is the route taken when endpoint answers 404 with
+	// a bare "404 page not found" (a server that predates it).
+	older *route
+}
+
+// route is an endpoint and the way requests to it are written.
+type route struct {
+	endpoint string
+	wire     wire
+	// single is set for endpoints that take one text per request
+	// (Ollama's /api/embeddings).
+	single bool
 }
 
 // init sets up e in place (it holds a mutex, so it is never copied).
@@ -171,8 +189,10 @@ func (e *engine) init(c engineConfig) error {
 		t.MaxIdleConnsPerHost = max(limits.Concurrency, 2)
 		client = &http.Client{Transport: t}
 	}
-	e.provider, e.model, e.endpoint, e.secret = c.provider, c.model, c.endpoint, c.secret
-	e.client, e.limits, e.prefixes, e.wire = client, limits, c.prefixes, c.wire
+	e.provider, e.model, e.secret = c.provider, c.model, c.secret
+	e.client, e.limits, e.prefixes = client, limits, c.prefixes
+	e.route.Store(&route{endpoint: c.endpoint, wire: c.wire})
+	e.older = c.older
 	e.maxTokens = KnownMaxTokens(c.model)
 	e.sem = make(chan struct{}, limits.Concurrency)
 	e.sleep = sleepContext
@@ -307,7 +327,13 @@ func (t *tooLarge) Unwrap() error { return t.err }
 // and refused holds why at its index (refused is nil when none was), while
 // the others get their vectors.
 func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []string) (vecs [][]float32, refused []*recall.Error, err error) {
+	if len(texts) > 1 && e.route.Load().single {
+		return e.embedEach(ctx, kind, texts)
+	}
 	vecs, err = e.sendBatch(ctx, kind, texts)
+	if errors.Is(err, errRerouted) {
+		return e.embedBatch(ctx, kind, texts)
+	}
 	var tl *tooLarge
 	if !errors.As(err, &tl) {
 		return vecs, nil, err
@@ -349,19 +375,69 @@ func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []
 	return vecs, refused, nil
 }
 
+// embedEach embeds texts one per request, for a route that takes no more,
+// as many at once as the concurrency limit lets through (exchange holds a
+// slot per request); the first failure cancels the rest.
+func (e *engine) embedEach(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, []*recall.Error, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	vecs := make([][]float32, len(texts))
+	why := make([]*recall.Error, len(texts))
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for i := range texts {
+		wg.Go(func() {
+			v, r, err := e.embedBatch(ctx, kind, texts[i:i+1])
+			if err != nil {
+				once.Do(func() { first = err; cancel() })
+				return
+			}
+			vecs[i] = v[0]
+			if r != nil {
+				why[i] = r[0]
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, nil, first
+	}
+	for _, w := range why {
+		if w != nil {
+			return vecs, why, nil
+		}
+	}
+	return vecs, nil, nil
+}
+
+// errRerouted says a batch was not sent, or not taken, on the route it
+// was meant for because the route changed (attempt moved it to e.older):
+// embedBatch sends it again on the new route.
+var errRerouted = errors.New("rerouted")
+
 // sendBatch embeds texts in one request, retrying what is worth retrying.
 func (e *engine) sendBatch(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
+	rt := e.route.Load()
+	if rt.single && len(texts) > 1 {
+		return nil, errRerouted // the route moved since embedBatch looked
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e.wire.body(kind, texts)); err != nil {
+	if err := enc.Encode(rt.wire.body(kind, texts)); err != nil {
 		return nil, fmt.Errorf("%s: encode request: %w", e.provider, err)
 	}
 	payload := buf.Bytes()
 	for attempt := 1; ; attempt++ {
-		vecs, err := e.attempt(ctx, payload, len(texts))
+		vecs, err := e.attempt(ctx, rt, payload, len(texts))
 		if err == nil {
 			return vecs, nil
+		}
+		if errors.Is(err, errRerouted) {
+			return nil, err
 		}
 		if ctx.Err() != nil {
 			return nil, e.canceled(ctx)
@@ -418,16 +494,24 @@ func (e *engine) canceled(ctx context.Context) error {
 	return fmt.Errorf("%s embedding: %w", e.provider, ctx.Err())
 }
 
-// attempt makes one request and turns its outcome into vectors or an error.
-func (e *engine) attempt(ctx context.Context, payload []byte, n int) ([][]float32, error) {
-	status, header, body, err := e.exchange(ctx, payload)
+// attempt makes one request on route r and turns its outcome into vectors
+// or an error. A 404 whose body is a bare "404 page not found" (the answer
+// of Go's and Gin's routers to a path they do not serve, where a missing
+// model gets a JSON error) moves the client to e.older for its life:
+// Ollama before 0.3 has no /api/embed, only /api/embeddings.
+func (e *engine) attempt(ctx context.Context, r *route, payload []byte, n int) ([][]float32, error) {
+	status, header, body, err := e.exchange(ctx, r.endpoint, payload)
 	if err != nil {
 		return nil, err
+	}
+	if status == http.StatusNotFound && e.older != nil && r != e.older && strings.TrimSpace(string(body)) == "404 page not found" {
+		e.route.CompareAndSwap(r, e.older)
+		return nil, errRerouted
 	}
 	if status < 200 || status > 299 {
 		return nil, e.statusError(status, header, body, n)
 	}
-	vecs, err := e.wire.decode(body, n)
+	vecs, err := r.wire.decode(body, n)
 	if err != nil {
 		return nil, e.decodeError(err)
 	}
@@ -439,7 +523,7 @@ func (e *engine) attempt(ctx context.Context, payload []byte, n int) ([][]float3
 
 // exchange holds a concurrency slot only while the request is on the wire,
 // never while waiting to retry.
-func (e *engine) exchange(ctx context.Context, payload []byte) (int, http.Header, []byte, error) {
+func (e *engine) exchange(ctx context.Context, endpoint string, payload []byte) (int, http.Header, []byte, error) {
 	select {
 	case e.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -449,7 +533,7 @@ func (e *engine) exchange(ctx context.Context, payload []byte) (int, http.Header
 
 	rctx, cancel := context.WithTimeout(ctx, e.limits.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, e.endpoint, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, endpoint, bytes.NewReader(payload))
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("%s: build request: %w", e.provider, e.redactErr(err))
 	}

@@ -499,22 +499,22 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.endpoint != "http://127.0.0.1:11434/api/embed" || o.limits != withRetryDefaults(ollamaDefaults) {
-		t.Errorf("ollama endpoint %s, limits %+v", o.endpoint, o.limits)
+	if o.route.Load().endpoint != "http://127.0.0.1:11434/api/embed" || o.limits != withRetryDefaults(ollamaDefaults) {
+		t.Errorf("ollama endpoint %s, limits %+v", o.route.Load().endpoint, o.limits)
 	}
 	a, err := NewOpenAI(OpenAIConfig{Model: "text-embedding-3-small"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.endpoint != "https://api.openai.com/v1/embeddings" || a.limits != withRetryDefaults(openAIDefaults) {
-		t.Errorf("openai endpoint %s, limits %+v", a.endpoint, a.limits)
+	if a.route.Load().endpoint != "https://api.openai.com/v1/embeddings" || a.limits != withRetryDefaults(openAIDefaults) {
+		t.Errorf("openai endpoint %s, limits %+v", a.route.Load().endpoint, a.limits)
 	}
 	c, err := NewCloudflare(CloudflareConfig{AccountID: "abc", APIToken: "t", Model: "@cf/baai/bge-m3"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.endpoint != "https://api.cloudflare.com/client/v4/accounts/abc/ai/run/@cf/baai/bge-m3" || c.limits.MaxBatch != 100 {
-		t.Errorf("cloudflare endpoint %s, limits %+v", c.endpoint, c.limits)
+	if c.route.Load().endpoint != "https://api.cloudflare.com/client/v4/accounts/abc/ai/run/@cf/baai/bge-m3" || c.limits.MaxBatch != 100 {
+		t.Errorf("cloudflare endpoint %s, limits %+v", c.route.Load().endpoint, c.limits)
 	}
 	l := Limits{MaxBatch: 7, Timeout: time.Second}
 	o, err = NewOllama(OllamaConfig{Model: "bge-m3", Limits: l})

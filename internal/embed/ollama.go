@@ -29,7 +29,8 @@ type OllamaConfig struct {
 	Limits
 }
 
-// Ollama embeds through Ollama's /api/embed.
+// Ollama embeds through Ollama's /api/embed, or, on an Ollama older than
+// 0.3 (which answers /api/embed with a bare 404), its /api/embeddings.
 type Ollama struct{ engine }
 
 var _ recall.Embedder = (*Ollama)(nil)
@@ -55,11 +56,13 @@ func NewOllama(cfg OllamaConfig) (*Ollama, error) {
 	if cfg.Prefixes != nil {
 		prefixes = *cfg.Prefixes
 	}
+	base = strings.TrimRight(base, "/")
 	o := &Ollama{}
 	err := o.init(engineConfig{
 		provider: "ollama",
 		model:    cfg.Model,
-		endpoint: strings.TrimRight(base, "/") + "/api/embed",
+		endpoint: base + "/api/embed",
+		older:    &route{endpoint: base + "/api/embeddings", wire: ollamaLegacyWire{model: cfg.Model}, single: true},
 		secret:   cfg.APIKey,
 		dim:      cfg.Dim,
 		client:   cfg.HTTPClient,
@@ -106,4 +109,33 @@ func (ollamaWire) decode(body []byte, _ int) ([][]float32, error) {
 		return nil, errors.New(`no "embeddings" field`)
 	}
 	return floats(r.Embeddings), nil
+}
+
+// ollamaLegacyWire is Ollama's /api/embeddings, the only embedding
+// endpoint before 0.3: one text per request, in "prompt", and one vector
+// back, in "embedding". It has no dimensions parameter (a model's
+// shorter vectors then fail the size check, saying so) and truncates to
+// the model's window by itself.
+type ollamaLegacyWire struct{ model string }
+
+type ollamaLegacyRequest struct {
+	Model  string `json:"model"`
+	Prompt string `json:"prompt"`
+}
+
+func (w ollamaLegacyWire) body(_ recall.InputKind, texts []string) any {
+	return ollamaLegacyRequest{Model: w.model, Prompt: texts[0]}
+}
+
+func (ollamaLegacyWire) decode(body []byte, _ int) ([][]float32, error) {
+	var r struct {
+		Embedding vector `json:"embedding"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, err
+	}
+	if r.Embedding == nil {
+		return nil, errors.New(`no "embedding" field`)
+	}
+	return [][]float32{r.Embedding}, nil
 }

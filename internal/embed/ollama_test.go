@@ -2,6 +2,9 @@ package embed
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -157,6 +160,107 @@ func TestOllamaSendsDimensions(t *testing.T) {
 		}
 		if len(got[0]) != want {
 			t.Errorf("got %d dimensions, want %d", len(got[0]), want)
+		}
+	}
+}
+
+// oldOllama behaves as Ollama before 0.3 does: its router answers
+// /api/embed with a bare "404 page not found", and /api/embeddings takes
+// one "prompt" and answers one "embedding"; a model it lacks gets a JSON
+// 404.
+func oldOllama(t *testing.T, model string, dim int) *fakeServer {
+	return newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		if r.URL.Path != "/api/embeddings" {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, "404 page not found")
+			return
+		}
+		var in struct {
+			Model  string  `json:"model"`
+			Prompt *string `json:"prompt"`
+		}
+		if err := json.Unmarshal(req.Body, &in); err != nil || in.Prompt == nil {
+			writeRaw(w, 400, `{"error":"invalid request"}`)
+			return
+		}
+		if in.Model != model {
+			writeRaw(w, 404, `{"error":"model '`+in.Model+`' not found, try pulling it first"}`)
+			return
+		}
+		writeJSON(w, 200, map[string]any{"embedding": fakeVec(*in.Prompt, dim)})
+	})
+}
+
+// An Ollama older than 0.3 is embedded through /api/embeddings, one text
+// per request within the concurrency limit, once /api/embed answered a
+// bare 404; the client remembers and never asks /api/embed again.
+func TestOllamaOlderThan03FallsBackToEmbeddings(t *testing.T) {
+	srv := oldOllama(t, "nomic-embed-text", 4)
+	l := fast
+	l.Concurrency = 2
+	o, err := NewOllama(OllamaConfig{BaseURL: srv.URL, Model: "nomic-embed-text", Prefixes: &Prefixes{}, Limits: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, 10)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("text %d", i)
+	}
+	for round := 0; round < 2; round++ {
+		got, err := o.Embed(context.Background(), recall.InputDocument, texts)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		assertVectors(t, got, texts, 4)
+	}
+	paths := map[string]int{}
+	for _, r := range srv.requests() {
+		paths[r.Path]++
+		if r.Path == "/api/embeddings" {
+			if m := r.fields(t); m["model"] != "nomic-embed-text" || m["input"] != nil {
+				t.Errorf("legacy request %s", r.Body)
+			}
+		}
+	}
+	if paths["/api/embed"] != 1 || paths["/api/embeddings"] != 20 {
+		t.Errorf("requests by path %v, want /api/embed once and /api/embeddings once per text (20)", paths)
+	}
+	if m := srv.maxInflight.Load(); m > 2 {
+		t.Errorf("%d requests in flight at once, over the limit of 2", m)
+	}
+}
+
+// On an old Ollama, a model it lacks is still a clear model error, and a
+// 404 that names the model on /api/embed (a current Ollama) does not send
+// the client to /api/embeddings.
+func TestOllamaOldAndMissingModel(t *testing.T) {
+	srv := oldOllama(t, "nomic-embed-text", 4)
+	o, err := NewOllama(OllamaConfig{BaseURL: srv.URL, Model: "nope", Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Embed(context.Background(), recall.InputDocument, []string{"x", "y"})
+	wantCode(t, err, recall.EINVALID)
+	if msg := recall.ErrorMessage(err); !strings.Contains(msg, `does not know the model "nope"`) {
+		t.Errorf("message %q should say the model is unknown", msg)
+	}
+	if n := len(srv.requests()); n > 3 {
+		t.Errorf("%d requests for an unknown model, want at most 3 (one per route and text)", n)
+	}
+
+	cur := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		writeRaw(w, 404, `{"error":"model \"nope\" not found, try pulling it first"}`)
+	})
+	o, err = NewOllama(OllamaConfig{BaseURL: cur.URL, Model: "nope", Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Embed(context.Background(), recall.InputDocument, []string{"x"})
+	wantCode(t, err, recall.EINVALID)
+	for _, r := range cur.requests() {
+		if r.Path != "/api/embed" {
+			t.Errorf("a model error on /api/embed sent the client to %s", r.Path)
 		}
 	}
 }
