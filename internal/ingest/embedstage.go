@@ -55,6 +55,23 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	pr.vecs = append(pr.vecs, vecs...)
 	pr.missing = len(failed)
 	markPending(pr.docs, failed)
+	p.logRefused(pr.docs, failed)
+}
+
+// logRefused writes a failure line for each chunk of docs whose text the
+// embedder refused on its own (failed holds its reason): the chunk is
+// stored and searchable by text, but it has no vector and, with this
+// model, never will; the line says which file and chunk, and why.
+func (p *pipeline) logRefused(docs []recall.Document, failed map[string]error) {
+	for _, d := range docs {
+		for _, c := range d.Chunks {
+			if err := failed[c.VectorKey()]; err != nil {
+				p.mu.Lock()
+				logFailure(p.opt.Failures, d.Source.ID, fmt.Errorf("chunk %d is searchable by its words only: %w", c.Index, err))
+				p.mu.Unlock()
+			}
+		}
+	}
 }
 
 // embedderDown reports whether the embedder is in an outage's wait.
@@ -85,23 +102,18 @@ const (
 )
 
 // embedTexts embeds the headers and texts of the given keys, returning
-// their vectors and the keys it could not embed (the embedder failed; it
-// is logged).
+// their vectors and the keys it could not embed: those the embedder
+// refused on their own (too long for its model) with the reason, the
+// others, when the embedder failed (which is logged), with nil.
 // With a space but no embedder (Options.Embedder) every one is left to
 // repair.
-func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkText, need []string) ([]recall.Vector, map[string]bool) {
+func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkText, need []string) ([]recall.Vector, map[string]error) {
 	const batch = 16 // chunks per embedder call (each is several units)
 	var out []recall.Vector
-	failed := make(map[string]bool)
-	if p.opt.Embedder == nil {
+	failed := make(map[string]error)
+	if p.opt.Embedder == nil || (len(need) > 0 && p.embedderDown()) {
 		for _, h := range need {
-			failed[h] = true
-		}
-		return nil, failed
-	}
-	if len(need) > 0 && p.embedderDown() {
-		for _, h := range need {
-			failed[h] = true
+			failed[h] = nil
 		}
 		return nil, failed
 	}
@@ -112,9 +124,17 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 			in[j] = texts[h]
 		}
 		vecs, err := embed.EmbedChunks(ctx, p.opt.Embedder, p.opt.Dim, in)
+		var refused *embed.Refused
+		if errors.As(err, &refused) {
+			// The embedder works; it cannot take these texts.
+			vecs, err = refused.Vecs, nil
+			for j, why := range refused.Reasons {
+				failed[part[j]] = why
+			}
+		}
 		if err != nil {
 			for _, h := range need[i:] {
-				failed[h] = true
+				failed[h] = nil
 			}
 			if ctx.Err() == nil {
 				err = fmt.Errorf("%w (texts are left to repair; the embedder is tried again in %s)", err, p.noteOutage(true))
@@ -128,6 +148,9 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 			p.embedded = make(map[string]bool)
 		}
 		for j, k := range part {
+			if vecs[j] == nil {
+				continue // refused
+			}
 			out = append(out, recall.Vector{Space: p.opt.Space, Key: k, Vec: vecs[j]})
 			p.embedded[k] = true
 		}
@@ -138,13 +161,13 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 
 // markPending marks the documents holding a chunk whose key failed as
 // pending.
-func markPending(docs []recall.Document, failed map[string]bool) {
+func markPending(docs []recall.Document, failed map[string]error) {
 	if len(failed) == 0 {
 		return
 	}
 	for i, d := range docs {
 		for _, c := range d.Chunks {
-			if failed[c.VectorKey()] {
+			if _, ok := failed[c.VectorKey()]; ok {
 				docs[i].Source.IndexState = recall.IndexPending
 				break
 			}
@@ -195,6 +218,7 @@ func (p *pipeline) revive(ctx context.Context, b *batch) {
 	vecs, failed := p.embedTexts(ctx, texts, lost)
 	b.vecs = append(b.vecs, vecs...)
 	markPending(b.docs, failed)
+	p.logRefused(b.docs, failed)
 	p.mu.Lock()
 	p.res.VectorsMissing += len(failed)
 	p.mu.Unlock()

@@ -115,11 +115,7 @@ func (s *Service) Reindex(ctx context.Context, key, owner string) (SaveResult, e
 	}
 	state := doc.Source.IndexState
 	vecs, st, why := s.embedWithin(ctx, doc.Chunks)
-	if st == recall.IndexOK {
-		if why = s.w.PutVectors(ctx, vecs); why == nil {
-			state = st
-		}
-	}
+	state = s.putVectors(ctx, vecs, st, &why, state)
 	state = s.settled(ctx, src.ID, state)
 	return SaveResult{Key: key, Stored: "ok", Index: state, Chunks: len(doc.Chunks), Model: s.modelName(), ContentHash: doc.Source.ContentHash,
 		IndexError: s.pendingBecause(state, why)}, nil

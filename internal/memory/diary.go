@@ -107,11 +107,7 @@ func (s *Service) WriteDiary(ctx context.Context, text, date, owner string, repl
 	// marks the day indexed when none is new (the same entry on another
 	// day, or a day replaced by the same text).
 	vecs, state, why := s.embedWithin(ctx, doc.Chunks)
-	if state == recall.IndexOK {
-		if why = s.w.PutVectors(ctx, vecs); why == nil {
-			res.Index = state
-		}
-	}
+	res.Index = s.putVectors(ctx, vecs, state, &why, res.Index)
 	res.Index = s.settled(ctx, id, res.Index)
 	res.IndexError = s.pendingBecause(res.Index, why)
 	return res, nil

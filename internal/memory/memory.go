@@ -6,6 +6,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"sync"
@@ -328,6 +329,27 @@ func (s *Service) pendingBecause(state string, err error) error {
 	return err
 }
 
+// putVectors writes the vectors embed made after their texts' commit and
+// returns the state they leave: embed's state once written when it is ok,
+// else state as it was. Vectors come with a pending state too, when the
+// embedder refused some texts and embedded the others; why keeps the
+// refusal, or takes the write's error.
+func (s *Service) putVectors(ctx context.Context, vecs []recall.Vector, embedded string, why *error, state string) string {
+	if embedded != recall.IndexOK && len(vecs) == 0 {
+		return state
+	}
+	if err := s.w.PutVectors(ctx, vecs); err != nil {
+		if *why == nil {
+			*why = err
+		}
+		return state
+	}
+	if embedded == recall.IndexOK {
+		return embedded
+	}
+	return state
+}
+
 // embedWithin is embed within the save budget (Options.EmbedBudget).
 func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string, error) {
 	bctx, cancel := context.WithTimeout(ctx, s.opt.EmbedBudget)
@@ -345,7 +367,9 @@ func (s *Service) embedWithin(ctx context.Context, chunks []recall.Chunk) ([]rec
 // when that is pending, why. The write that records "ok" must carry every
 // vector that state claims: another memory holding the same text under the
 // same header may be deleted before that write commits, and its vector with
-// it.
+// it. A chunk the embedder refuses as too long for its model leaves the
+// state pending, with the provider's reason, while the other chunks'
+// vectors are returned to be written.
 func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Vector, string, error) {
 	t := s.target()
 	if !t.canEmbed() {
@@ -379,11 +403,19 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 		return out, recall.IndexOK, nil
 	}
 	vecs, err := embed.EmbedChunks(ctx, t.emb, t.dim, texts)
-	if err != nil {
+	var refused *embed.Refused
+	if errors.As(err, &refused) {
+		vecs = refused.Vecs
+	} else if err != nil {
 		return nil, recall.IndexPending, err
 	}
 	for i, k := range need {
-		out = append(out, recall.Vector{Space: t.space, Key: k, Vec: vecs[i]})
+		if vecs[i] != nil {
+			out = append(out, recall.Vector{Space: t.space, Key: k, Vec: vecs[i]})
+		}
+	}
+	if refused != nil {
+		return out, recall.IndexPending, err
 	}
 	return out, recall.IndexOK, nil
 }

@@ -1,0 +1,60 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/embed"
+	"github.com/recall-mcp/recall/internal/embed/embedtest"
+)
+
+// A text the model refuses as too long fails only its own chunk: the
+// other chunks batched with it get their vectors, no outage is declared
+// (the next files are embedded too), and the sweep log names the file and
+// chunk with the provider's reason. The file is stored pending: searchable
+// by its words, with one vector missing.
+func TestSweepIsolatesATextTooLongForTheModel(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	srv := embedtest.NewServer(t, 16, func(s string) bool { return strings.Contains(s, "zzlong") })
+	emb, err := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: srv.URL, Model: "m", Dim: 16, Prefixes: &embed.Prefixes{},
+		Limits: embed.Limits{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "openai", Model: "m", Dim: 16, Normalized: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for i := range 30 {
+		body := fmt.Sprintf("**User:** question %d about bread\n\n**Assistant:** answer %d about rye", i, i)
+		if i == 7 {
+			body = "**User:** zzlong " + strings.Repeat("crumb ", 40)
+		}
+		write(t, root, fmt.Sprintf("f%02d.md", i), body)
+	}
+	res, log := sweep(t, st, root, Options{Embedder: emb, Space: sp.Name, Dim: 16})
+	if res.FilesChanged != 30 || res.VectorsMissing != 1 {
+		t.Errorf("sweep: %+v; want 30 files stored and one vector missing", res)
+	}
+	if !strings.Contains(log, "f07.md") || !strings.Contains(log, "too long for the model") || strings.Contains(log, "tried again in") {
+		t.Errorf("sweep log %q; want f07.md's chunk named as too long for the model, and no outage", log)
+	}
+	stats, err := st.Stats(ctx)
+	if err != nil || len(stats.Spaces) != 1 || stats.Spaces[0].Missing != 1 {
+		t.Fatalf("stats %+v, %v; want one vector missing", stats.Spaces, err)
+	}
+	for id, want := range map[string]string{"f07.md": recall.IndexPending, "f06.md": recall.IndexOK, "f08.md": recall.IndexOK} {
+		src, err := st.Source(ctx, id)
+		if err != nil || src.IndexState != want {
+			t.Errorf("%s: state %q, %v; want %q", id, src.IndexState, err, want)
+		}
+	}
+	if cands, err := st.Lexical(ctx, recall.LexicalQuery{Text: "zzlong", Limit: 5}); err != nil || len(cands) != 1 {
+		t.Errorf("the refused chunk by its words: %v, %v", cands, err)
+	}
+}
