@@ -80,6 +80,11 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 		default:
 			state = fmt.Sprintf("%s the embedder failed on alone %s without a vector (tried again on the next run; see its log)",
 				plural(p.Missing, "text", "texts"), agree(p.Missing, "remains", "remain"))
+			if p.TooLong > 0 {
+				// Said apart: no retry helps these, a model with a longer
+				// window (or a larger context setting) does.
+				state += fmt.Sprintf("; the model refused %d as too long for it (%s)", p.TooLong, p.TooLongReason)
+			}
 		}
 		fmt.Fprintf(m.Stdout, "space %s: embedded %s in %.1fs, %s\n", sp.Name, plural(p.Embedded, "text", "texts"), time.Since(start).Seconds(), state)
 	}

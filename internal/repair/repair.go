@@ -5,7 +5,9 @@ package repair
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed"
@@ -23,6 +25,51 @@ type Options struct {
 	PageSize int            // texts read from the store at a time (0: 256)
 	Batch    int            // chunk texts per embedder call (0: 16)
 	Progress func(Progress) // called after every page (nil: quiet)
+	// Refusals, when set, holds the texts the embedder refused as too long
+	// for its model (embed.Refused) in earlier runs: they are passed
+	// without a call, and this run's are added. nil: every text is sent.
+	Refusals *Refusals
+}
+
+// Refusals remembers, by vector key, the texts an embedder refused as too
+// long for its model. Such a text fails the same way every time it is
+// sent to that model, so a caller that repairs again and again (the
+// server's background repair) keeps one for the life of its embedder and
+// stops sending them. Safe for concurrent use; the zero value is empty.
+type Refusals struct {
+	mu      sync.Mutex
+	reasons map[string]string
+	last    string
+}
+
+func (r *Refusals) add(key, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reasons == nil {
+		r.reasons = map[string]string{}
+	}
+	r.reasons[key], r.last = reason, reason
+}
+
+func (r *Refusals) has(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.reasons[key]
+	return ok
+}
+
+// Len is how many texts are remembered.
+func (r *Refusals) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reasons)
+}
+
+// Reason is the reason given for the last text remembered ("" for none).
+func (r *Refusals) Reason() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
 }
 
 // Progress reports a run.
@@ -33,6 +80,11 @@ type Progress struct {
 	Missing  int    `json:"missing"`           // texts still without a vector
 	Cursor   int64  `json:"cursor"`            // chunk id the next run resumes after
 	Done     bool   `json:"done"`              // a full pass embedded every text it could
+	// TooLong counts the refused texts the provider said are too long for
+	// the model (passed without a call when Options.Refusals knew them),
+	// and TooLongReason gives its words for one of them.
+	TooLong       int    `json:"too_long,omitempty"`
+	TooLongReason string `json:"too_long_reason,omitempty"`
 }
 
 // Run embeds missing vectors of space with emb. It resumes after the
@@ -76,7 +128,7 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 		}
 		for i := 0; i < len(page); i += opt.Batch {
 			part := page[i:min(i+opt.Batch, len(page))]
-			out, refused, err := embedPart(ctx, emb, sp, part)
+			out, refused, err := embedPart(ctx, emb, sp, part, opt.Refusals, &p)
 			if err != nil {
 				return p, fmt.Errorf("embed: %w", err)
 			}
@@ -127,25 +179,60 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 // batch is split until every text that can be embedded is, and the texts
 // that fail alone are counted as refused and passed, so that no text holds
 // up all after it.
-func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText) ([]recall.Vector, int, error) {
+//
+// Texts the provider refuses as too long for the model need none of this:
+// it says so of each (embed.Refused) while embedding the others. They are
+// counted in p.TooLong and remembered in known (when set), whose texts are
+// not sent at all.
+func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText, known *Refusals, p *Progress) ([]recall.Vector, int, error) {
+	tooLong := 0
+	if known != nil {
+		send := make([]recall.PendingText, 0, len(part))
+		for _, t := range part {
+			if known.has(t.Key) {
+				tooLong++
+				p.TooLong++
+				p.TooLongReason = cmp.Or(p.TooLongReason, known.Reason())
+				continue
+			}
+			send = append(send, t)
+		}
+		if part = send; len(part) == 0 {
+			return nil, tooLong, nil
+		}
+	}
 	one := func(ts []recall.PendingText) ([]recall.Vector, error) {
 		texts := make([]embed.ChunkText, len(ts))
 		for j, t := range ts {
 			texts[j] = embed.ChunkText{Header: t.Header, Text: t.Text}
 		}
 		vecs, err := embed.EmbedChunks(ctx, emb, sp.Dim, texts)
+		var refused *embed.Refused
+		if errors.As(err, &refused) {
+			vecs, err = refused.Vecs, nil
+			for j, why := range refused.Reasons {
+				tooLong++
+				p.TooLong++
+				p.TooLongReason = why.Message
+				if known != nil {
+					known.add(ts[j].Key, why.Message)
+				}
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
-		out := make([]recall.Vector, len(ts))
+		out := make([]recall.Vector, 0, len(ts))
 		for j, t := range ts {
-			out[j] = recall.Vector{Space: sp.Name, Key: t.Key, Vec: vecs[j]}
+			if vecs[j] != nil {
+				out = append(out, recall.Vector{Space: sp.Name, Key: t.Key, Vec: vecs[j]})
+			}
 		}
 		return out, nil
 	}
 	out, err := one(part)
 	if err == nil || ctx.Err() != nil {
-		return out, 0, err
+		return out, tooLong, err
 	}
 	// outage is nil when the probe embeds, so that the texts that failed
 	// were refused, and otherwise the error to stop the run with. A vector
@@ -161,7 +248,7 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 		if oerr := outage(); oerr != nil {
 			return nil, 0, oerr
 		}
-		return nil, 1, nil
+		return nil, 1 + tooLong, nil
 	}
 	refused := 0
 	tried := map[int]bool{}
@@ -216,7 +303,7 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 	if err := split(rest); err != nil {
 		return nil, 0, err
 	}
-	return out, refused, nil
+	return out, refused + tooLong, nil
 }
 
 func findSpace(ctx context.Context, st recall.Store, name string) (recall.VectorSpace, error) {

@@ -63,24 +63,33 @@ func newRefusals(t *testing.T, texts []string) refusals {
 		Limits: embed.Limits{MaxAttempts: 1, BaseDelay: time.Millisecond}}); err != nil {
 		t.Fatal(err)
 	}
+	r.st, r.eng = seed(t, recall.VectorSpace{Name: "s", Provider: "ollama", Model: "m", Dim: 4, Normalized: true}, texts)
+	return r
+}
+
+// seed returns a store with space sp and one source of texts, and its
+// engine.
+func seed(t *testing.T, sp recall.VectorSpace, texts []string) (*sqlite.DB, *search.Engine) {
+	t.Helper()
 	ctx := context.Background()
-	if r.st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{}); err != nil {
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.st.Close() })
-	if _, err := r.st.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "ollama", Model: "m", Dim: 4, Normalized: true}); err != nil {
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.CreateSpace(ctx, sp); err != nil {
 		t.Fatal(err)
 	}
-	r.eng = search.New(r.st, search.Options{})
+	eng := search.New(st, search.Options{})
 	doc := recall.Document{Source: recall.Source{ID: "src", Kind: recall.KindArchive, Title: "t",
 		ContentHash: recall.TextHash(strings.Join(texts, "\n")), ChunkCount: len(texts), IndexState: recall.IndexOK}}
 	for i, s := range texts {
 		doc.Chunks = append(doc.Chunks, recall.Chunk{Index: i, Text: s, Header: "t", Hash: recall.TextHash(s)})
 	}
-	if _, err := r.eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
+	if _, err := eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return st, eng
 }
 
 // Refused texts side by side at the start of a batch do not pass for an
