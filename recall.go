@@ -290,8 +290,14 @@ type Store interface {
 	// step) and the given vectors, all in one transaction. A chunk whose
 	// index, text and header and whose source's attributes are unchanged
 	// keeps its id; any other is new. Vectors whose key no chunk holds any
-	// more are deleted in the same transaction.
-	Write(ctx context.Context, docs []Document, vecs []Vector) (WriteResult, error)
+	// more are deleted in the same transaction. The sources named in remove
+	// are deleted in it too, as Delete deletes them (after the documents are
+	// written, so a vector a new chunk shares with a removed one stays): a
+	// sweep writes an export's last piece and removes the conversations the
+	// export no longer holds at once, so no crash can leave them stored
+	// with the export recorded as swept. An id both written and removed is
+	// refused.
+	Write(ctx context.Context, docs []Document, vecs []Vector, remove ...string) (WriteResult, error)
 	// Update reads the current document with the given id (nil when absent),
 	// calls fn, and writes what fn returns, all in one transaction, so that
 	// read-modify-write (diary appends) cannot lose a concurrent update.

@@ -148,9 +148,9 @@ type timedWriter struct {
 	spent   time.Duration
 }
 
-func (w *timedWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+func (w *timedWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
 	start := time.Now()
-	res, err := w.DB.Write(ctx, docs, vecs)
+	res, err := w.DB.Write(ctx, docs, vecs, remove...)
 	w.mu.Lock()
 	w.commits++
 	w.spent += time.Since(start)

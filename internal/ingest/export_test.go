@@ -95,8 +95,8 @@ type countingWriter struct {
 	cancel      context.CancelFunc
 }
 
-func (w *countingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
-	res, err := w.DB.Write(ctx, docs, vecs)
+func (w *countingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
+	res, err := w.DB.Write(ctx, docs, vecs, remove...)
 	if err == nil {
 		w.writes++
 		w.added += len(res.Added)

@@ -183,8 +183,8 @@ type recordingWriter struct {
 	committed chan string
 }
 
-func (w recordingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
-	res, err := w.DB.Write(ctx, docs, vecs)
+func (w recordingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
+	res, err := w.DB.Write(ctx, docs, vecs, remove...)
 	if err == nil && len(docs) > 0 {
 		w.committed <- docs[0].Source.ID
 	}

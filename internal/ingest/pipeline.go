@@ -723,18 +723,17 @@ func (p *pipeline) commit(ctx context.Context, b *batch) error {
 	return nil
 }
 
-// store writes batch b in one transaction and removes the conversations
-// its exports no longer hold.
+// store writes batch b, and removes the conversations its exports no
+// longer hold, in one transaction: the one that records those exports as
+// swept. Removed in a transaction of their own after it, a crash between
+// the two left them stored, and searchable, for good when the export's
+// sources then looked unchanged to the next sweep (a --full sweep of an
+// export rewritten at the same size and mtime).
 func (p *pipeline) store(ctx context.Context, b *batch) error {
 	p.revive(ctx, b)
-	if len(b.docs) > 0 || len(b.vecs) > 0 {
-		if _, err := p.w.Write(ctx, b.docs, b.vecs); err != nil {
+	if len(b.docs) > 0 || len(b.vecs) > 0 || len(b.stale) > 0 {
+		if _, err := p.w.Write(ctx, b.docs, b.vecs, b.stale...); err != nil {
 			return fmt.Errorf("write: %w", err)
-		}
-	}
-	if len(b.stale) > 0 {
-		if _, _, err := p.w.Delete(ctx, b.stale...); err != nil {
-			return fmt.Errorf("delete stale conversations: %w", err)
 		}
 	}
 	p.forget(b.vecs)

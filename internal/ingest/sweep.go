@@ -42,7 +42,7 @@ const ReadingVersion = 2
 // Writer is where a sweep writes: the store itself, or the search engine that
 // keeps its in-memory vector index in step with the store.
 type Writer interface {
-	Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error)
+	Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error)
 	Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error)
 }
 

@@ -403,9 +403,9 @@ func TestSweepTwoVaultsSamePath(t *testing.T) {
 // files while earlier ones are still to commit.
 type slowWriter struct{ *sqlite.DB }
 
-func (w slowWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+func (w slowWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
 	time.Sleep(100 * time.Millisecond)
-	return w.DB.Write(ctx, docs, vecs)
+	return w.DB.Write(ctx, docs, vecs, remove...)
 }
 
 // A text moving from one file to another in one sweep keeps its vector:

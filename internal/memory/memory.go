@@ -33,7 +33,7 @@ const (
 // Writer is the write path that keeps the vector index in step with the
 // store (the search engine).
 type Writer interface {
-	Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error)
+	Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error)
 	Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error)
 	Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error)
 	PutVectors(ctx context.Context, vecs []recall.Vector) error

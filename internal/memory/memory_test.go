@@ -692,13 +692,13 @@ type deletingWriter struct {
 	once sync.Once
 }
 
-func (w *deletingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+func (w *deletingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
 	var err error
 	w.once.Do(func() { err = w.svc.Delete(ctx, w.key, "", true, Scope{}) })
 	if err != nil {
 		return recall.WriteResult{}, err
 	}
-	return w.Writer.Write(ctx, docs, vecs)
+	return w.Writer.Write(ctx, docs, vecs, remove...)
 }
 
 // A save whose text another memory has embedded already is "ok" only with
@@ -816,9 +816,9 @@ type racingWriter struct {
 	once   sync.Once
 }
 
-func (w *racingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+func (w *racingWriter) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
 	w.once.Do(w.before)
-	return w.Writer.Write(ctx, docs, vecs)
+	return w.Writer.Write(ctx, docs, vecs, remove...)
 }
 
 func (w *racingWriter) Update(ctx context.Context, id string, fn func(cur *recall.Document) (*recall.Document, error)) (recall.WriteResult, error) {

@@ -460,11 +460,12 @@ func (e *Engine) ReadSpace() (string, int) {
 	return e.space, e.vx.len()
 }
 
-// Write stores documents and vectors and brings the vector index up to date
+// Write stores documents and vectors, and removes the sources named in
+// remove (recall.Store.Write), and brings the vector index up to date
 // in the same critical section, so a search never sees a vector whose chunk
 // is gone. The critical section starts right before the store commits
 // (lockAtCommit): searches go on while the transaction does its work.
-func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
 	terms := e.termsOf(docs)
 	done, err := e.writeTurn(ctx)
 	if err != nil {
@@ -472,7 +473,7 @@ func (e *Engine) Write(ctx context.Context, docs []recall.Document, vecs []recal
 	}
 	defer done()
 	wctx, hold := e.lockAtCommit(ctx)
-	res, err := e.store.Write(wctx, docs, vecs)
+	res, err := e.store.Write(wctx, docs, vecs, remove...)
 	hold()
 	defer e.mu.Unlock()
 	if err != nil {

@@ -53,7 +53,7 @@ func doc(id, text string) recall.Document {
 
 // writeDocs embeds and writes documents through w.
 func writeDocs(t testing.TB, w interface {
-	Write(context.Context, []recall.Document, []recall.Vector) (recall.WriteResult, error)
+	Write(context.Context, []recall.Document, []recall.Vector, ...string) (recall.WriteResult, error)
 }, emb recall.Embedder, docs ...recall.Document) {
 	t.Helper()
 	var vecs []recall.Vector
@@ -812,8 +812,8 @@ type cancelAfterCommit struct {
 	cancel context.CancelFunc
 }
 
-func (s cancelAfterCommit) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
-	res, err := s.Store.Write(ctx, docs, vecs)
+func (s cancelAfterCommit) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
+	res, err := s.Store.Write(ctx, docs, vecs, remove...)
 	s.cancel()
 	return res, err
 }

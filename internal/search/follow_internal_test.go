@@ -279,7 +279,7 @@ func stress(t *testing.T, seed uint64, withOther bool) {
 		return mkdoc(fmt.Sprintf("%s/%d.md", prefix, r.IntN(6)), ts...)
 	}
 	type writer interface {
-		Write(context.Context, []recall.Document, []recall.Vector) (recall.WriteResult, error)
+		Write(context.Context, []recall.Document, []recall.Vector, ...string) (recall.WriteResult, error)
 		Delete(context.Context, ...string) (int, recall.WriteResult, error)
 		PutVectors(context.Context, []recall.Vector) error
 	}

@@ -169,11 +169,11 @@ type heldCommit struct {
 	writes        atomic.Int32
 }
 
-func (s *heldCommit) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+func (s *heldCommit) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
 	if len(docs) == 0 || s.writes.Add(1) > 1 {
-		return s.Store.Write(ctx, docs, vecs)
+		return s.Store.Write(ctx, docs, vecs, remove...)
 	}
-	res, err := s.Store.Write(ctx, docs, vecs)
+	res, err := s.Store.Write(ctx, docs, vecs, remove...)
 	for _, d := range docs {
 		s.first = append(s.first, d.Source.ID)
 	}

@@ -105,8 +105,9 @@ func ValidateVector(v recall.Vector) error {
 // ValidateWrite checks a Store.Write call before it touches the database:
 // every document (with validate, which is ValidateDocument or a backend's
 // stricter version of it), no source id twice (the WriteResult could not
-// say which of them a chunk id belonged to), every vector.
-func ValidateWrite(docs []recall.Document, vecs []recall.Vector, validate func(*recall.Document) error) error {
+// say which of them a chunk id belonged to), every vector, and no source
+// id both written and removed (which would the caller mean?).
+func ValidateWrite(docs []recall.Document, vecs []recall.Vector, remove []string, validate func(*recall.Document) error) error {
 	seen := make(map[string]bool, len(docs))
 	for i := range docs {
 		if err := validate(&docs[i]); err != nil {
@@ -120,6 +121,11 @@ func ValidateWrite(docs []recall.Document, vecs []recall.Vector, validate func(*
 	for _, v := range vecs {
 		if err := ValidateVector(v); err != nil {
 			return err
+		}
+	}
+	for _, id := range remove {
+		if seen[id] {
+			return recall.Errorf(recall.EINVALID, "source %q is both written and removed in one write", id)
 		}
 	}
 	return nil

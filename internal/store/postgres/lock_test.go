@@ -100,7 +100,7 @@ type lockKiller struct {
 	unlock func()
 }
 
-func (k *lockKiller) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
+func (k *lockKiller) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
 	k.writes++
 	if k.writes == 2 {
 		if err := terminateLockSession(k.db); err != nil {
@@ -112,7 +112,7 @@ func (k *lockKiller) Write(ctx context.Context, docs []recall.Document, vecs []r
 		}
 		k.unlock = unlock
 	}
-	return k.db.Write(ctx, docs, vecs)
+	return k.db.Write(ctx, docs, vecs, remove...)
 }
 
 func (k *lockKiller) Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error) {

@@ -19,14 +19,15 @@ import (
 	"github.com/recall-mcp/recall/internal/textindex"
 )
 
-// Write stores the documents and vectors in one transaction. See
-// recall.Store. Two documents with the same id in one call are refused: the
-// WriteResult could not say which of them a chunk id belonged to.
-func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
-	if len(docs) == 0 && len(vecs) == 0 {
+// Write stores the documents and vectors, and removes the sources named in
+// remove, in one transaction. See recall.Store. Two documents with the same
+// id in one call are refused: the WriteResult could not say which of them
+// a chunk id belonged to.
+func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
+	if len(docs) == 0 && len(vecs) == 0 && len(remove) == 0 {
 		return recall.WriteResult{}, nil
 	}
-	if err := store.ValidateWrite(docs, vecs, ValidateDocument); err != nil {
+	if err := store.ValidateWrite(docs, vecs, remove, ValidateDocument); err != nil {
 		return recall.WriteResult{}, err
 	}
 	var res recall.WriteResult
@@ -56,6 +57,11 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		}
 		if err := putVectors(ctx, tx, writtenVecs); err != nil {
 			return err
+		}
+		if len(remove) > 0 {
+			if _, err := w.remove(remove, &res); err != nil {
+				return err
+			}
 		}
 		if err := w.finish(&res); err != nil {
 			return err
@@ -185,67 +191,77 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 	err := db.writeTx(ctx, func(tx pgx.Tx) error {
 		res, n = recall.WriteResult{}, 0
 		w := newWriter(ctx, tx)
-		var storable []string
-		for _, id := range ids {
-			if !unstorable(id) { // else no source has it
-				storable = append(storable, id)
-			}
-		}
-		if len(storable) == 0 {
-			return nil
-		}
-		var b pgx.Batch
-		b.Queue(`SELECT id, sid FROM sources WHERE id = ANY($1::text[])`, storable)
-		b.Queue(chunksOfIDsSQL, storable)
-		br := tx.SendBatch(ctx, &b)
-		sidOf := map[string]int64{}
-		rows, err := br.Query()
-		if err == nil {
-			for rows.Next() {
-				var id string
-				var sid int64
-				if err = rows.Scan(&id, &sid); err != nil {
-					break
-				}
-				sidOf[id] = sid
-			}
-			rows.Close()
-			err = cmp.Or(err, rows.Err())
-		}
-		chunks := map[int64][]storedChunk{}
-		if err == nil {
-			chunks, err = scanStoredChunks(br.Query())
-		}
-		if err = cmp.Or(err, br.Close()); err != nil {
-			return fmt.Errorf("read sources to delete: %w", err)
-		}
-		// In the order given, as one statement each did.
-		var gone []storedChunk
-		var sids []int64
-		for _, id := range storable {
-			sid, ok := sidOf[id]
-			if !ok {
-				continue
-			}
-			delete(sidOf, id) // an id given twice is deleted once
-			gone = append(gone, chunks[sid]...)
-			sids = append(sids, sid)
-		}
-		if err := w.removeChunks(gone, &res); err != nil {
+		var err error
+		if n, err = w.remove(ids, &res); err != nil {
 			return err
 		}
-		if len(sids) > 0 {
-			if _, err := tx.Exec(ctx, `DELETE FROM sources WHERE sid = ANY($1::bigint[])`, sids); err != nil {
-				return err
-			}
-		}
-		n = len(sids)
 		return w.finish(&res)
 	})
 	if err != nil {
 		return 0, recall.WriteResult{}, err
 	}
 	return n, res, nil
+}
+
+// remove deletes the sources ids with their chunks, in a few statements
+// however many, and returns how many existed; the postings and orphaned
+// vectors go at finish.
+func (w *writer) remove(ids []string, res *recall.WriteResult) (int, error) {
+	var storable []string
+	for _, id := range ids {
+		if !unstorable(id) { // else no source has it
+			storable = append(storable, id)
+		}
+	}
+	if len(storable) == 0 {
+		return 0, nil
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT id, sid FROM sources WHERE id = ANY($1::text[])`, storable)
+	b.Queue(chunksOfIDsSQL, storable)
+	br := w.tx.SendBatch(w.ctx, &b)
+	sidOf := map[string]int64{}
+	rows, err := br.Query()
+	if err == nil {
+		for rows.Next() {
+			var id string
+			var sid int64
+			if err = rows.Scan(&id, &sid); err != nil {
+				break
+			}
+			sidOf[id] = sid
+		}
+		rows.Close()
+		err = cmp.Or(err, rows.Err())
+	}
+	chunks := map[int64][]storedChunk{}
+	if err == nil {
+		chunks, err = scanStoredChunks(br.Query())
+	}
+	if err = cmp.Or(err, br.Close()); err != nil {
+		return 0, fmt.Errorf("read sources to delete: %w", err)
+	}
+	// In the order given, as one statement each did.
+	var gone []storedChunk
+	var sids []int64
+	for _, id := range storable {
+		sid, ok := sidOf[id]
+		if !ok {
+			continue
+		}
+		delete(sidOf, id) // an id given twice is deleted once
+		gone = append(gone, chunks[sid]...)
+		sids = append(sids, sid)
+	}
+	if err := w.removeChunks(gone, res); err != nil {
+		return 0, err
+	}
+	if len(sids) > 0 {
+		if _, err := w.tx.Exec(w.ctx, `DELETE FROM sources WHERE sid = ANY($1::bigint[])`, sids); err != nil {
+			return 0, err
+		}
+	}
+	return len(sids), nil
 }
 
 // writer collects what one write transaction changes beyond the rows it

@@ -15,14 +15,15 @@ import (
 	"github.com/recall-mcp/recall/internal/textindex"
 )
 
-// Write stores the documents and vectors in one transaction. See
-// recall.Store. Two documents with the same id in one call are refused: the
-// WriteResult could not say which of them a chunk id belonged to.
-func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector) (recall.WriteResult, error) {
-	if len(docs) == 0 && len(vecs) == 0 {
+// Write stores the documents and vectors, and removes the sources named in
+// remove, in one transaction. See recall.Store. Two documents with the same
+// id in one call are refused: the WriteResult could not say which of them
+// a chunk id belonged to.
+func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
+	if len(docs) == 0 && len(vecs) == 0 && len(remove) == 0 {
 		return recall.WriteResult{}, nil
 	}
-	if err := store.ValidateWrite(docs, vecs, store.ValidateDocument); err != nil {
+	if err := store.ValidateWrite(docs, vecs, remove, store.ValidateDocument); err != nil {
 		return recall.WriteResult{}, err
 	}
 	var res recall.WriteResult
@@ -55,6 +56,11 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		}
 		if err := putVectors(ctx, tx, writtenVecs); err != nil {
 			return err
+		}
+		for _, id := range remove {
+			if _, err := w.remove(id, &res); err != nil {
+				return err
+			}
 		}
 		if err := w.finish(); err != nil {
 			return err
@@ -159,27 +165,13 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 		}
 		defer w.close()
 		for _, id := range ids {
-			var sid int64
-			err := tx.QueryRowContext(ctx, `SELECT sid FROM sources WHERE id = ?`, id).Scan(&sid)
-			if err == sql.ErrNoRows {
-				continue
-			}
+			found, err := w.remove(id, &res)
 			if err != nil {
 				return err
 			}
-			old, err := w.chunksOf(sid)
-			if err != nil {
-				return err
+			if found {
+				n++
 			}
-			for _, c := range old {
-				if err := w.removeChunk(c, &res); err != nil {
-					return err
-				}
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM sources WHERE sid = ?`, sid); err != nil {
-				return err
-			}
-			n++
 		}
 		return w.finish()
 	})
@@ -187,6 +179,32 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 		return 0, recall.WriteResult{}, err
 	}
 	return n, res, nil
+}
+
+// remove deletes the source id with its chunks and reports whether it
+// existed; the full-text rows and orphaned vectors go at finish.
+func (w *writer) remove(id string, res *recall.WriteResult) (bool, error) {
+	var sid int64
+	err := w.tx.QueryRowContext(w.ctx, `SELECT sid FROM sources WHERE id = ?`, id).Scan(&sid)
+	if err == sql.ErrNoRows {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	old, err := w.chunksOf(sid)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range old {
+		if err := w.removeChunk(c, res); err != nil {
+			return false, err
+		}
+	}
+	if _, err := w.tx.ExecContext(w.ctx, `DELETE FROM sources WHERE sid = ?`, sid); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // writer holds the statements one write transaction repeats per chunk, the

@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"MetadataChangeRenewsChunks", testMetadataChangeRenewsChunks},
 		{"KindCannotChange", testKindCannotChange},
 		{"Delete", testDelete},
+		{"WriteRemoves", testWriteRemoves},
 		{"UpdateConcurrentAppends", testUpdateConcurrentAppends},
 		{"UpdateAbort", testUpdateAbort},
 		{"SourceNotFound", testSourceNotFound},

@@ -323,27 +323,85 @@ func testDelete(t *testing.T, s recall.Store) {
 	if n != 1 || len(res.Removed) != 2 || len(res.Added) != 0 {
 		t.Errorf("Delete = %d, %+v; want 1 source and its 2 chunks", n, res)
 	}
-	if _, err := s.Source(ctx, "a.md"); !recall.IsNotFound(err) {
-		t.Errorf("deleted source: %v; want not found", err)
+	checkAlphaGone(t, s, space, "a.md", "b.md")
+	if n, _, err := s.Delete(ctx, "a.md"); err != nil || n != 0 {
+		t.Errorf("deleting again = %d, %v; want 0, nil", n, err)
+	}
+}
+
+// A write that also removes sources (a sweep's last piece of an export
+// and the conversations the export no longer holds) does both in its one
+// transaction: all or nothing, and a vector a removed chunk shared with a
+// chunk written beside it stays.
+func testWriteRemoves(t *testing.T, s recall.Store) {
+	space := createSpace(t, s, "sp", 2)
+	a := doc("e.json/a", recall.KindArchive, "shared passage", "only in alpha")
+	b := doc("e.json/b", recall.KindArchive, "only in beta")
+	write(t, s, a, b)
+	putVecs(t, s, space, "shared passage", "only in alpha", "only in beta")
+	c := doc("e.json/c", recall.KindArchive, "shared passage", "only in gamma")
+
+	// Refused: an id both written and removed, and a failure inside the
+	// transaction (a vector for a missing space) removes nothing.
+	before := snapshot(t, s)
+	_, err := s.Write(ctx, []recall.Document{c}, nil, "e.json/a", "e.json/c")
+	wantCode(t, err, recall.EINVALID, "a source written and removed in one write")
+	if _, err := s.Write(ctx, []recall.Document{c},
+		[]recall.Vector{{Space: "nope", Key: c.Chunks[1].Hash, Vec: []float32{1, 0}}}, "e.json/a"); err == nil {
+		t.Fatal("Write with a vector for a missing space succeeded")
+	}
+	if after := snapshot(t, s); len(after) != len(before) {
+		t.Fatalf("refused writes left %d chunks; want the %d before", len(after), len(before))
+	}
+	if _, err := s.Source(ctx, "e.json/a"); err != nil {
+		t.Fatalf("a source a failed write was to remove: %v", err)
+	}
+
+	res, err := s.Write(ctx, []recall.Document{c}, nil, "e.json/a", "missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, before, snapshot(t, s), res)
+	if len(res.Removed) != 2 || len(res.Added) != 2 {
+		t.Errorf("Write = %+v; want a's 2 chunks removed and c's 2 added", res)
+	}
+	checkAlphaGone(t, s, space, "e.json/a", "e.json/c")
+	if m, err := s.Manifest(ctx, recall.KindArchive, ""); err != nil || len(m) != 2 {
+		t.Errorf("manifest %v, %v; want e.json/b and e.json/c", m, err)
+	}
+	// Removing alone is a write too.
+	if res, err := s.Write(ctx, nil, nil, "e.json/b"); err != nil || len(res.Removed) != 1 {
+		t.Errorf("a write that only removes = %+v, %v; want b's chunk removed", res, err)
+	}
+	if _, err := s.Source(ctx, "e.json/b"); !recall.IsNotFound(err) {
+		t.Errorf("removed source: %v; want not found", err)
+	}
+}
+
+// checkAlphaGone checks that the source gone, which held "shared passage"
+// and "only in alpha", is gone with its text and its vector, while holder
+// holds the shared passage and keeps its vector, as "only in beta" keeps
+// its own.
+func checkAlphaGone(t *testing.T, s recall.Store, space, gone, holder string) {
+	t.Helper()
+	if _, err := s.Source(ctx, gone); !recall.IsNotFound(err) {
+		t.Errorf("removed source: %v; want not found", err)
 	}
 	if got := search(t, s, "alpha", recall.Filter{}); len(got) != 0 {
-		t.Errorf("deleted text still matches: %v", got)
+		t.Errorf("removed text still matches: %v", got)
 	}
-	if got := search(t, s, "shared", recall.Filter{}); !sameSet(got, []string{"b.md"}) {
-		t.Errorf("shared text matches %v; want b.md", got)
+	if got := search(t, s, "shared", recall.Filter{}); !sameSet(got, []string{holder}) {
+		t.Errorf("shared text matches %v; want %s", got, holder)
 	}
 	vecs, err := s.VectorsByKey(ctx, space, hashes("shared passage", "only in alpha", "only in beta"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := vecs[recall.TextHash("only in alpha")]; ok {
-		t.Error("the deleted text's vector survived")
+		t.Error("the removed text's vector survived")
 	}
 	if len(vecs) != 2 {
 		t.Errorf("%d vectors left; want the shared one and beta's", len(vecs))
-	}
-	if n, _, err := s.Delete(ctx, "a.md"); err != nil || n != 0 {
-		t.Errorf("deleting again = %d, %v; want 0, nil", n, err)
 	}
 }
 
