@@ -49,7 +49,12 @@ type Source struct {
 	// Reading is the version of the reading (parsers, chunker) a sweep made
 	// an archive source with (ingest.ReadingVersion); 0 for other sources
 	// and for those written before it was recorded.
-	Reading    int       `json:"reading,omitempty"`
+	Reading int `json:"reading,omitempty"`
+	// Zone is the time zone a sweep dated an archive source in when its
+	// date is the day of a moment written in UTC there (ingest.ZoneKey),
+	// so that a sweep in another zone dates it again; "" when its date
+	// does not depend on the zone.
+	Zone       string    `json:"zone,omitempty"`
 	Body       string    `json:"body,omitempty"`        // verbatim value of a memory or diary day; empty for archive files
 	IndexState string    `json:"index_state,omitempty"` // IndexOK, IndexPending or IndexSkipped
 	CreatedAt  time.Time `json:"created_at"`
@@ -157,12 +162,19 @@ type Census struct {
 	Vectors    int    // vectors stored in the space asked about
 }
 
+// ZoneUnknown is the SourceState.Zone of a source stored before the stores
+// recorded the zone its date was made in: it may depend on one.
+const ZoneUnknown = "?"
+
 // SourceState is what the incremental sweep compares to decide whether a file changed.
 type SourceState struct {
 	Size        int64
 	MTime       int64
 	ContentHash string
 	Reading     int // see Source.Reading
+	// Zone is Source.Zone, or ZoneUnknown for a source written before the
+	// stores recorded it.
+	Zone string
 	// Chunks is the source's chunk count. An archive source without chunks
 	// is a sweep's record of a vault file that holds no conversation (an
 	// empty note, an export of "[]"), with the file's size, mtime and

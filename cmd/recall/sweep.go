@@ -140,6 +140,13 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		}
 		rereadNote(m.Stderr, doing, len(files))
 	}
+	opts.Redating = func(files []string) {
+		doing := "reading"
+		if *dry {
+			doing = "a sweep would read"
+		}
+		redateNote(m.Stderr, doing, len(files), opts.Zone)
+	}
 	started := time.Now().UTC()
 	res, err := ingest.Sweep(ctx, st, w, vault, opts)
 	if errors.Is(err, store.ErrVaultBusy) {
@@ -232,6 +239,14 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 				"conversation no longer in its export", "conversations no longer in their exports"),
 				were, agree(res.ConversationsRemoved, "it", "them"))
 		}
+		if res.FilesRedated > 0 {
+			one, many := "unchanged file was", "unchanged files were"
+			if *dry {
+				one, many = "unchanged file would be", "unchanged files would be"
+			}
+			fmt.Fprintf(m.Stdout, "%s read again to date %s conversations in this time zone\n",
+				plural(res.FilesRedated, one, many), agree(res.FilesRedated, "its", "their"))
+		}
 		printLinks(m.Stdout, res.Links)
 		if res.VectorsMissing > 0 {
 			fmt.Fprintf(m.Stdout, "%s no vector yet (embedder failed): run `recall repair`\n",
@@ -252,6 +267,18 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 func rereadNote(w io.Writer, doing string, files int) {
 	fmt.Fprintf(w, "recall: this recall reads some files differently from the one that last swept this vault: %s %s again (text that reads the same keeps its vectors)\n",
 		doing, plural(files, "unchanged file", "unchanged files"))
+}
+
+// redateNote says once why a sweep reads unchanged files: their
+// conversations were dated in another time zone than zone, or before
+// sweeps recorded the zone (ingest.Options.Redating).
+func redateNote(w io.Writer, doing string, files int, zone *time.Location) {
+	name := zone.String()
+	if name == "Local" {
+		name = "the system's, " + time.Now().In(zone).Format("MST")
+	}
+	fmt.Fprintf(w, "recall: some files' conversations were dated in another time zone than this one (%s), or before recall recorded it: %s %s again to date them in it (a conversation whose day changes is embedded again)\n",
+		name, doing, plural(files, "unchanged file", "unchanged files"))
 }
 
 // chunkFlags names the chunking flags given on a sweep's command line

@@ -237,8 +237,9 @@ func TestSweepSaysLinksAreNotFollowed(t *testing.T) {
 // by `recall sweep`, by `serve --vault` and by `sweep --remote`, whose
 // client reads the files: 05:30 UTC on 6 March is the evening of 5 March
 // in Los Angeles. A markdown date line is the day written. A sweep after
-// the zone changes leaves unchanged files as they were; --full dates them
-// again.
+// the zone changes dates the unchanged files whose dates it made again,
+// and says so; the note's date is the day written, and its file is not
+// read again.
 func TestSweepDatesConversationsInTheConfiguredZone(t *testing.T) {
 	vault := t.TempDir()
 	for name, text := range map[string]string{
@@ -277,12 +278,16 @@ func TestSweepDatesConversationsInTheConfiguredZone(t *testing.T) {
 	}
 	want("sweep in Los Angeles", env, "2024-03-05")
 	env["RECALL_TIMEZONE"] = "UTC"
-	run(t, env, "sweep", vault)
-	want("sweep in UTC of unchanged files", env, "2024-03-05")
-	if out, errs, code := run(t, env, "sweep", "--full", vault); code != 0 {
-		t.Fatalf("sweep --full: %d %s %s", code, out, errs)
+	out, errs, code := run(t, env, "sweep", vault)
+	if code != 0 || !strings.HasPrefix(out, "ingested 1 of 2 files (1 unchanged, 0 failed)") ||
+		!strings.Contains(out, "\n1 unchanged file was read again to date its conversations in this time zone\n") ||
+		!strings.Contains(errs, "dated in another time zone than this one (UTC)") {
+		t.Errorf("sweep in UTC of unchanged files: exit %d, stdout %q, stderr %q; want the export read again, and said", code, out, errs)
 	}
-	want("sweep --full in UTC", env, "2024-03-06")
+	want("sweep in UTC of unchanged files", env, "2024-03-06")
+	if out, _, _ := run(t, env, "sweep", vault); !strings.HasPrefix(out, "ingested 0 of 2 files (2 unchanged, 0 failed)") || strings.Contains(out, "time zone") {
+		t.Errorf("the next sweep in UTC: %q; want every file unchanged, none dated again", out)
+	}
 
 	served := testEnv(t)
 	served["RECALL_TOKEN"] = serveToken

@@ -58,6 +58,11 @@ type Conversation struct {
 	// day as written, in the zone written with it, except that a moment
 	// written in UTC is dated in the reader's zone (Parse).
 	Date string
+	// Zoned is true when Date is the day of a moment written in UTC in the
+	// reader's zone (Parse), a day another zone may give otherwise: the
+	// date depends on the zone, so a sweep records the zone it was made in
+	// and makes it again when the zone changes.
+	Zoned bool
 	// Created and Updated are in UTC, and zero when unknown. Markdown sets
 	// Created only when its date line gives a time of day too.
 	Created, Updated time.Time
@@ -299,13 +304,15 @@ func withTitle(fn func(Conversation) error) func(Conversation) error {
 
 // inZone dates a conversation dated by a moment written in UTC by that
 // moment's day in zone (see Parse).
+// A date so made is Zoned, in UTC too: another zone would make another.
 func inZone(zone *time.Location, fn func(Conversation) error) func(Conversation) error {
-	if zone == nil || zone == time.UTC {
-		return fn
+	if zone == nil {
+		zone = time.UTC
 	}
 	return func(c Conversation) error {
 		if writtenInUTC(c.Created) && c.Date == dateOf(c.Created) {
 			c.Date = dateOf(c.Created.In(zone))
+			c.Zoned = true
 		}
 		return fn(c)
 	}

@@ -1125,7 +1125,7 @@ func TestChatGPTMarkers(t *testing.T) {
 	// The user's own text is theirs, private-use characters and all.
 	in := gptExport([3]string{"user", "all", `{"content_type":"text","parts":["icon \ue200x\ue201"]}`})
 	if convs, err := parseString(t, "conversations.json", in); err != nil || convs[0].Messages[0] != "**User:** icon \ue200x\ue201" {
-		t.Errorf("user text changed: %q, %v", convs, err)
+		t.Errorf("user text changed: %+v, %v", convs, err)
 	}
 }
 

@@ -45,6 +45,7 @@ func TooLarge(rel string, size int64) error {
 // pipeline runs parse workers, an embedding stage and a single writer.
 type pipeline struct {
 	opt        Options
+	zone       string // ZoneKey(opt.Zone)
 	st         recall.Store
 	w          Writer
 	vault      string
@@ -400,6 +401,10 @@ func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, err
 		chunks[i].Header = header
 	}
 	content := strings.Join(c.Messages, "\n\n")
+	zone := ""
+	if c.Zoned {
+		zone = p.zone
+	}
 	return &recall.Document{
 		Source: recall.Source{
 			ID:          id,
@@ -412,6 +417,7 @@ func (p *pipeline) document(f file, c convo.Conversation) (*recall.Document, err
 			MTime:       f.mtime,
 			ChunkCount:  len(chunks),
 			Reading:     ReadingVersion,
+			Zone:        zone,
 			IndexState:  recall.IndexPending,
 		},
 		Chunks: chunks,

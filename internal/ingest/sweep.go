@@ -61,7 +61,9 @@ type Options struct {
 	Chunk  chunk.Options
 	// Zone is the user's time zone: a conversation its file dates by a
 	// moment written in UTC, as exports and logs do, is dated by that
-	// moment's day there (convo.Parse). Nil: UTC.
+	// moment's day there (convo.Parse). Nil: UTC. Such a source records
+	// the zone (ZoneKey), and a sweep in another reads its file again, as
+	// it is unchanged, to date it in this one.
 	Zone *time.Location
 
 	// Embedder and Space: when both are set, new chunk texts are embedded
@@ -93,6 +95,13 @@ type Options struct {
 	// (ReadingVersion), so that the caller can say why a sweep of an
 	// unchanged vault reads it all. It is not called when there are none.
 	Rereading func(files []string)
+
+	// Redating, when set, is called once, before the work begins, with
+	// the unchanged files (their source ids) that the sweep reads again
+	// because their sources' dates were made in another zone than Zone,
+	// or may have been (stored before the zone was recorded), so that
+	// the caller can say so. It is not called when there are none.
+	Redating func(files []string)
 
 	// Hurry, closed (a second interrupt), makes a sweep whose context has
 	// ended stop committing the sources it had finished (see Sweep) and
@@ -139,8 +148,12 @@ type Result struct {
 	// ConversationsRemoved counts conversations that a changed export no
 	// longer holds, removed with it: an export is its account's current
 	// state, as a vault file is its conversation's.
-	ConversationsRemoved int      `json:"conversations_removed,omitempty"`
-	Removed              []string `json:"-"` // vault-relative paths of files gone since the last sweep
+	ConversationsRemoved int `json:"conversations_removed,omitempty"`
+	// FilesRedated counts the unchanged files read again to date their
+	// conversations in Options.Zone (see Options.Redating): they count
+	// among FilesChanged, or FilesFailed, too.
+	FilesRedated int      `json:"files_redated,omitempty"`
+	Removed      []string `json:"-"` // vault-relative paths of files gone since the last sweep
 	// Links are the vault-relative paths of the symbolic links the sweep
 	// did not follow that lead to a folder or are named as a file it reads
 	// (an export linked into the vault): what it left out, said, since
@@ -195,7 +208,8 @@ type file struct {
 	size  int64
 	mtime int64
 	// reread: unchanged, but read again, as --full reads every file, since
-	// an older reading made its sources (ReadingVersion).
+	// an older reading made its sources (ReadingVersion), or their dates
+	// were made in another zone (Options.Zone).
 	reread bool
 }
 
@@ -283,15 +297,20 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	}
 	var todo []file
 	var bytesTotal int64
-	var reread []string
+	var reread, redated []string
+	zone := ZoneKey(opt.Zone)
 	for _, f := range files {
 		if !opt.Full && unchanged(f, byFile[f.rel], manifest) {
-			if !readBefore(byFile[f.rel], manifest) {
+			switch {
+			case readBefore(byFile[f.rel], manifest):
+				reread = append(reread, f.rel)
+			case redate(byFile[f.rel], manifest, zone):
+				redated = append(redated, f.rel)
+			default:
 				res.FilesSkipped++
 				continue
 			}
 			f.reread = true
-			reread = append(reread, f.rel)
 		}
 		if from, ok := foreign[f.rel]; ok {
 			res.FilesFailed++
@@ -316,7 +335,11 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	if len(reread) > 0 && opt.Rereading != nil {
 		opt.Rereading(reread)
 	}
-	p := &pipeline{opt: opt, st: st, w: w, vault: abs, byFile: byFile, manifest: manifest,
+	res.FilesRedated = len(redated)
+	if len(redated) > 0 && opt.Redating != nil {
+		opt.Redating(redated)
+	}
+	p := &pipeline{opt: opt, zone: zone, st: st, w: w, vault: abs, byFile: byFile, manifest: manifest,
 		res: &res, start: start, now: now, total: len(todo), bytesTotal: bytesTotal}
 	err = p.run(ctx, todo)
 

@@ -64,8 +64,10 @@ type background struct {
 	// older reading (ingest.Options.Rereading), so that a round says so
 	// only when some file is new to it: a file that fails on its re-read
 	// keeps its older source and is read again every round, which said
-	// so every round. Only sweepLoop's goroutine uses it.
-	reread map[string]map[string]bool
+	// so every round. redated is the same for the files read again to date
+	// them in the zone (ingest.Options.Redating). Only sweepLoop's
+	// goroutine uses them.
+	reread, redated noted
 
 	loadRetry   time.Duration // first wait before loading the index again after a failure (doubling to 5 min)
 	repairRetry time.Duration // first wait before repairing again after a failed run (doubling to 5 min)
@@ -516,29 +518,18 @@ func (b *background) sweep(ctx context.Context, vault string) {
 	failures := b.sweepLog
 	_, space := b.target()
 	abs, _ := filepath.Abs(vault)
-	var rereading map[string]bool
-	reread := func(files []string) {
-		rereading = make(map[string]bool, len(files))
-		said := true
-		for _, f := range files {
-			rereading[f] = true
-			said = said && b.reread[abs][f]
-		}
-		if !said {
-			b.log.Info("sweep: this recall reads some files differently from the one that last swept the vault: reading them again (text that reads the same keeps its vectors)",
-				"vault", vault, "files", len(files))
-		}
-	}
+	reread, keepReread := b.reread.note(b.log, vault, abs,
+		"sweep: this recall reads some files differently from the one that last swept the vault: reading them again (text that reads the same keeps its vectors)")
+	redate, keepRedated := b.redated.note(b.log, vault, abs,
+		"sweep: some files' conversations were dated in another time zone than the server's, or before recall recorded it: reading them again to date them in it (a conversation whose day changes is embedded again)")
 	res, err := ingest.Sweep(ctx, b.st, b.eng, vault, ingest.Options{Workers: 1, Failures: failures, Zone: b.zone,
-		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}, Hurry: b.hurry, Rereading: reread})
+		Space: space, Batch: ingest.BatchLimits{Docs: 256, Bytes: 1 << 20}, Hurry: b.hurry, Rereading: reread, Redating: redate})
 	if b.skipped(abs, err) {
 		return
 	}
 	if !res.Started.IsZero() { // it compared the files (a round that failed before leaves the last one's)
-		if b.reread == nil {
-			b.reread = map[string]map[string]bool{}
-		}
-		b.reread[abs] = rereading
+		keepReread()
+		keepRedated()
 	}
 	if res.VectorsMissing > 0 {
 		b.nudge()
@@ -616,4 +607,33 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// noted is, by vault, the files its last round said it read again for one
+// reason (see background.reread).
+type noted map[string]map[string]bool
+
+// note returns a callback for ingest.Options.Rereading or Redating that
+// logs msg when the files it is given hold one the vault's last round did
+// not, and keep, which makes them the vault's last round's.
+func (n *noted) note(log logger, vault, abs, msg string) (call func(files []string), keep func()) {
+	var these map[string]bool
+	call = func(files []string) {
+		these = make(map[string]bool, len(files))
+		said := true
+		for _, f := range files {
+			these[f] = true
+			said = said && (*n)[abs][f]
+		}
+		if !said {
+			log.Info(msg, "vault", vault, "files", len(files))
+		}
+	}
+	keep = func() {
+		if *n == nil {
+			*n = noted{}
+		}
+		(*n)[abs] = these
+	}
+	return call, keep
 }

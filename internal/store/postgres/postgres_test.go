@@ -406,22 +406,24 @@ func TestWriteAfterANewerUpgradeRefused(t *testing.T) {
 	}
 }
 
-// asVersion leaves db's schema as a recall of schema version v (1 to 4)
+// asVersion leaves db's schema as a recall of schema version v (1 to 5)
 // left it: the later migrations not recorded, and what they added undone,
 // so that opening it upgrades it: 0005's vector keys (back to 0004's
 // form), 0004's (each vector keyed by the hash of its
-// chunks' text, which must be one text) and 0003's
-// sources.reading. (0002 only rekeys long terms, which a test database
+// chunks' text, which must be one text), 0003's
+// sources.reading and 0006's sources.zone. (0002 only rekeys long terms, which a test database
 // without them need not undo.)
 func asVersion(t testing.TB, db *DB, v int) {
 	t.Helper()
 	// Before 0005, a chunk with a header had the key of the hex sha256 of
 	// it, a NUL byte and its text's hash (storetest.KeyV9).
 	keyV9 := `encode(sha256(convert_to(header, 'UTF8') || '\x00'::bytea || convert_to(hash, 'UTF8')), 'hex')`
-	qs := []string{
-		`UPDATE vectors v SET vkey = k.old FROM (SELECT DISTINCT vkey, ` + keyV9 + ` AS old FROM chunks WHERE header != '') k
+	var qs []string
+	if v < 5 {
+		qs = append(qs,
+			`UPDATE vectors v SET vkey = k.old FROM (SELECT DISTINCT vkey, `+keyV9+` AS old FROM chunks WHERE header != '') k
 			WHERE v.vkey = k.vkey`,
-		`UPDATE chunks SET vkey = ` + keyV9 + ` WHERE header != ''`,
+			`UPDATE chunks SET vkey = `+keyV9+` WHERE header != ''`)
 	}
 	if v < 4 {
 		qs = append(qs,
@@ -432,6 +434,9 @@ func asVersion(t testing.TB, db *DB, v int) {
 	}
 	if v < 3 {
 		qs = append(qs, `ALTER TABLE sources DROP COLUMN reading`)
+	}
+	if v < 6 {
+		qs = append(qs, `ALTER TABLE sources DROP COLUMN zone`)
 	}
 	qs = append(qs, `DELETE FROM recall_schema_migrations WHERE version > `+strconv.Itoa(v))
 	for _, q := range qs {
@@ -1176,4 +1181,15 @@ func TestVaultLockWaiterKilled(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d sweep lock sessions 5 s after the waiter was killed, want the holder's alone", n)
 	}
+}
+
+// Migration 6 records no zone for the sources before it
+// (storetest.ZoneUpgrade).
+func TestSourceZoneUpgrade(t *testing.T) {
+	dsn := pgtest.Server(t)
+	db := openTest(t, dsn, Options{})
+	storetest.ZoneUpgrade(t, db, func(t *testing.T, s recall.Store) {
+		asVersion(t, db, 5)
+		db.Close()
+	}, func(t *testing.T) recall.Store { return openChecked(t, dsn) })
 }

@@ -18,13 +18,13 @@ type querier interface {
 }
 
 const sourceCols = `s.id, s.kind, s.vault, s.title, s.date, s.owner, s.category, s.content_hash,
-	s.size, s.mtime, s.chunk_count, s.body, s.index_state, s.created_at, s.updated_at, s.reading`
+	s.size, s.mtime, s.chunk_count, s.body, s.index_state, s.created_at, s.updated_at, s.reading, COALESCE(s.zone, '')`
 
 func scanSource(row pgx.Row) (recall.Source, error) {
 	var s recall.Source
 	var created, updated int64
 	if err := row.Scan(&s.ID, &s.Kind, &s.Vault, &s.Title, &s.Date, &s.Owner, &s.Category, &s.ContentHash,
-		&s.Size, &s.MTime, &s.ChunkCount, &s.Body, &s.IndexState, &created, &updated, &s.Reading); err != nil {
+		&s.Size, &s.MTime, &s.ChunkCount, &s.Body, &s.IndexState, &created, &updated, &s.Reading, &s.Zone); err != nil {
 		return recall.Source{}, err
 	}
 	s.CreatedAt = time.Unix(0, created).UTC()
@@ -48,7 +48,7 @@ func (db *DB) Source(ctx context.Context, id string) (recall.Source, error) {
 
 // Manifest returns the sweep state of every source of a kind in a vault.
 func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map[string]recall.SourceState, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, size, mtime, content_hash, reading, chunk_count FROM sources WHERE kind = $1 AND vault = $2`,
+	rows, err := db.pool.Query(ctx, `SELECT id, size, mtime, content_hash, reading, COALESCE(zone, '`+recall.ZoneUnknown+`'), chunk_count FROM sources WHERE kind = $1 AND vault = $2`,
 		string(kind), vault)
 	if err != nil {
 		return nil, db.fail(ctx, err, "read manifest")
@@ -58,7 +58,7 @@ func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map
 	for rows.Next() {
 		var id string
 		var st recall.SourceState
-		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading, &st.Chunks); err != nil {
+		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading, &st.Zone, &st.Chunks); err != nil {
 			return nil, db.fail(ctx, err, "read manifest")
 		}
 		m[id] = st
@@ -330,7 +330,7 @@ func (db *DB) Export(ctx context.Context, fn func(recall.Document) error) error 
 			var s recall.Source
 			var created, updated, sid int64
 			if err := rows.Scan(&s.ID, &s.Kind, &s.Vault, &s.Title, &s.Date, &s.Owner, &s.Category, &s.ContentHash,
-				&s.Size, &s.MTime, &s.ChunkCount, &s.Body, &s.IndexState, &created, &updated, &s.Reading, &sid); err != nil {
+				&s.Size, &s.MTime, &s.ChunkCount, &s.Body, &s.IndexState, &created, &updated, &s.Reading, &s.Zone, &sid); err != nil {
 				rows.Close()
 				return db.fail(ctx, err, "export")
 			}

@@ -414,16 +414,16 @@ func (w *writer) put(docs []*recall.Document, now time.Time, res *recall.WriteRe
 			textBytes += len(c.Text)
 		}
 		cols := []any{string(s.Kind), s.Vault, s.Title, s.Date, dates[0], dates[1], s.Owner, s.Category,
-			s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created, updated, textBytes, s.Reading}
+			s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created, updated, textBytes, s.Reading, s.Zone}
 		if existed {
 			existing = append(existing, o.sid)
 			b.Queue(`UPDATE sources SET kind = $1, vault = $2, title = $3, date = $4, date_lo = $5, date_hi = $6,
 				owner = $7, category = $8, content_hash = $9, size = $10, mtime = $11, chunk_count = $12, body = $13,
-				index_state = $14, created_at = $15, updated_at = $16, text_bytes = $17, reading = $18 WHERE sid = $19`, append(cols, o.sid)...)
+				index_state = $14, created_at = $15, updated_at = $16, text_bytes = $17, reading = $18, zone = $19 WHERE sid = $20`, append(cols, o.sid)...)
 		} else {
 			b.Queue(`INSERT INTO sources (kind, vault, title, date, date_lo, date_hi,
-				owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, reading, id)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING sid`,
+				owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, reading, zone, id)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) RETURNING sid`,
 				append(cols, s.ID)...)
 		}
 	}

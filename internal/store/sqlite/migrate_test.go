@@ -175,6 +175,7 @@ func undoVectorKeys(t *testing.T, db *DB) {
 		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`,
 		`DROP INDEX IF EXISTS chunks_vkey`,
 		`ALTER TABLE chunks DROP COLUMN vkey`,
+		`ALTER TABLE sources DROP COLUMN zone`, // 11's
 		`DELETE FROM schema_migrations WHERE version >= 9`,
 	} {
 		if _, err := db.rw.ExecContext(ctx, q); err != nil {
@@ -285,7 +286,7 @@ func asVersion9(tb testing.TB, db *DB) int {
 			}
 		}
 	}
-	for _, q := range []string{`CREATE INDEX chunks_vkey ON chunks (vkey)`, `DELETE FROM schema_migrations WHERE version >= 10`} {
+	for _, q := range []string{`CREATE INDEX chunks_vkey ON chunks (vkey)`, `ALTER TABLE sources DROP COLUMN zone`, `DELETE FROM schema_migrations WHERE version >= 10`} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			tb.Fatal(q, err)
 		}
@@ -526,4 +527,22 @@ func TestCheckpointsInBackground(t *testing.T) {
 	if err := db.rw.QueryRow(`PRAGMA wal_autocheckpoint`).Scan(&auto); err != nil || auto != 0 {
 		t.Errorf("write connection wal_autocheckpoint = %d, %v; want 0", auto, err)
 	}
+}
+
+// Migration 11 records no zone for the sources before it
+// (storetest.ZoneUpgrade).
+func TestSourceZoneUpgrade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.ZoneUpgrade(t, db, func(t *testing.T, s recall.Store) {
+		for _, q := range []string{`ALTER TABLE sources DROP COLUMN zone`, `DELETE FROM schema_migrations WHERE version >= 11`} {
+			if _, err := db.rw.ExecContext(ctx, q); err != nil {
+				t.Fatal(q, err)
+			}
+		}
+		db.Close()
+	}, func(t *testing.T) recall.Store { return openChecked(t, path) })
 }

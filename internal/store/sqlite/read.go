@@ -11,7 +11,7 @@ import (
 )
 
 const sourceCols = `s.id, s.kind, s.vault, s.title, s.date, s.owner, s.category, s.content_hash,
-	s.size, s.mtime, s.chunk_count, s.body, s.index_state, s.created_at, s.updated_at, s.reading`
+	s.size, s.mtime, s.chunk_count, s.body, s.index_state, s.created_at, s.updated_at, s.reading, COALESCE(s.zone, '')`
 
 // scanner is what *sql.Row and *sql.Rows share.
 type scanner interface{ Scan(dest ...any) error }
@@ -20,7 +20,7 @@ func scanSource(sc scanner, extra ...any) (recall.Source, error) {
 	var s recall.Source
 	var created, updated int64
 	dest := append([]any{&s.ID, &s.Kind, &s.Vault, &s.Title, &s.Date, &s.Owner, &s.Category, &s.ContentHash,
-		&s.Size, &s.MTime, &s.ChunkCount, &s.Body, &s.IndexState, &created, &updated, &s.Reading}, extra...)
+		&s.Size, &s.MTime, &s.ChunkCount, &s.Body, &s.IndexState, &created, &updated, &s.Reading, &s.Zone}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return recall.Source{}, err
 	}
@@ -41,7 +41,7 @@ func (db *DB) Source(ctx context.Context, id string) (recall.Source, error) {
 // Manifest returns the sweep state of every source of a kind in a vault.
 func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map[string]recall.SourceState, error) {
 	rows, err := db.ro.QueryContext(ctx,
-		`SELECT id, size, mtime, content_hash, reading, chunk_count FROM sources WHERE kind = ? AND vault = ?`, kind, vault)
+		`SELECT id, size, mtime, content_hash, reading, COALESCE(zone, '`+recall.ZoneUnknown+`'), chunk_count FROM sources WHERE kind = ? AND vault = ?`, kind, vault)
 	if err != nil {
 		return nil, db.fail(ctx, err, "read manifest")
 	}
@@ -50,7 +50,7 @@ func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map
 	for rows.Next() {
 		var id string
 		var st recall.SourceState
-		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading, &st.Chunks); err != nil {
+		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading, &st.Zone, &st.Chunks); err != nil {
 			return nil, db.fail(ctx, err, "read manifest")
 		}
 		m[id] = st

@@ -270,8 +270,8 @@ func newWriter(ctx context.Context, tx *sql.Tx) (*writer, error) {
 	}{
 		{&w.getSource, `SELECT sid, kind, title, date, owner, category, created_at FROM sources WHERE id = ?`},
 		{&w.insSource, `INSERT INTO sources (kind, vault, title, date, date_lo, date_hi,
-			owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, reading, id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING sid`},
+			owner, category, content_hash, size, mtime, chunk_count, body, index_state, created_at, updated_at, text_bytes, reading, zone, id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING sid`},
 		{&w.insFTS, `INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)`},
 		{&w.delChunk, `DELETE FROM chunks WHERE id = ?`},
 		{&w.delText, `DELETE FROM chunk_texts WHERE id = ?`},
@@ -398,11 +398,11 @@ func (w *writer) put(d *recall.Document, now time.Time, res *recall.WriteResult)
 		textBytes += len(c.Text)
 	}
 	cols := []any{s.Kind, s.Vault, s.Title, s.Date, dateLo, dateHi, s.Owner, s.Category,
-		s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created.UnixNano(), updated.UnixNano(), textBytes, s.Reading}
+		s.ContentHash, s.Size, s.MTime, len(d.Chunks), s.Body, s.IndexState, created.UnixNano(), updated.UnixNano(), textBytes, s.Reading, s.Zone}
 	if existed {
 		_, err = w.tx.ExecContext(w.ctx, `UPDATE sources SET kind = ?, vault = ?, title = ?, date = ?, date_lo = ?, date_hi = ?,
 			owner = ?, category = ?, content_hash = ?, size = ?, mtime = ?, chunk_count = ?, body = ?, index_state = ?,
-			created_at = ?, updated_at = ?, text_bytes = ?, reading = ? WHERE sid = ?`, append(cols, sid)...)
+			created_at = ?, updated_at = ?, text_bytes = ?, reading = ?, zone = ? WHERE sid = ?`, append(cols, sid)...)
 	} else {
 		err = w.insSource.QueryRowContext(w.ctx, append(cols, s.ID)...).Scan(&sid)
 	}

@@ -173,3 +173,25 @@ func upgraded(t *testing.T, s recall.Store, space string, a, b, m recall.Documen
 		t.Errorf("stats after retitling a.md: %+v, %v; want its 3 chunks missing vectors", st.Spaces, err)
 	}
 }
+
+// ZoneUpgrade checks the upgrade of a database from the schema that did
+// not record the zone a source's date was made in (recall.Source.Zone): a
+// source written before it is in the manifest with recall.ZoneUnknown, so
+// that a sweep dates it again once, and shows no zone. older turns s's
+// database into one as the previous schema version left it (closing s);
+// reopen opens it again, which upgrades it.
+func ZoneUpgrade(t *testing.T, s recall.Store, older func(t *testing.T, s recall.Store), reopen func(t *testing.T) recall.Store) {
+	t.Helper()
+	d := doc("e.json/a", recall.KindArchive, "tea")
+	d.Source.Vault, d.Source.Date, d.Source.Reading = "/v", "2024-05-06", 2
+	write(t, s, d)
+	older(t, s)
+	s = reopen(t)
+	defer s.Close()
+	if m, err := s.Manifest(ctx, recall.KindArchive, "/v"); err != nil || m["e.json/a"].Zone != recall.ZoneUnknown {
+		t.Errorf("manifest after the upgrade: %+v, %v; want the zone unknown", m, err)
+	}
+	if src, err := s.Source(ctx, "e.json/a"); err != nil || src.Zone != "" {
+		t.Errorf("source after the upgrade: zone %q, %v; want none", src.Zone, err)
+	}
+}

@@ -508,7 +508,7 @@ func testSourceNotFound(t *testing.T, s recall.Store) {
 
 func testManifest(t *testing.T, s recall.Store) {
 	a := doc("a.md", recall.KindArchive, "a")
-	a.Source.Vault, a.Source.MTime, a.Source.Reading = "/v1", 11, 3
+	a.Source.Vault, a.Source.MTime, a.Source.Reading, a.Source.Zone = "/v1", 11, 3, "zone-1"
 	b := doc("b.md", recall.KindArchive, "b")
 	b.Source.Vault = "/v2"
 	m := doc("mem", recall.KindMemory, "m")
@@ -517,7 +517,7 @@ func testManifest(t *testing.T, s recall.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := recall.SourceState{Size: a.Source.Size, MTime: 11, ContentHash: a.Source.ContentHash, Reading: 3, Chunks: 1}
+	want := recall.SourceState{Size: a.Source.Size, MTime: 11, ContentHash: a.Source.ContentHash, Reading: 3, Zone: "zone-1", Chunks: 1}
 	if len(got) != 1 || got["a.md"] != want {
 		t.Errorf("Manifest = %+v; want a.md %+v only", got, want)
 	}
@@ -525,10 +525,14 @@ func testManifest(t *testing.T, s recall.Store) {
 	if src, err := s.Source(ctx, "a.md"); err != nil || src.Reading != 3 {
 		t.Errorf("Source(a.md).Reading = %d, %v; want 3", src.Reading, err)
 	}
-	a.Source.Reading = 4
+	// And the zone its date was made in (recall.Source.Zone).
+	if src, err := s.Source(ctx, "a.md"); err != nil || src.Zone != "zone-1" {
+		t.Errorf("Source(a.md).Zone = %q, %v; want zone-1", src.Zone, err)
+	}
+	a.Source.Reading, a.Source.Zone = 4, ""
 	write(t, s, a)
-	if got, _ := s.Manifest(ctx, recall.KindArchive, "/v1"); got["a.md"].Reading != 4 {
-		t.Errorf("Manifest after a rewrite at reading 4 = %+v", got["a.md"])
+	if got, _ := s.Manifest(ctx, recall.KindArchive, "/v1"); got["a.md"].Reading != 4 || got["a.md"].Zone != "" {
+		t.Errorf("Manifest after a rewrite at reading 4 with no zone = %+v", got["a.md"])
 	}
 	c := doc("c.md", recall.KindArchive, "c") // through /ingest: no vault
 	write(t, s, c)
