@@ -608,7 +608,13 @@ func TestServeStopsDuringSweep(t *testing.T) {
 		}
 	}
 	_, stderr, stop := startServe(t, env, "--vault", vault, "--sweep-every", "0")
-	time.Sleep(300 * time.Millisecond)
+	// Stopped once the sweep has committed something: a stop before it had
+	// begun (a busy machine) would leave no sweep to record.
+	waitFor(t, func() bool {
+		out, _, code := run(t, env, "stats", "--json")
+		var st struct{ Sources map[string]int }
+		return code == 0 && json.Unmarshal([]byte(out), &st) == nil && st.Sources["archive"] > 0
+	}, "the sweep to commit its first files")
 	if code := stop(); code != 0 {
 		t.Fatalf("serve exited with %d: %s", code, stderr.String())
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/ingest"
 	"github.com/recall-mcp/recall/internal/remote"
+	"github.com/recall-mcp/recall/internal/testvault"
 )
 
 // export writes a Claude export holding the conversations named.
@@ -28,7 +29,7 @@ func export(t *testing.T, p string, convs ...string) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte("["+strings.Join(parts, ",")+"]"), 0o644); err != nil {
+	if err := testvault.WriteFile(p, "["+strings.Join(parts, ",")+"]", testvault.Settled()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -257,7 +258,7 @@ func TestOldManifestEntryAsksTheServer(t *testing.T) {
 	export(t, p, "alpha", "beta", "gamma")
 	session := filepath.Join(dir, "logs", "session.jsonl")
 	os.MkdirAll(filepath.Dir(session), 0o755)
-	os.WriteFile(session, []byte(`{"role": "user", "content": "first"}`+"\n"), 0o644)
+	testvault.WriteFile(session, `{"role": "user", "content": "first"}`+"\n", testvault.Settled())
 	var mode atomic.Int32 // 1: /ingest fails; 2: no listing, as an older server; 3: a listing that never ends
 	var asked atomic.Int32
 	tg := newTarget(t, func(h http.Handler) http.Handler {
