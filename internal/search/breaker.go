@@ -1,6 +1,7 @@
 package search
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -60,8 +61,9 @@ func (b *breaker) admit(emb recall.Embedder, now time.Time) (probe bool, why str
 }
 
 // report records how embedding a query with emb ended: err is nil for a
-// usable vector. An embedding runs to its end whether or not its callers
-// still wait (queryEmbedding), so every outcome is news of the embedder.
+// usable vector. An embedding runs to its end while a caller still wants
+// its outcome, or its deadline passed (queryEmbedding), so every outcome
+// but errAbandoned is news of the embedder.
 func (b *breaker) report(emb recall.Embedder, probe bool, err error, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -74,6 +76,9 @@ func (b *breaker) report(emb recall.Embedder, probe bool, err error, now time.Ti
 	switch {
 	case err == nil:
 		b.err, b.wait = nil, 0
+	case errors.Is(err, errAbandoned):
+		// Every caller went away before the embedder answered: no news
+		// of it (a probe's turn passes to the next search).
 	case probe || b.err == nil:
 		b.err, b.failed = err, now
 		b.wait = min(max(2*b.wait, firstOutageWait), maxOutageWait)

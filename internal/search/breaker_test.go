@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -46,10 +47,15 @@ type heldEmbedder struct {
 	calls   atomic.Int32
 	entered chan struct{}
 	hold    chan struct{}
+	mu      sync.Mutex
+	ctxs    []context.Context // the contexts of its calls
 }
 
 func (h *heldEmbedder) Embed(ctx context.Context, kind recall.InputKind, texts []string) ([][]float32, error) {
 	h.calls.Add(1)
+	h.mu.Lock()
+	h.ctxs = append(h.ctxs, ctx)
+	h.mu.Unlock()
 	if h.entered != nil {
 		h.entered <- struct{}{}
 	}
@@ -227,10 +233,33 @@ func TestBreakerTripsForCallersThatLeaveFirst(t *testing.T) {
 	}
 }
 
+// expiring is a context whose deadline passes when expire is called: its
+// Err is context.DeadlineExceeded, as a caller's deadline ends it.
+type expiring struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newExpiring() *expiring {
+	return &expiring{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *expiring) expire()               { c.once.Do(func() { close(c.done) }) }
+func (c *expiring) Done() <-chan struct{} { return c.done }
+func (c *expiring) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 // TestBreakerHearsEmbeddingsCallersLeft: searches of one query share one
-// embedding, which goes on when its callers leave, and what it brings
-// serves later searches: its vector lands in the query cache, and a
-// probe's vector ends the outage although the probe's caller left. A
+// embedding, which goes on when its callers' deadlines pass, and what it
+// brings serves later searches: its vector lands in the query cache, and
+// a probe's vector ends the outage although the probe's caller left. A
 // search whose own budget runs out tells of the embedder too.
 func TestBreakerHearsEmbeddingsCallersLeft(t *testing.T) {
 	clk := newClock()
@@ -239,7 +268,8 @@ func TestBreakerHearsEmbeddingsCallersLeft(t *testing.T) {
 	leave := func(q string) {
 		t.Helper()
 		h.entered, h.hold = make(chan struct{}, 1), make(chan struct{})
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx := newExpiring()
+		cancel := ctx.expire
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -279,6 +309,60 @@ func TestBreakerHearsEmbeddingsCallersLeft(t *testing.T) {
 	r, err := eng2.Search(context.Background(), recall.SearchRequest{Query: "kettle"})
 	if err != nil || h2.calls.Load() != 1 || r.EmbedError == nil || r.EmbedError.Error() != "the embedder did not answer within the search's time (200ms)" {
 		t.Errorf("after a search's budget ran out: %d calls in all, embed error %v, %v; want 1, and that the embedder did not answer in the search's time", h2.calls.Load(), r.EmbedError, err)
+	}
+}
+
+// TestEmbeddingStopsWhenCallersGoAway: a query's embedding whose every
+// caller went away (their contexts cancelled: a client that closed its
+// connection or cancelled its call) is cancelled at once, and tells the
+// breaker nothing; one caller still waiting keeps it going.
+func TestEmbeddingStopsWhenCallersGoAway(t *testing.T) {
+	clk := newClock()
+	h := &heldEmbedder{Embedder: embedtest.New(16)}
+	eng := breakerEngine(t, clk, search.Options{EmbedBudget: time.Hour, Budget: time.Hour}, h)
+	h.entered, h.hold = make(chan struct{}, 1), make(chan struct{})
+	start := func(ctx context.Context) chan error {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := eng.Search(ctx, recall.SearchRequest{Query: "kettle", Mode: recall.ModeSemantic})
+			errc <- err
+		}()
+		return errc
+	}
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	first := start(ctx1)
+	<-h.entered
+	joined := make(chan struct{}, 1)
+	eng.OnFlightJoined(func() { joined <- struct{}{} })
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	second := start(ctx2)
+	<-joined
+	cancel1()
+	if err := <-first; err == nil {
+		t.Error("a search whose caller went away answered; want an error")
+	}
+	// The second caller still waits: the embedding goes on for it.
+	h.mu.Lock()
+	call := h.ctxs[0]
+	h.mu.Unlock()
+	if err := call.Err(); err != nil {
+		t.Fatalf("the embedding ended (%v) while a caller still waited for it", err)
+	}
+	cancel2()
+	<-second
+	// Cancelled before the last caller's Search returned.
+	if err := call.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("the embedder's call's context: %v once every caller went away; want it cancelled", err)
+	}
+	close(h.hold)
+	eng.WaitQueryEmbeddings()
+	if h.calls.Load() != 1 {
+		t.Errorf("%d embedder calls; want the one both callers shared", h.calls.Load())
+	}
+	// No news of the embedder: the next search asks it at once.
+	h.entered, h.hold = nil, nil
+	if r, calls := hybrid(t, eng, h, "kettle"); calls != 1 || r.Mode != recall.ModeHybrid {
+		t.Errorf("after the callers went away: %d calls, mode %s (%q); want the embedder asked", calls, r.Mode, r.Note)
 	}
 }
 

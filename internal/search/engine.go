@@ -74,6 +74,7 @@ type Engine struct {
 
 	flightMu sync.Mutex
 	flights  map[flightKey]*queryFlight // query embeddings in flight
+	joined   func()                     // tests: told under flightMu when a search joins one
 
 	mu sync.RWMutex // orders index updates against searches
 	// wmu queues this engine's writers before their transactions begin,

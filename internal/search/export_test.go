@@ -34,3 +34,11 @@ func (e *Engine) WaitQueryEmbeddings() {
 		<-f.done
 	}
 }
+
+// OnFlightJoined has fn called (under the engine's flight lock) whenever a
+// search joins a query embedding already in flight.
+func (e *Engine) OnFlightJoined(fn func()) {
+	e.flightMu.Lock()
+	defer e.flightMu.Unlock()
+	e.joined = fn
+}

@@ -218,8 +218,9 @@ func fullTextReserve(left time.Duration) time.Duration {
 
 // awaitEmbedding waits for a search's query embedding until w.until, or
 // until ctx ends; late says it gave up at w.until. The embedding goes on
-// without it either way (queryEmbedding).
-func (e *Engine) awaitEmbedding(ctx context.Context, f *queryFlight, w embedWait) (vec []float32, err error, late bool) {
+// without it (queryEmbedding), unless its caller went away (ctx was
+// cancelled, not timed out) and so did every other search waiting for it.
+func (e *Engine) awaitEmbedding(ctx context.Context, k flightKey, f *queryFlight, w embedWait) (vec []float32, err error, late bool) {
 	t := time.NewTimer(time.Until(w.until))
 	defer t.Stop()
 	select {
@@ -238,7 +239,14 @@ func (e *Engine) awaitEmbedding(ctx context.Context, f *queryFlight, w embedWait
 		return nil, recall.Errorf(recall.EUNAVAILABLE, "the embedder had not answered %s before %s, the time kept for the rest of the search", w.reserve.Round(time.Millisecond), whose), true
 	case <-ctx.Done():
 		// The caller left: the search goes on as far as its context
-		// lets it, and the embedding with its own budget.
+		// lets it, and the embedding with its own budget while someone
+		// may still want its outcome. A caller whose deadline passed
+		// keeps it going (its outcome tells of a hanging embedder); one
+		// that went away (a client that closed its connection or sent
+		// notifications/cancelled) gives it up.
+		if errors.Is(ctx.Err(), context.Canceled) {
+			e.abandon(k, f)
+		}
 		return nil, e.budgetError(context.Cause(ctx)), false
 	}
 }
@@ -279,6 +287,15 @@ type queryFlight struct {
 	done  chan struct{}
 	out   embedOut // set before done closes
 	probe bool     // a search was admitted to it as the breaker's probe (under e.flightMu)
+	// claims counts the searches that hold the embedding to its end (under
+	// e.flightMu): each that asks for it, until it leaves because its
+	// caller went away. A search whose deadline or budget ran out keeps
+	// its claim, so a hanging embedder is still found out for callers
+	// with short deadlines; when every claim is gone the embedding is
+	// cancelled (abandon), freeing the embedder's slot at once.
+	claims    int
+	abandoned bool // every claim was given up: a search asking now starts another
+	cancel    context.CancelCauseFunc
 }
 
 // queryEmbedding returns the embedding in flight of query with emb,
@@ -296,19 +313,41 @@ func (e *Engine) queryEmbedding(ctx context.Context, emb recall.Embedder, query 
 	k := flightKey{emb, query}
 	e.flightMu.Lock()
 	defer e.flightMu.Unlock()
-	if f, ok := e.flights[k]; ok {
+	if f, ok := e.flights[k]; ok && !f.abandoned {
 		// The embedding in flight answers this caller's question too;
 		// its outcome is the probe's news.
 		f.probe = f.probe || probe
+		f.claims++
+		if e.joined != nil {
+			e.joined()
+		}
 		return f
 	}
 	if e.flights == nil {
 		e.flights = map[flightKey]*queryFlight{}
 	}
-	f := &queryFlight{done: make(chan struct{}), probe: probe}
+	fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	f := &queryFlight{done: make(chan struct{}), probe: probe, claims: 1, cancel: cancel}
 	e.flights[k] = f
-	go e.fly(context.WithoutCancel(ctx), k, f)
+	go e.fly(fctx, k, f)
 	return f
+}
+
+// errAbandoned ends an embedding whose every caller went away: it says
+// nothing of the embedder.
+var errAbandoned = errors.New("every search waiting for the query's embedding went away")
+
+// abandon gives up a search's claim on the embedding of k in flight, its
+// caller having gone away; the last claim given up cancels the embedding,
+// and a search that asks for the query afterwards starts another.
+func (e *Engine) abandon(k flightKey, f *queryFlight) {
+	e.flightMu.Lock()
+	defer e.flightMu.Unlock()
+	if f.claims--; f.claims > 0 {
+		return
+	}
+	f.abandoned = true
+	f.cancel(errAbandoned)
 }
 
 // fly embeds a flight's query and publishes the outcome: to the breaker
@@ -326,9 +365,12 @@ func (e *Engine) fly(ctx context.Context, k flightKey, f *queryFlight) {
 		e.mu.RUnlock()
 	}
 	e.flightMu.Lock()
-	delete(e.flights, k)
+	if e.flights[k] == f {
+		delete(e.flights, k)
+	}
 	probe := f.probe
 	e.flightMu.Unlock()
+	f.cancel(nil)
 	e.brk.report(k.emb, probe, out.err, e.opt.Now())
 	f.out = out
 	close(f.done)
@@ -458,7 +500,7 @@ func (e *Engine) search(ctx context.Context, req recall.SearchRequest, want, dep
 		}()
 	}
 	if embedding != nil {
-		q.vec, q.err, q.late = e.awaitEmbedding(ctx, embedding, q.wait)
+		q.vec, q.err, q.late = e.awaitEmbedding(ctx, flightKey{emb, req.Query}, embedding, q.wait)
 	}
 	q.done = true
 	qvec, embedErr := q.vec, q.err
