@@ -193,7 +193,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r2 := r.Clone(r.Context())
 	r2.Header.Set("Authorization", "Bearer verified")
 	verify := func(ctx context.Context, _ string, req *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: id.key, Extra: map[string]any{extraIdentity: id, extraRequest: ri}}, nil
+		return &auth.TokenInfo{UserID: id.key, Extra: map[string]any{extraIdentity: id, extraRequest: ri, extraHTTPContext: req.Context()}}, nil
 	}
 	// Our tokens do not expire; rotation is by the tokens file.
 	auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.mcpHTTP).ServeHTTP(w, r2)

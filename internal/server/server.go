@@ -455,8 +455,9 @@ func (nopWriteCloser) Close() error { return nil }
 type idKey struct{}
 
 const (
-	extraIdentity = "recall.identity"
-	extraRequest  = "recall.request"
+	extraIdentity    = "recall.identity"
+	extraRequest     = "recall.request"
+	extraHTTPContext = "recall.context" // the context of the POST that carried the message (untilClientGone)
 )
 
 func identityFrom(ctx context.Context) *identity {

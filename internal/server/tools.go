@@ -179,6 +179,31 @@ func addTool[In, Out any](s *Server, ms *mcp.Server, fallback *identity, t *mcp.
 	})
 }
 
+// untilClientGone ends a request's context when the HTTP request that
+// carried it ends (serveMCP puts that request's context in the token's
+// Extra). The SDK runs requests of a session on the session's context,
+// which outlives the POST: a client that closed its connection, or
+// whose HTTP client gave up, would otherwise leave its search, embedding
+// and database reads running to their budgets. Nothing can be delivered
+// once the POST is gone (recall keeps no event store for resumption), so
+// stopping the work loses nothing; a write either committed before, and
+// was not acknowledged (the client sees its connection fail), or is not
+// applied. Over stdio, and for notifications/cancelled, the SDK cancels
+// the context itself.
+func untilClientGone(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if x := req.GetExtra(); x != nil && x.TokenInfo != nil {
+			if hctx, ok := x.TokenInfo.Extra[extraHTTPContext].(context.Context); ok {
+				var cancel context.CancelCauseFunc
+				ctx, cancel = context.WithCancelCause(ctx)
+				stop := context.AfterFunc(hctx, func() { cancel(context.Cause(hctx)) })
+				defer func() { stop(); cancel(nil) }()
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // maxToolErrorLen bounds a tool error's text. The SDK's input validation
 // quotes the offending value, which may be 100,000 characters of it.
 const maxToolErrorLen = 500
@@ -275,7 +300,7 @@ func (s *Server) toolError(c caller, tool string, err error) error {
 func (s *Server) newMCPServer(admin bool, fallback *identity) *mcp.Server {
 	ms := mcp.NewServer(&mcp.Implementation{Name: "recall", Title: "recall", Version: s.opt.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: s.log})
-	ms.AddReceivingMiddleware(shortToolErrors, s.invalidArgs(fallback), s.recoverPanics)
+	ms.AddReceivingMiddleware(untilClientGone, shortToolErrors, s.invalidArgs(fallback), s.recoverPanics)
 
 	addTool(s, ms, fallback, &mcp.Tool{Name: "search_archive", Annotations: readOnly("Search the archive"),
 		Description: "Search past conversations, saved memories and diary days together. Returns the best passages, " +
