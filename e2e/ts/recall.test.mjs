@@ -185,6 +185,8 @@ async function expectHTTP(promise, status) {
 
 test('refusals: no token, wrong token, user token on an admin tool, foreign Origin', async () => {
   await expectHTTP(connect(), 401);
+  // The SDK's error quotes the body: the server's JSON-RPC error says what to do.
+  await assert.rejects(connect(), (err) => /send an Authorization: Bearer header/.test(err.message));
   await expectHTTP(connect(bearer('wrong-token-0123456789-abcdefghijkl')), 401);
   await expectHTTP(connect({ ...bearer(tokens.user), Origin: 'https://evil.example' }), 403);
   // A token in the query string is never accepted, even a valid one.
@@ -206,7 +208,12 @@ test('refusals: no token, wrong token, user token on an admin tool, foreign Orig
   const noToken = await post({});
   assert.equal(noToken.status, 401);
   assert.match(noToken.headers.get('www-authenticate') ?? '', /^Bearer/);
-  assert.equal((await noToken.json()).error.code, 'unauthorized');
+  // Errors on /mcp are JSON-RPC error objects (id null: the body was not read).
+  const refusal = await noToken.json();
+  assert.equal(refusal.jsonrpc, '2.0');
+  assert.equal(refusal.id, null);
+  assert.equal(refusal.error.code, -32001);
+  assert.equal(refusal.error.data.code, 'unauthorized');
   const foreign = await post({ ...bearer(tokens.user), Origin: 'https://evil.example' });
   assert.equal(foreign.status, 403);
   assert.equal(foreign.headers.get('access-control-allow-origin'), null);

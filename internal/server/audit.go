@@ -21,6 +21,7 @@ import (
 type reqInfo struct {
 	id     string
 	remote string
+	mcp    bool // a request to /mcp: errors are JSON-RPC errors (rpcerror.go)
 
 	mu      sync.Mutex
 	route   string // route pattern, or "mcp <method>"
@@ -29,6 +30,7 @@ type reqInfo struct {
 	results int
 	counted bool
 	errCode string
+	rpcID   any // the JSON-RPC message's id, once serveMCP read it
 }
 
 func (ri *reqInfo) set(fn func(ri *reqInfo)) {

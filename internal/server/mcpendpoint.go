@@ -129,13 +129,15 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		var p mcpPeek
 		if json.Unmarshal(body, &p) != nil {
 			// The SDK's own error names its Go types.
-			s.writeError(w, r, recall.Errorf(recall.EINVALID, "the body is not a JSON-RPC message (one JSON object)"))
+			ri.set(func(ri *reqInfo) { ri.errCode = recall.EINVALID })
+			writeRPCError(w, http.StatusBadRequest, nil, -32700, recall.EINVALID, "the body is not a JSON-RPC message (one JSON object): send one request, notification or response as a JSON object")
 			return
 		}
 		if rf := p.refusal(); rf != nil {
 			writeJSON(w, http.StatusOK, rf.message())
 			return
 		}
+		ri.set(func(ri *reqInfo) { ri.rpcID = p.ID })
 		method := "other"
 		if slices.Contains(mcpMethods, p.Method) {
 			method = p.Method
@@ -146,7 +148,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 			if isAdminTool(p.Params.Name) && !id.admin {
 				ri.set(func(ri *reqInfo) { ri.errCode = recall.EFORBIDDEN })
 				writeJSON(w, http.StatusForbidden, map[string]any{"jsonrpc": "2.0", "id": p.ID,
-					"error": map[string]any{"code": -32003, "message": p.Params.Name + " needs the admin token"}})
+					"error": map[string]any{"code": rpcForbidden, "message": p.Params.Name + " needs the admin token"}})
 				return
 			}
 		}
@@ -196,7 +198,11 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return &auth.TokenInfo{UserID: id.key, Extra: map[string]any{extraIdentity: id, extraRequest: ri, extraHTTPContext: req.Context()}}, nil
 	}
 	// Our tokens do not expire; rotation is by the tokens file.
-	auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.mcpHTTP).ServeHTTP(w, r2)
+	sw := &sdkErrorWriter{ResponseWriter: w}
+	auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.mcpHTTP).ServeHTTP(sw, r2)
+	var rpcID any
+	ri.set(func(ri *reqInfo) { rpcID = ri.rpcID })
+	sw.finish(ri, rpcID)
 }
 
 // needsNoSession reports whether a message may come without a session id:

@@ -89,6 +89,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if code == recall.ERATELIMIT && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}
+	if ri != nil && ri.mcp {
+		var rpcID any
+		ri.set(func(ri *reqInfo) { rpcID = ri.rpcID })
+		writeRPCError(w, httpStatus(code), rpcID, rpcCode(code), code, msg)
+		return
+	}
 	writeJSON(w, httpStatus(code), errorBody{Error: errorDetail{Code: code, Message: shorten(msg)}})
 }
 

@@ -470,7 +470,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // ServeHTTP is the front door every request passes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.opt.Now()
-	ri := &reqInfo{id: newRequestID(), remote: clientIP(r), route: "unmatched"}
+	ri := &reqInfo{id: newRequestID(), remote: clientIP(r), route: "unmatched", mcp: isMCPPath(r.URL.Path)}
 	// A client has bodyTimeout to send its body, from the start: a request
 	// refused before its body is read (no token, a bad Host) is followed by
 	// net/http discarding the body, which without a deadline waits for a
@@ -698,12 +698,17 @@ func (s *Server) unauthorized(w http.ResponseWriter, ri *reqInfo, msg string) {
 	s.refuse(w, ri, http.StatusUnauthorized, recall.EUNAUTHORIZED, msg)
 }
 
-// refuse answers before routing, in the REST error shape.
+// refuse answers before routing, in the REST error shape (a JSON-RPC
+// error on /mcp).
 func (s *Server) refuse(w http.ResponseWriter, ri *reqInfo, status int, code, msg string) {
 	ri.set(func(ri *reqInfo) { ri.errCode = code })
 	// Most refusals come before the body is read: see closeIfBodyUnread.
 	// (After a refusal, a connection's next request is rare enough.)
 	endConn(w)
+	if ri.mcp {
+		writeRPCError(w, status, nil, rpcCode(code), code, msg)
+		return
+	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: shorten(msg)}})
 }
 
