@@ -1,17 +1,21 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed"
+	"github.com/recall-mcp/recall/internal/remote"
 	"github.com/recall-mcp/recall/internal/search"
 )
 
@@ -219,5 +223,37 @@ func TestStdioCancelledNotificationStopsEmbedding(t *testing.T) {
 	inW.Close()
 	if err := <-ended; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An /ingest upload cut off mid-body is refused and applies nothing: the
+// front door reads the whole body before the handler runs, so neither a
+// source nor any staged chunk of it is written; the same body sent whole
+// is written.
+func TestIngestCutOffMidBodyAppliesNothing(t *testing.T) {
+	f := newFixture(t, nil)
+	b, _ := json.Marshal(remote.IngestRequest{Chunks: []remote.IngestChunk{
+		chunkOf("cut.md", 0, 2, "first half of the upload"), chunkOf("cut.md", 1, 2, "second half of the upload")}})
+	conn, err := net.Dial("tcp", f.hs.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		plainTok, len(b), b[:len(b)-20])
+	conn.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a cut-off upload: %d %s; want 400", resp.StatusCode, body)
+	}
+	if _, err := f.st.Source(context.Background(), "cut.md"); !recall.IsNotFound(err) {
+		t.Fatalf("a cut-off upload wrote its source: %v", err)
+	}
+	if status, out, body := f.ingest(plainTok, chunkOf("cut.md", 0, 2, "first half of the upload"), chunkOf("cut.md", 1, 2, "second half of the upload")); status != 200 || out.Sources[0].Status != remote.StatusWritten {
+		t.Fatalf("the whole upload: %d %s", status, body)
 	}
 }
