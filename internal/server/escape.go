@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -110,4 +112,46 @@ func hidden(r rune, oneLine bool) bool {
 		return true
 	}
 	return unicode.Is(unicode.Cf, r)
+}
+
+// escapeJSONHidden rewrites the hidden characters (hidden) that encoding/json
+// leaves raw in encoded JSON (DEL, C1 controls, format characters, variation
+// selectors) as \u escapes, surrogate pairs beyond the BMP. JSON holds such
+// characters only inside strings, where an escape decodes to the same
+// character, so the value a client decodes is unchanged. encoding/json
+// already escapes C0 controls and U+2028/U+2029 and replaces invalid UTF-8.
+func escapeJSONHidden(b []byte) []byte {
+	i := 0
+	for i < len(b) {
+		c := b[i]
+		if c < utf8.RuneSelf && c != 0x7f {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r != '\n' && hidden(r, false) {
+			break
+		}
+		i += size
+	}
+	if i == len(b) {
+		return b
+	}
+	var out bytes.Buffer
+	out.Grow(len(b) + 32)
+	out.Write(b[:i])
+	for i < len(b) {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == '\n' || !hidden(r, false):
+			out.Write(b[i : i+size])
+		case r > 0xFFFF:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&out, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&out, `\u%04x`, r)
+		}
+		i += size
+	}
+	return out.Bytes()
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -159,4 +160,72 @@ func TestKeyringLookup(t *testing.T) {
 			t.Error("a token is kept in the clear")
 		}
 	}
+}
+
+// The REST API returns stored text verbatim, as data: a client decoding
+// the JSON gets back exactly the bytes stored. But the bytes on the wire
+// carry no raw control, bidi, zero-width or tag character either (they
+// are JSON \u escapes), so a person reading a response in a terminal or
+// log (curl, a proxy's log) sees them instead of having the text
+// reordered, hidden or recoloured.
+func TestRESTEscapesHiddenCharactersOnTheWire(t *testing.T) {
+	f := newFixture(t, nil)
+	const value = "pay \u202eevil\u202c zero\u200bwidth tag\U000E0041 del\x7f c1\u009b sep\u2028 \x1b[31mred\x1b[0m ok: é 世界 ❤\ufe0f"
+	f.save("alice", "note_hidden", value)
+	f.archive("hidden.md", "T\u202eitle", "2025-01", "archive "+value)
+	for _, tc := range []struct{ method, path, body string }{
+		{"GET", "/api/memories/note_hidden", ""},
+		{"POST", "/api/search", `{"query":"zero width","mode":"lexical"}`},
+		{"POST", "/api/context", `{"source":"hidden.md","chunk_index":0}`},
+	} {
+		resp, raw := f.do(tc.method, tc.path, aliceTok, tc.body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d %s", tc.method, tc.path, resp.StatusCode, raw)
+		}
+		for _, r := range raw {
+			if r != '\n' && hidden(r, false) {
+				t.Errorf("%s %s: %U raw on the wire: %q", tc.method, tc.path, r, raw)
+				break
+			}
+		}
+		if !strings.Contains(raw, "é 世界 ❤\ufe0f") {
+			t.Errorf("%s %s: visible text was escaped too: %q", tc.method, tc.path, raw)
+		}
+		if !strings.Contains(raw, `\u202e`) || !strings.Contains(raw, `\udb40\udc41`) {
+			t.Errorf("%s %s: no JSON escape for the hidden characters: %q", tc.method, tc.path, raw)
+		}
+	}
+	// Decoded, the value is the stored one, byte for byte.
+	_, raw := f.do("GET", "/api/memories/note_hidden", aliceTok, "")
+	var got struct {
+		Value string `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(raw), &got); err != nil || got.Value != value {
+		t.Errorf("decoded value %q (%v), stored %q", got.Value, err, value)
+	}
+}
+
+// escapeJSONHidden leaves what a JSON value decodes to unchanged and no
+// hidden character raw.
+func FuzzEscapeJSONHidden(f *testing.F) {
+	for _, s := range []string{"", "a\u202eb", "\x7f\u009b", "tag\U000E0041", "\xff", "é ❤\ufe0f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		enc, err := json.Marshal(map[string]string{s: s})
+		if err != nil {
+			t.Skip()
+		}
+		out := escapeJSONHidden(enc)
+		var want, got map[string]string
+		json.Unmarshal(enc, &want)
+		if err := json.Unmarshal(out, &got); err != nil || got[s] != want[s] || len(got) != len(want) {
+			t.Fatalf("%q: %s decodes to %q (%v), %s to %q", s, enc, want, err, out, got)
+		}
+		for _, r := range string(out) {
+			if hidden(r, false) {
+				t.Fatalf("%q: %U raw in %s", s, r, out)
+			}
+		}
+	})
 }

@@ -62,7 +62,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(escapeJSONHidden(buf.Bytes()))
 }
 
 // writeError answers with err's code and client-safe message. Internal

@@ -19,7 +19,8 @@
 //     so is a token-less request with a header a proxy adds (proxyHeader).
 //   - Text sent to MCP clients has control, ANSI, zero-width, bidi and tag
 //     characters escaped, in the readable text and the structured output
-//     alike; the REST API returns stored text verbatim (see escape.go).
+//     alike; the REST API returns stored text verbatim, such characters
+//     sent as JSON \u escapes (see escape.go).
 //   - MCP sessions are bound to the credential that opened them: a session
 //     id presented with another token gets 403.
 package server
