@@ -171,7 +171,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		defer s.useSession(sid)()
+		defer s.useSession(sid, id.key)()
 	}
 	if r.Method != http.MethodPost {
 		// The route names a metric series: never a client-chosen string.

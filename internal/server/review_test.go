@@ -120,6 +120,31 @@ func TestSessionsPerToken(t *testing.T) {
 	}
 }
 
+// A session id presented with another token is refused and leaves the
+// session as it was: it does not count as the session's use, so another
+// token that learned the id cannot decide which of its owner's sessions
+// ends when the owner opens one more.
+func TestForeignUseDoesNotRefreshASession(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Sessions, o.SessionsPerToken = 30, 2 })
+	s1, s2 := f.rawSession(aliceTok), f.rawSession(aliceTok)
+	ping := `{"jsonrpc":"2.0","id":9,"method":"ping"}`
+	if status, _ := f.rawCall(aliceTok, s2, ping); status != http.StatusOK { // s1 is the least recently used
+		t.Fatalf("alice's ping: %d", status)
+	}
+	for _, tok := range []string{bobTok, plainTok, adminTok} {
+		if status, _ := f.rawCall(tok, s1, ping); status != http.StatusForbidden {
+			t.Fatalf("alice's session with another token: %d", status)
+		}
+	}
+	f.rawSession(aliceTok)
+	if status, _ := f.rawCall(aliceTok, s1, ping); status != http.StatusNotFound {
+		t.Errorf("alice's least recently used session after a third opened: %d, want 404 (ended)", status)
+	}
+	if status, _ := f.rawCall(aliceTok, s2, ping); status != http.StatusOK {
+		t.Errorf("alice's session she used last was ended (%d): the other tokens' requests counted as its use", status)
+	}
+}
+
 // eventStream opens session sid's event stream (GET /mcp) and returns the
 // function that closes it. The stream is open when eventStream returns.
 func (f *fixture) eventStream(token, sid string) (stop func()) {

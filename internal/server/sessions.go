@@ -99,13 +99,17 @@ func (s *Server) noteSession(w http.ResponseWriter, key string) {
 	}
 }
 
-// useSession marks a request of session sid in flight, until the function
-// it returns is called. Ids of no session it knows are left alone.
-func (s *Server) useSession(sid string) (done func()) {
+// useSession marks a request of session sid by the identity key in
+// flight, until the function it returns is called. Ids of no session it
+// knows, and a session of another key (the SDK refuses that request), are
+// left alone: another token that learned a session id must not keep it
+// busy or recently used, so deciding which of its owner's sessions ends
+// next.
+func (s *Server) useSession(sid, key string) (done func()) {
 	s.sessMu.Lock()
 	defer s.sessMu.Unlock()
 	u := s.sessions[sid]
-	if u == nil {
+	if u == nil || u.owner != key {
 		return func() {}
 	}
 	u.busy++
