@@ -333,3 +333,33 @@ func TestBoundTokenStatsCountItsOwnerOnly(t *testing.T) {
 		}
 	}
 }
+
+// Owners are filtered before the top k, not after: another owner's many
+// memories that match a query better never crowd out the caller's one,
+// even with a small limit, in any mode and kind.
+func TestOwnerFilterBeforeTopK(t *testing.T) {
+	f := newFixture(t, nil)
+	const query = "orchid telescope harbor lantern"
+	for i := range 80 {
+		f.save("bob", fmt.Sprintf("bob_%02d", i), query)
+	}
+	f.save("alice", "alice_one", query+" and a few more words of hers")
+	alice := f.connect(aliceTok)
+	for _, mode := range []string{recall.ModeLexical, recall.ModeSemantic, recall.ModeHybrid} {
+		for _, kind := range []string{"", "memory"} {
+			args := map[string]any{"query": query, "mode": mode, "limit": 3}
+			if kind != "" {
+				args["kind"] = kind
+			}
+			out, res := mustCall[recall.SearchResponse](t, alice, "search_archive", args)
+			if len(out.Results) != 1 || out.Results[0].Source != "alice_one" {
+				t.Errorf("mode %s kind %q: want alice's one memory alone: %s", mode, kind, resultText(res))
+			}
+			body, _ := json.Marshal(args)
+			if resp, raw := f.do("POST", "/api/search", aliceTok, string(body)); resp.StatusCode != 200 ||
+				!strings.Contains(raw, "alice_one") || strings.Contains(raw, "bob_") {
+				t.Errorf("REST mode %s kind %q: %d %s", mode, kind, resp.StatusCode, raw)
+			}
+		}
+	}
+}
