@@ -98,8 +98,8 @@ func setRetryAfter(w http.ResponseWriter, secs int) {
 
 // badTokens throttles clients that present wrong tokens: each client
 // address has a small bucket that only failures drain, and an empty bucket
-// refuses every request from that address needing authentication until it
-// refills. Memory stays bounded: idle entries are swept, and beyond the cap
+// refuses every request from that address (an IPv6 address's /64) needing
+// authentication until it refills. Memory stays bounded: idle entries are swept, and beyond the cap
 // new addresses share one bucket.
 type badTokens struct {
 	mu       sync.Mutex
@@ -123,8 +123,22 @@ func newBadTokens(r rate.Limit, burst, maxEntries int, now func() time.Time) *ba
 		byIP: map[string]*badEntry{}, overflow: rate.NewLimiter(r, burst)}
 }
 
+// badTokenKey is the bucket an address's failures drain: the address
+// itself, or for IPv6 its /64, the block one host or network is given, so
+// that a client cannot earn a fresh bucket per guess by changing the low
+// bits of its address.
+func badTokenKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
+
 // blocked returns the seconds to wait when ip has used up its failures.
 func (b *badTokens) blocked(ip string) (int, bool) {
+	ip = badTokenKey(ip)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.byIP[ip]
@@ -142,6 +156,7 @@ func (b *badTokens) blocked(ip string) (int, bool) {
 
 // fail records a wrong token from ip.
 func (b *badTokens) fail(ip string) {
+	ip = badTokenKey(ip)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()

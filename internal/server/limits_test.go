@@ -234,6 +234,32 @@ func TestBadTokenMemoryIsBounded(t *testing.T) {
 	}
 }
 
+// An IPv6 client holds a /64 and may send each guess from another address
+// in it: its wrong tokens drain one bucket. IPv4 addresses (plain or
+// mapped) keep one each.
+func TestBadTokensShareAnIPv6Block(t *testing.T) {
+	now := time.Unix(0, 0)
+	b := newBadTokens(rate.Every(time.Hour), 3, 100, func() time.Time { return now })
+	for i := range 3 {
+		b.fail(fmt.Sprintf("2001:db8:1:2::%x", i+1))
+	}
+	if _, blocked := b.blocked("2001:db8:1:2:ffff::9"); !blocked {
+		t.Error("another address of the /64 that used up its wrong tokens is not throttled")
+	}
+	if _, blocked := b.blocked("2001:db8:1:3::1"); blocked {
+		t.Error("an address of another /64 is throttled")
+	}
+	for i := range 3 {
+		b.fail(fmt.Sprintf("192.0.2.%d", i+1))
+	}
+	if _, blocked := b.blocked("192.0.2.9"); blocked {
+		t.Error("an IPv4 neighbour is throttled")
+	}
+	if _, blocked := b.blocked("::ffff:192.0.2.9"); blocked {
+		t.Error("a mapped IPv4 neighbour is throttled")
+	}
+}
+
 func TestMCPProtocolChecks(t *testing.T) {
 	f := newFixture(t, nil)
 	sid := f.rawSession(plainTok)
