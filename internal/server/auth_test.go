@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,6 +125,58 @@ func TestPreflight(t *testing.T) {
 	}
 	if _, err := New(Options{Engine: f.eng, Memory: f.mem, Store: f.st, CORSOrigins: []string{"*"}}); err == nil {
 		t.Error("a * CORS origin was accepted")
+	}
+}
+
+// The Origin and Host checks come first on the routes TestAuthMatrix does
+// not walk: a session's event stream (GET /mcp) and its end (DELETE
+// /mcp), the token-in-path route, /ingest/remove and /ingest/sources, and
+// /healthz and /readyz, which need no token. A refused DELETE leaves the
+// session open.
+func TestOriginAndHostOnEveryRoute(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.AllowPathToken = true })
+	sid := f.rawSession(plainTok)
+	stream := []string{"Accept: text/event-stream", "Mcp-Session-Id: " + sid}
+	routes := []struct {
+		method, path, token, body string
+		headers                   []string
+	}{
+		{"GET", "/mcp", plainTok, "", stream},
+		{"DELETE", "/mcp", plainTok, "", []string{"Mcp-Session-Id: " + sid}},
+		{"POST", "/mcp/" + plainTok, "", initBody, mcpHeaders},
+		{"POST", "/ingest/remove", plainTok, `{"sources":["a.md"]}`, nil},
+		{"POST", "/ingest/sources", plainTok, `{"file":"a.md"}`, nil},
+		{"GET", "/healthz", "", "", nil},
+		{"GET", "/readyz", "", "", nil},
+	}
+	for _, rt := range routes {
+		for _, bad := range []string{"Origin: https://evil.example", "Origin: null", "Host: evil.example", "Host: 0.0.0.0:8787", "Host: 127.0.0.1.evil.example"} {
+			// The answer's head alone: an event stream let through would
+			// not end.
+			req, _ := http.NewRequest(rt.method, f.hs.URL+rt.path, strings.NewReader(rt.body))
+			if rt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+rt.token)
+			}
+			for _, h := range append(slices.Clone(rt.headers), bad) {
+				k, v, _ := strings.Cut(h, ": ")
+				if k == "Host" {
+					req.Host = v
+				} else {
+					req.Header.Set(k, v)
+				}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+				t.Errorf("%s %.12s with %s: %d %v", rt.method, rt.path, bad, resp.StatusCode, resp.Header)
+			}
+		}
+	}
+	if status, _ := f.rawCall(plainTok, sid, `{"jsonrpc":"2.0","id":9,"method":"ping"}`); status != http.StatusOK {
+		t.Errorf("the session after refused requests for its stream and its end: %d", status)
 	}
 }
 
