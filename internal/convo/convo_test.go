@@ -813,6 +813,17 @@ func TestMoreMalformedJSON(t *testing.T) {
 	}
 }
 
+// TestLongConversationIDNotQuoted: an id too long to name a source is
+// refused by its length, not quoted: it may be text, and the error goes to
+// sweep.log, which holds no conversation text.
+func TestLongConversationIDNotQuoted(t *testing.T) {
+	id := strings.Repeat("my bank password is hunter2 ", 11) // 308 bytes
+	_, err := parseString(t, "c.json", `[{"uuid":"`+id+`","chat_messages":[]}]`)
+	if err == nil || !strings.Contains(err.Error(), "element [0] has a conversation id of 308 bytes") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error = %v, want the id's length and not the id", err)
+	}
+}
+
 func TestCallbackErrorStopsParse(t *testing.T) {
 	stop := errors.New("stop")
 	for _, file := range []string{"chatgpt-export.json", "claude-export.json", "chat-log.jsonl", "locomo-style.md"} {

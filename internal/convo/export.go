@@ -244,7 +244,10 @@ func (ids *exportIDs) check(name string, i int, id string) error {
 	switch {
 	case id == "":
 		return invalidf(name, one+" has no conversation id", i)
-	case len(id) > 200 || id == "." || id == ".." || strings.ContainsAny(id, `/\`) ||
+	case len(id) > 200:
+		// Not quoted: an id this long may be text, and errors go to sweep.log.
+		return invalidf(name, one+" has a conversation id of %d bytes, over the 200 a source id takes", i, len(id))
+	case id == "." || id == ".." || strings.ContainsAny(id, `/\`) ||
 		strings.IndexFunc(id, unicode.IsControl) >= 0:
 		return invalidf(name, one+" has an unusable conversation id %q", i, id)
 	}
