@@ -303,10 +303,8 @@ func (b *background) run(ctx context.Context) {
 			// and fail alike until the role is granted writes, so repair
 			// stops, saying so once, and tries one text every
 			// stoppedRetry, quietly, to find out when it may go on.
-			// (Admin repair still runs when asked.)
-			b.mu.Lock()
-			b.rep.State = "stopped"
-			b.mu.Unlock()
+			// (Admin repair still runs when asked.) repairWith has set
+			// the state.
 			if !stopped {
 				b.log.Warn("background repair stopped: the database refuses this server's writes; it tries again every "+b.stoppedRetry.String(), "err", recall.ErrorMessage(err))
 			}
@@ -460,7 +458,11 @@ func (b *background) repairWith(ctx context.Context, emb recall.Embedder, space 
 	defer func() { <-b.sem }()
 	b.mu.Lock()
 	before := b.rep.State
-	b.rep.State = "running"
+	if before != "stopped" {
+		// A run while stopped tries one text to learn whether the store
+		// takes writes again: repair is still stopped until one is taken.
+		b.rep.State = "running"
+	}
 	b.mu.Unlock()
 
 	p, err := repair.Run(ctx, b.st, b.eng, space, emb, repair.Options{Limit: limit, PageSize: min(limit, 256), Refusals: known})
@@ -475,6 +477,11 @@ func (b *background) repairWith(ctx context.Context, emb recall.Embedder, space 
 	switch {
 	case err != nil && ctx.Err() != nil:
 		b.rep.State = before // stopped (the server closes, the target moved, a client left), not failed
+	case recall.ErrorCode(err) == recall.EFORBIDDEN:
+		// Said here, in the same step as the failure, not after by run:
+		// the store refusing writes is no failure repair retries soon,
+		// and a status read in between must not say so.
+		b.rep.State, b.rep.LastError = "stopped", recall.ErrorMessage(err)
 	case err != nil:
 		b.rep.State, b.rep.LastError = "retrying", recall.ErrorMessage(err)
 	case p.Done:

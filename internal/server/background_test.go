@@ -638,8 +638,12 @@ func TestBackgroundRepairStopsWhenWritesAreForbidden(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); b.run(ctx) }()
-	if !until(func() bool { return b.repairState().State == "stopped" }) {
-		t.Errorf("repair state %+v after %d refused writes; want stopped", b.repairState(), st.refused.Load())
+	// The loop logs the stop just after the state says it: wait for both,
+	// or the cancel below can come between them.
+	if !until(func() bool {
+		return b.repairState().State == "stopped" && strings.Contains(logs.String(), "background repair stopped")
+	}) {
+		t.Errorf("repair state %+v after %d refused writes; want stopped, and said", b.repairState(), st.refused.Load())
 	}
 	b.nudge() // new chunks arrive: nothing to be done with them
 	cancel()
