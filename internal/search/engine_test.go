@@ -780,9 +780,11 @@ func TestSourcesSharingAName(t *testing.T) {
 func TestReplacedDuringSearch(t *testing.T) {
 	ctx := context.Background()
 	st, emb := newSpaceStore(t, 16)
-	slow := embedtest.New(16)
-	slow.Delay = 300 * time.Millisecond
-	eng := search.New(st, search.Options{Embedder: slow, MemoryLexical: true})
+	// The query's embedding is held until the write has committed: a
+	// timed delay let a busy machine finish the search (with the old text
+	// alone, rightly) before the write.
+	held := &heldEmbedder{Embedder: embedtest.New(16), entered: make(chan struct{}, 1), hold: make(chan struct{})}
+	eng := search.New(st, search.Options{Embedder: held, MemoryLexical: true})
 	if err := eng.LoadIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -795,8 +797,9 @@ func TestReplacedDuringSearch(t *testing.T) {
 		}
 		done <- r
 	}()
-	time.Sleep(100 * time.Millisecond)
+	<-held.entered
 	writeDocs(t, eng, emb, doc("a.md", "ann swims marathons in the lake now"))
+	close(held.hold)
 	r := <-done
 	for _, h := range r.Results {
 		if h.Text == "ann runs marathons every spring" {
