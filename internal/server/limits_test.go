@@ -291,11 +291,14 @@ func TestSearchTimeBudget(t *testing.T) {
 	f := newFixture(t, nil)
 	f.archive("b.md", "B", "", "budget text")
 	// serve returns a poster to a server whose engine's search budget is
-	// 100 ms, over an embedder that takes 3 s, and a fresh breaker.
+	// 2 s, over an embedder that never answers (it waits until its caller
+	// gives up), and a fresh breaker. The budget bounds the full-text
+	// searches too: at 100 ms, a busy machine (race detector, one core)
+	// ran the lexical one out of time.
 	serve := func() func(body string) (int, string, time.Duration) {
 		slow := embedtest.New(64)
-		slow.Delay = 3 * time.Second
-		eng := search.New(f.st, search.Options{Embedder: slow, Budget: 100 * time.Millisecond})
+		slow.Delay = time.Hour
+		eng := search.New(f.st, search.Options{Embedder: slow, Budget: 2 * time.Second})
 		if err := eng.LoadIndex(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +328,7 @@ func TestSearchTimeBudget(t *testing.T) {
 		done <- fmt.Sprintf("%d %s %v", status, body, took)
 	}()
 	status, body, took := post(`{"query":"budget","mode":"lexical"}`)
-	if status != 200 || !strings.Contains(body, "b.md") || took > time.Second {
+	if status != 200 || !strings.Contains(body, "b.md") {
 		t.Errorf("lexical search during a slow one: %d %s in %v", status, body, took)
 	}
 	if got := <-done; !strings.HasPrefix(got, "503 ") || !strings.Contains(got, "semantic search is unavailable: the query embedder did not answer in time") {
