@@ -301,13 +301,15 @@ func TestBreakerHearsEmbeddingsCallersLeft(t *testing.T) {
 		t.Errorf("after a probe whose caller left found the embedder back: %d calls, mode %s (%q); want the embedder asked", calls, r.Mode, r.Note)
 	}
 
-	// The search's own budget, shorter here than the embedding's.
+	// The search's own budget, shorter here than the embedding's; long
+	// enough for full text on a busy machine under -race (the search after
+	// it answers within it too: at 200 ms it could not).
 	h2 := &heldEmbedder{Embedder: embedtest.New(16), hold: make(chan struct{})}
-	eng2 := breakerEngine(t, newClock(), search.Options{Budget: 200 * time.Millisecond, EmbedBudget: time.Minute}, h2)
+	eng2 := breakerEngine(t, newClock(), search.Options{Budget: 2 * time.Second, EmbedBudget: time.Minute}, h2)
 	eng2.Search(context.Background(), recall.SearchRequest{Query: "kettle"})
 	eng2.WaitQueryEmbeddings()
 	r, err := eng2.Search(context.Background(), recall.SearchRequest{Query: "kettle"})
-	if err != nil || h2.calls.Load() != 1 || r.EmbedError == nil || r.EmbedError.Error() != "the embedder did not answer within the search's time (200ms)" {
+	if err != nil || h2.calls.Load() != 1 || r.EmbedError == nil || r.EmbedError.Error() != "the embedder did not answer within the search's time (2s)" {
 		t.Errorf("after a search's budget ran out: %d calls in all, embed error %v, %v; want 1, and that the embedder did not answer in the search's time", h2.calls.Load(), r.EmbedError, err)
 	}
 }
@@ -452,31 +454,48 @@ func TestBreakerClosedByVectorsMade(t *testing.T) {
 // search nothing but the context's error. A semantic search, which has no
 // fallback, fails saying so. The embedding goes on without them and its
 // vector, when it comes, serves the next search from the query cache.
+//
+// The deadline is generous: only the held embedder is meant to miss it,
+// and full text, which runs beside the embedding, has all of it (at
+// 400 ms a busy machine's full text under -race could miss it too). The
+// four searches run at once, so that the test waits for it once.
 func TestSearchAnswersBeforeTheCallersDeadline(t *testing.T) {
+	const deadline = 4 * time.Second
+	type run struct {
+		h   *heldEmbedder
+		eng *search.Engine
+	}
+	var runs []run
+	var wg sync.WaitGroup
 	for _, memory := range []bool{false, true} {
 		h := &heldEmbedder{Embedder: embedtest.New(16), hold: make(chan struct{})} // answers nothing until hold closes
 		eng := breakerEngine(t, newClock(), search.Options{EmbedBudget: time.Minute, MemoryLexical: memory}, embed.WithQueryCache(h, 8, time.Hour))
-		ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
-		r, err := eng.Search(ctx, recall.SearchRequest{Query: "kettle"})
-		cancel()
-		if want := "the query embedder did not answer in time; searched full text only"; err != nil || r.Mode != recall.ModeLexical || r.Note != want || len(r.Results) != 1 || r.Results[0].Source != "a.md" {
-			t.Fatalf("in-memory full text %v: hybrid with a 400 ms deadline: mode %s, note %q, %d results, %v; want lexical, %q, and a.md", memory, r.Mode, r.Note, len(r.Results), err, want)
-		}
-		if r.EmbedError == nil || !strings.Contains(r.EmbedError.Error(), "before the caller's deadline") {
-			t.Errorf("embed error %v; want that the caller's deadline came near", r.EmbedError)
-		}
-
-		ctx, cancel = context.WithTimeout(context.Background(), 400*time.Millisecond)
-		_, err = eng.Search(ctx, recall.SearchRequest{Query: "kettle", Mode: recall.ModeSemantic})
-		cancel()
-		if want := "semantic search is unavailable: the query embedder did not answer in time"; recall.ErrorCode(err) != recall.EUNAVAILABLE || recall.ErrorMessage(err) != want {
-			t.Errorf("semantic with a 400 ms deadline: %v (%s); want %s, %q", err, recall.ErrorCode(err), recall.EUNAVAILABLE, want)
-		}
-
-		close(h.hold)
-		eng.WaitQueryEmbeddings()
-		if r, calls := hybrid(t, eng, h, "kettle"); calls != 0 || r.Mode != recall.ModeHybrid || h.calls.Load() != 1 {
-			t.Errorf("after the embedding came: %d calls in all, %d now, mode %s (%q); want one embedding for the three searches, its vector cached", h.calls.Load(), calls, r.Mode, r.Note)
+		runs = append(runs, run{h, eng})
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			r, err := eng.Search(ctx, recall.SearchRequest{Query: "kettle"})
+			if want := "the query embedder did not answer in time; searched full text only"; err != nil || r.Mode != recall.ModeLexical || r.Note != want || len(r.Results) != 1 || r.Results[0].Source != "a.md" {
+				t.Errorf("in-memory full text %v: hybrid with a deadline: mode %s, note %q, %d results, %v; want lexical, %q, and a.md", memory, r.Mode, r.Note, len(r.Results), err, want)
+			} else if r.EmbedError == nil || !strings.Contains(r.EmbedError.Error(), "before the caller's deadline") {
+				t.Errorf("in-memory full text %v: embed error %v; want that the caller's deadline came near", memory, r.EmbedError)
+			}
+		})
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			_, err := eng.Search(ctx, recall.SearchRequest{Query: "kettle", Mode: recall.ModeSemantic})
+			if want := "semantic search is unavailable: the query embedder did not answer in time"; recall.ErrorCode(err) != recall.EUNAVAILABLE || recall.ErrorMessage(err) != want {
+				t.Errorf("in-memory full text %v: semantic with a deadline: %v (%s); want %s, %q", memory, err, recall.ErrorCode(err), recall.EUNAVAILABLE, want)
+			}
+		})
+	}
+	wg.Wait()
+	for _, r := range runs {
+		close(r.h.hold)
+		r.eng.WaitQueryEmbeddings()
+		if got, calls := hybrid(t, r.eng, r.h, "kettle"); calls != 0 || got.Mode != recall.ModeHybrid || r.h.calls.Load() != 1 {
+			t.Errorf("after the embedding came: %d calls in all, %d now, mode %s (%q); want one embedding for the three searches, its vector cached", r.h.calls.Load(), calls, got.Mode, got.Note)
 		}
 	}
 }
@@ -549,7 +568,10 @@ func TestLateSearchGoesNoDeeper(t *testing.T) {
 	if err := eng.LoadIndex(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	// A generous deadline: the held embedder is to miss it, and the first
+	// pass, which runs beside the embedding, is not (at 400 ms a busy
+	// machine's full text under -race could miss it too).
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	r, err := eng.Search(ctx, recall.SearchRequest{Query: "kayak", Limit: 5, PerSource: 1})
 	if err != nil || r.Mode != recall.ModeLexical || len(r.Results) != 1 || r.Results[0].Source != "big.md" {
