@@ -267,27 +267,28 @@ func TestNoVectorsNote(t *testing.T) {
 }
 
 // TestSlowEmbedderFallsBack: hybrid search goes on with full text when the
-// query cannot be embedded in time, and says so.
+// query cannot be embedded in time, and says so. The embedder answers
+// only when its context ends and the search's budget is an hour: the
+// embed budget alone ends the wait (a search that waited out the
+// embedder hangs to the test's timeout, where a wall-clock bound on the
+// search failed on a busy machine or passed on the search budget's
+// fallback).
 func TestSlowEmbedderFallsBack(t *testing.T) {
 	ctx := context.Background()
 	st, emb := newSpaceStore(t, 16)
 	writeDocs(t, st, emb, doc("a.md", "the lighthouse keeper's log"))
 	slow := embedtest.New(16)
-	slow.Delay = time.Minute
-	eng := search.New(st, search.Options{Embedder: slow, EmbedBudget: 50 * time.Millisecond})
+	slow.Delay = time.Hour
+	eng := search.New(st, search.Options{Embedder: slow, EmbedBudget: 50 * time.Millisecond, Budget: time.Hour})
 	if err := eng.LoadIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	r, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Mode != recall.ModeLexical || r.Note == "" || len(r.Results) != 1 {
 		t.Fatalf("fallback: %+v", r)
-	}
-	if time.Since(start) > 10*time.Second {
-		t.Fatalf("fallback took %v", time.Since(start))
 	}
 	if _, err := eng.Search(ctx, recall.SearchRequest{Query: "lighthouse", Mode: recall.ModeSemantic}); recall.ErrorCode(err) != recall.EUNAVAILABLE {
 		t.Fatalf("semantic with a stalled embedder: %v", err)
