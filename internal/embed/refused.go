@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -40,6 +41,18 @@ func (r *Refused) first() int {
 		keys = append(keys, i)
 	}
 	return slices.Min(keys)
+}
+
+// Partial separates an Embed or EmbedChunks call's refusals from its
+// failure: for a *Refused it returns the vectors the call made (nil at each
+// refused index), the reasons by index and no error; for anything else,
+// vecs and err as they came.
+func Partial(vecs [][]float32, err error) ([][]float32, map[int]*recall.Error, error) {
+	var r *Refused
+	if errors.As(err, &r) {
+		return r.Vecs, r.Reasons, nil
+	}
+	return vecs, nil, err
 }
 
 // refusals returns vecs, or a *Refused when why names a refused text.

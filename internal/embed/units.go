@@ -2,7 +2,6 @@ package embed
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -75,11 +74,7 @@ func EmbedChunks(ctx context.Context, e recall.Embedder, dim int, chunks []Chunk
 		counts[i] = len(us)
 		inputs = append(inputs, us...)
 	}
-	vecs, err := e.Embed(ctx, recall.InputDocument, inputs)
-	var refused *Refused
-	if errors.As(err, &refused) && len(refused.Vecs) == len(inputs) {
-		vecs, err = refused.Vecs, nil
-	}
+	vecs, refused, err := Partial(e.Embed(ctx, recall.InputDocument, inputs))
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +90,8 @@ func EmbedChunks(ctx context.Context, e recall.Embedder, dim int, chunks []Chunk
 	why := make([]*recall.Error, len(chunks))
 	k := 0
 	for i, n := range counts {
-		for j := k; j < k+n && refused != nil; j++ {
-			if r := refused.Reasons[j]; r != nil && why[i] == nil {
-				why[i] = r
-			}
+		for j := k; j < k+n && why[i] == nil; j++ {
+			why[i] = refused[j] // a unit refused refuses its chunk
 		}
 		if why[i] != nil {
 			k += n

@@ -123,14 +123,9 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 		for j, h := range part {
 			in[j] = texts[h]
 		}
-		vecs, err := embed.EmbedChunks(ctx, p.opt.Embedder, p.opt.Dim, in)
-		var refused *embed.Refused
-		if errors.As(err, &refused) {
-			// The embedder works; it cannot take these texts.
-			vecs, err = refused.Vecs, nil
-			for j, why := range refused.Reasons {
-				failed[part[j]] = why
-			}
+		vecs, refused, err := embed.Partial(embed.EmbedChunks(ctx, p.opt.Embedder, p.opt.Dim, in))
+		for j, why := range refused { // the embedder works; it cannot take these texts
+			failed[part[j]] = why
 		}
 		if err != nil {
 			for _, h := range need[i:] {

@@ -6,7 +6,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"regexp"
 	"strings"
 	"sync"
@@ -403,19 +402,17 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 		return out, recall.IndexOK, nil
 	}
 	vecs, err := embed.EmbedChunks(ctx, t.emb, t.dim, texts)
-	var refused *embed.Refused
-	if errors.As(err, &refused) {
-		vecs = refused.Vecs
-	} else if err != nil {
-		return nil, recall.IndexPending, err
+	vecs, refused, failed := embed.Partial(vecs, err)
+	if failed != nil {
+		return nil, recall.IndexPending, failed
 	}
 	for i, k := range need {
 		if vecs[i] != nil {
 			out = append(out, recall.Vector{Space: t.space, Key: k, Vec: vecs[i]})
 		}
 	}
-	if refused != nil {
-		return out, recall.IndexPending, err
+	if len(refused) > 0 {
+		return out, recall.IndexPending, err // the refusal: the state's reason
 	}
 	return out, recall.IndexOK, nil
 }

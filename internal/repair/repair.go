@@ -5,7 +5,6 @@ package repair
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -51,11 +50,12 @@ func (r *Refusals) add(key, reason string) {
 	r.reasons[key], r.last = reason, reason
 }
 
-func (r *Refusals) has(key string) bool {
+// reason is why the text of key was refused, if it was.
+func (r *Refusals) reason(key string) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.reasons[key]
-	return ok
+	why, ok := r.reasons[key]
+	return why, ok
 }
 
 // Len is how many texts are remembered.
@@ -189,10 +189,10 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 	if known != nil {
 		send := make([]recall.PendingText, 0, len(part))
 		for _, t := range part {
-			if known.has(t.Key) {
+			if why, ok := known.reason(t.Key); ok {
 				tooLong++
 				p.TooLong++
-				p.TooLongReason = cmp.Or(p.TooLongReason, known.Reason())
+				p.TooLongReason = cmp.Or(p.TooLongReason, why)
 				continue
 			}
 			send = append(send, t)
@@ -206,17 +206,13 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 		for j, t := range ts {
 			texts[j] = embed.ChunkText{Header: t.Header, Text: t.Text}
 		}
-		vecs, err := embed.EmbedChunks(ctx, emb, sp.Dim, texts)
-		var refused *embed.Refused
-		if errors.As(err, &refused) {
-			vecs, err = refused.Vecs, nil
-			for j, why := range refused.Reasons {
-				tooLong++
-				p.TooLong++
-				p.TooLongReason = why.Message
-				if known != nil {
-					known.add(ts[j].Key, why.Message)
-				}
+		vecs, refused, err := embed.Partial(embed.EmbedChunks(ctx, emb, sp.Dim, texts))
+		for j, why := range refused {
+			tooLong++
+			p.TooLong++
+			p.TooLongReason = why.Message
+			if known != nil {
+				known.add(ts[j].Key, why.Message)
 			}
 		}
 		if err != nil {
