@@ -243,8 +243,11 @@ type PendingText struct {
 // SpaceStats reports a vector space's coverage.
 type SpaceStats struct {
 	VectorSpace
-	Vectors  int     `json:"vectors"`  // distinct texts embedded (a header and text: a VectorKey) with a vector
-	Missing  int     `json:"missing"`  // distinct ones without
+	Vectors int `json:"vectors"` // distinct texts embedded (a header and text: a VectorKey) with a vector
+	Missing int `json:"missing"` // distinct ones without
+	// TooLong counts the missing ones the space's model refused as too
+	// long for it (Store.RecordRefusals): they are not sent to it again.
+	TooLong  int     `json:"too_long,omitempty"`
 	Coverage float64 `json:"coverage"` // Vectors / (Vectors + Missing); 1 when there is nothing to embed
 }
 
@@ -376,6 +379,21 @@ type Store interface {
 	MissingVectors(ctx context.Context, space string, after int64, limit int) ([]PendingText, error)
 	// SetRepairCursor records how far repair got in a space.
 	SetRepairCursor(ctx context.Context, space string, chunkID int64) error
+	// RecordRefusals records, by vector key, the texts the model of the
+	// space refused as too long for it, with the provider's reason, so
+	// that no process sends them to it again (Refusals); a key recorded
+	// before keeps its first reason. A text that changes has another key,
+	// and another model another space, so either is tried again. A
+	// refusal goes with its space, with the last chunk holding its key
+	// (as a vector does), and with ForgetRefusals.
+	RecordRefusals(ctx context.Context, space string, reasons map[string]string) error
+	// Refusals returns the recorded reasons of those of keys the space's
+	// model refused.
+	Refusals(ctx context.Context, space string, keys []string) (map[string]string, error)
+	// ForgetRefusals deletes the space's recorded refusals, so that their
+	// texts are sent again (a deliberate retry: the provider's limit was
+	// raised); it returns how many there were.
+	ForgetRefusals(ctx context.Context, space string) (int, error)
 	// VectorsByKey returns the stored vectors of a space for the given keys.
 	VectorsByKey(ctx context.Context, space string, keys []string) (map[string][]float32, error)
 	// VectorKeys returns the keys of the vectors the space holds, in no

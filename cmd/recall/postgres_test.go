@@ -294,7 +294,7 @@ func TestPostgresCheckLeavesAnOlderSchema(t *testing.T) {
 	// its text's hash again).
 	for _, q := range []string{`DELETE FROM recall_schema_migrations WHERE version > 2`, `ALTER TABLE sources DROP COLUMN reading`, `ALTER TABLE sources DROP COLUMN zone`,
 		`UPDATE vectors v SET vkey = (SELECT c.hash FROM chunks c WHERE c.vkey = v.vkey LIMIT 1)`,
-		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`, `ALTER INDEX vectors_vkey RENAME TO vectors_hash`, `ALTER TABLE chunks DROP COLUMN vkey`} {
+		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`, `ALTER INDEX vectors_vkey RENAME TO vectors_hash`, `ALTER TABLE chunks DROP COLUMN vkey`, `DROP TABLE refusals`} {
 		if _, err := conn.Exec(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,8 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	spaceName := fs.String("space", "", "repair only this vector space (default: every space)")
 	limit := fs.Int("limit", 0, "embed at most N texts per space this run (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON object per space")
-	if err := m.parseNone(fs, args, "repair [--space NAME] [--limit N] [--json]", "use --space NAME to repair one space"); err != nil {
+	retry := fs.Bool("retry-refused", false, "send again the texts the model refused as too long for it (they are otherwise never sent to it again): after raising its limit")
+	if err := m.parseNone(fs, args, "repair [--space NAME] [--limit N] [--retry-refused] [--json]", "use --space NAME to repair one space"); err != nil {
 		return err
 	}
 	if *limit < 0 { // Run would embed nothing and call that stopping at the limit
@@ -54,7 +55,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 		if emb == nil {
 			return recall.Errorf(recall.EINVALID, "space %s has no embedder (%s/%s)", sp.Name, sp.Provider, sp.Model)
 		}
-		opt := repair.Options{Limit: *limit}
+		opt := repair.Options{Limit: *limit, RetryRefused: *retry}
 		if m.IsTerminal() && !*asJSON {
 			opt.Progress = func(p repair.Progress) {
 				fmt.Fprintf(m.Stderr, "\r\033[Kspace %s: embedded %d", p.Space, p.Embedded)
@@ -78,13 +79,22 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 		case !p.Done:
 			state = fmt.Sprintf("stopped at the limit; %d still missing, run again to continue", p.Missing)
 		default:
-			state = fmt.Sprintf("%s the embedder failed on alone %s without a vector (tried again on the next run; see its log)",
-				plural(p.Missing, "text", "texts"), agree(p.Missing, "remains", "remain"))
-			if p.TooLong > 0 {
+			var parts []string
+			if other := p.Missing - p.Refusals; other > 0 {
+				parts = append(parts, fmt.Sprintf("%s the embedder failed on alone %s without a vector (tried again on the next run; see its log)",
+					plural(other, "text", "texts"), agree(other, "remains", "remain")))
+			}
+			if p.Refusals > 0 {
 				// Said apart: no retry helps these, a model with a longer
 				// window (or a larger context setting) does.
-				state += fmt.Sprintf("; the model refused %d as too long for it (%s)", p.TooLong, p.TooLongReason)
+				why := ""
+				if p.TooLongReason != "" {
+					why = " (" + p.TooLongReason + ")"
+				}
+				parts = append(parts, fmt.Sprintf("the model refused %s as too long for it%s: %s without a vector and not sent to it again (--retry-refused sends %s)",
+					plural(p.Refusals, "text", "texts"), why, agree(p.Refusals, "it stays", "they stay"), agree(p.Refusals, "it", "them")))
 			}
+			state = strings.Join(parts, "; ")
 		}
 		fmt.Fprintf(m.Stdout, "space %s: embedded %s in %.1fs, %s\n", sp.Name, plural(p.Embedded, "text", "texts"), time.Since(start).Seconds(), state)
 	}

@@ -71,8 +71,12 @@ func (m *Main) cmdStats(ctx context.Context, args []string) error {
 		if sp.Read {
 			read = " (read)"
 		}
-		fmt.Fprintf(w, "space %s%s: %s/%s %d-dim, %s, %d missing, coverage %.1f%%\n",
-			sp.Name, read, sp.Provider, sp.Model, sp.Dim, plural(sp.Vectors, "vector", "vectors"), sp.Missing, 100*sp.Coverage)
+		tooLong := ""
+		if sp.TooLong > 0 {
+			tooLong = fmt.Sprintf(" (%d refused by the model as too long for it)", sp.TooLong)
+		}
+		fmt.Fprintf(w, "space %s%s: %s/%s %d-dim, %s, %d missing%s, coverage %.1f%%\n",
+			sp.Name, read, sp.Provider, sp.Model, sp.Dim, plural(sp.Vectors, "vector", "vectors"), sp.Missing, tooLong, 100*sp.Coverage)
 	}
 	if ls := s.LastSweep; ls != nil {
 		fmt.Fprintf(w, "last sweep: %s, %s (%s ago): %d seen, %d changed, %d failed, %d gone\n",

@@ -27,7 +27,7 @@ func TestUpgradeOfAnOlderDatabase(t *testing.T) {
 	// (and renamed the vectors' key column; there are none: no embedder),
 	// whose index 10 dropped.
 	for _, q := range []string{`DELETE FROM schema_migrations WHERE version >= 6`, `ALTER TABLE sources DROP COLUMN reading`, `ALTER TABLE sources DROP COLUMN zone`,
-		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`, `ALTER TABLE chunks DROP COLUMN vkey`} {
+		`ALTER TABLE vectors RENAME COLUMN vkey TO hash`, `ALTER TABLE chunks DROP COLUMN vkey`, `DROP TABLE refusals`} {
 		if _, err := conn.Exec(q); err != nil {
 			t.Fatal(err)
 		}

@@ -57,4 +57,22 @@ func TestSweepIsolatesATextTooLongForTheModel(t *testing.T) {
 	if cands, err := st.Lexical(ctx, recall.LexicalQuery{Text: "zzlong", Limit: 5}); err != nil || len(cands) != 1 {
 		t.Errorf("the refused chunk by its words: %v, %v", cands, err)
 	}
+	if stats.Spaces[0].TooLong != 1 {
+		t.Errorf("stats too_long = %d; want the refusal recorded", stats.Spaces[0].TooLong)
+	}
+
+	// The same file in another vault (and folder, as a source id is a
+	// path in its vault): its text is not sent again (the
+	// refusal is recorded in the store), and the log says why it has no
+	// vector.
+	other := t.TempDir()
+	write(t, other, "again/f07.md", "**User:** zzlong "+strings.Repeat("crumb ", 40))
+	before := srv.Requests()
+	res, log = sweep(t, st, other, Options{Embedder: emb, Space: sp.Name, Dim: 16})
+	if res.FilesChanged != 1 || res.VectorsMissing != 1 || !strings.Contains(log, "too long for the model") {
+		t.Errorf("second sweep: %+v, log %q; want the file stored pending, the refusal logged", res, log)
+	}
+	if n := srv.Requests() - before; n != 0 {
+		t.Errorf("the second sweep sent %d requests; want none (the text was refused before)", n)
+	}
 }

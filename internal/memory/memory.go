@@ -5,6 +5,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"regexp"
 	"strings"
@@ -401,10 +402,39 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	if len(need) == 0 {
 		return out, recall.IndexOK, nil
 	}
+	// A text the model refused as too long for it before (recorded by any
+	// process) is not sent again: the state stays pending, for its reason.
+	known, err := s.st.Refusals(ctx, t.space, need)
+	if err != nil {
+		return nil, recall.IndexPending, err
+	}
+	var before error
+	if len(known) > 0 {
+		send, sendTexts := need[:0:0], texts[:0:0]
+		for i, k := range need {
+			if why, ok := known[k]; ok {
+				before = cmp.Or(before, error(recall.Errorf(recall.ETOOLARGE, "%s", why)))
+				continue
+			}
+			send, sendTexts = append(send, k), append(sendTexts, texts[i])
+		}
+		if need, texts = send, sendTexts; len(need) == 0 {
+			return out, recall.IndexPending, before
+		}
+	}
 	vecs, err := embed.EmbedChunks(ctx, t.emb, t.dim, texts)
 	vecs, refused, failed := embed.Partial(vecs, err)
 	if failed != nil {
 		return nil, recall.IndexPending, failed
+	}
+	if len(refused) > 0 {
+		now := make(map[string]string, len(refused))
+		for i, why := range refused {
+			now[need[i]] = why.Message
+		}
+		if rerr := s.st.RecordRefusals(ctx, t.space, now); rerr != nil {
+			return nil, recall.IndexPending, rerr
+		}
 	}
 	for i, k := range need {
 		if vecs[i] != nil {
@@ -413,6 +443,9 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	}
 	if len(refused) > 0 {
 		return out, recall.IndexPending, err // the refusal: the state's reason
+	}
+	if before != nil {
+		return out, recall.IndexPending, before
 	}
 	return out, recall.IndexOK, nil
 }

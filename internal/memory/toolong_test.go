@@ -17,6 +17,7 @@ import (
 // A memory with a passage the model refuses as too long is saved, pending
 // with the provider's reason, and its other passages get their vectors
 // (they failed with it before); a diary day and a reindex say the same.
+// The refused passage is recorded, so a reindex does not send it again.
 func TestTooLongPassageLeavesTheRestIndexed(t *testing.T) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{})
@@ -52,8 +53,14 @@ func TestTooLongPassageLeavesTheRestIndexed(t *testing.T) {
 	if err != nil || stats.Spaces[0].Missing != 1 || stats.Spaces[0].Vectors != res.Chunks-1 {
 		t.Errorf("space after the save: %+v, %v; want every chunk but the refused one embedded", stats.Spaces, err)
 	}
+	// The refusal is recorded: a reindex sends nothing (the other passages
+	// have their vectors) and says why the memory stays pending.
+	before := srv.Requests()
 	if r, err := svc.Reindex(ctx, "note_fruit", ""); err != nil || r.Index != recall.IndexPending || r.IndexError == nil || !strings.Contains(r.IndexError.Error(), why) {
 		t.Errorf("reindex: %+v, %v; want pending with %q", r, err, why)
+	}
+	if n := srv.Requests() - before; n != 0 {
+		t.Errorf("the reindex sent %d requests; want none (the passage was refused before)", n)
 	}
 	d, err := svc.WriteDiary(ctx, para("banana")+"\n\n"+long, "2025-01-02", "", false, Scope{})
 	if err != nil || d.Index != recall.IndexPending || d.IndexError == nil || !strings.Contains(d.IndexError.Error(), why) {

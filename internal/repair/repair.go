@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed"
@@ -24,52 +23,11 @@ type Options struct {
 	PageSize int            // texts read from the store at a time (0: 256)
 	Batch    int            // chunk texts per embedder call (0: 16)
 	Progress func(Progress) // called after every page (nil: quiet)
-	// Refusals, when set, holds the texts the embedder refused as too long
-	// for its model (embed.Refused) in earlier runs: they are passed
-	// without a call, and this run's are added. nil: every text is sent.
-	Refusals *Refusals
-}
-
-// Refusals remembers, by vector key, the texts an embedder refused as too
-// long for its model. Such a text fails the same way every time it is
-// sent to that model, so a caller that repairs again and again (the
-// server's background repair) keeps one for the life of its embedder and
-// stops sending them. Safe for concurrent use; the zero value is empty.
-type Refusals struct {
-	mu      sync.Mutex
-	reasons map[string]string
-	last    string
-}
-
-func (r *Refusals) add(key, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.reasons == nil {
-		r.reasons = map[string]string{}
-	}
-	r.reasons[key], r.last = reason, reason
-}
-
-// reason is why the text of key was refused, if it was.
-func (r *Refusals) reason(key string) (string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	why, ok := r.reasons[key]
-	return why, ok
-}
-
-// Len is how many texts are remembered.
-func (r *Refusals) Len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.reasons)
-}
-
-// Reason is the reason given for the last text remembered ("" for none).
-func (r *Refusals) Reason() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.last
+	// RetryRefused forgets the texts the space's model refused as too
+	// long for it (Store.ForgetRefusals) before the run, so that they are
+	// sent again: for after the provider's limit was raised. Otherwise
+	// they are passed without a call.
+	RetryRefused bool
 }
 
 // Progress reports a run.
@@ -80,11 +38,17 @@ type Progress struct {
 	Missing  int    `json:"missing"`           // texts still without a vector
 	Cursor   int64  `json:"cursor"`            // chunk id the next run resumes after
 	Done     bool   `json:"done"`              // a full pass embedded every text it could
-	// TooLong counts the refused texts the provider said are too long for
-	// the model (passed without a call when Options.Refusals knew them),
-	// and TooLongReason gives its words for one of them.
+	// TooLong counts the texts of this run the model refused as too long
+	// for it: refused now, or in an earlier run of any process (recorded
+	// in the store, Store.RecordRefusals), and then passed without a
+	// call; TooLongReason gives the provider's words for one of them.
 	TooLong       int    `json:"too_long,omitempty"`
 	TooLongReason string `json:"too_long_reason,omitempty"`
+	// Refusals counts the space's texts left without a vector because its
+	// model refused them as too long (SpaceStats.TooLong), after the run.
+	Refusals int `json:"refusals,omitempty"`
+	// Forgotten counts the refusals Options.RetryRefused forgot.
+	Forgotten int `json:"forgotten,omitempty"`
 }
 
 // Run embeds missing vectors of space with emb. It resumes after the
@@ -108,6 +72,11 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 			space, sp.Provider, sp.Model, info.Provider, info.Model)
 	}
 	p := Progress{Space: space, Cursor: sp.RepairCursor}
+	if opt.RetryRefused {
+		if p.Forgotten, err = st.ForgetRefusals(ctx, space); err != nil {
+			return p, err
+		}
+	}
 	wrapped := p.Cursor == 0
 	for opt.Limit == 0 || p.Embedded < opt.Limit {
 		size := opt.PageSize
@@ -126,9 +95,22 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 			wrapped, p.Cursor = true, 0
 			continue
 		}
+		keys := make([]string, len(page))
+		for i, t := range page {
+			keys[i] = t.Key
+		}
+		known, err := st.Refusals(ctx, space, keys)
+		if err != nil {
+			return p, err
+		}
 		for i := 0; i < len(page); i += opt.Batch {
 			part := page[i:min(i+opt.Batch, len(page))]
-			out, refused, err := embedPart(ctx, emb, sp, part, opt.Refusals, &p)
+			out, refused, tooLong, err := embedPart(ctx, emb, sp, part, known, &p)
+			// Recorded first (those of a batch the embedder then failed
+			// on too), so that no later run sends them again.
+			if rerr := st.RecordRefusals(ctx, space, tooLong); rerr != nil && err == nil {
+				return p, rerr
+			}
 			if err != nil {
 				return p, fmt.Errorf("embed: %w", err)
 			}
@@ -160,7 +142,7 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 	}
 	for _, s := range stats.Spaces {
 		if s.Name == space {
-			p.Missing = s.Missing
+			p.Missing, p.Refusals = s.Missing, s.TooLong
 		}
 	}
 	return p, nil
@@ -182,25 +164,32 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 //
 // Texts the provider refuses as too long for the model need none of this:
 // it says so of each (embed.Refused) while embedding the others. They are
-// counted in p.TooLong and remembered in known (when set), whose texts are
-// not sent at all.
-func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText, known *Refusals, p *Progress) ([]recall.Vector, int, error) {
-	tooLong := 0
-	if known != nil {
-		send := make([]recall.PendingText, 0, len(part))
-		for _, t := range part {
-			if why, ok := known.reason(t.Key); ok {
-				tooLong++
-				p.TooLong++
-				p.TooLongReason = cmp.Or(p.TooLongReason, why)
-				continue
-			}
-			send = append(send, t)
+// counted in p.TooLong and returned in tooLong, by key, with the
+// provider's words, to be recorded; those known refused before (known,
+// from the store) are passed without a call.
+func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText, known map[string]string, p *Progress) (out []recall.Vector, refused int, tooLong map[string]string, err error) {
+	send := make([]recall.PendingText, 0, len(part))
+	for _, t := range part {
+		if why, ok := known[t.Key]; ok {
+			p.TooLong++
+			p.TooLongReason = cmp.Or(p.TooLongReason, why)
+			continue
 		}
-		if part = send; len(part) == 0 {
-			return nil, tooLong, nil
-		}
+		send = append(send, t)
 	}
+	passed := len(part) - len(send)
+	if len(send) == 0 {
+		return nil, passed, nil, nil
+	}
+	tooLong = map[string]string{}
+	out, refused, err = embedSent(ctx, emb, sp, send, tooLong, p)
+	return out, refused + passed, tooLong, err
+}
+
+// embedSent is embedPart for texts to send; refusedNow receives those the
+// provider refused as too long for the model.
+func embedSent(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText, refusedNow map[string]string, p *Progress) ([]recall.Vector, int, error) {
+	tooLong := 0
 	one := func(ts []recall.PendingText) ([]recall.Vector, error) {
 		texts := make([]embed.ChunkText, len(ts))
 		for j, t := range ts {
@@ -211,9 +200,7 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 			tooLong++
 			p.TooLong++
 			p.TooLongReason = why.Message
-			if known != nil {
-				known.add(ts[j].Key, why.Message)
-			}
+			refusedNow[ts[j].Key] = why.Message
 		}
 		if err != nil {
 			return nil, err

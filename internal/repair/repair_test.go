@@ -71,24 +71,8 @@ func newRefusals(t *testing.T, texts []string) refusals {
 // engine.
 func seed(t *testing.T, sp recall.VectorSpace, texts []string) (*sqlite.DB, *search.Engine) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "r.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, eng := seedAt(t, filepath.Join(t.TempDir(), "r.db"), texts, sp)
 	t.Cleanup(func() { st.Close() })
-	if _, err := st.CreateSpace(ctx, sp); err != nil {
-		t.Fatal(err)
-	}
-	eng := search.New(st, search.Options{})
-	doc := recall.Document{Source: recall.Source{ID: "src", Kind: recall.KindArchive, Title: "t",
-		ContentHash: recall.TextHash(strings.Join(texts, "\n")), ChunkCount: len(texts), IndexState: recall.IndexOK}}
-	for i, s := range texts {
-		doc.Chunks = append(doc.Chunks, recall.Chunk{Index: i, Text: s, Header: "t", Hash: recall.TextHash(s)})
-	}
-	if _, err := eng.Write(ctx, []recall.Document{doc}, nil); err != nil {
-		t.Fatal(err)
-	}
 	return st, eng
 }
 

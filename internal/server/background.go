@@ -28,10 +28,10 @@ type RepairState struct {
 	LastError string `json:"last_error,omitempty"`
 	LastRun   string `json:"last_run,omitempty"` // RFC 3339, UTC
 	// TooLong counts the chunk texts the model refused as too long for it:
-	// left without a vector (searchable by their words), and not sent
-	// again until the server restarts or its model changes (admin repair
-	// and recall repair still try them); TooLongReason is the provider's
-	// word for one of them.
+	// left without a vector (searchable by their words), and, recorded in
+	// the store, sent to that model again by no process (a new model
+	// tries them; `recall repair --retry-refused` sends them again);
+	// TooLongReason is the provider's word for one of them.
 	TooLong       int    `json:"too_long,omitempty"`
 	TooLongReason string `json:"too_long_reason,omitempty"`
 }
@@ -93,9 +93,6 @@ type background struct {
 	rep   RepairState
 	emb   recall.Embedder // repair and server sweeps write vectors with emb into space
 	space string
-	// refusals are the texts emb refused as too long for its model, which
-	// the background repair no longer sends (a new target starts afresh).
-	refusals *repair.Refusals
 	// moved ends when followSwitch moves the target (emb, space) to
 	// another space, and is then made anew: it ends what works for the
 	// old target (onTarget), a repair run for it, background or admin,
@@ -129,7 +126,6 @@ func (b *background) followSwitch() {
 	}
 	b.mu.Lock()
 	b.emb, b.space = emb, space
-	b.refusals = &repair.Refusals{}
 	b.rep.Space = space
 	b.rep.TooLong, b.rep.TooLongReason = 0, ""
 	if b.rep.State == "off" {
@@ -175,7 +171,7 @@ func newBackground(eng *search.Engine, st recall.Store, emb recall.Embedder, spa
 	if pause <= 0 {
 		pause = 250 * time.Millisecond
 	}
-	b := &background{eng: eng, st: st, emb: emb, space: space, refusals: &repair.Refusals{}, m: m, log: log, now: now, page: page, pause: pause,
+	b := &background{eng: eng, st: st, emb: emb, space: space, m: m, log: log, now: now, page: page, pause: pause,
 		idle: 5 * time.Minute, loadRetry: 5 * time.Second, repairRetry: 5 * time.Second, stoppedRetry: time.Hour, sem: make(chan struct{}, 1), wake: make(chan struct{}, 1), idx: "loading",
 		rep: RepairState{State: "waiting", Space: space}}
 	b.moved, b.endMoved = context.WithCancel(context.Background())
@@ -285,10 +281,7 @@ func (b *background) run(ctx context.Context) {
 		if stopped {
 			page = 1 // one text tells whether the store takes writes again
 		}
-		b.mu.Lock()
-		known := b.refusals
-		b.mu.Unlock()
-		p, err := b.repairWith(rctx, emb, space, page, known)
+		p, err := b.repairWith(rctx, emb, space, page)
 		wait := b.pause
 		switch {
 		case ctx.Err() != nil:
@@ -438,7 +431,7 @@ func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress
 	if emb == nil || space == "" {
 		return repair.Progress{}, recall.Errorf(recall.EUNAVAILABLE, "no embedder is configured, so there is nothing to repair with")
 	}
-	p, err := b.repairWith(tctx, emb, space, limit, nil)
+	p, err := b.repairWith(tctx, emb, space, limit)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(tctx), errTargetMoved) {
 		p.Space = space
 		return p, errTargetMoved
@@ -447,9 +440,8 @@ func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress
 }
 
 // repairWith embeds up to limit missing texts of space with emb, passing
-// those known refused as too long when known is set (the background loop;
-// an admin's repair tries every text).
-func (b *background) repairWith(ctx context.Context, emb recall.Embedder, space string, limit int, known *repair.Refusals) (repair.Progress, error) {
+// those its model refused as too long (recorded in the store).
+func (b *background) repairWith(ctx context.Context, emb recall.Embedder, space string, limit int) (repair.Progress, error) {
 	select {
 	case b.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -465,13 +457,17 @@ func (b *background) repairWith(ctx context.Context, emb recall.Embedder, space 
 	}
 	b.mu.Unlock()
 
-	p, err := repair.Run(ctx, b.st, b.eng, space, emb, repair.Options{Limit: limit, PageSize: min(limit, 256), Refusals: known})
+	p, err := repair.Run(ctx, b.st, b.eng, space, emb, repair.Options{Limit: limit, PageSize: min(limit, 256)})
 	b.m.repaired.add(float64(p.Embedded))
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.rep.Embedded += p.Embedded
-	if known != nil && known == b.refusals && known.Len() > 0 {
-		b.rep.TooLong, b.rep.TooLongReason = known.Len(), known.Reason()
+	if err == nil && space == b.space {
+		// The store's count, after the run: every process's refusals.
+		b.rep.TooLong = p.Refusals
+		if p.TooLongReason != "" || p.Refusals == 0 {
+			b.rep.TooLongReason = p.TooLongReason
+		}
 	}
 	b.rep.LastRun = b.now().UTC().Format(time.RFC3339)
 	switch {

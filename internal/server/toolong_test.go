@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 // The background repair sends a text the model refused as too long once:
 // later rounds (each new write wakes one) embed the new texts without it,
 // and the repair state counts it with the provider's reason. It was sent
-// again, with the texts batched beside it, every round for ever.
+// again, with the texts batched beside it, every round for ever; then,
+// remembered in memory, once more by every server started. The refusal is
+// recorded in the store: a server started afterwards sends nothing and
+// shows the count and the reason.
 func TestBackgroundRepairStopsSendingATooLongText(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
@@ -40,12 +44,19 @@ func TestBackgroundRepairStopsSendingATooLongText(t *testing.T) {
 		}
 	}
 	write("a.md", "zzlong passage", "a fine passage")
-	b := newBackground(f.eng, f.st, emb, "long", newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now, 256, 0)
-	b.idle = time.Hour // rounds come only from nudges
-	runCtx, cancel := context.WithCancel(ctx)
-	ran := make(chan struct{})
-	go func() { defer close(ran); b.run(runCtx) }()
-	defer func() { cancel(); <-ran; b.wg.Wait() }()
+	// start runs a server's background work; stop ends it.
+	start := func() (b *background, stop func()) {
+		b = newBackground(f.eng, f.st, emb, "long", newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now, 256, 0)
+		b.idle = time.Hour // rounds come only from nudges
+		runCtx, cancel := context.WithCancel(ctx)
+		ran := make(chan struct{})
+		go func() { defer close(ran); b.run(runCtx) }()
+		var once sync.Once
+		stop = func() { once.Do(func() { cancel(); <-ran; b.wg.Wait() }) }
+		t.Cleanup(stop)
+		return b, stop
+	}
+	b, stop := start()
 	if !until(func() bool { r := b.repairState(); return r.State == "idle" && r.TooLong == 1 && r.Missing == 1 }) {
 		t.Fatalf("repair state %+v; want idle, one text too long, missing", b.repairState())
 	}
@@ -69,5 +80,20 @@ func TestBackgroundRepairStopsSendingATooLongText(t *testing.T) {
 		if n := srv.Requests() - before; n != 1 {
 			t.Errorf("round %d made %d requests; want 1, for the new text alone", i, n)
 		}
+	}
+
+	stop()
+
+	// A server started again on the same store.
+	before := srv.Requests()
+	b, _ = start()
+	if !until(func() bool { r := b.repairState(); return r.State == "idle" && r.TooLong == 1 }) {
+		t.Fatalf("restarted: repair state %+v; want idle, one text too long", b.repairState())
+	}
+	if r := b.repairState(); !strings.Contains(r.TooLongReason, "too long for the model") {
+		t.Errorf("restarted: repair state %+v; want the provider's reason", r)
+	}
+	if n := srv.Requests() - before; n != 0 {
+		t.Errorf("the restarted server's repair made %d requests; want none (the refused text is recorded)", n)
 	}
 }

@@ -438,6 +438,9 @@ func asVersion(t testing.TB, db *DB, v int) {
 	if v < 6 {
 		qs = append(qs, `ALTER TABLE sources DROP COLUMN zone`)
 	}
+	if v < 7 {
+		qs = append(qs, `DROP TABLE refusals`)
+	}
 	qs = append(qs, `DELETE FROM recall_schema_migrations WHERE version > `+strconv.Itoa(v))
 	for _, q := range qs {
 		if _, err := db.pool.Exec(ctx, q); err != nil {

@@ -760,12 +760,15 @@ func (w *writer) finish(res *recall.WriteResult) error {
 	return nil
 }
 
-// dropOrphansSQL deletes the vectors of the keys $1 no chunk holds, a
-// probe of chunks per key.
+// dropOrphansSQL deletes the vectors and the refusals of the keys $1 no
+// chunk holds, a probe of chunks per key (a refused key's, for refusals).
 var dropOrphansSQL = `WITH gone AS (
 		DELETE FROM vectors v WHERE v.vkey = ANY($1::text[])
 		AND NOT EXISTS (SELECT 1 FROM chunks c WHERE ` + holdsKey("c", "v.vkey") + ` OFFSET 0)
 		RETURNING v.space, v.unit),
+	unrefused AS (
+		DELETE FROM refusals r WHERE r.vkey = ANY($1::text[])
+		AND NOT EXISTS (SELECT 1 FROM chunks c WHERE ` + holdsKey("c", "r.vkey") + ` OFFSET 0)),
 	counts AS (SELECT space, count(*) AS n FROM gone WHERE unit = 0 GROUP BY space)
 	UPDATE spaces sp SET vectors = sp.vectors - counts.n FROM counts WHERE sp.name = counts.space`
 

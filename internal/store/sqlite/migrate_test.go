@@ -176,6 +176,7 @@ func undoVectorKeys(t *testing.T, db *DB) {
 		`DROP INDEX IF EXISTS chunks_vkey`,
 		`ALTER TABLE chunks DROP COLUMN vkey`,
 		`ALTER TABLE sources DROP COLUMN zone`, // 11's
+		`DROP TABLE refusals`,                  // 12's
 		`DELETE FROM schema_migrations WHERE version >= 9`,
 	} {
 		if _, err := db.rw.ExecContext(ctx, q); err != nil {
@@ -286,7 +287,7 @@ func asVersion9(tb testing.TB, db *DB) int {
 			}
 		}
 	}
-	for _, q := range []string{`CREATE INDEX chunks_vkey ON chunks (vkey)`, `ALTER TABLE sources DROP COLUMN zone`, `DELETE FROM schema_migrations WHERE version >= 10`} {
+	for _, q := range []string{`CREATE INDEX chunks_vkey ON chunks (vkey)`, `ALTER TABLE sources DROP COLUMN zone`, `DROP TABLE refusals`, `DELETE FROM schema_migrations WHERE version >= 10`} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			tb.Fatal(q, err)
 		}
@@ -538,7 +539,7 @@ func TestSourceZoneUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	storetest.ZoneUpgrade(t, db, func(t *testing.T, s recall.Store) {
-		for _, q := range []string{`ALTER TABLE sources DROP COLUMN zone`, `DELETE FROM schema_migrations WHERE version >= 11`} {
+		for _, q := range []string{`ALTER TABLE sources DROP COLUMN zone`, `DROP TABLE refusals`, `DELETE FROM schema_migrations WHERE version >= 11`} {
 			if _, err := db.rw.ExecContext(ctx, q); err != nil {
 				t.Fatal(q, err)
 			}

@@ -76,6 +76,9 @@ func (db *DB) Stats(ctx context.Context) (recall.Stats, error) {
 				WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = ? AND v.vkey = c.vkey)`, sp.Name).Scan(&sp.Missing); err != nil {
 				return err
 			}
+			if err := tx.QueryRowContext(ctx, tooLongSQL, sp.Name).Scan(&sp.TooLong); err != nil {
+				return err
+			}
 			sp.Coverage = 1
 			if total := sp.Vectors + sp.Missing; total > 0 {
 				sp.Coverage = float64(sp.Vectors) / float64(total)

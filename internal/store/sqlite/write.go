@@ -533,6 +533,13 @@ func (w *writer) dropOrphanVectors() error {
 	if err != nil {
 		return fmt.Errorf("delete orphan vectors: %w", err)
 	}
+	// A refusal goes with its text too (a changed text has another key).
+	// Only a refused key's chunks are looked up (refusals are few).
+	_, err = w.tx.ExecContext(w.ctx, `DELETE FROM refusals WHERE vkey IN (SELECT value FROM json_each(?))
+		AND NOT EXISTS (SELECT 1 FROM chunks c WHERE `+holdsKey("c", "refusals.vkey")+`)`, jsonArray(keys))
+	if err != nil {
+		return fmt.Errorf("delete orphan refusals: %w", err)
+	}
 	return nil
 }
 

@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"VectorValidation", testVectorValidation},
 		{"VectorsFollowChunks", testVectorsFollowChunks},
 		{"MissingVectors", testMissingVectors},
+		{"Refusals", testRefusals},
 		{"ScanVectors", testScanVectors},
 		{"StreamVectors", testStreamVectors},
 		{"ScanChunks", testScanChunks},
