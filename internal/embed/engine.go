@@ -310,10 +310,13 @@ func (e *engine) maxBatch() int {
 // texts in smaller requests may pass. input is set when the service said
 // a text is too long for the model (see inputTooLong), not that the batch
 // is too big (413): splitting then isolates that text, and later batches
-// keep their size.
+// keep their size. temporary is set when the service said, with
+// Retry-After, that it is refusing the size for a while (RFC 9110
+// 15.5.14), not for good.
 type tooLarge struct {
-	err   *recall.Error
-	input bool
+	err       *recall.Error
+	input     bool
+	temporary bool
 }
 
 func (t *tooLarge) Error() string { return t.err.Error() }
@@ -342,8 +345,17 @@ func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []
 	case len(texts) == 1 && tl.input:
 		return [][]float32{nil}, []*recall.Error{tl.err}, nil
 	case len(texts) == 1:
-		// A bare 413 for one text may be a proxy's body limit, which
-		// says nothing of the text: the call fails as it is.
+		// A request refused for its size (413, or Workers AI's 3006,
+		// "Request is too large", which it answers with 413), holding
+		// one text already cut to MaxInputChars: nothing of it but the
+		// text can shrink, so the service refuses that text, and will
+		// every time it is sent, as it does a text too long for the
+		// model. Unless the service refuses every request so (a proxy's
+		// body limit below any text, which says nothing of this one),
+		// or said the refusal is temporary: then the call fails as it is.
+		if !tl.temporary && e.takesProbe(ctx, kind) {
+			return [][]float32{nil}, []*recall.Error{tl.err}, nil
+		}
 		return nil, nil, tl.err
 	}
 	half := len(texts) / 2
@@ -373,6 +385,14 @@ func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []
 		lo = hi
 	}
 	return vecs, refused, nil
+}
+
+// takesProbe reports whether the service embeds ProbeText, a text any
+// model takes, in a request of its own: whether a size refusal of one text
+// was about that text.
+func (e *engine) takesProbe(ctx context.Context, kind recall.InputKind) bool {
+	_, err := e.sendBatch(ctx, kind, []string{e.prefixes.For(kind) + ProbeText})
+	return err == nil
 }
 
 // embedEach embeds texts one per request, for a route that takes no more,

@@ -152,8 +152,9 @@ func TestOpenAIFailures(t *testing.T) {
 		{"bad request", 400, `{"error":{"message":"input must not be empty, key ` + testKey + `"}}`, 0, recall.EINVALID, 1, "input must not be empty"},
 		// TEI's /v1/embeddings error shape.
 		{"unprocessable (TEI)", 422, `{"message":"Input validation error: tokenization failed","code":422,"type":"tokenizer"}`, 0, recall.EINVALID, 1, "Input validation error"},
-		// 3 texts, then 1 (TestBatchRefusedAsTooLargeIsSplit).
-		{"too large", 413, `{"error":"payload too large"}`, 0, recall.ETOOLARGE, 2, "lower MaxInputChars"},
+		// 3 texts, then 1 (TestBatchRefusedAsTooLargeIsSplit), then the
+		// probe, refused too (TestSizeRefusalOfEveryRequestFailsTheCall).
+		{"too large", 413, `{"error":"payload too large"}`, 0, recall.ETOOLARGE, 3, "lower MaxInputChars"},
 		{"server error every time", 500, `{"error":{"message":"boom ` + testKey + `"}}`, 0, recall.EUNAVAILABLE, 3, "gave up after 3 attempts"},
 		{"bad gateway every time", 502, `<html>502 Bad Gateway</html>`, 0, recall.EUNAVAILABLE, 3, "502 Bad Gateway"},
 		{"request timeout every time", 408, ``, 0, recall.EUNAVAILABLE, 3, "timed out"},
@@ -323,8 +324,9 @@ func TestBatchRefusedAsTooLargeIsSplit(t *testing.T) {
 }
 
 // A single text refused with a bare 413, which does not say the text is
-// too long for the model (a proxy's body limit says so of any text),
-// cannot be split: the call fails at once, naming the limit to lower.
+// too long for the model, cannot be split; when the service refuses a
+// probe text too (a proxy's body limit below any text), the call fails,
+// naming the limit to lower.
 func TestTextRefusedAsTooLarge(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
 		writeRaw(w, http.StatusRequestEntityTooLarge, `<html><center><h1>413 Request Entity Too Large</h1></center></html>`)
@@ -339,7 +341,9 @@ func TestTextRefusedAsTooLarge(t *testing.T) {
 	if !strings.Contains(err.Error(), "lower MaxInputChars") {
 		t.Errorf("error %q should name MaxInputChars", err)
 	}
-	if n := len(srv.requests()); n != 1 {
-		t.Errorf("server saw %d requests, want 1", n)
+	// The text, then the probe that tells a service refusing every request
+	// from one refusing this text.
+	if n := len(srv.requests()); n != 2 {
+		t.Errorf("server saw %d requests, want 2", n)
 	}
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // Refused is the error of a call in which the service refused some texts on
-// their own, as too long for the model, and embedded the others. No
-// smaller request can help such a text and retrying it with the same model
+// their own, as too long for the model (or, alone in a request, as too
+// large for the service), and embedded the others. No smaller request can
+// help such a text and retrying it with the same model
 // fails the same way, so callers keep the other vectors and leave it
 // without one, saying why.
 type Refused struct {
@@ -98,8 +99,10 @@ func refusals(vecs [][]float32, why []*recall.Error) ([][]float32, error) {
 //
 // Workers AI documents no code for an over-long text (its error table,
 // developers.cloudflare.com/workers-ai/platform/errors, has 3006 "Request
-// is too large", 413, which the size split handles, a single text so
-// refused included); BGE models are sent truncate_inputs instead.
+// is too large", 413, which the size split handles); BGE models are sent
+// truncate_inputs instead. A single text refused for its size (413, or
+// 3006) is refused as such a text is, unless the service refuses a probe
+// text as well or says the refusal is temporary (see embedBatch).
 func inputTooLong(status int, msg string, body []byte) bool {
 	if status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge &&
 		status != http.StatusUnprocessableEntity && status != http.StatusInternalServerError {

@@ -57,10 +57,10 @@ func (e *engine) statusError(status int, header http.Header, body []byte, n int)
 			after = min(rateLimitReset(header), e.limits.MaxRetryAfter)
 		}
 		return &retryable{err: recall.Errorf(recall.ERATELIMIT, "%s is rate limiting requests (%s)", e.provider, detail), after: after}
-	case status == http.StatusRequestEntityTooLarge && n == 1:
-		return &tooLarge{err: recall.Errorf(recall.ETOOLARGE, "%s refused a text as too large (%s): lower MaxInputChars", e.provider, detail)}
-	case status == http.StatusRequestEntityTooLarge:
-		return &tooLarge{err: recall.Errorf(recall.ETOOLARGE, "%s refused a batch of %d texts as too large (%s): lower MaxBatch or MaxBatchChars", e.provider, n, detail)}
+	case (status == http.StatusRequestEntityTooLarge || status >= 400 && cloudflareCode(body) == cloudflareTooLarge) && n == 1:
+		return &tooLarge{temporary: after > 0, err: recall.Errorf(recall.ETOOLARGE, "%s refused a text as too large (%s): it is left without a vector; lower MaxInputChars, or raise the service's (or its proxy's) request size limit", e.provider, detail)}
+	case status == http.StatusRequestEntityTooLarge || status >= 400 && cloudflareCode(body) == cloudflareTooLarge:
+		return &tooLarge{temporary: after > 0, err: recall.Errorf(recall.ETOOLARGE, "%s refused a batch of %d texts as too large (%s): lower MaxBatch or MaxBatchChars", e.provider, n, detail)}
 	case status == http.StatusServiceUnavailable:
 		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s is unavailable (%s)", e.provider, detail), after: after}
 	case status >= 500:
@@ -124,6 +124,25 @@ func quotaExhausted(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// cloudflareTooLarge is Workers AI's code for "Request is too large",
+// which its error table gives with HTTP 413
+// (developers.cloudflare.com/workers-ai/platform/errors).
+const cloudflareTooLarge = "3006"
+
+// cloudflareCode is the first code of a Cloudflare-shaped error body,
+// {"errors":[{"code":...}]}; "" when there is none.
+func cloudflareCode(body []byte) string {
+	var m struct {
+		Errors []struct {
+			Code json.RawMessage `json:"code"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &m) != nil || len(m.Errors) == 0 {
+		return ""
+	}
+	return jsonScalar(m.Errors[0].Code)
 }
 
 // errorCode is the code of an OpenAI-shaped error body,
