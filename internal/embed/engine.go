@@ -359,10 +359,11 @@ func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []
 		return nil, nil, tl.err
 	}
 	half := len(texts) / 2
+	lowered, prev := false, 0
 	if !tl.input {
 		e.mu.Lock()
 		if e.batchCap == 0 || half < e.batchCap {
-			e.batchCap = half
+			lowered, prev, e.batchCap = true, e.batchCap, half
 		}
 		e.mu.Unlock()
 	}
@@ -383,6 +384,18 @@ func (e *engine) embedBatch(ctx context.Context, kind recall.InputKind, texts []
 			copy(refused[lo:hi], r)
 		}
 		lo = hi
+	}
+	if lowered && refused != nil {
+		// A text refused alone for its size explains the batch's refusal:
+		// the size this batch lowered the cap to is given back (unless
+		// another batch lowered it since), or one such text would leave
+		// every later request at one text. A batch size the service does
+		// refuse is learned again, at the cost of one request.
+		e.mu.Lock()
+		if e.batchCap == half {
+			e.batchCap = prev
+		}
+		e.mu.Unlock()
 	}
 	return vecs, refused, nil
 }

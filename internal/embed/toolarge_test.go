@@ -3,6 +3,7 @@ package embed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -101,5 +102,41 @@ func TestSizeRefusalOfEveryRequestFailsTheCall(t *testing.T) {
 			t.Errorf("every request refused %t: Embed = %v; want the call failed, no text refused", every, err)
 		}
 		wantCode(t, err, recall.ETOOLARGE)
+	}
+}
+
+// A text refused for its size does not leave the batch size it was found
+// by: the halves that led to it lowered the size to one text, which it
+// alone explains, so the next call's 16 texts go in one request, not 16.
+func TestTextRefusedForItsSizeKeepsTheBatchSize(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		in := req.inputs(t)
+		for _, s := range in {
+			if strings.Contains(s, "zzbig") {
+				writeRaw(w, http.StatusRequestEntityTooLarge, `<html><h1>413 Request Entity Too Large</h1></html>`)
+				return
+			}
+		}
+		openAIOK(w, in, 8)
+	})
+	l := fast
+	l.MaxBatch = 16
+	o := newTestOpenAI(t, srv.URL, l)
+	texts := make([]string, 16)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("text %d", i)
+	}
+	big := slices.Clone(texts)
+	big[5] = "a zzbig text"
+	var refused *Refused
+	if _, err := o.Embed(context.Background(), recall.InputDocument, big); !errors.As(err, &refused) {
+		t.Fatalf("Embed: %v; want the zzbig text refused", err)
+	}
+	before := len(srv.requests())
+	if _, err := o.Embed(context.Background(), recall.InputDocument, texts); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.requests()) - before; n != 1 {
+		t.Errorf("the next call of 16 texts took %d requests; want 1", n)
 	}
 }
