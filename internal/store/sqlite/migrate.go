@@ -318,11 +318,22 @@ func (s schemaState) String() string {
 }
 
 // readSchema reads the database's schema state without writing, refusing
-// (ErrNewerSchema) one newer than this binary's.
+// (ErrNewerSchema) one newer than this binary's. A file without
+// schema_migrations is at version 0: the first Open of a database creates
+// that table first, so a file holding none is one whose first Open ended
+// (a kill -9, a power cut) between writing the file's header and its first
+// table (foreignSchema refuses a file with other tables).
 func readSchema(ctx context.Context, q querier) (schemaState, error) {
 	ms, err := migrations()
 	if err != nil {
 		return schemaState{}, err
+	}
+	var tables int
+	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&tables); err != nil {
+		return schemaState{}, fmt.Errorf("read the schema: %w", err)
+	}
+	if tables == 0 {
+		return schemaState{known: len(ms)}, nil
 	}
 	applied, err := appliedVersions(ctx, q)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -395,6 +396,55 @@ func TestOlderSchemaKeptOrUpgraded(t *testing.T) {
 	}
 	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note_new", "a new note")}, nil); err != nil {
 		t.Errorf("a write with KeepSchema to a current file: %v", err)
+	}
+}
+
+// A first Open killed (kill -9) after the file got its header and before
+// its first table leaves a SQLite file without tables: `recall check`, the
+// command to run after a crash, and a dry run read it as version 0, as
+// one killed after its first table, rather than failing with "no such
+// table: schema_migrations"; a command that writes completes it.
+func TestFirstOpenKilledBeforeItsFirstTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "recall.db")
+	killed := &DB{path: path}
+	killed.opts.defaults()
+	conn, err := sql.Open("sqlite", killed.dsn(true)) // journal_mode(WAL) writes the header
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	var tables int
+	if err := conn.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table'`).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("the killed first Open left %d tables (%v)", tables, err)
+	}
+	conn.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("the killed first Open left no header: %v", err)
+	}
+
+	db, err := Open(ctx, path, Options{KeepSchema: true})
+	if err != nil {
+		t.Fatalf("open as recall check does: %v", err)
+	}
+	if schema, older := db.OlderSchema(); !older || !strings.HasPrefix(schema, "version 0 of") {
+		t.Errorf("OlderSchema = %q, %t; want version 0, older", schema, older)
+	}
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Errorf("IntegrityCheck: %v", err)
+	}
+	db.Close()
+	if _, err := Open(ctx, path, Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "version 0 of") {
+		t.Errorf("read-only open: %v; want the schema named as version 0, to be upgraded by a command that writes", err)
+	}
+	db, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note", "after the crash")}, nil); err != nil {
+		t.Errorf("a write after the crash: %v", err)
 	}
 }
 
