@@ -109,3 +109,118 @@ func TestDroppedConversationsGoWithTheExportsWrite(t *testing.T) {
 		})
 	}
 }
+
+// A sweep's removals of what its vault no longer holds, the sources of
+// files gone (--prune) and the records of gone files that held no
+// conversation, commit in transactions of their own after its writes, and
+// rightly so: a kill -9 before them leaves the store as a sweep without
+// --prune leaves it, nothing lost, and every sweep finds them again from
+// the walk and the manifest, so the next one removes them. (The
+// conversations a changed export drops are another matter: only a sweep
+// that reads the export again finds them, TestDroppedConversationsGoWith-
+// TheExportsWrite.) A file moved within the vault is the case to mind: its
+// new path is written before its old one is pruned, so the vectors of its
+// unchanged passages stay stored throughout and are never embedded again.
+func TestRemovalsKilledBeforeTheyCommitAreRedone(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		prune bool
+	}{
+		{"prune", true},   // killed at the prune's Delete
+		{"forget", false}, // killed at the Delete of the gone empty file's record
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			write(t, root, "a.md", convA)
+			write(t, root, "b.md", convB)
+			write(t, root, "empty.md", "")
+			st := openStore(t)
+			emb, space := embedSpace(t, st)
+			opt := Options{Prune: tc.prune, Embedder: emb, Space: space, Dim: 16}
+			if res, log := sweep(t, st, root, opt); res.FilesChanged != 2 || log != "" {
+				t.Fatalf("first sweep: %+v %q", res, log)
+			}
+
+			// a.md moves to c.md, b.md and empty.md go, d.md is new.
+			if err := os.Rename(filepath.Join(root, "a.md"), filepath.Join(root, "c.md")); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"b.md", "empty.md"} {
+				if err := os.Remove(filepath.Join(root, f)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(t, root, "d.md", "User: when do swifts sleep\n\nAssistant: on the wing.\n")
+			calls := emb.Texts()
+			_, err := Sweep(context.Background(), st, &crashingWriter{DB: st}, root, opt)
+			if !errors.Is(err, errKilled) {
+				t.Fatalf("the sweep made no Delete to be killed at: %v", err)
+			}
+			if err := st.IntegrityCheck(context.Background()); err != nil {
+				t.Fatalf("after the kill: %v", err)
+			}
+			// Killed after its writes: what the sweep wrote is stored, and
+			// what it was to remove is as before.
+			want := []string{"a.md", "b.md", "c.md", "d.md"}
+			if ids := sourceIDs(t, st, root); !slices.Equal(ids, want) {
+				t.Errorf("after the kill: %q; want %q", ids, want)
+			}
+			if got := emb.Texts() - calls; got != 1 {
+				t.Errorf("the killed sweep embedded %d texts; want 1 (d.md's: c.md's are a.md's)", got)
+			}
+
+			// The next sweep, of the same vault, with the same options.
+			calls = emb.Texts()
+			if _, log := sweep(t, st, root, opt); log != "" {
+				t.Fatalf("sweep after the kill: %q", log)
+			}
+			if got := emb.Texts() - calls; got != 0 {
+				t.Errorf("the sweep after the kill embedded %d texts; want none", got)
+			}
+			if err := st.IntegrityCheck(context.Background()); err != nil {
+				t.Fatalf("after the next sweep: %v", err)
+			}
+			abs, _ := filepath.Abs(root)
+			m, err := st.Manifest(context.Background(), recall.KindArchive, abs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := m["empty.md"]; ok {
+				t.Error("the record of empty.md, gone, is kept after the next sweep")
+			}
+			clean := openStore(t)
+			cemb, cspace := embedSpace(t, clean)
+			copt := opt
+			copt.Embedder, copt.Space = cemb, cspace
+			sweep(t, clean, root, copt)
+			if !tc.prune {
+				// Without --prune, a.md and b.md stay, as after any sweep.
+				if ids := sourceIDs(t, st, root); !slices.Equal(ids, want) {
+					t.Errorf("after the next sweep: %q; want %q", ids, want)
+				}
+				return
+			}
+			if got, want := content(t, st), content(t, clean); got != want {
+				t.Errorf("after the kill and a sweep the store holds\n%s\nwant, as a clean sweep stores,\n%s", got, want)
+			}
+			if got, want := vectorCount(t, st), vectorCount(t, clean); got != want {
+				t.Errorf("%d vectors after the kill and a sweep; a clean sweep stores %d", got, want)
+			}
+		})
+	}
+}
+
+// vectorCount is how many vectors st's read space holds.
+func vectorCount(t *testing.T, st *sqlite.DB) int {
+	t.Helper()
+	stats, err := st.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range stats.Spaces {
+		if sp.Read {
+			return sp.Vectors
+		}
+	}
+	return 0
+}
