@@ -134,6 +134,13 @@ type serverProcess struct {
 	url    string
 	stderr *lockedBuffer
 	stop   func() int
+	cmd    *exec.Cmd
+}
+
+// kill ends the server with SIGKILL, as a crash would, and waits for it.
+func (p *serverProcess) kill() {
+	p.cmd.Process.Kill()
+	p.stop()
 }
 
 // startBinary starts the built binary and waits for the line saying where
@@ -149,7 +156,7 @@ func startBinary(t *testing.T, bin string, env []string, args ...string) *server
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serverProcess{stderr: &lockedBuffer{}}
+	p := &serverProcess{stderr: &lockedBuffer{}, cmd: cmd}
 	urls := make(chan string, 1)
 	copied := make(chan struct{})
 	go func() {

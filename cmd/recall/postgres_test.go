@@ -402,6 +402,12 @@ func TestCrashDuringSweepPostgres(t *testing.T) {
 	}
 }
 
+// TestCrashDuringWritesPostgres is TestCrashDuringWrites on PostgreSQL,
+// with one kill of each command (each PostgreSQL database costs a second).
+func TestCrashDuringWritesPostgres(t *testing.T) {
+	testCrashDuringWrites(t, 1, func(t *testing.T) string { return pgtest.Server(t) })
+}
+
 // A NUL character in a chat export (JSON's \u0000), which PostgreSQL
 // cannot store, does not stop a sweep: it is swept as U+FFFD, locally and
 // through a server's /ingest, and every conversation is stored.
