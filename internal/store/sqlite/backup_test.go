@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/lockfile"
 )
 
 // A backup is a database that opens as it is, with the sources, chunks,
@@ -66,6 +67,48 @@ func TestBackup(t *testing.T) {
 		if strings.Contains(e.Name(), "partial") {
 			t.Errorf("a partial backup was left: %s", e.Name())
 		}
+	}
+}
+
+// A backup killed while it wrote (kill -9) left its copy so far, as large
+// as the database, and VACUUM INTO's journal under hidden names beside
+// its target, for good: each killed backup added another pair. The next
+// backup into the folder removes them, found by their lock file, which the
+// system released with the killed process; a backup still writing (its
+// lock held, here by this test) is left alone.
+func TestBackupRemovesWhatAKilledBackupLeft(t *testing.T) {
+	db := openTest(t, Options{})
+	writeFiller(t, db, 20)
+	dir := t.TempDir()
+	leave := func(name string) string {
+		t.Helper()
+		tmp := filepath.Join(dir, name)
+		for _, f := range []string{tmp, tmp + "-journal", tmp + ".lock"} {
+			if err := os.WriteFile(f, []byte("what the killed backup wrote"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tmp
+	}
+	leave(".monday.db.123.partial") // killed: its lock file is there, held by nobody
+	live := leave(".tuesday.db.456.partial")
+	held, _, err := lockfile.TryLock(live+".lock", "a backup writing now", 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+
+	if err := db.Backup(ctx, filepath.Join(dir, "wednesday.db")); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{".tuesday.db.456.partial", ".tuesday.db.456.partial-journal", ".tuesday.db.456.partial.lock", "wednesday.db"}
+	if !slices.Equal(names, want) {
+		t.Errorf("after a backup the folder holds %q; want %q", names, want)
 	}
 }
 
