@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,6 +232,49 @@ func TestImportFromStdinOrPipe(t *testing.T) {
 	}
 }
 
+// An import from standard input, which it copies to a temporary file to
+// read twice, leaves no copy behind when it is killed (kill -9): the copy
+// has no name from its start, where the system allows (not on Windows).
+// The copy is looked for in the temporary folder while import reads its
+// input, as a kill would find it.
+func TestImportFromStdinLeavesNoCopyToKill(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("an open file keeps its name on Windows")
+	}
+	_, dump := sampleExport(t)
+	data, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var seen []string
+	stdin := &onRead{r: bytes.NewReader(data), f: func() {
+		entries, _ := os.ReadDir(tmp)
+		for _, e := range entries {
+			seen = append(seen, e.Name())
+		}
+	}}
+	if _, errs, code := runInput(t, context.Background(), stdin, testEnv(t), "import", "-"); code != 0 {
+		t.Fatal(errs)
+	}
+	if len(seen) > 0 {
+		t.Errorf("while import read standard input, the temporary folder held %q: a kill would leave it there", seen)
+	}
+}
+
+// onRead is r, calling f at its first Read.
+type onRead struct {
+	r    io.Reader
+	f    func()
+	once sync.Once
+}
+
+func (o *onRead) Read(p []byte) (int, error) {
+	o.once.Do(o.f)
+	return o.r.Read(p)
+}
+
 // A file that is not a recall export, or a record edited wrong, is refused
 // naming the line and what is wrong in the file's terms, not in Go's; and
 // nothing is imported.
@@ -289,6 +334,34 @@ func TestExportOutErrorNamesTheFile(t *testing.T) {
 	want := "export: cannot write " + out + ": the directory " + filepath.Dir(out) + " does not exist"
 	if code == 0 || !strings.Contains(errs, want) || strings.Contains(errs, ".backup.jsonl.") {
 		t.Errorf("export --out into a missing directory: exit %d: %s; want %q", code, errs, want)
+	}
+}
+
+// An export --out killed while it wrote (kill -9) left its temporary file,
+// as large as the export, beside its target for good. The next export into
+// the folder removes it, found by its lock file, which the system released
+// with the killed process (lockfile.TestRemoveAbandoned kills a real one).
+func TestExportRemovesWhatAKilledExportLeft(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "k", "v"); code != 0 {
+		t.Fatal(errs)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{".monday.jsonl.123.tmp", ".monday.jsonl.123.tmp.lock"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("what the killed export wrote"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, errs, code := run(t, env, "export", "--out", filepath.Join(dir, "tuesday.jsonl")); code != 0 {
+		t.Fatal(errs)
+	}
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"tuesday.jsonl"}; !slices.Equal(names, want) {
+		t.Errorf("after an export the folder holds %q; want %q", names, want)
 	}
 }
 

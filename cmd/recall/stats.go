@@ -13,12 +13,14 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/jsonkind"
+	"github.com/recall-mcp/recall/internal/lockfile"
 	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/server"
 	"github.com/recall-mcp/recall/internal/store"
@@ -190,8 +192,12 @@ func (m *Main) cmdExport(ctx context.Context, args []string) (err error) {
 	// names that file, not the temporary file beside it.
 	writeErr := func(err error) error { return err }
 	if *out != "" {
-		if f, tmp, target, err = exportFile(*out); err != nil {
+		var release func()
+		if f, tmp, target, release, err = exportFile(*out); err != nil {
 			return err
+		}
+		if release != nil {
+			defer release()
 		}
 		if tmp != "" {
 			defer func() {
@@ -269,9 +275,12 @@ func outError(out, target string, err error) error {
 // written as a temporary file beside it (beside the file a symbolic link
 // names), 0600 as memories are their owner's, and renamed over it once
 // complete (tmp and target), so a failed export leaves the previous one
-// as it was. A device or pipe is written directly, and so is a file whose
-// directory does not let a temporary file be made beside it.
-func exportFile(out string) (f *os.File, tmp, target string, err error) {
+// as it was. The temporary file's lock, which release lets go (nil when
+// there is none), tells the next export into that folder that an export
+// killed while it wrote left the file, to be removed (lockfile.CreateTemp).
+// A device or pipe is written directly, and so is a file whose directory
+// does not let a temporary file be made beside it.
+func exportFile(out string) (f *os.File, tmp, target string, release func(), err error) {
 	target = out
 	if lfi, err := os.Lstat(out); err == nil && lfi.Mode()&os.ModeSymlink != 0 {
 		if r, err := filepath.EvalSymlinks(out); err == nil {
@@ -286,16 +295,17 @@ func exportFile(out string) (f *os.File, tmp, target string, err error) {
 	fi, statErr := os.Stat(target)
 	if statErr == nil && !fi.Mode().IsRegular() {
 		if f, err = os.OpenFile(target, os.O_WRONLY, 0); err != nil {
-			return nil, "", "", outError(out, target, err)
+			return nil, "", "", nil, outError(out, target, err)
 		}
-		return f, "", target, nil
+		return f, "", target, nil, nil
 	}
-	f, err = os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
+	lockfile.RemoveAbandoned(filepath.Dir(target), ".tmp")
+	f, release, err = lockfile.CreateTemp(filepath.Dir(target), filepath.Base(target), ".tmp")
 	if err == nil {
-		return f, f.Name(), target, nil
+		return f, f.Name(), target, release, nil
 	}
 	if statErr != nil || !errors.Is(err, fs.ErrPermission) {
-		return nil, "", "", outError(out, target, err)
+		return nil, "", "", nil, outError(out, target, err)
 	}
 	f, err = os.OpenFile(target, os.O_WRONLY|os.O_TRUNC, 0)
 	if err == nil {
@@ -305,9 +315,9 @@ func exportFile(out string) (f *os.File, tmp, target string, err error) {
 		if f != nil {
 			f.Close()
 		}
-		return nil, "", "", outError(out, target, err)
+		return nil, "", "", nil, outError(out, target, err)
 	}
-	return f, "", target, nil
+	return f, "", target, nil, nil
 }
 
 func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
@@ -445,7 +455,10 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 // openImport opens the file import reads, from its start, and done closes
 // it. Import reads it twice, so standard input ("-") and a file that
 // cannot be read twice (a pipe: /dev/stdin, <(…)) are copied to a
-// temporary file first, which done removes.
+// temporary file first, which done removes. Where an open file can lose
+// its name (not on Windows) it loses it at once, so that an import killed
+// (kill -9) leaves no copy of the whole export behind: it did, in the
+// temporary folder, for good.
 func openImport(name string, stdin io.Reader) (f *os.File, done func(), err error) {
 	in, what := stdin, "standard input"
 	if name != "-" {
@@ -469,6 +482,9 @@ func openImport(name string, stdin io.Reader) (f *os.File, done func(), err erro
 	}
 	tmp, err := os.CreateTemp("", "recall-import-*.jsonl")
 	if err == nil {
+		if runtime.GOOS != "windows" {
+			os.Remove(tmp.Name())
+		}
 		done = func() {
 			tmp.Close()
 			os.Remove(tmp.Name())

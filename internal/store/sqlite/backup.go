@@ -8,11 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/lockfile"
-	"github.com/recall-mcp/recall/internal/store"
 )
 
 // Backup writes a consistent copy of the database to path: every source,
@@ -37,30 +35,25 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	removeKilledBackups(filepath.Dir(abs))
+	// Written under a hidden name, with a lock held meanwhile: what a
+	// backup killed while it wrote left, a file as large as the database
+	// and VACUUM INTO's journal, is removed by the next backup into the
+	// folder (lockfile.RemoveAbandoned).
+	lockfile.RemoveAbandoned(filepath.Dir(abs), partialSuffix, "-journal")
 	// VACUUM INTO writes into a file that does not exist or is empty.
-	f, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".*"+partialSuffix)
+	f, release, err := lockfile.CreateTemp(filepath.Dir(abs), filepath.Base(abs), partialSuffix)
 	if err != nil {
-		return err
+		return fmt.Errorf("back up to %s: %w", path, err)
 	}
 	tmp := f.Name()
 	f.Close()
-	// Held while the copy is written, and so released by the system should
-	// this process be killed: the next backup into this folder then removes
-	// what it left (removeKilledBackups), a file as large as the database.
-	lock, _, err := lockfile.TryLock(tmp+partialLock, store.LockHolder(), 0o600)
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("back up to %s: %w", path, err)
-	}
 	done := false
 	defer func() {
 		if !done {
 			os.Remove(tmp)
 		}
 		os.Remove(tmp + "-journal") // VACUUM INTO's, left by a failure
-		lock.Unlock()
-		os.Remove(tmp + partialLock)
+		release()
 	}()
 	// A connection of its own that cannot write to the database: the
 	// pool's readers are query_only, which refuses VACUUM INTO, and the
@@ -91,42 +84,8 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	return nil
 }
 
-// A backup is written under a hidden name ending in partialSuffix beside
-// its target, with a lock file of that name and partialLock held while it
-// is written.
-const (
-	partialSuffix = ".partial"
-	partialLock   = ".lock"
-)
-
-// removeKilledBackups removes from dir what backups killed while they
-// wrote (kill -9, a crash, a power cut) left there: each copy they had
-// begun, its VACUUM INTO journal and its lock file, found by a lock file
-// that no process holds any longer. A backup still writing holds its lock,
-// and is left alone. Failures are not reported: the files are only
-// clutter, removed by a later backup.
-func removeKilledBackups(dir string) {
-	entries, err := os.ReadDir(dir) // not Glob: dir may hold its metacharacters
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasPrefix(name, ".") || !strings.HasSuffix(name, partialSuffix+partialLock) || !e.Type().IsRegular() {
-			continue
-		}
-		l := filepath.Join(dir, name)
-		lock, _, err := lockfile.TryLock(l, store.LockHolder(), 0o600)
-		if err != nil {
-			continue // held: a backup writing now (or not ours to touch)
-		}
-		tmp := strings.TrimSuffix(l, partialLock)
-		os.Remove(tmp)
-		os.Remove(tmp + "-journal")
-		lock.Unlock()
-		os.Remove(l)
-	}
-}
+// partialSuffix ends the hidden name a backup is written under.
+const partialSuffix = ".partial"
 
 // syncFile flushes a file's contents to the disk.
 func syncFile(path string) error {
