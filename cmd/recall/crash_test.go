@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
-	"github.com/recall-mcp/recall/internal/store/postgres"
-	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
 // genVault writes n conversations of varied length, some as one export.
@@ -57,27 +55,13 @@ func genVault(t *testing.T, dir string, n int, seed uint64) {
 func checkStore(t *testing.T, loc string) string {
 	t.Helper()
 	ctx := context.Background()
-	var (
-		db interface {
-			recall.Store
-			IntegrityCheck(context.Context) error
-		}
-		err error
-	)
-	if isPostgres(loc) {
-		db, err = postgres.Open(ctx, loc, postgres.Options{})
-	} else {
-		db, err = sqlite.Open(ctx, loc, sqlite.Options{})
-	}
-	if err != nil {
-		t.Fatalf("open after crash: %v", err)
-	}
+	db := openAny(t, loc)
 	defer db.Close()
 	if err := db.IntegrityCheck(ctx); err != nil {
 		t.Fatalf("integrity after crash: %v", err)
 	}
 	var lines []string
-	err = db.Export(ctx, func(d recall.Document) error {
+	err := db.Export(ctx, func(d recall.Document) error {
 		if len(d.Chunks) != d.Source.ChunkCount || len(d.Chunks) == 0 {
 			return fmt.Errorf("source %s records %d chunks but holds %d", d.Source.ID, d.Source.ChunkCount, len(d.Chunks))
 		}

@@ -285,12 +285,18 @@ func memoryValues(t *testing.T, loc string) map[string]string {
 	return out
 }
 
+// checkedStore is a store that checks its own integrity, as both do.
+type checkedStore interface {
+	recall.Store
+	IntegrityCheck(context.Context) error
+}
+
 // openAny opens the store at loc, a SQLite path or a PostgreSQL URL.
-func openAny(t *testing.T, loc string) recall.Store {
+func openAny(t *testing.T, loc string) checkedStore {
 	t.Helper()
 	ctx := context.Background()
 	var (
-		db  recall.Store
+		db  checkedStore
 		err error
 	)
 	if isPostgres(loc) {
@@ -299,7 +305,7 @@ func openAny(t *testing.T, loc string) recall.Store {
 		db, err = sqlite.Open(ctx, loc, sqlite.Options{})
 	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("open %s: %v", loc, err)
 	}
 	return db
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Two locks of one file in one process exclude each other, as two
@@ -51,7 +52,9 @@ func TestHolderProcess(t *testing.T) {
 		os.Exit(1)
 	}
 	fmt.Println("locked")
-	select {}
+	// Not select {}: with nothing else to wake it the runtime takes that
+	// for a deadlock and ends the process at once, releasing the lock.
+	time.Sleep(time.Hour)
 }
 
 // A lock held by another process excludes this one, names that process,
@@ -62,19 +65,7 @@ func TestLockDiesWithProcess(t *testing.T) {
 		t.Skip("no system file lock here: a crashed holder leaves its lock")
 	}
 	p := filepath.Join(t.TempDir(), "x.lock")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHolderProcess$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+p)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "locked\n" {
-		t.Fatalf("child: %q %v", line, err)
-	}
+	cmd := startChild(t, "TestHolderProcess", holderEnv+"="+p, "locked")
 	want := fmt.Sprintf("process %d", cmd.Process.Pid)
 	if _, holder, err := TryLock(p, "parent", 0o600); !errors.Is(err, ErrLocked) || holder != want {
 		t.Fatalf("lock held by a child: holder %q, err %v; want %q", holder, err, want)
@@ -88,4 +79,28 @@ func TestLockDiesWithProcess(t *testing.T) {
 		t.Fatalf("lock of a killed process: %v", err)
 	}
 	l.Unlock()
+}
+
+// startChild runs this test binary's test named test in a child process
+// with env added to this one's, and waits for it to print ready; the child
+// is killed when the test ends, if it has not been already.
+func startChild(t *testing.T, test, env, ready string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != ready+"\n" {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	return cmd
 }
