@@ -222,16 +222,21 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		if err := db.checkFirst(ctx); err != nil {
 			return nil, err
 		}
-	} else if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("open %s: %w", abs, err)
-	} else if err := createPrivate(abs); err != nil {
-		return nil, fmt.Errorf("open %s: %w", abs, err)
-	} else if err := db.checkFirst(ctx); err != nil {
+	} else {
+		if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+			return nil, fmt.Errorf("open %s: %w", abs, err)
+		}
+		if err := createPrivate(abs); err != nil {
+			return nil, fmt.Errorf("open %s: %w", abs, err)
+		}
+		matchLogModes(abs)
 		// The file is checked through a read-only connection before the
 		// writer opens it: a writer that closes finds itself the last
 		// connection and folds the write-ahead log into the file, then
 		// deletes it, and a corrupt database must be refused as it is.
-		return nil, err
+		if err := db.checkFirst(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if opts.KeepSchema {
 		if err := db.keepOlder(ctx); err != nil {
@@ -669,6 +674,37 @@ func (db *DB) checkForeign(ctx context.Context) error {
 		return fmt.Errorf("open %s: %w", db.path, err)
 	}
 	return nil
+}
+
+// matchLogModes gives the write-ahead log and its index (-wal, -shm) the
+// database file's mode when they lack a write permission it has (see
+// matchMode). SQLite creates them with the file's mode, so a command run
+// while the file was read-only left them read-only, and once its owner
+// made the file writable again every write was still refused, saying the
+// database file may not be written.
+func matchLogModes(path string) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	for _, sfx := range []string{"-wal", "-shm"} {
+		matchMode(path+sfx, fi.Mode().Perm())
+	}
+}
+
+// matchMode gives file, a regular file beside the database made with the
+// database file's mode, that mode (want) again when it lacks a write
+// permission the database file has now. Only a process allowed to change
+// the file's mode (its owner) does; a failure is left to whatever opens
+// the file next to report.
+func matchMode(file string, want os.FileMode) {
+	fi, err := os.Lstat(file)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	if want&0o222&^fi.Mode().Perm() != 0 {
+		os.Chmod(file, want)
+	}
 }
 
 // createPrivate creates the database file readable by its owner only, when

@@ -37,6 +37,9 @@ func (db *DB) LockVault(ctx context.Context, vault string, wait func(busy error)
 	}
 	sum := sha256.Sum256([]byte(vault))
 	path := file + "-sweep-" + hex.EncodeToString(sum[:8]) + ".lock"
+	// Made while the database file was read-only, the lock file was too,
+	// and would refuse every sweep once the file was writable again.
+	matchMode(path, perm)
 	for {
 		l, holder, err := lockfile.TryLock(path, store.LockHolder(), perm)
 		if err == nil {
