@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/memory"
 	"github.com/recall-mcp/recall/internal/server"
 )
@@ -143,6 +144,9 @@ func (m *Main) onHurry(f func()) (stop func()) {
 // (RECALL_TOKENS_FILE or tokens_file) and RECALL_ADMIN_TOKEN (admin_token).
 func (m *Main) serverTokens(opt *server.Options) error {
 	if tok := m.setting("", "token", ""); tok != "" {
+		if err := server.CheckSecret(tok); err != nil {
+			return recall.Errorf(recall.EINVALID, "%s: %s", m.settingName("token"), recall.ErrorMessage(err))
+		}
 		opt.Tokens = append(opt.Tokens, server.Token{Name: "default", Secret: tok})
 	}
 	if path := m.setting("", "tokens_file", ""); path != "" {
@@ -158,7 +162,23 @@ func (m *Main) serverTokens(opt *server.Options) error {
 		opt.Tokens = append(opt.Tokens, toks...)
 	}
 	opt.AdminToken = m.setting("", "admin_token", "")
+	if opt.AdminToken != "" {
+		if err := server.CheckSecret(opt.AdminToken); err != nil {
+			return recall.Errorf(recall.EINVALID, "%s: %s", m.settingName("admin_token"), recall.ErrorMessage(err))
+		}
+	}
 	return nil
+}
+
+// settingName names where a setting without a flag was read from, for an
+// error about its value: its RECALL_* variable, else the config file (a
+// server's refusal of "user token 1" did not say that was RECALL_TOKEN).
+func (m *Main) settingName(key string) string {
+	env := "RECALL_" + strings.ToUpper(key)
+	if strings.TrimSpace(m.Getenv(env)) != "" {
+		return env
+	}
+	return "the config file's " + key
 }
 
 // newServer wires the store, one search engine (which holds the vector

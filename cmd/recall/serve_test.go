@@ -277,13 +277,19 @@ func TestServeHelpForPathToken(t *testing.T) {
 func TestServeRefusesOpenNonLoopback(t *testing.T) {
 	tokensFile := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(tokensFile, []byte("laptop "+serveToken+" not/an/owner\n"), 0o600)
+	shortTokenConfig := filepath.Join(t.TempDir(), "config")
+	os.WriteFile(shortTokenConfig, []byte("token = short\n"), 0o600)
 	for _, c := range []struct {
 		name, want string
 		env        map[string]string
 		args       []string
 	}{
 		{"no token, public address", "no token configured", nil, []string{"--addr", "0.0.0.0:0"}},
-		{"short token", "at least 24", map[string]string{"RECALL_TOKEN": "short"}, nil},
+		// Named by where it came from: the server's refusal said "user
+		// token 1", which no setting is called.
+		{"short token", "recall: RECALL_TOKEN: the token is 5 characters; tokens must be at least 24", map[string]string{"RECALL_TOKEN": "short"}, nil},
+		{"short token in the config file", "recall: the config file's token: the token is 5 characters", map[string]string{"RECALL_CONFIG": shortTokenConfig}, nil},
+		{"short admin token", "recall: RECALL_ADMIN_TOKEN: the token is 5 characters", map[string]string{"RECALL_ADMIN_TOKEN": "short"}, nil},
 		{"admin token a user's", "must differ", map[string]string{"RECALL_TOKEN": serveToken, "RECALL_ADMIN_TOKEN": serveToken}, nil},
 		{"bad tokens file line", "tokens file line 1", map[string]string{"RECALL_TOKENS_FILE": tokensFile}, nil},
 		{"bad origin", "full origin", nil, []string{"--cors-origin", "*"}},

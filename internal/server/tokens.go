@@ -89,6 +89,12 @@ func (t Token) validate() error {
 	return nil
 }
 
+// CheckSecret refuses a token a server would refuse (too short, spaces or
+// control characters, too few different characters), for a caller that
+// can name where the token came from: the server's own refusal can only
+// number it.
+func CheckSecret(s string) error { return validSecret(s) }
+
 func validSecret(s string) error {
 	if n := utf8.RuneCountInString(s); n < MinTokenLen {
 		return recall.Errorf(recall.EINVALID, "the token is %d characters; tokens must be at least %d (make one with `recall token new`)", n, MinTokenLen)
