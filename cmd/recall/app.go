@@ -131,6 +131,9 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("recall", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	m.globalFlags(fs)
+	// `recall --version` is what most tools answer; it was an unknown flag
+	// followed by the whole usage.
+	showVersion := fs.Bool("version", false, "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			m.usage(m.Stdout)
@@ -141,6 +144,13 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	rest := fs.Args()
+	if *showVersion {
+		if len(rest) > 0 {
+			fmt.Fprintf(m.Stderr, "recall: --version takes no command, got %q: use `recall version`\n", rest[0])
+			return exitUsage
+		}
+		return m.exit(m.cmdVersion(ctx, nil))
+	}
 	if len(rest) > 0 {
 		if path, ok := configFlag(rest[1:]); ok {
 			m.g.config = path // read it instead of RECALL_CONFIG or the default file
@@ -246,9 +256,15 @@ func (m *Main) exit(err error) int {
 }
 
 func (m *Main) globalFlags(fs *flag.FlagSet) {
-	fs.StringVar(&m.g.db, "db", m.g.db, "database `path`, or a postgres:// URL (env RECALL_DB; default under the user's data directory)")
-	fs.StringVar(&m.g.embedder, "embedder", m.g.embedder, "embedding `provider`: builtin, ollama, openai, cloudflare or none (env RECALL_EMBEDDER)")
-	fs.StringVar(&m.g.model, "model", m.g.model, "embedding model `name or directory` (env RECALL_MODEL)")
+	// The help shows where the database is when nothing names one, as this
+	// environment resolves it (`recall stats` then finds it there).
+	dbDefault := "recall.db in the user's data directory"
+	if dir, err := m.dataDir(); err == nil {
+		dbDefault = filepath.Join(dir, "recall.db")
+	}
+	fs.StringVar(&m.g.db, "db", m.g.db, "database `path`, or a postgres:// URL (env RECALL_DB; default "+dbDefault+")")
+	fs.StringVar(&m.g.embedder, "embedder", m.g.embedder, "embedding `provider`: builtin, ollama, openai, cloudflare or none (env RECALL_EMBEDDER; default builtin)")
+	fs.StringVar(&m.g.model, "model", m.g.model, "embedding model `name or directory` (env RECALL_MODEL; default "+hub.DefaultModel+" for builtin, bge-m3 for ollama, text-embedding-3-small for openai, @cf/baai/bge-m3 for cloudflare)")
 	fs.StringVar(&m.g.config, "config", m.g.config, "config file `path` (env RECALL_CONFIG; default $XDG_CONFIG_HOME/recall/config, else ~/.config/recall/config)")
 }
 
@@ -393,6 +409,7 @@ func (m *Main) usage(w io.Writer) {
 	fmt.Fprintln(w, "  --embedder NAME  builtin, ollama, openai, cloudflare or none (env RECALL_EMBEDDER)")
 	fmt.Fprintln(w, "  --model NAME     embedding model name or directory (env RECALL_MODEL)")
 	fmt.Fprintln(w, "  --config PATH    config file (env RECALL_CONFIG)")
+	fmt.Fprintln(w, "  --version        print the version, as `recall version` does")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run `recall <command> -h` for a command's flags.")
 }

@@ -30,6 +30,18 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
+// serveUsage heads serve -h. Tokens are settings, not flags (a flag's
+// value shows in the process list), so the help names them: it named none,
+// and a user reading it could not learn how to require one.
+const serveUsage = `serve [flags]
+
+Clients send "Authorization: Bearer <token>". Tokens are set in the environment
+or the config file, never as flags:
+  RECALL_TOKEN        one user token (config key token); make one with ` + "`recall token new`" + `
+  RECALL_TOKENS_FILE  a file of "name token [owner]" lines (config key tokens_file)
+  RECALL_ADMIN_TOKEN  the token of the admin tools and /admin/ (config key admin_token)
+With no user token, requests need none and only a loopback --addr is accepted.`
+
 func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8787", "listen `address` (host:port; port 0 picks a free one)")
@@ -43,7 +55,7 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	sweepEvery := fs.Duration("sweep-every", 10*time.Minute, "time between sweeps of the --vault folders (0: only at start)")
 	perSec := fs.Float64("rate", server.DefaultRate, "requests per second per token (0: unlimited)")
 	burst := fs.Int("burst", server.DefaultBurst, "requests a token may make at once before the rate applies")
-	if err := m.parseNone(fs, args, "serve [flags]", "use --vault DIR to keep a folder swept"); err != nil {
+	if err := m.parseNone(fs, args, serveUsage, "use --vault DIR to keep a folder swept"); err != nil {
 		return err
 	}
 	opt := server.Options{AllowPathToken: *allowPath, CORSOrigins: cors, AllowedHosts: hosts,

@@ -486,3 +486,48 @@ func TestWritesGoToTheReadSpaceOfTheirModel(t *testing.T) {
 		t.Errorf("the memory is not indexed in the read space: %s", out)
 	}
 }
+
+// `recall --version` prints the version, as most tools do: it was refused
+// as an unknown flag, followed by the whole usage. Given with a command it
+// is a mistake, not ignored.
+func TestVersionFlag(t *testing.T) {
+	env := testEnv(t)
+	want, _, _ := run(t, env, "version")
+	for _, args := range [][]string{{"--version"}, {"-version"}} {
+		out, errs, code := run(t, env, args...)
+		if code != 0 || out != want || !strings.HasPrefix(out, "recall ") || errs != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 0 and %q", args, code, out, errs, want)
+		}
+	}
+	out, errs, code := run(t, env, "--version", "stats")
+	if code != exitUsage || out != "" || !strings.Contains(errs, "use `recall version`") || strings.Contains(errs, "usage:") {
+		t.Errorf("--version stats: exit %d, stdout %q, stderr %q; want exit 2 with one line", code, out, errs)
+	}
+}
+
+// A command's -h shows the defaults of the global flags: where the
+// database is when nothing names one (it said "under the user's data
+// directory", and a new user had to read README to find the file), the
+// embedder and the model. serve -h names the token settings, which are not
+// flags: it named none, so its help never said how to require a token.
+func TestHelpShowsDefaultsAndTokenSettings(t *testing.T) {
+	env := testEnv(t)
+	data := t.TempDir()
+	env["XDG_DATA_HOME"] = data
+	out, _, code := run(t, env, "search", "-h")
+	for _, want := range []string{
+		"default " + filepath.Join(data, "recall", "recall.db") + ")",
+		"(env RECALL_EMBEDDER; default builtin)",
+		"default all-MiniLM-L6-v2 for builtin",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("search -h: exit %d, want %q in\n%s", code, want, out)
+		}
+	}
+	out, _, code = run(t, env, "serve", "-h")
+	for _, want := range []string{"RECALL_TOKEN ", "RECALL_TOKENS_FILE ", "RECALL_ADMIN_TOKEN ", "recall token new", "flags:\n  -addr"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("serve -h: exit %d, want %q in\n%s", code, want, out)
+		}
+	}
+}
