@@ -38,16 +38,16 @@ func (m *Main) engine(ctx context.Context, st recall.Store, vectors vectorUse) (
 		unusable, emb = recall.ErrorMessage(err), nil
 	}
 	space := ""
+	unprobed := false // unusable for now: its vector size could not be learned
 	var query recall.Embedder
 	if emb != nil {
 		if space, err = m.ensureSpace(ctx, st, emb); errors.Is(err, errUnprobed) {
 			// No space can be made without the vector size: store text now
-			// (as when the embedder fails during a write) rather than nothing.
+			// (as when the embedder fails during a write) rather than
+			// nothing, unless the read space's model can be used (below).
 			info := emb.Info()
-			fmt.Fprintf(m.Stderr, "recall: %s/%s could not be reached to learn its vector size (%s); storing text only: "+
-				"`recall repair` embeds it once the embedder is back (or set dimensions)\n",
-				info.Provider, info.Model, recall.ErrorMessage(err))
-			emb, err = nil, nil
+			unusable = fmt.Sprintf("%s/%s could not be reached to learn its vector size (%s)", info.Provider, info.Model, recall.ErrorMessage(err))
+			unprobed, emb, err = true, nil, nil
 		}
 		if err != nil {
 			return nil, nil, "", err
@@ -76,7 +76,10 @@ func (m *Main) engine(ctx context.Context, st recall.Store, vectors vectorUse) (
 			unusable = ""
 		}
 	}
-	if unusable != "" {
+	switch {
+	case unusable != "" && unprobed:
+		fmt.Fprintf(m.Stderr, "recall: %s; storing text only: `recall repair` embeds it once the embedder is back (or set dimensions)\n", unusable)
+	case unusable != "":
 		fmt.Fprintf(m.Stderr, "recall: %s; running lexical-only\n", unusable)
 	}
 	if query != nil {

@@ -770,3 +770,29 @@ func TestOllamaAPIKey(t *testing.T) {
 		t.Fatalf("with the key: exit %d: %s%s", code, out, errs)
 	}
 }
+
+// A configured model that cannot be reached to learn its vector size, on a
+// database whose read space is another model's that can be used: the text
+// is embedded with the read space's model, and stderr says so. It said
+// "storing text only: `recall repair` embeds it once the embedder is
+// back", above a save that answered "index ok" and a search that was
+// hybrid.
+func TestUnprobedModelSaysTheReadSpacesModelIsUsed(t *testing.T) {
+	env := ollamaEnv(t)
+	if _, errs, code := run(t, env, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	other := maps.Clone(env)
+	delete(other, "RECALL_MODEL")
+	other["RECALL_EMBEDDER"] = "openai"
+	other["RECALL_OPENAI_URL"] = "http://127.0.0.1:1" // nothing listens
+	other["RECALL_OPENAI_API_KEY"] = "sk-test"
+	out, errs, code := run(t, other, "memory", "save", "note_x", "my axolotl regrew a gill")
+	if code != 0 || !strings.Contains(out, "index ok") {
+		t.Fatalf("save: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if !strings.Contains(errs, "openai/text-embedding-3-small could not be reached to learn its vector size") ||
+		!strings.Contains(errs, "using read space") || strings.Contains(errs, "storing text only") {
+		t.Errorf("save: stderr %q; want the unreachable model named and the read space's model said to be used instead", errs)
+	}
+}
