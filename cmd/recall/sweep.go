@@ -60,6 +60,12 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		return err
 	}
 	vault := pos[0]
+	// A vault that is not a folder is said at once, before the database
+	// is made (a mistyped folder left an empty one behind) and the model
+	// loaded (seconds).
+	if _, err := ingest.VaultPath(vault); err != nil {
+		return err
+	}
 	// The first interrupt ends ctx: the sweep commits what it had finished
 	// embedding and returns; a second (Hurry) skips that.
 	opts := ingest.Options{Full: *full, Prune: *prune, PruneEmpty: *pruneEmpty, DryRun: *dry, Chunk: chunk.Options{Size: *size, Overlap: *overlap}, Hurry: m.Hurry}

@@ -531,3 +531,27 @@ func TestHelpShowsDefaultsAndTokenSettings(t *testing.T) {
 		}
 	}
 }
+
+// A sweep of a folder that does not exist, or of a file, says which it is
+// in one line: "cannot read vault /no/such: lstat /no: no such file or
+// directory" named a parent, and "is not a directory" did not say what to
+// give instead. Nothing is created: no database, no sweep.log.
+func TestSweepOfAMissingFolderOrAFile(t *testing.T) {
+	env := testEnv(t)
+	missing := filepath.Join(t.TempDir(), "no", "such")
+	file := filepath.Join(sampleVault, "2025", "07", "hard-week.md")
+	for _, c := range []struct{ vault, want string }{
+		{missing, "recall: vault " + missing + " does not exist: give the folder that holds your conversations\n"},
+		{file, "recall: vault " + file + " is a file, not a folder: give the folder that holds it (" + filepath.Dir(file) + ")\n"},
+	} {
+		for _, args := range [][]string{{"sweep", c.vault}, {"sweep", "--dry-run", c.vault}} {
+			out, errs, code := run(t, env, args...)
+			if code != exitFailure || errs != c.want || out != "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", args, code, out, errs, c.want)
+			}
+		}
+	}
+	if _, err := os.Stat(env["RECALL_DB"]); !os.IsNotExist(err) {
+		t.Errorf("a sweep of no folder made the database (stat: %v)", err)
+	}
+}

@@ -421,13 +421,19 @@ func VaultPath(root string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("vault %s: %w", root, err)
 	}
-	if abs, err = filepath.EvalSymlinks(abs); err != nil {
-		return "", recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
+	fi, err := os.Stat(abs)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
 	}
-	if fi, err := os.Stat(abs); err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Said plainly: "lstat /no: no such file or directory" named a
+		// parent of the folder given, not the folder.
+		return "", recall.Errorf(recall.EINVALID, "vault %s does not exist: give the folder that holds your conversations", root)
+	case err != nil:
 		return "", recall.WrapError(recall.EINVALID, err, "cannot read vault %s", root)
-	} else if !fi.IsDir() {
-		return "", recall.Errorf(recall.EINVALID, "vault %s is not a directory", root)
+	case !fi.IsDir():
+		return "", recall.Errorf(recall.EINVALID, "vault %s is a file, not a folder: give the folder that holds it (%s)", root, filepath.Dir(root))
 	}
 	return abs, nil
 }
