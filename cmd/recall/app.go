@@ -139,7 +139,12 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 			m.usage(m.Stdout)
 			return exitOK
 		}
-		fmt.Fprintf(m.Stderr, "recall: %v\n", err)
+		hint := ""
+		if strings.HasPrefix(err.Error(), "flag provided but not defined") {
+			// `recall --json stats`: the flag is probably the command's.
+			hint = ": only the global flags go before the command, its own after it (recall <command> -h lists them)"
+		}
+		fmt.Fprintf(m.Stderr, "recall: %v%s\n", err, hint)
 		m.usage(m.Stderr) // stdout is the data channel: a mistake prints nothing there
 		return exitUsage
 	}
@@ -188,9 +193,51 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 			return m.exit(c.run(m, ctx, rest[1:]))
 		}
 	}
-	fmt.Fprintf(m.Stderr, "recall: unknown command %q\n", rest[0])
+	fmt.Fprintf(m.Stderr, "recall: unknown command %q%s\n", rest[0], suggestCommand(rest[0]))
 	m.usage(m.Stderr)
 	return exitUsage
+}
+
+// suggestCommand names the command a mistyped one was probably meant to
+// be (`recall serach`), as " (did you mean search?)", or "" when none is
+// close: within two edits, or a word people reach for (ingest, index).
+func suggestCommand(typed string) string {
+	aliases := map[string]string{"ingest": "sweep", "index": "sweep", "find": "search", "query": "search", "server": "serve", "status": "stats"}
+	if c, ok := aliases[strings.ToLower(typed)]; ok {
+		return " (did you mean " + c + "?)"
+	}
+	best, bestDist := "", 3
+	for _, c := range commands() {
+		if d := editDistance(strings.ToLower(typed), c.name); d < bestDist {
+			best, bestDist = c.name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// editDistance is the Levenshtein distance between a and b, by bytes
+// (command names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Close releases what Run opened.

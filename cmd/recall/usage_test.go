@@ -555,3 +555,22 @@ func TestSweepOfAMissingFolderOrAFile(t *testing.T) {
 		t.Errorf("a sweep of no folder made the database (stat: %v)", err)
 	}
 }
+
+// A mistyped command names the one probably meant, and a command's flag
+// given before the command says where it goes; the usage still follows,
+// on stderr.
+func TestMistakesBeforeTheCommandSayWhatWasMeant(t *testing.T) {
+	env := testEnv(t)
+	for _, c := range []struct{ args, want string }{
+		{"serach q", `recall: unknown command "serach" (did you mean search?)` + "\n"},
+		{"stat", `recall: unknown command "stat" (did you mean stats?)` + "\n"},
+		{"ingest dir", `recall: unknown command "ingest" (did you mean sweep?)` + "\n"},
+		{"bogus", `recall: unknown command "bogus"` + "\n"},
+		{"--json stats", "recall: flag provided but not defined: -json: only the global flags go before the command, its own after it (recall <command> -h lists them)\n"},
+	} {
+		out, errs, code := run(t, env, strings.Fields(c.args)...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errs, c.want) || !strings.Contains(errs, "usage: recall") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 beginning %q", c.args, code, out, errs, c.want)
+		}
+	}
+}
