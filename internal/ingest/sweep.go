@@ -563,6 +563,8 @@ func walk(ctx context.Context, root string) (files []file, failed []WalkFailure,
 		}
 		id, ierr := recall.CleanSourceID(rel)
 		if ierr != nil {
+			// Its name is what is wrong, and only renaming it helps.
+			ierr = recall.Errorf(recall.ErrorCode(ierr), "its name cannot be stored (%s): rename the file", recall.ErrorMessage(ierr))
 			failed = append(failed, WalkFailure{filepath.ToSlash(rel), "", ierr})
 			return nil
 		}
