@@ -435,8 +435,32 @@ func noArgs(name string, pos []string, hint string) error {
 
 func (m *Main) subUsage(fs *flag.FlagSet, usage string) {
 	fmt.Fprintf(m.Stdout, "usage: recall %s\n\nflags:\n", usage)
-	fs.SetOutput(m.Stdout)
-	fs.PrintDefaults()
+	printFlags(m.Stdout, fs)
+}
+
+// printFlags lists fs's flags as flag.PrintDefaults does, but written
+// --name, as the usage lines, the errors and README write them (the
+// package's -name made two spellings of every flag on one screen).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		usage = strings.ReplaceAll(usage, "\n", "\n    \t")
+		line += "\n    \t" + usage
+		switch f.DefValue {
+		case "", "0", "false":
+		default:
+			if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+				line += fmt.Sprintf(" (default %q)", f.DefValue)
+			} else {
+				line += " (default " + f.DefValue + ")"
+			}
+		}
+		fmt.Fprintln(w, line)
+	})
 }
 
 // usage prints the commands and global flags to w: stdout when asked for,

@@ -525,9 +525,33 @@ func TestHelpShowsDefaultsAndTokenSettings(t *testing.T) {
 		}
 	}
 	out, _, code = run(t, env, "serve", "-h")
-	for _, want := range []string{"RECALL_TOKEN ", "RECALL_TOKENS_FILE ", "RECALL_ADMIN_TOKEN ", "recall token new", "flags:\n  -addr"} {
+	for _, want := range []string{"RECALL_TOKEN ", "RECALL_TOKENS_FILE ", "RECALL_ADMIN_TOKEN ", "recall token new", "flags:\n  --addr address\n"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("serve -h: exit %d, want %q in\n%s", code, want, out)
+		}
+	}
+}
+
+// Every command's -h writes its flags --name, as its usage line, its
+// errors and README do: the flag package wrote -name, two spellings of one
+// flag on one screen. Defaults are shown as the flag package shows them.
+func TestHelpWritesFlagsWithTwoDashes(t *testing.T) {
+	env := testEnv(t)
+	for _, args := range []string{"sweep -h", "search -h", "serve -h", "memory save -h", "diary recent -h", "space create -h", "export -h"} {
+		out, _, code := run(t, env, strings.Fields(args)...)
+		if code != 0 || !strings.Contains(out, "\n  --db path\n") {
+			t.Errorf("%s: exit %d, no --db line:\n%s", args, code, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "  -") && !strings.HasPrefix(line, "  --") {
+				t.Errorf("%s: %q has one dash", args, line)
+			}
+		}
+	}
+	out, _, _ := run(t, env, "serve", "-h")
+	for _, want := range []string{`(default "127.0.0.1:8787")`, "(default 60)", "(default 10m0s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve -h lacks %q:\n%s", want, out)
 		}
 	}
 }
