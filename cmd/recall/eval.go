@@ -16,7 +16,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	m.fusionFlag(fs)
 	queries := fs.String("queries", "", "query set `FILE.jsonl` ({\"query\", \"expect\": [{\"source\", \"contains\"}], \"category\": N} per line; N an integer)")
-	mode := fs.String("mode", "", "hybrid, lexical or semantic (default: hybrid when vectors exist)")
+	mode := fs.String("mode", "", "search `MODE`: hybrid, lexical or semantic (default hybrid when vectors exist, else lexical)")
 	k := fs.Int("k", 10, "results fetched per query (at most 20); R@1, R@5 and R@10 are reported up to it")
 	perSource := fs.Int("per-source", recall.DefaultPerSource, "at most this many results from one source")
 	asJSON := fs.Bool("json", false, "print the report as JSON")

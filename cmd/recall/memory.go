@@ -130,12 +130,12 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("memory "+sub, flag.ContinueOnError)
-	owner := fs.String("owner", "", "owner namespace (default: unowned)")
+	owner := fs.String("owner", "", "the `OWNER` whose memories and diary these are (default: unowned)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	switch sub {
 	case "save":
-		category := fs.String("category", "", "category (default: the saved memory's; for a new key, from the key prefix)")
-		date := fs.String("date", "", "date of the memory, YYYY-MM-DD (default: the saved memory's; today for a new key)")
+		category := fs.String("category", "", "the memory's `CATEGORY` (default: the saved memory's; for a new key, from the key prefix)")
+		date := fs.String("date", "", "date of the memory, `YYYY-MM-DD` (default: the saved memory's; today for a new key)")
 		pos, err := m.parse(fs, args, "memory save KEY [flags] (VALUE | -)")
 		if err != nil {
 			return err
@@ -218,11 +218,11 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		return nil
 	case "find":
 		prefix := fs.String("prefix", "", "keys starting with `P`")
-		category := fs.String("category", "", "only this category")
+		category := fs.String("category", "", "only this `CATEGORY`")
 		since := fs.String("since", "", "dated on or after `DATE`")
 		until := fs.String("until", "", "dated on or before `DATE`")
 		limit := fs.Int("limit", 20, "page size (at most 20)")
-		cursor := fs.String("cursor", "", "continue after a previous page")
+		cursor := fs.String("cursor", "", "continue after a previous page: the `CURSOR` it printed")
 		if err := m.parseNone(fs, args, "memory find [flags]", "use --prefix P for keys starting with P"); err != nil {
 			return err
 		}
@@ -269,7 +269,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("diary "+sub, flag.ContinueOnError)
-	owner := fs.String("owner", "", "owner namespace (default: unowned)")
+	owner := fs.String("owner", "", "the `OWNER` whose memories and diary these are (default: unowned)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	// --json prints what the REST API and the MCP tools answer: a day for
 	// read, {"days": [...]} for recent.
@@ -287,7 +287,7 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 	}
 	switch sub {
 	case "write":
-		date := fs.String("date", "", "day to write to, YYYY-MM-DD (default today)")
+		date := fs.String("date", "", "day to write to, `YYYY-MM-DD` (default today)")
 		replace := fs.Bool("replace", false, "replace the whole day instead of appending")
 		pos, err := m.parse(fs, args, "diary write [flags] (TEXT | -)")
 		if err != nil {

@@ -35,7 +35,7 @@ type searchFlags struct {
 }
 
 func (m *Main) fusionFlag(fs *flag.FlagSet) {
-	fs.StringVar(&m.fusion, "fusion", "", "hybrid fusion: convex (default), rrf or weighted (env RECALL_FUSION)")
+	fs.StringVar(&m.fusion, "fusion", "", "hybrid `FUSION`: convex (default), rrf or weighted (env RECALL_FUSION)")
 }
 
 func newSearchFlags(fs *flag.FlagSet) *searchFlags {
@@ -43,13 +43,13 @@ func newSearchFlags(fs *flag.FlagSet) *searchFlags {
 		fs:        fs,
 		asJSON:    fs.Bool("json", false, "print results as one JSON object"),
 		limit:     fs.Int("limit", recall.DefaultLimit, fmt.Sprintf("results to return (at most %d)", recall.MaxLimit)),
-		mode:      fs.String("mode", "", "hybrid, lexical or semantic (default hybrid when vectors exist, else lexical)"),
+		mode:      fs.String("mode", "", "search `MODE`: hybrid, lexical or semantic (default hybrid when vectors exist, else lexical)"),
 		perSource: fs.Int("per-source", recall.DefaultPerSource, "at most this many results from one source"),
 		prefix:    fs.String("source-prefix", "", "only sources whose id starts with `P`"),
-		kind:      fs.String("kind", "", "only this kind: archive, memory or diary (comma-separated for several)"),
+		kind:      fs.String("kind", "", "only this `KIND`: archive, memory or diary (comma-separated for several)"),
 		since:     fs.String("since", "", "only sources dated on or after `DATE` (YYYY, YYYY-MM or YYYY-MM-DD)"),
 		until:     fs.String("until", "", "only sources dated on or before `DATE`"),
-		category:  fs.String("category", "", "only memories of this category"),
+		category:  fs.String("category", "", "only memories of this `CATEGORY`"),
 		queries:   fs.String("queries", "", "batch mode: read one JSON object per line from `FILE.jsonl` (its \"query\" field) and print one result object per line"),
 	}
 }
@@ -293,8 +293,8 @@ func indent(s, prefix string) string {
 func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("context", flag.ContinueOnError)
 	radius := fs.Int("radius", 1, "chunks to show on each side (at most 3)")
-	kind := fs.String("kind", "", "the source's kind (archive, memory or diary), when a memory and a file share a name")
-	owner := fs.String("owner", "", "the owner of the memory or diary day (a search result's owner)")
+	kind := fs.String("kind", "", "the source's `KIND` (archive, memory or diary), when a memory and a file share a name")
+	owner := fs.String("owner", "", "the `OWNER` of the memory or diary day (a search result's owner)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := m.parse(fs, args, "context [flags] SOURCE CHUNK_INDEX")
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
-	spaceName := fs.String("space", "", "repair only this vector space (default: every space)")
+	spaceName := fs.String("space", "", "repair only this vector `SPACE` (default: every space)")
 	limit := fs.Int("limit", 0, "embed at most N texts per space this run (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON object per space")
 	retry := fs.Bool("retry-refused", false, "send again the texts the model refused as too long for it (they are otherwise never sent to it again): after raising its limit")

@@ -537,7 +537,8 @@ func TestHelpShowsDefaultsAndTokenSettings(t *testing.T) {
 // flag on one screen. Defaults are shown as the flag package shows them.
 func TestHelpWritesFlagsWithTwoDashes(t *testing.T) {
 	env := testEnv(t)
-	for _, args := range []string{"sweep -h", "search -h", "serve -h", "memory save -h", "diary recent -h", "space create -h", "export -h"} {
+	for _, args := range []string{"sweep -h", "search -h", "serve -h", "memory save -h", "memory find -h", "diary write -h", "diary recent -h",
+		"space create -h", "export -h", "eval -h", "context -h", "repair -h"} {
 		out, _, code := run(t, env, strings.Fields(args)...)
 		if code != 0 || !strings.Contains(out, "\n  --db path\n") {
 			t.Errorf("%s: exit %d, no --db line:\n%s", args, code, out)
@@ -545,6 +546,11 @@ func TestHelpWritesFlagsWithTwoDashes(t *testing.T) {
 		for _, line := range strings.Split(out, "\n") {
 			if strings.HasPrefix(line, "  -") && !strings.HasPrefix(line, "  --") {
 				t.Errorf("%s: %q has one dash", args, line)
+			}
+			// A value is named for what it is (--owner OWNER, as the
+			// usage lines say), not by its Go type.
+			if strings.HasPrefix(line, "  --") && strings.HasSuffix(line, " string") {
+				t.Errorf("%s: %q names its value \"string\"", args, line)
 			}
 		}
 	}
