@@ -241,6 +241,11 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 		if *asJSON {
 			return m.printJSON(page)
 		}
+		if len(page.Items) == 0 && *cursor == "" {
+			// Said, as search says "no results": a silent exit 0 read as
+			// a command that did nothing.
+			fmt.Fprintln(m.Stdout, "no memories match")
+		}
 		for _, it := range page.Items {
 			fmt.Fprintf(m.Stdout, "%s %s %s  %s\n", padColumns(it.Key, 32), padColumns(it.Category, 10), it.Date, it.Preview)
 		}
@@ -349,6 +354,10 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 		}
 		if ds == nil {
 			ds = []memory.Day{}
+		}
+		if len(ds) == 0 && !*asJSON {
+			fmt.Fprintf(m.Stdout, "no diary entries in the last %s\n", plural(*days, "day", "days"))
+			return nil
 		}
 		return printDays(ds, struct {
 			Days []memory.Day `json:"days"`

@@ -89,3 +89,26 @@ func TestIndexPendingSaysWhy(t *testing.T) {
 		t.Errorf("--embedder none: exit %d, stdout %q, stderr %q; want pending, and why", code, out, errs)
 	}
 }
+
+// A listing with nothing in it says so, as search says "no results": memory
+// find, diary recent and space list printed nothing and exited 0, which read
+// as a command that did nothing. --json is unchanged (an empty list).
+func TestEmptyListingsSaySo(t *testing.T) {
+	env := testEnv(t) // embedder none: no vector space
+	if _, errs, code := run(t, env, "memory", "save", "note_a", "a value"); code != 0 {
+		t.Fatal(errs)
+	}
+	for _, c := range []struct{ args, want string }{
+		{"memory find --prefix zzz", "no memories match\n"},
+		{"diary recent", "no diary entries in the last 7 days\n"},
+		{"diary recent --days 1", "no diary entries in the last 1 day\n"},
+		{"space list", "no vector spaces: a sweep, memory save or diary write with an embedding model makes the first\n"},
+		{"memory find --prefix zzz --json", "{\n  \"items\": []\n}\n"},
+		{"space list --json", "[]\n"},
+	} {
+		out, errs, code := run(t, env, strings.Fields(c.args)...)
+		if code != 0 || out != c.want {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want %q", c.args, code, out, errs, c.want)
+		}
+	}
+}

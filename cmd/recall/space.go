@@ -185,6 +185,9 @@ func (m *Main) spaceList(ctx context.Context, st recall.Store, asJSON bool) erro
 		}
 		return m.printJSON(stats.Spaces)
 	}
+	if len(stats.Spaces) == 0 {
+		fmt.Fprintln(m.Stdout, "no vector spaces: a sweep, memory save or diary write with an embedding model makes the first")
+	}
 	for _, s := range stats.Spaces {
 		read := ""
 		if s.Read {
