@@ -43,6 +43,9 @@ type Main struct {
 	Getenv func(string) string
 	// IsTerminal reports whether stderr is a terminal (progress output).
 	IsTerminal func() bool
+	// StdinIsTerminal reports whether stdin is a terminal: someone typed
+	// `recall mcp`, which waits for a client's messages there (nil: no).
+	StdinIsTerminal func() bool
 	// Hurry, closed at a second interrupt (main closes it), tells a
 	// server stopping because Run's context ended to stop waiting for
 	// requests and background work in flight, and an interrupted sweep
@@ -85,7 +88,8 @@ type globals struct {
 func NewMain() *Main {
 	return &Main{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
-		IsTerminal: func() bool { return isTerminal(os.Stderr) },
+		IsTerminal:      func() bool { return isTerminal(os.Stderr) },
+		StdinIsTerminal: func() bool { return isTerminal(os.Stdin) },
 	}
 }
 

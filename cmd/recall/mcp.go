@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"time"
 
@@ -18,6 +19,12 @@ func (m *Main) cmdMCP(ctx context.Context, args []string) error {
 	admin := fs.Bool("admin", false, "also serve the admin tools (repair_archive, list_memories, reindex_memory, memory_index_status)")
 	if err := m.parseNone(fs, args, "mcp [--admin]", ""); err != nil {
 		return err
+	}
+	if m.StdinIsTerminal != nil && m.StdinIsTerminal() {
+		// Typed at a prompt, as README's list of commands invites, it
+		// seemed to hang: it waits for a client's JSON-RPC on stdin.
+		fmt.Fprintln(m.Stderr, "recall: mcp serves MCP over stdin/stdout to a client that starts it (Claude Desktop, Claude Code, Cursor): "+
+			"waiting for JSON-RPC messages on stdin; Ctrl-C or Ctrl-D to stop (`recall serve` serves over HTTP)")
 	}
 	audit, err := m.openAudit("")
 	if err != nil {

@@ -629,3 +629,18 @@ func TestServeStopsDuringSweep(t *testing.T) {
 		t.Errorf("stats after stopping serve mid-sweep: %d %s %s\nserve: %s", code, out, errs, stderr.String())
 	}
 }
+
+// `recall mcp` typed at a prompt says what it waits for, on stderr: it
+// printed nothing and seemed to hang. Started by a client (stdin not a
+// terminal) it says nothing of the kind, and stdout carries only protocol.
+func TestMCPAtATerminalSaysWhatItWaitsFor(t *testing.T) {
+	for _, tty := range []bool{true, false} {
+		env := testEnv(t)
+		out, errs, code := runWith(t, context.Background(), strings.NewReader(""), env,
+			func(m *Main) { m.StdinIsTerminal = func() bool { return tty } }, "mcp")
+		said := strings.Contains(errs, "waiting for JSON-RPC messages on stdin")
+		if code != 0 || out != "" || said != tty {
+			t.Errorf("stdin a terminal %v: exit %d, stdout %q, stderr %q", tty, code, out, errs)
+		}
+	}
+}
