@@ -187,7 +187,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	}
 	if rest[0] == "help" {
 		if len(rest) > 1 {
-			return m.Run(ctx, []string{rest[1], "-h"})
+			// `recall help memory save` is memory save's help, not memory's.
+			return m.Run(ctx, append(slices.Clone(rest[1:]), "-h"))
 		}
 		m.usage(m.Stdout)
 		return exitOK

@@ -604,3 +604,19 @@ func TestMistakesBeforeTheCommandSayWhatWasMeant(t *testing.T) {
 		}
 	}
 }
+
+// `recall help memory save` shows memory save's help, as `recall memory
+// save -h` does: it showed memory's list of subcommands.
+func TestHelpOfASubcommand(t *testing.T) {
+	env := testEnv(t)
+	for _, c := range []struct{ args, want string }{
+		{"help memory save", "usage: recall memory save KEY [flags] (VALUE | -)\n"},
+		{"help space create", "usage: recall space create NAME --embedder"},
+		{"help search", "usage: recall search [flags] QUERY"},
+	} {
+		out, errs, code := run(t, env, strings.Fields(c.args)...)
+		if code != 0 || !strings.HasPrefix(out, c.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want it to begin %q", c.args, code, out, errs, c.want)
+		}
+	}
+}
