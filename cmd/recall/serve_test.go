@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -309,6 +310,20 @@ func TestServeRefusesOpenNonLoopback(t *testing.T) {
 		if _, err := os.Stat(env["RECALL_DB"]); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: the database was opened before the refusal (stat: %v)", c.name, err)
 		}
+	}
+}
+
+// An address another process holds is named, with what to do, rather
+// than left as the system's "bind: address already in use".
+func TestServeSaysTheAddressIsInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, errs, code := run(t, testEnv(t), "serve", "--addr", ln.Addr().String())
+	if code == 0 || !strings.Contains(errs, ln.Addr().String()+" is in use") || !strings.Contains(errs, "--addr") {
+		t.Errorf("exit %d: %s", code, errs)
 	}
 }
 

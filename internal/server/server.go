@@ -357,6 +357,9 @@ func (s *Server) Listen(addr string) (net.Listener, error) {
 		return nil, errOpenNonLoopback(addr)
 	}
 	ln, err := net.Listen("tcp", addr)
+	if addrInUse(err) {
+		return nil, recall.Errorf(recall.EUNAVAILABLE, "%s is in use, perhaps by another recall serve: stop it, or pass --addr with another port (port 0 picks a free one)", addr)
+	}
 	if err != nil {
 		return nil, err
 	}
