@@ -72,6 +72,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 		return err
 	}
 	opt.Rereading = func(files int) { rereadNote(m.Stderr, "sending", files) }
+	opt.Redating = func(files int) { redateNote(m.Stderr, "reading", files, opt.Zone) }
 	// The vault as sweeps name it (a symbolic link is the folder it points
 	// to), so a run through a link uses the folder's manifest.
 	abs, err := ingest.VaultPath(pos[0])
@@ -132,6 +133,10 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 		if res.ConversationsRemoved > 0 {
 			fmt.Fprintf(m.Stdout, "%s removed from the server\n", plural(res.ConversationsRemoved,
 				"conversation no longer in its export was", "conversations no longer in their exports were"))
+		}
+		if res.FilesRedated > 0 {
+			fmt.Fprintf(m.Stdout, "%s sent again to date %s conversations in this time zone\n",
+				plural(res.FilesRedated, "unchanged file was", "unchanged files were"), agree(res.FilesRedated, "its", "their"))
 		}
 		printLinks(m.Stdout, res.Links)
 		if res.FilesFailed > 0 {

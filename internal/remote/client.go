@@ -33,7 +33,8 @@ func (s *sweeper) post(ctx context.Context, path string, req, out any) error {
 		}
 		var fatal fatalError
 		var bad badBatch
-		if errors.As(err, &fatal) || errors.As(err, &bad) || attempt >= s.opt.Retries || s.opt.Retries < 0 {
+		var refused zoneRefused
+		if errors.As(err, &fatal) || errors.As(err, &bad) || errors.As(err, &refused) || attempt >= s.opt.Retries || s.opt.Retries < 0 {
 			return err
 		}
 		if retryAfter > 0 {
@@ -90,6 +91,9 @@ func (s *sweeper) postOnce(ctx context.Context, path string, body []byte, out an
 			// batch alike: sending the rest of the vault cannot help.
 			return 0, fatalError{recall.Errorf(recall.EINVALID, "the server at %s is older than this client: upgrade it", s.opt.URL)}
 		}
+		if resp.StatusCode == http.StatusBadRequest && strings.Contains(msg, `unknown field "zone"`) {
+			return 0, zoneRefused{err} // one from before chunks carried their zone: sent without it
+		}
 		// Other 4xx: this batch is wrong and will stay wrong; later ones may be fine.
 		return 0, badBatch{err}
 	}
@@ -105,6 +109,11 @@ type unreachableError struct{ err error }
 
 func (e unreachableError) Error() string { return e.err.Error() }
 func (e unreachableError) Unwrap() error { return e.err }
+
+// zoneRefused is a batch refused by a server older than IngestChunk.Zone.
+type zoneRefused struct{ err error }
+
+func (e zoneRefused) Error() string { return e.err.Error() }
 
 // badBatch is a batch the server refused as invalid: not retried now.
 type badBatch struct{ err error }

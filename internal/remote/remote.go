@@ -49,6 +49,11 @@ type Options struct {
 	// number of unchanged files sent again because an older reading sent
 	// them (see fileEntry.Reading).
 	Rereading func(files int)
+	// Redating, when set, is called once before any file is sent with the
+	// number of unchanged files read again because their conversations
+	// may have been dated in another zone than Zone (see fileEntry.Zone):
+	// those whose dates depend on the zone are sent again.
+	Redating func(files int)
 }
 
 // Result summarises a remote sweep.
@@ -65,9 +70,13 @@ type Result struct {
 	// ConversationsRemoved counts conversations that a changed export no
 	// longer holds, removed from the server with it, as a local sweep
 	// removes them.
-	ConversationsRemoved int      `json:"conversations_removed,omitempty"`
-	Removed              []string `json:"-"` // the files gone from the vault, sorted
-	Links                []string `json:"-"` // symbolic links not followed, as ingest.Result's
+	ConversationsRemoved int `json:"conversations_removed,omitempty"`
+	// FilesRedated counts the unchanged files sent again to date their
+	// conversations in Options.Zone, as ingest.Result's: they count among
+	// FilesChanged, or FilesFailed, too.
+	FilesRedated int      `json:"files_redated,omitempty"`
+	Removed      []string `json:"-"` // the files gone from the vault, sorted
+	Links        []string `json:"-"` // symbolic links not followed, as ingest.Result's
 	// Remote only.
 	Sources        int `json:"sources"`
 	Batches        int `json:"batches"`
@@ -105,6 +114,21 @@ type fileEntry struct {
 	// unchanged, as a local sweep reads it again. 0 for an entry written
 	// before it was recorded.
 	Reading int `json:"reading,omitempty"`
+	// Zone is the zone the file's conversations were dated in when the
+	// day of a moment written in UTC dated one of them (ingest.ZoneKey of
+	// Options.Zone), or "" when none of their dates depends on the zone:
+	// a run in another zone reads the file again, though unchanged, and
+	// sends it when its dates depend on the zone, so that the server's
+	// dates are this zone's, as a local sweep dates again. Nil for an
+	// entry written before zones were recorded: the file is read again
+	// once, and sent when some date of it depends on the zone.
+	Zone *string `json:"zone,omitempty"`
+}
+
+// redate reports whether the file of the entry is read again to date it
+// in the zone of key: its dates were made in another, or may have been.
+func (e fileEntry) redate(key string) bool {
+	return e.Zone == nil || (*e.Zone != "" && *e.Zone != key)
 }
 
 // sources are the source ids the entry records for the file rel.
@@ -220,6 +244,10 @@ type sweeper struct {
 	// unreachable counts the batches in a row that failed because the
 	// server could not be reached at all.
 	unreachable int
+	// zone is ingest.ZoneKey(opt.Zone); noZone: the server refused the
+	// chunks' zone field (it is older than it), so they go without it.
+	zone   string
+	noZone bool
 	// changed: the manifest holds entries not yet saved; saved and
 	// saveCost are when it was last saved and what that took (see keep).
 	changed  bool
@@ -309,7 +337,7 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, err // ingest.Walk names the vault
 	}
-	s := &sweeper{opt: opt, man: man, bySource: map[string]*pending{}}
+	s := &sweeper{opt: opt, man: man, bySource: map[string]*pending{}, zone: ingest.ZoneKey(opt.Zone)}
 	s.res.FilesSeen = len(files) + len(failures)
 	s.res.FilesFailed = len(failures)
 	s.res.Links = links
@@ -342,15 +370,23 @@ func Sweep(ctx context.Context, root string, opt Options) (Result, error) {
 		}
 	}
 
-	if opt.Rereading != nil && !opt.Full {
-		n := 0
+	if !opt.Full {
+		reread, redate := 0, 0
 		for _, f := range files {
-			if old, ok := man.Files[f.ID]; ok && old.Size == f.Size && old.MTime == f.MTime && old.Reading < ingest.ReadingVersion {
-				n++
+			old, ok := man.Files[f.ID]
+			switch {
+			case !ok || old.Size != f.Size || old.MTime != f.MTime:
+			case old.Reading < ingest.ReadingVersion:
+				reread++
+			case old.redate(s.zone):
+				redate++
 			}
 		}
-		if n > 0 {
-			opt.Rereading(n)
+		if reread > 0 && opt.Rereading != nil {
+			opt.Rereading(reread)
+		}
+		if redate > 0 && opt.Redating != nil {
+			opt.Redating(redate)
 		}
 	}
 	runErr := s.run(ctx, files)
@@ -438,7 +474,10 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 	// An older reading sent the file: it is read and sent again, and the
 	// server keeps what reads the same (its chunks, their vectors).
 	current := recorded && old.Reading >= ingest.ReadingVersion
-	if !s.opt.Full && current && old.Size == f.Size && old.MTime == f.MTime {
+	// dated: its dates were made in this zone, or depend on none. One not
+	// dated is read again, and sent when some date depends on the zone.
+	dated := recorded && !old.redate(s.zone)
+	if !s.opt.Full && current && dated && old.Size == f.Size && old.MTime == f.MTime {
 		s.res.FilesSkipped++
 		return nil
 	}
@@ -468,8 +507,9 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 		return nil
 	}
 	entry := fileEntry{Hash: sum, Size: f.Size, MTime: mtime, Reading: ingest.ReadingVersion}
-	if !s.opt.Full && current && old.Hash == entry.Hash {
-		entry.Sources, entry.Listed = old.Sources, old.Listed
+	same := !s.opt.Full && current && old.Hash == entry.Hash
+	if same && dated {
+		entry.Sources, entry.Listed, entry.Zone = old.Sources, old.Listed, old.Zone
 		s.man.Files[f.ID] = entry
 		s.changed = true
 		s.res.FilesSkipped++
@@ -480,6 +520,7 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 	// broken export sends nothing (as a local sweep writes nothing of it)
 	// and the file completes only once the server confirmed all of them.
 	p := &pending{rel: f.ID, entry: entry, waiting: map[string]bool{}}
+	zoned := false // a conversation's date depends on the zone (convo.Conversation.Zoned)
 	err = each(func(c convo.Conversation) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -488,6 +529,7 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 		if err != nil || id == "" {
 			return err
 		}
+		zoned = zoned || c.Zoned
 		if p.waiting[id] {
 			// Two conversations of the file are one source (ids that differ
 			// only in Unicode normalisation): sending both would keep one.
@@ -502,6 +544,23 @@ func (s *sweeper) file(ctx context.Context, f ingest.VaultFile) error {
 		}
 		s.fail(f.ID, err)
 		return nil
+	}
+	zone := ""
+	if zoned {
+		zone = s.zone
+	}
+	p.entry.Zone = &zone
+	if same {
+		if !zoned {
+			// Read again for its zone alone, and no date of it depends on
+			// one: the server's dates stand.
+			entry.Sources, entry.Listed, entry.Zone = old.Sources, old.Listed, &zone
+			s.man.Files[f.ID] = entry
+			s.changed = true
+			s.res.FilesSkipped++
+			return nil
+		}
+		s.res.FilesRedated++
 	}
 	ids := sortedKeys(p.waiting)
 	if len(ids) != 1 || ids[0] != f.ID {
@@ -646,6 +705,10 @@ func (s *sweeper) chunks(rel string, c convo.Conversation) ([]IngestChunk, error
 		return nil, err
 	}
 	title, date := ingest.Label(rel, c)
+	zone := ""
+	if c.Zoned {
+		zone = s.zone
+	}
 	cs := chunk.Split(c.Messages, s.opt.Chunk)
 	texts := make([]string, len(cs))
 	for i, ch := range cs {
@@ -657,7 +720,7 @@ func (s *sweeper) chunks(rel string, c convo.Conversation) ([]IngestChunk, error
 		// Both sent even when empty: the server labels a source whose
 		// chunks give none as the file their path names, and a
 		// conversation of an export is none.
-		out[i] = IngestChunk{SourceFile: id, ChunkIndex: i, TotalChunks: len(cs), Content: t, Era: &date, ConversationTitle: &title, Version: version}
+		out[i] = IngestChunk{SourceFile: id, ChunkIndex: i, TotalChunks: len(cs), Content: t, Era: &date, ConversationTitle: &title, Version: version, Zone: &zone}
 	}
 	return out, nil
 }
@@ -762,8 +825,20 @@ func (s *sweeper) flush(ctx context.Context) error {
 		return nil
 	}
 	s.res.Batches++
+	if s.noZone {
+		withoutZones(batch)
+	}
 	var resp IngestResponse
 	err := s.post(ctx, "/ingest", IngestRequest{Chunks: batch}, &resp)
+	var refused zoneRefused
+	if errors.As(err, &refused) && !s.noZone {
+		// A server older than the zone field records none, as before; the
+		// manifest still records the zone, so a run in another zone still
+		// sends what it dates again.
+		s.noZone = true
+		withoutZones(batch)
+		err = s.post(ctx, "/ingest", IngestRequest{Chunks: batch}, &resp)
+	}
 	if err == nil && len(resp.Sources) == 0 {
 		err = errors.New("the server answered with no source statuses")
 	}
@@ -813,6 +888,13 @@ func (s *sweeper) flush(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// withoutZones leaves the zone out of the chunks, for a server that refuses it.
+func withoutZones(batch []IngestChunk) {
+	for i := range batch {
+		batch[i].Zone = nil
+	}
 }
 
 func (s *sweeper) failPending(p *pending, err error) {

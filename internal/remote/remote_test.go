@@ -337,23 +337,7 @@ func TestOlderReadingIsSentAgain(t *testing.T) {
 	if _, err := remote.Sweep(context.Background(), dir, opt); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(opt.Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber() // mtimes in nanoseconds do not fit a float64
-	if err := dec.Decode(&m); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range m["files"].(map[string]any) {
-		delete(e.(map[string]any), "reading")
-	}
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(opt.Manifest, b, 0o600)
+	editManifest(t, opt.Manifest, func(_ string, e map[string]any) { delete(e, "reading") })
 
 	var told []int
 	opt.Rereading = func(n int) { told = append(told, n) }
@@ -365,6 +349,31 @@ func TestOlderReadingIsSentAgain(t *testing.T) {
 	res, err = remote.Sweep(context.Background(), dir, opt)
 	if err != nil || len(told) != 0 || res.FilesSkipped != 4 {
 		t.Errorf("the run after: told %v, %+v, %v; want every file skipped", told, res, err)
+	}
+}
+
+// editManifest rewrites each entry of the manifest at p with edit, as an
+// older client would have written it.
+func editManifest(t *testing.T, p string, edit func(file string, entry map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // mtimes in nanoseconds do not fit a float64
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	for name, e := range m["files"].(map[string]any) {
+		edit(name, e.(map[string]any))
+	}
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

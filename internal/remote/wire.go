@@ -43,6 +43,18 @@ type IngestChunk struct {
 	// arrives, so chunks an earlier run left waiting never mix with these.
 	// Optional: chunks without one are assembled by source and total_chunks.
 	Version string `json:"version,omitempty"`
+	// Zone names the time zone the source's date was made in, when the
+	// day of a moment written in UTC dated it (ingest.ZoneKey of the
+	// client's zone), or is "" when its date does not depend on one: the
+	// server records it with the source (recall.Source.Zone), as a local
+	// sweep does. Absent (nil) from every chunk of a source, as older
+	// clients send them, it is recorded as "". The client's manifest
+	// records it too, and a run in another zone sends the file again.
+	// Last in the struct, so that a server older than Version names that
+	// field first when it refuses the request; one that knows Version but
+	// not Zone refuses this field (unknown field "zone"), and the client
+	// then sends its chunks without it.
+	Zone *string `json:"zone,omitempty"`
 }
 
 // Source statuses in an IngestResponse.

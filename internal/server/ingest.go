@@ -35,6 +35,7 @@ const (
 	maxIngestChunks  = 10_000  // chunks per request
 	maxTotalChunks   = 100_000 // chunks per source
 	maxIngestVersion = 128     // bytes
+	maxIngestZone    = 64      // bytes
 	defaultStageTTL  = 15 * time.Minute
 	defaultStageSize = 64 << 20 // bytes of staged chunk text
 )
@@ -55,6 +56,7 @@ type staged struct {
 	bytes   int64
 	era     string
 	title   string
+	zone    string // recall.Source.Zone: the last zone a chunk gave ("" when none did)
 	// dated and titled: a chunk gave an era or a title, even an empty
 	// one; a source given neither is labelled as the file its id names.
 	dated, titled bool
@@ -187,7 +189,8 @@ func (s *Server) ingest(ctx context.Context, req remote.IngestRequest) (remote.I
 		}
 		cur, err := s.st.Source(ctx, g.doc.Source.ID)
 		switch {
-		case err == nil && cur.Kind == recall.KindArchive && cur.ContentHash == g.doc.Source.ContentHash && cur.ChunkCount == g.doc.Source.ChunkCount:
+		case err == nil && cur.Kind == recall.KindArchive && cur.ContentHash == g.doc.Source.ContentHash && cur.ChunkCount == g.doc.Source.ChunkCount &&
+			cur.Zone == g.doc.Source.Zone:
 			g.status.Status = remote.StatusUnchanged
 		case err == nil && cur.Kind != recall.KindArchive:
 			g.reject(recall.Errorf(recall.ECONFLICT, "source %q is not an archive source", g.doc.Source.ID))
@@ -264,6 +267,9 @@ func (s *Server) checkGroup(g *group) error {
 				return recall.Errorf(recall.EINVALID, "era %q is not a date: use YYYY, YYYY-MM or YYYY-MM-DD", *c.Era)
 			}
 		}
+		if c.Zone != nil && (len(*c.Zone) > maxIngestZone || *c.Zone == recall.ZoneUnknown || strings.ContainsFunc(*c.Zone, unicode.IsControl)) {
+			return recall.Errorf(recall.EINVALID, "chunk %d: zone must be at most %d bytes, without control characters, and not %q", c.ChunkIndex, maxIngestZone, recall.ZoneUnknown)
+		}
 	}
 	return nil
 }
@@ -317,6 +323,10 @@ func (s *Server) stageGroups(groups []*group) {
 			if c.Era != nil {
 				added += int64(len(*c.Era) - len(e.era))
 				e.era, e.dated = *c.Era, true
+			}
+			if c.Zone != nil {
+				added += int64(len(*c.Zone) - len(e.zone))
+				e.zone = *c.Zone
 			}
 			if c.ConversationTitle != nil {
 				// Cleaned as a local sweep stores titles (a tab is a
@@ -379,7 +389,7 @@ func archiveDocument(id string, e *staged) *recall.Document {
 		chunks[i] = recall.Chunk{Index: i, Text: t, Header: header, Hash: recall.TextHash(t)}
 	}
 	return &recall.Document{
-		Source: recall.Source{ID: id, Kind: recall.KindArchive, Title: title, Date: date,
+		Source: recall.Source{ID: id, Kind: recall.KindArchive, Title: title, Date: date, Zone: e.zone,
 			ContentHash: recall.TextHash(title + "\x00" + date + "\x00" + strings.Join(texts, "\n\n")),
 			Size:        size, ChunkCount: e.total, IndexState: recall.IndexPending},
 		Chunks: chunks,

@@ -100,6 +100,8 @@ func TestIngestRejections(t *testing.T) {
 		{chunkOf("a.md", 0, 1, "a nul \x00 here"), "content holds a NUL character"},
 		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", Era: new("July")}, `era "July" is not a date`},
 		{chunkOf("ctl\u001b[2J\n.md", 0, 1, "x"), "control character U+001B"},
+		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", Zone: new("z\n")}, "zone must be at most"},
+		{remote.IngestChunk{SourceFile: "a.md", TotalChunks: 1, Content: "x", Zone: new(recall.ZoneUnknown)}, "zone must be at most"},
 	} {
 		status, out, body := f.ingest(plainTok, tc.chunk)
 		if status != 200 || len(out.Sources) != 1 || out.Sources[0].Status != remote.StatusRejected ||
@@ -291,5 +293,41 @@ func TestIngestMetrics(t *testing.T) {
 	_, body := f.do("GET", "/metrics", plainTok, "")
 	if !strings.Contains(body, `recall_ingest_sources_total{status="written"} 3`) {
 		t.Errorf("metrics:\n%s", body)
+	}
+}
+
+// A source's zone, sent with its chunks, is recorded as a local sweep
+// records it (recall.Source.Zone); a source sent again in another zone
+// with the same dates is recorded in that zone, and chunks without one, as
+// clients older than the field send them, record none, as before.
+func TestIngestRecordsTheZone(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	zoned := func(zone *string) remote.IngestChunk {
+		c := chunkOf("export.json/c1", 0, 1, "a conversation")
+		c.Zone = zone
+		return c
+	}
+	for _, tc := range []struct {
+		zone   *string
+		status string
+	}{
+		{new("z1:west"), remote.StatusWritten},
+		{new("z1:west"), remote.StatusUnchanged},
+		{new("z1:east"), remote.StatusWritten},
+		{nil, remote.StatusWritten},
+		{nil, remote.StatusUnchanged},
+	} {
+		_, out, body := f.ingest(plainTok, zoned(tc.zone))
+		if len(out.Sources) != 1 || out.Sources[0].Status != tc.status {
+			t.Fatalf("zone %v: %s; want %s", tc.zone, body, tc.status)
+		}
+		want := ""
+		if tc.zone != nil {
+			want = *tc.zone
+		}
+		if src, err := f.st.Source(ctx, "export.json/c1"); err != nil || src.Zone != want {
+			t.Errorf("sent in zone %v: stored %q (%v)", tc.zone, src.Zone, err)
+		}
 	}
 }
