@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -21,6 +22,21 @@ func (e *Engine) Context(ctx context.Context, source string, kind recall.Kind, i
 	if len(source) > recall.MaxSourceIDLen {
 		return nil, "", recall.Errorf(recall.EINVALID, "source is longer than %d bytes", recall.MaxSourceIDLen)
 	}
+	var chunks []recall.StoredChunk
+	var got recall.Kind
+	err := e.Bounded(ctx, "reading around the result", func(ctx context.Context) error {
+		var err error
+		chunks, got, err = e.context(ctx, source, kind, index, radius, scope)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return chunks, got, nil
+}
+
+// context is Context's reading, within its budget.
+func (e *Engine) context(ctx context.Context, source string, kind recall.Kind, index, radius int, scope recall.Filter) ([]recall.StoredChunk, recall.Kind, error) {
 	src, err := e.resolve(ctx, source, kind, scope)
 	if err != nil {
 		if hint := e.exportHint(ctx, err, kind, source, scope); hint != nil {
@@ -38,6 +54,31 @@ func (e *Engine) Context(ctx context.Context, source string, kind recall.Kind, i
 	}
 	chunks, err := e.store.Chunks(ctx, src.ID, max(0, index-radius), index+radius)
 	return chunks, src.Kind, err
+}
+
+// errReadBudget ends the context of a read bounded by the engine's
+// budget (Bounded) when the budget runs out.
+var errReadBudget = errors.New("the read's budget ran out")
+
+// Bounded runs read, a read of the store made for a caller (reading around
+// a hit, a page of a listing), within the engine's budget (Options.Budget)
+// as a search runs within it: a read that meets a pathological case (a
+// scan no index serves, a store that stalls) ends there, where it ran for
+// as long as its client waited (the server's contexts carry no client
+// deadline; a client that times out just leaves, and one that never
+// leaves held a read connection for good). Past the budget read's context
+// ends, and Bounded returns an EUNAVAILABLE error saying what ran out of
+// time, never what read had gathered by then, even when read returned
+// without an error: the result may be partial. A caller that leaves (its
+// context ended otherwise) gets read's error, as from a search.
+func (e *Engine) Bounded(ctx context.Context, what string, read func(ctx context.Context) error) error {
+	bctx, cancel := context.WithTimeoutCause(ctx, e.opt.Budget, errReadBudget)
+	defer cancel()
+	err := read(bctx)
+	if bctx.Err() != nil && context.Cause(bctx) == errReadBudget {
+		return recall.Errorf(recall.EUNAVAILABLE, "%s took longer than the %s a read may take: try again later", what, e.opt.Budget)
+	}
+	return err
 }
 
 // exportHint is the error for a source that is not found because it names

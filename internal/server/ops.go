@@ -432,9 +432,19 @@ type FindInput struct {
 	Limit    int    `json:"limit,omitempty" jsonschema:"memories per page, 1 to 20 (default 10)"`
 }
 
-func (s *Server) find(ctx context.Context, c caller, in FindInput) (memory.Page, error) {
-	return s.mem.Find(ctx, memory.FindRequest{Prefix: in.Prefix, Category: in.Category, Owner: in.Owner,
-		Since: in.Since, Until: in.Until, Cursor: in.Cursor, Limit: in.Limit}, c.scope())
+// find and listAll read a page within the engine's budget, as get_context
+// reads around a hit (search.Engine.Bounded): a listing whose filter no
+// index serves scans the sources.
+func (s *Server) find(ctx context.Context, c caller, in FindInput) (page memory.Page, err error) {
+	err = s.eng.Bounded(ctx, "listing memories", func(ctx context.Context) (err error) {
+		page, err = s.mem.Find(ctx, memory.FindRequest{Prefix: in.Prefix, Category: in.Category, Owner: in.Owner,
+			Since: in.Since, Until: in.Until, Cursor: in.Cursor, Limit: in.Limit}, c.scope())
+		return err
+	})
+	if err != nil {
+		return memory.Page{}, err
+	}
+	return page, nil
 }
 
 // DiaryWriteInput is write_diary's input.
@@ -489,8 +499,15 @@ type ListInput struct {
 	Limit  int    `json:"limit,omitempty" jsonschema:"entries per page, 1 to 200 (default 50)"`
 }
 
-func (s *Server) listAll(ctx context.Context, in ListInput) (memory.Page, error) {
-	return s.mem.ListAll(ctx, in.Cursor, in.Limit)
+func (s *Server) listAll(ctx context.Context, in ListInput) (page memory.Page, err error) {
+	err = s.eng.Bounded(ctx, "listing memories", func(ctx context.Context) (err error) {
+		page, err = s.mem.ListAll(ctx, in.Cursor, in.Limit)
+		return err
+	})
+	if err != nil {
+		return memory.Page{}, err
+	}
+	return page, nil
 }
 
 // ReindexInput is reindex_memory's input.
