@@ -253,6 +253,15 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.Stdout, "%s read again to date %s conversations in this time zone\n",
 				plural(res.FilesRedated, one, many), agree(res.FilesRedated, "its", "their"))
 		}
+		if res.ChunksReread > 0 {
+			// Not among the chunks ingested: the store keeps them as they are.
+			kept := agree(res.ChunksReread, "was", "were") + " kept as stored"
+			if *dry {
+				kept = "would be kept as stored"
+			}
+			fmt.Fprintf(m.Stdout, "%s of the files read again read as before and %s\n",
+				plural(res.ChunksReread, "chunk", "chunks"), kept)
+		}
 		printLinks(m.Stdout, res.Links)
 		if res.VectorsMissing > 0 {
 			fmt.Fprintf(m.Stdout, "%s no vector yet (embedder failed): run `recall repair`\n",

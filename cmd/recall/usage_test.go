@@ -407,11 +407,15 @@ func TestSweepSaysItRereadsAnOlderReading(t *testing.T) {
 	sweptBeforeTheReading(t, env)
 	const note = "recall: this recall reads some files differently from the one that last swept this vault: "
 	out, errs, code := run(t, env, "sweep", "--dry-run", sampleVault)
-	if code != 0 || strings.Count(errs, note) != 1 || !strings.Contains(errs, note+"a sweep would read ") || !strings.HasPrefix(out, "would ingest ") {
+	if code != 0 || strings.Count(errs, note) != 1 || !strings.Contains(errs, note+"a sweep would read ") || !strings.HasPrefix(out, "would ingest ") ||
+		!strings.Contains(out, " of the files read again read as before and would be kept as stored\n") {
 		t.Errorf("dry run: exit %d %q %q", code, out, errs)
 	}
 	out, errs, code = run(t, env, "sweep", sampleVault)
-	if code != 0 || strings.Count(errs, note) != 1 || !strings.Contains(errs, " unchanged files again (text that reads the same keeps its vectors)\n") || !strings.Contains(out, " (0 unchanged,") {
+	// Each file reads as before: its chunks are kept, and said so, not
+	// counted among the chunks ingested.
+	if code != 0 || strings.Count(errs, note) != 1 || !strings.Contains(errs, " unchanged files again (text that reads the same keeps its vectors)\n") || !strings.Contains(out, " (0 unchanged, 0 failed), 0 chunks,") ||
+		!strings.Contains(out, " chunks of the files read again read as before and were kept as stored\n") {
 		t.Errorf("sweep: exit %d %q %q", code, out, errs)
 	}
 	if out, errs, code = run(t, env, "sweep", sampleVault); code != 0 || strings.Contains(errs, note) || !strings.HasPrefix(out, "ingested 0 of ") {

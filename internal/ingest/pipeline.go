@@ -99,6 +99,7 @@ type parsed struct {
 	stale   []string // (last piece) export conversations no longer in the file
 	changed bool     // some content of this piece differs from what is stored
 	written int      // chunks of its sources whose text differs (all of them, in a full sweep)
+	reread  int      // chunks of its sources read again (file.reread) whose content is as stored
 	err     error
 	vecs    []recall.Vector
 	missing int      // vector keys left without a vector
@@ -305,8 +306,13 @@ func (p *pipeline) parseFile(ctx context.Context, f file, emit func(*parsed) boo
 		seen[doc.Source.ID] = true
 		old, ok := p.manifest[doc.Source.ID]
 		differs := !ok || old.ContentHash != doc.Source.ContentHash
-		if differs || p.opt.Full || f.reread {
+		switch {
+		case differs || p.opt.Full:
 			pr.written += len(doc.Chunks)
+		case f.reread:
+			// Read again for a newer reading or another zone, and read as
+			// stored: the store keeps its rows and vectors.
+			pr.reread += len(doc.Chunks)
 		}
 		if differs {
 			pr.changed = true
@@ -503,6 +509,7 @@ type tally struct {
 	size    int64
 	full    bool // read again though unchanged (--full, or file.reread): counted as changed
 	chunks  int  // see parsed.written
+	reread  int  // see parsed.reread
 	missing int
 	changed bool
 	// first is the export's conversation written with the inProgress mtime
@@ -512,6 +519,7 @@ type tally struct {
 
 func (t *tally) add(pr *parsed) {
 	t.chunks += pr.written
+	t.reread += pr.reread
 	t.missing += pr.missing
 	t.changed = t.changed || pr.changed
 }
@@ -720,6 +728,7 @@ func (p *pipeline) commit(ctx context.Context, b *batch) error {
 		if t.changed || t.full {
 			p.res.FilesChanged++
 			p.res.ChunksWritten += t.chunks
+			p.res.ChunksReread += t.reread
 		} else {
 			p.res.FilesSkipped++
 		}

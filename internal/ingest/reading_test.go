@@ -170,3 +170,39 @@ func TestSweepRereadInterruptedOrFailed(t *testing.T) {
 		}
 	}
 }
+
+// A file read again though unchanged, for a newer reading or in another
+// zone, counts the chunks that read as stored in chunks_reread, not in
+// chunks_written, which counts only what changed: after an upgrade that
+// reads every file alike, a sweep wrote nothing and said it wrote every
+// chunk. A full sweep, which asks for every file to be written again,
+// still counts them written.
+func TestRereadChunksAreNotCountedWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "recall.db")
+	st := openAt(t, path)
+	root := t.TempDir()
+	// c1 was created at 07:08:09 UTC, on the 5th at UTC-10 and the 6th at
+	// UTC-5; c2 at 12:00 UTC, on the 6th in both.
+	write(t, root, "conversations.json", `[`+
+		`{"uuid":"c1","name":"Tea","created_at":"2024-05-06T07:08:09Z","chat_messages":[`+
+		`{"sender":"human","text":"how hot for green tea?"},{"sender":"assistant","text":"about 80 degrees"}]},`+
+		`{"uuid":"c2","name":"Bread","created_at":"2024-05-06T12:00:00Z","chat_messages":[`+
+		`{"sender":"human","text":"why did my bread not rise?"},{"sender":"assistant","text":"old yeast, most likely"}]}]`)
+	write(t, root, "2025/07/a.md", convA)
+	west := time.FixedZone("UTC-10", -10*3600)
+	first, _ := sweep(t, st, root, Options{Zone: west})
+	if first.ChunksWritten != 3 || first.ChunksReread != 0 {
+		t.Fatalf("first sweep: %+v; want 3 chunks written", first)
+	}
+
+	setReading(t, path, ReadingVersion-1)
+	if res, _ := sweep(t, st, root, Options{Zone: west}); res.FilesChanged != 2 || res.ChunksWritten != 0 || res.ChunksReread != 3 {
+		t.Errorf("every file read again for a newer reading, read alike: %+v; want 3 chunks read again, none written", res)
+	}
+	if res, _ := sweep(t, st, root, Options{Zone: time.FixedZone("UTC-5", -5*3600)}); res.FilesRedated != 1 || res.ChunksWritten != 1 || res.ChunksReread != 1 {
+		t.Errorf("the export read again in another zone, one conversation's day changed: %+v; want 1 chunk written, 1 read again", res)
+	}
+	if res, _ := sweep(t, st, root, Options{Full: true, Zone: time.FixedZone("UTC-5", -5*3600)}); res.ChunksWritten != 3 || res.ChunksReread != 0 {
+		t.Errorf("a full sweep: %+v; want every chunk counted written", res)
+	}
+}

@@ -152,7 +152,13 @@ type Result struct {
 	// FilesRedated counts the unchanged files read again to date their
 	// conversations in Options.Zone (see Options.Redating): they count
 	// among FilesChanged, or FilesFailed, too.
-	FilesRedated int      `json:"files_redated,omitempty"`
+	FilesRedated int `json:"files_redated,omitempty"`
+	// ChunksReread counts the chunks of files read again though unchanged
+	// (a newer reading, another zone: Options.Rereading and Redating) that
+	// read as stored, which the store keeps as they are: they are not
+	// ChunksWritten, which counts chunks whose content changed (and every
+	// chunk of a Full sweep, which asks for it).
+	ChunksReread int      `json:"chunks_reread,omitempty"`
 	Removed      []string `json:"-"` // vault-relative paths of files gone since the last sweep
 	// Links are the vault-relative paths of the symbolic links the sweep
 	// did not follow that lead to a folder or are named as a file it reads

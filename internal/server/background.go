@@ -555,7 +555,7 @@ func (b *background) sweep(ctx context.Context, vault string) {
 		return // nothing new: the record and sweep.log say it was looked at
 	}
 	b.log.Info("sweep", "vault", abs, "outcome", outcome, "files_changed", res.FilesChanged, "files_seen", res.FilesSeen,
-		"files_failed", res.FilesFailed, "files_gone", res.FilesRemoved, "chunks_written", res.ChunksWritten,
+		"files_failed", res.FilesFailed, "files_gone", res.FilesRemoved, "chunks_written", res.ChunksWritten, "chunks_reread", res.ChunksReread,
 		"vectors_missing", res.VectorsMissing, "seconds", res.Seconds)
 }
 
