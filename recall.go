@@ -183,6 +183,19 @@ type SourceState struct {
 	// Source, ListSources, Stats and Export (and searches, having no
 	// chunks); only Manifest, Write and Delete see it.
 	Chunks int
+	// UpdatedAt is Source.UpdatedAt: with the rest, it tells one stored
+	// version of the source from any written after it (SameVersion).
+	UpdatedAt time.Time
+}
+
+// SameVersion reports whether stored is the version of its source that
+// st, read from a Manifest, describes: a write made since (another sweep,
+// an /ingest upload, an import) gives it another UpdatedAt, or other
+// contents. Zone is left out: Manifest gives ZoneUnknown where Source
+// gives "".
+func (st SourceState) SameVersion(stored *Source) bool {
+	return stored.UpdatedAt.Equal(st.UpdatedAt) && stored.Size == st.Size && stored.MTime == st.MTime &&
+		stored.ContentHash == st.ContentHash && stored.Reading == st.Reading && stored.ChunkCount == st.Chunks
 }
 
 // Filter restricts search candidates and listings. Filters are applied before
@@ -482,6 +495,33 @@ func WithWriteGuard(ctx context.Context, guard WriteGuard) context.Context {
 // WriteGuardOf returns the guard of WithWriteGuard, or nil.
 func WriteGuardOf(ctx context.Context) WriteGuard {
 	g, _ := ctx.Value(writeGuardKey{}).(WriteGuard)
+	return g
+}
+
+// deleteGuardKey is the context key of WithDeleteGuard.
+type deleteGuardKey struct{}
+
+// DeleteGuard decides, inside a removal's transaction, whether the source
+// stored under an id is removed: stored is what the store holds (archive
+// sources without chunks included); it is not called for an id the store
+// does not hold. It may be called again for the same id should the
+// transaction begin again, and must not write to the store.
+type DeleteGuard func(stored *Source) bool
+
+// WithDeleteGuard returns a context that makes a Store Delete, and the
+// removals of a Write, ask guard about each source they would remove, in
+// the transaction that removes them: a source the guard refuses stays
+// exactly as it is, and is not counted as removed. The read and the
+// removal are one transaction, so no other write comes between them: a
+// removal decided on an earlier read ("the file of this version is gone")
+// spares a source written since.
+func WithDeleteGuard(ctx context.Context, guard DeleteGuard) context.Context {
+	return context.WithValue(ctx, deleteGuardKey{}, guard)
+}
+
+// DeleteGuardOf returns the guard of WithDeleteGuard, or nil.
+func DeleteGuardOf(ctx context.Context) DeleteGuard {
+	g, _ := ctx.Value(deleteGuardKey{}).(DeleteGuard)
 	return g
 }
 

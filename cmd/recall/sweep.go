@@ -235,6 +235,12 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 			}
 			printRemoved(m.Stdout, res.Removed, action)
 		}
+		if res.SourcesKept > 0 {
+			// Not removed: another writer stored them while this sweep ran.
+			fmt.Fprintf(m.Stdout, "%s of files gone from the vault %s kept: stored again while the sweep ran (another sweep, an upload or an import):\n",
+				plural(res.SourcesKept, "source", "sources"), agree(res.SourcesKept, "was", "were"))
+			printFirst(m.Stdout, res.Kept, "")
+		}
 		if res.ConversationsRemoved > 0 {
 			// A dry run removes nothing: it says what the sweep would.
 			were := agree(res.ConversationsRemoved, "was", "were")

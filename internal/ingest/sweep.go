@@ -160,6 +160,13 @@ type Result struct {
 	// chunk of a Full sweep, which asks for it).
 	ChunksReread int      `json:"chunks_reread,omitempty"`
 	Removed      []string `json:"-"` // vault-relative paths of files gone since the last sweep
+	// Kept are the sources of files gone that the sweep did not remove
+	// (with Prune; or records of files that held no conversation) since
+	// another writer stored them again after the sweep read the store (a
+	// sweep of another process, an /ingest upload, an import): that write
+	// is newer than the sweep's finding. SourcesKept counts them.
+	Kept        []string `json:"-"`
+	SourcesKept int      `json:"sources_kept,omitempty"`
 	// Links are the vault-relative paths of the symbolic links the sweep
 	// did not follow that lead to a folder or are named as a file it reads
 	// (an export linked into the vault): what it left out, said, since
@@ -349,15 +356,35 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 		res: &res, start: start, now: now, total: len(todo), bytesTotal: bytesTotal}
 	err = p.run(ctx, todo)
 
+	// The sources found gone are removed only as the manifest read them:
+	// one another writer stored under the id since (another process's
+	// sweep, an /ingest upload, an import) is its, and is kept. The check
+	// is made in the removal's transaction (recall.WithDeleteGuard).
+	kept := map[string]bool{}
+	dctx := recall.WithDeleteGuard(ctx, func(stored *recall.Source) bool {
+		st, ok := manifest[stored.ID]
+		same := ok && stored.Kind == recall.KindArchive && stored.Vault == abs && st.SameVersion(stored)
+		kept[stored.ID] = !same // set again if the transaction begins again
+		return same
+	})
 	if err == nil && opt.Prune && !opt.DryRun && len(gone) > 0 {
-		if _, _, derr := w.Delete(ctx, gone...); derr != nil {
+		if _, _, derr := w.Delete(dctx, gone...); derr != nil {
 			err = fmt.Errorf("prune: %w", derr)
 		}
 	}
 	if err == nil && !opt.DryRun && len(goneEmpty) > 0 {
-		if _, _, derr := w.Delete(ctx, goneEmpty...); derr != nil {
+		if _, _, derr := w.Delete(dctx, goneEmpty...); derr != nil {
 			err = fmt.Errorf("forget files gone that held no conversation: %w", derr)
 		}
+	}
+	if err == nil {
+		for id, k := range kept {
+			if k {
+				res.Kept = append(res.Kept, id)
+			}
+		}
+		sort.Strings(res.Kept)
+		res.SourcesKept = len(res.Kept)
 	}
 	res.Seconds = now().Sub(start).Seconds()
 	if errors.Is(err, context.Canceled) {

@@ -120,7 +120,7 @@ type Removal struct {
 	Name    string `json:"name"`           // as sent
 	Source  string `json:"source"`         // the source id it names
 	Removed int    `json:"removed"`        // sources removed (0: the server held none)
-	Kept    int    `json:"kept,omitempty"` // sources the server swept from a folder of its own: not removed
+	Kept    int    `json:"kept,omitempty"` // sources the server swept from a folder of its own, or stored again since the request read them: not removed
 }
 
 // SourcesPath is where a remote sweep asks which sources the server holds

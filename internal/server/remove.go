@@ -45,17 +45,19 @@ func (s *Server) removeSources(ctx context.Context, req remote.RemoveRequest) (r
 		}
 	}
 	var ids []string
-	seen := map[string]bool{}
+	read := map[string]recall.Source{}      // the version of each source to remove, as read
+	namedBy := map[string]*remote.Removal{} // the name that covers it
 	take := func(r *remote.Removal, src recall.Source) error {
+		_, seen := read[src.ID]
 		switch {
-		case src.Kind != recall.KindArchive || seen[src.ID]:
+		case src.Kind != recall.KindArchive || seen:
 		case src.Vault != "":
 			r.Kept++
 		default:
 			if len(ids) >= maxRemoveSources {
 				return recall.Errorf(recall.ETOOLARGE, "the names cover more than %d sources: send fewer in one request", maxRemoveSources)
 			}
-			seen[src.ID] = true
+			read[src.ID], namedBy[src.ID] = src, r
 			ids = append(ids, src.ID)
 			r.Removed++
 		}
@@ -99,12 +101,30 @@ func (s *Server) removeSources(ctx context.Context, req remote.RemoveRequest) (r
 	}
 	s.unstage(resp.Files, resp.Sources)
 	if len(ids) > 0 {
-		if _, _, err := s.eng.Delete(ctx, ids...); err != nil {
+		// Only the versions read above go: one stored since (an upload of
+		// the same file, a sweep of the server's own folder) is kept, as
+		// the check and the removal are one transaction.
+		kept := map[string]bool{}
+		dctx := recall.WithDeleteGuard(ctx, func(stored *recall.Source) bool {
+			was := read[stored.ID]
+			same := stored.Kind == recall.KindArchive && stored.Vault == "" && stored.UpdatedAt.Equal(was.UpdatedAt) &&
+				stored.ContentHash == was.ContentHash && stored.ChunkCount == was.ChunkCount
+			kept[stored.ID] = !same // set again if the transaction begins again
+			return same
+		})
+		n, _, err := s.eng.Delete(dctx, ids...)
+		if err != nil {
 			return remote.RemoveResponse{}, err
 		}
-		s.metrics.ingested.add(float64(len(ids)), "removed")
+		for id, k := range kept {
+			if k {
+				namedBy[id].Removed--
+				namedBy[id].Kept++
+			}
+		}
+		resp.Removed = n
+		s.metrics.ingested.add(float64(n), "removed")
 	}
-	resp.Removed = len(ids)
 	return resp, nil
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/remote"
+	"github.com/recall-mcp/recall/internal/search"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
 
 func (f *fixture) remove(token string, req remote.RemoveRequest) (int, remote.RemoveResponse, string) {
@@ -270,5 +272,68 @@ func TestIngestSourcesRefusals(t *testing.T) {
 	}
 	if resp, _ := f.do("GET", remote.SourcesPath, plainTok, ""); resp.StatusCode != 405 {
 		t.Errorf("GET: %d", resp.StatusCode)
+	}
+}
+
+// interleavingStore is the store with another writer's write made just
+// before each Delete: after /ingest/remove read what to remove, before it
+// removes it.
+type interleavingStore struct {
+	*sqlite.DB
+	meanwhile func()
+}
+
+func (s *interleavingStore) Delete(ctx context.Context, ids ...string) (int, recall.WriteResult, error) {
+	if s.meanwhile != nil {
+		s.meanwhile()
+		s.meanwhile = nil
+	}
+	return s.DB.Delete(ctx, ids...)
+}
+
+// A source stored again after /ingest/remove read it (another client's
+// upload of the same file, the server's own sweep of a folder) is kept and
+// counted as kept: the removal was decided on the version read before.
+// It was removed.
+func TestIngestRemoveKeepsWhatWasStoredSince(t *testing.T) {
+	ctx := context.Background()
+	var is *interleavingStore
+	f := newFixture(t, func(o *Options) {
+		is = &interleavingStore{DB: o.Store.(*sqlite.DB)}
+		eng := search.New(is, search.Options{Embedder: o.Embedder, MemoryLexical: true})
+		if err := eng.LoadIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		o.Engine = eng
+	})
+	for _, id := range []string{"notes/a.md", "notes/b.md"} {
+		if status, out, body := f.ingest(plainTok, chunkOf(id, 0, 1, "first copy of "+id)); status != 200 || !out.Sources[0].Complete() {
+			t.Fatalf("%s: %s", id, body)
+		}
+	}
+	text := "second copy, uploaded while the removal ran"
+	is.meanwhile = func() {
+		again := recall.Document{Source: recall.Source{ID: "notes/a.md", Kind: recall.KindArchive, Title: "title",
+			ContentHash: recall.TextHash(text), IndexState: recall.IndexPending},
+			Chunks: []recall.Chunk{{Index: 0, Text: text, Hash: recall.TextHash(text)}}}
+		if _, err := is.DB.Write(ctx, []recall.Document{again}, nil); err != nil {
+			t.Errorf("the other write: %v", err)
+		}
+	}
+	status, out, body := f.remove(plainTok, remote.RemoveRequest{Files: []string{"notes/a.md", "notes/b.md"}})
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	if is.meanwhile != nil {
+		t.Fatal("the removal made no Delete")
+	}
+	if got := fmt.Sprintf("%+v %d", out.Files, out.Removed); got != "[{Name:notes/a.md Source:notes/a.md Removed:0 Kept:1} {Name:notes/b.md Source:notes/b.md Removed:1 Kept:0}] 1" {
+		t.Errorf("answer %s; want notes/a.md kept, notes/b.md removed", got)
+	}
+	if src, err := f.st.Source(ctx, "notes/a.md"); err != nil || src.ContentHash != recall.TextHash(text) {
+		t.Errorf("notes/a.md, stored again meanwhile: %+v, %v; want the second copy", src, err)
+	}
+	if ids := f.archiveIDs(); ids != "notes/a.md" {
+		t.Errorf("archive sources after the removal: %q; want notes/a.md", ids)
 	}
 }

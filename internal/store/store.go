@@ -178,6 +178,31 @@ func Guarded(ctx context.Context, docs []recall.Document, vecs []recall.Vector, 
 	return pass, slices.DeleteFunc(slices.Clone(vecs), func(v recall.Vector) bool { return drop[v.Key] }), nil
 }
 
+// DeleteGuarded returns the ids of a Delete, or of a Write's removals,
+// that the delete guard of its context (recall.WithDeleteGuard) lets go,
+// asking it about each source read returns (every source the store holds
+// under those ids, archive sources without chunks included; an id it
+// lacks is left out, as there is nothing to remove); ids itself when the
+// context has no guard. Backends call it inside the transaction, before
+// removing any source.
+func DeleteGuarded(ctx context.Context, ids []string, read func(ids []string) (map[string]*recall.Source, error)) ([]string, error) {
+	guard := recall.DeleteGuardOf(ctx)
+	if guard == nil || len(ids) == 0 {
+		return ids, nil
+	}
+	stored, err := read(ids)
+	if err != nil {
+		return nil, fmt.Errorf("read sources to remove: %w", err)
+	}
+	pass := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if s, ok := stored[id]; ok && guard(s) {
+			pass = append(pass, id)
+		}
+	}
+	return pass, nil
+}
+
 // ValidateSpace checks a vector space before it is created.
 func ValidateSpace(s recall.VectorSpace) error {
 	switch {

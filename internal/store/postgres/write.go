@@ -213,6 +213,24 @@ func (w *writer) remove(ids []string, res *recall.WriteResult) (int, error) {
 			storable = append(storable, id)
 		}
 	}
+	storable, err := store.DeleteGuarded(w.ctx, storable, func(ids []string) (map[string]*recall.Source, error) {
+		rows, err := w.tx.Query(w.ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = ANY($1::text[])`, ids)
+		if err != nil {
+			return nil, err
+		}
+		got, err := pgx.CollectRows(rows, collectSource)
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]*recall.Source, len(got))
+		for i := range got {
+			m[got[i].ID] = &got[i]
+		}
+		return m, nil
+	})
+	if err != nil {
+		return 0, err
+	}
 	if len(storable) == 0 {
 		return 0, nil
 	}

@@ -41,7 +41,7 @@ func (db *DB) Source(ctx context.Context, id string) (recall.Source, error) {
 // Manifest returns the sweep state of every source of a kind in a vault.
 func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map[string]recall.SourceState, error) {
 	rows, err := db.ro.QueryContext(ctx,
-		`SELECT id, size, mtime, content_hash, reading, COALESCE(zone, '`+recall.ZoneUnknown+`'), chunk_count FROM sources WHERE kind = ? AND vault = ?`, kind, vault)
+		`SELECT id, size, mtime, content_hash, reading, COALESCE(zone, '`+recall.ZoneUnknown+`'), chunk_count, updated_at FROM sources WHERE kind = ? AND vault = ?`, kind, vault)
 	if err != nil {
 		return nil, db.fail(ctx, err, "read manifest")
 	}
@@ -50,9 +50,11 @@ func (db *DB) Manifest(ctx context.Context, kind recall.Kind, vault string) (map
 	for rows.Next() {
 		var id string
 		var st recall.SourceState
-		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading, &st.Zone, &st.Chunks); err != nil {
+		var updated int64
+		if err := rows.Scan(&id, &st.Size, &st.MTime, &st.ContentHash, &st.Reading, &st.Zone, &st.Chunks, &updated); err != nil {
 			return nil, db.fail(ctx, err, "read manifest")
 		}
+		st.UpdatedAt = time.Unix(0, updated).UTC()
 		m[id] = st
 	}
 	return m, db.fail(ctx, rows.Err(), "read manifest")

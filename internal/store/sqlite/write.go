@@ -57,7 +57,11 @@ func (db *DB) Write(ctx context.Context, docs []recall.Document, vecs []recall.V
 		if err := putVectors(ctx, tx, writtenVecs); err != nil {
 			return err
 		}
-		for _, id := range remove {
+		removed, err := store.DeleteGuarded(ctx, remove, readToRemove(ctx, tx))
+		if err != nil {
+			return err
+		}
+		for _, id := range removed {
 			if _, err := w.remove(id, &res); err != nil {
 				return err
 			}
@@ -164,7 +168,11 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 			return err
 		}
 		defer w.close()
-		for _, id := range ids {
+		guarded, err := store.DeleteGuarded(ctx, ids, readToRemove(ctx, tx))
+		if err != nil {
+			return err
+		}
+		for _, id := range guarded {
 			found, err := w.remove(id, &res)
 			if err != nil {
 				return err
@@ -179,6 +187,25 @@ func (db *DB) Delete(ctx context.Context, ids ...string) (int, recall.WriteResul
 		return 0, recall.WriteResult{}, err
 	}
 	return n, res, nil
+}
+
+// readToRemove reads, for a delete guard (store.DeleteGuarded), the
+// sources tx holds under ids, archive sources without chunks included.
+func readToRemove(ctx context.Context, tx *sql.Tx) func(ids []string) (map[string]*recall.Source, error) {
+	return func(ids []string) (map[string]*recall.Source, error) {
+		m := make(map[string]*recall.Source, len(ids))
+		for _, id := range ids {
+			s, err := scanSource(tx.QueryRowContext(ctx, `SELECT `+sourceCols+` FROM sources s WHERE s.id = ?`, id))
+			if err == sql.ErrNoRows {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			m[id] = &s
+		}
+		return m, nil
+	}
 }
 
 // remove deletes the source id with its chunks and reports whether it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -405,6 +406,71 @@ func testScanChunks(t *testing.T, s recall.Store) {
 	n := 0
 	if err := s.ScanChunks(ctx, func(recall.StoredChunk) error { n++; return stop }); err != stop || n != 1 {
 		t.Errorf("ScanChunks with fn failing: %v after %d chunks; want fn's error after 1", err, n)
+	}
+}
+
+// A Delete, and a Write's removals, under a delete guard
+// (recall.WithDeleteGuard) ask it about each source they would remove,
+// archive sources without chunks included, in their transaction: a source
+// it refuses stays as it was and is not counted; an id the store lacks is
+// not asked about.
+func testDeleteGuard(t *testing.T, s recall.Store) {
+	then := time.Date(2025, 3, 4, 5, 6, 7, 8000, time.UTC)
+	a := doc("a.md", recall.KindArchive, "alpha")
+	b := doc("b.md", recall.KindArchive, "bravo")
+	empty := recall.Document{Source: recall.Source{ID: "empty.md", Kind: recall.KindArchive, Vault: "/v",
+		Size: 2, MTime: 7, IndexState: recall.IndexOK}}
+	c := doc("c.md", recall.KindArchive, "charlie")
+	d := doc("d.md", recall.KindArchive, "delta")
+	for _, x := range []*recall.Document{&a, &b, &c, &d} {
+		x.Source.UpdatedAt = then
+	}
+	write(t, s, a, b, empty, c, d)
+
+	var seen []string
+	guard := func(stored *recall.Source) bool {
+		seen = append(seen, fmt.Sprintf("%s %d %s", stored.ID, stored.ChunkCount, stored.UpdatedAt.Format(time.RFC3339Nano)))
+		return stored.ID != "b.md"
+	}
+	n, res, err := s.Delete(recall.WithDeleteGuard(ctx, guard), "a.md", "b.md", "empty.md", "missing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(seen)
+	at := then.Format(time.RFC3339Nano)
+	if len(seen) != 3 || seen[0] != "a.md 1 "+at || seen[1] != "b.md 1 "+at || !strings.HasPrefix(seen[2], "empty.md 0 ") {
+		t.Errorf("the guard was shown %q; want a.md and b.md at %s and the empty file's record", seen, at)
+	}
+	if n != 1+1 || len(res.Removed) != 1 {
+		t.Errorf("Delete = %d, %d chunks removed; want 2 sources (a.md and the empty record), a.md's chunk", n, len(res.Removed))
+	}
+	if got, err := s.Source(ctx, "b.md"); err != nil || got.ContentHash != b.Source.ContentHash {
+		t.Errorf("b.md, which the guard refused, is %+v, %v", got, err)
+	}
+	if got := search(t, s, "bravo", recall.Filter{}); !slices.Equal(got, []string{"b.md"}) {
+		t.Errorf("bravo is found in %v; want b.md, kept with its chunks", got)
+	}
+	m, err := s.Manifest(ctx, recall.KindArchive, "/v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 0 {
+		t.Errorf("Manifest of /v = %+v; the empty file's record, let go, is kept", m)
+	}
+
+	// A Write's removals ask it too; the documents are written as usual.
+	e := doc("e.md", recall.KindArchive, "echo")
+	_, err = s.Write(recall.WithDeleteGuard(ctx, func(stored *recall.Source) bool { return stored.ID == "d.md" }),
+		[]recall.Document{e}, nil, "c.md", "d.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, x := range exportAll(t, s) {
+		ids = append(ids, x.Source.ID)
+	}
+	if !slices.Equal(ids, []string{"b.md", "c.md", "e.md"}) {
+		t.Errorf("after a guarded Write that removes c.md and d.md, refusing c.md: %q; want b.md, c.md and e.md", ids)
 	}
 }
 

@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"ExportImport", func(t *testing.T, s recall.Store) { testExportImport(t, s, open) }},
 		{"WriteGuard", testWriteGuard},
 		{"WriteGuardRefusedVectors", testWriteGuardRefusedVectors},
+		{"DeleteGuard", testDeleteGuard},
 		{"LexicalBasics", testLexicalBasics},
 		{"LexicalFilters", testLexicalFilters},
 		{"LexicalHostileQueries", testLexicalHostile},

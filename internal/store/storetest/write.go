@@ -509,6 +509,7 @@ func testSourceNotFound(t *testing.T, s recall.Store) {
 func testManifest(t *testing.T, s recall.Store) {
 	a := doc("a.md", recall.KindArchive, "a")
 	a.Source.Vault, a.Source.MTime, a.Source.Reading, a.Source.Zone = "/v1", 11, 3, "zone-1"
+	a.Source.UpdatedAt = time.Date(2025, 3, 4, 5, 6, 7, 8000, time.UTC)
 	b := doc("b.md", recall.KindArchive, "b")
 	b.Source.Vault = "/v2"
 	m := doc("mem", recall.KindMemory, "m")
@@ -517,7 +518,8 @@ func testManifest(t *testing.T, s recall.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := recall.SourceState{Size: a.Source.Size, MTime: 11, ContentHash: a.Source.ContentHash, Reading: 3, Zone: "zone-1", Chunks: 1}
+	want := recall.SourceState{Size: a.Source.Size, MTime: 11, ContentHash: a.Source.ContentHash, Reading: 3, Zone: "zone-1", Chunks: 1,
+		UpdatedAt: a.Source.UpdatedAt}
 	if len(got) != 1 || got["a.md"] != want {
 		t.Errorf("Manifest = %+v; want a.md %+v only", got, want)
 	}
@@ -556,7 +558,7 @@ func testManifest(t *testing.T, s recall.Store) {
 // other, and written over a source it hides it, chunks and all.
 func testFileWithoutConversation(t *testing.T, s recall.Store) {
 	empty := recall.Document{Source: recall.Source{ID: "notes/empty.md", Kind: recall.KindArchive, Vault: "/v",
-		Size: 2, MTime: 7, Reading: 3, IndexState: recall.IndexOK}}
+		Size: 2, MTime: 7, Reading: 3, IndexState: recall.IndexOK, UpdatedAt: time.Date(2025, 3, 4, 5, 6, 7, 8000, time.UTC)}}
 	a := doc("notes/a.md", recall.KindArchive, "quince jam sets in twenty minutes")
 	a.Source.Vault = "/v"
 	mem := doc("empty-memory", recall.KindMemory) // not archive: shown, chunks or not
@@ -566,7 +568,7 @@ func testFileWithoutConversation(t *testing.T, s recall.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := recall.SourceState{Size: 2, MTime: 7, Reading: 3}
+	want := recall.SourceState{Size: 2, MTime: 7, Reading: 3, UpdatedAt: empty.Source.UpdatedAt}
 	if len(m) != 2 || m["notes/empty.md"] != want || m["notes/a.md"].Chunks != 1 {
 		t.Errorf("Manifest = %+v; want notes/empty.md %+v and notes/a.md with 1 chunk", m, want)
 	}
