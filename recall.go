@@ -28,7 +28,7 @@ func (k Kind) Valid() bool {
 
 // Index states of a source's vectors (visible per memory and in stats).
 const (
-	IndexOK      = "ok"      // every chunk has a vector in every written space
+	IndexOK      = "ok"      // every chunk has a vector in the read space (or there is no space yet: nothing to miss)
 	IndexPending = "pending" // stored and searchable by text; vectors still to be made
 	IndexSkipped = "skipped" // stored without an embedder while no vector space existed (a save's answer: content unchanged, nothing re-embedded)
 )

@@ -443,6 +443,79 @@ func TestImportedMemoryIsPendingUntilRepaired(t *testing.T) {
 	}
 }
 
+// A sweep without an embedder writes its sources "ok" (there is no space
+// to miss vectors in) and a save without one "skipped". Creating the first
+// space makes it the read space, which holds no vector yet: until repair
+// fills it, every source with text is pending, in the export and in stats.
+func TestFirstSpaceMakesSweptSourcesPendingUntilRepaired(t *testing.T) {
+	env := ollamaEnv(t)
+	if _, errs, code := run(t, env, "--embedder", "none", "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	if _, errs, code := run(t, env, "--embedder", "none", "memory", "save", "note_a", "Ann keeps bees on the roof."); code != 0 {
+		t.Fatal(errs)
+	}
+	states := func() map[string]int {
+		t.Helper()
+		out, errs, code := run(t, env, "export")
+		if code != 0 {
+			t.Fatal(errs)
+		}
+		n := map[string]int{}
+		for line := range strings.Lines(out) {
+			var src struct {
+				Kind       string `json:"kind"`
+				IndexState string `json:"index_state"`
+				ChunkCount int    `json:"chunk_count"`
+			}
+			if err := json.Unmarshal([]byte(line), &src); err != nil {
+				t.Fatalf("%v: %s", err, line)
+			}
+			if src.ChunkCount > 0 {
+				n[src.Kind+" "+src.IndexState]++
+			}
+		}
+		return n
+	}
+	memoryLine := func() string {
+		t.Helper()
+		out, errs, code := run(t, env, "stats")
+		if code != 0 {
+			t.Fatal(errs)
+		}
+		for line := range strings.Lines(out) {
+			if strings.HasPrefix(line, "memory index:") {
+				return strings.TrimSpace(line)
+			}
+		}
+		t.Fatalf("stats without a memory index line:\n%s", out)
+		return ""
+	}
+	before := states()
+	archives := before["archive ok"]
+	if archives == 0 || before["memory skipped"] != 1 || len(before) != 2 {
+		t.Fatalf("swept and saved without an embedder: %v; want archive sources ok and one memory skipped", before)
+	}
+	if _, errs, code := run(t, env, "--embedder", "ollama", "--model", "model-a", "space", "create", "first"); code != 0 {
+		t.Fatal(errs)
+	}
+	if got, want := states(), map[string]int{"archive pending": archives, "memory pending": 1}; !maps.Equal(got, want) {
+		t.Errorf("once the first space exists, before repair: %v; want %v", got, want)
+	}
+	if got, want := memoryLine(), "memory index: ok 0, pending 1, skipped 0"; got != want {
+		t.Errorf("stats before repair: %q; want %q", got, want)
+	}
+	if _, errs, code := run(t, env, "repair"); code != 0 {
+		t.Fatal(errs)
+	}
+	if got, want := states(), map[string]int{"archive ok": archives, "memory ok": 1}; !maps.Equal(got, want) {
+		t.Errorf("after repair: %v; want %v", got, want)
+	}
+	if got, want := memoryLine(), "memory index: ok 1, pending 0, skipped 0"; got != want {
+		t.Errorf("stats after repair: %q; want %q", got, want)
+	}
+}
+
 // On a database without a space, an embedder that cannot be reached to
 // learn its vector size leaves the command text-only: text is stored, and
 // once the embedder is back the first command makes the space and repair

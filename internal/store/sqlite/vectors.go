@@ -15,7 +15,8 @@ import (
 
 // CreateSpace records a vector space, or returns the existing one when it
 // has the same parameters (ECONFLICT when they differ). The first space
-// becomes the read space, and the sources written "skipped" become pending.
+// becomes the read space, and every source is settled against it
+// (settleStates): pending while a chunk has no vector there, else ok.
 func (db *DB) CreateSpace(ctx context.Context, s recall.VectorSpace) (recall.VectorSpace, error) {
 	if err := store.ValidateSpace(s); err != nil {
 		return recall.VectorSpace{}, err
@@ -45,10 +46,11 @@ func (db *DB) CreateSpace(ctx context.Context, s recall.VectorSpace) (recall.Vec
 		if err != nil || !out.Read {
 			return err
 		}
-		// "skipped" means there was no space to embed into; now there is
-		// one, and repair fills it: what was skipped is pending.
-		_, err = tx.ExecContext(ctx, `UPDATE sources SET index_state = 'pending' WHERE index_state = 'skipped'`)
-		return err
+		// Index states say what semantic search finds, and until now it
+		// had no space to read: a source written "skipped" (no embedder,
+		// no space) or "ok" (a sweep without an embedder) is pending while
+		// a chunk lacks a vector in the new space, which repair fills.
+		return settleStates(ctx, tx, `true`)
 	})
 	if err != nil {
 		return recall.VectorSpace{}, err

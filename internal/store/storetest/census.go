@@ -207,6 +207,49 @@ func testSkippedOnlyWithoutSpace(t *testing.T, s recall.Store) {
 	}
 }
 
+// testFirstSpaceSettles: with no vector space, a sweep without an
+// embedder writes its sources "ok" and a save without one writes
+// "skipped". Creating the first space makes it the read space, so every
+// source is settled against it in the same transaction: pending while a
+// text lacks a vector there (repair has not run yet). Creating a second space, which searches do not read, changes
+// nothing.
+func testFirstSpaceSettles(t *testing.T, s recall.Store) {
+	state := func(id string) string { t.Helper(); return indexState(t, s, id) }
+	swept := doc("a.md", recall.KindArchive, "swept text")
+	swept.Source.IndexState = recall.IndexOK
+	saved := doc("m/k", recall.KindMemory, "saved text")
+	saved.Source.IndexState = recall.IndexOK
+	skipped := doc("m/s", recall.KindMemory, "skipped text")
+	skipped.Source.IndexState = recall.IndexSkipped
+	day := doc("diary/2026-01-02", recall.KindDiary, "a day")
+	day.Source.IndexState = recall.IndexSkipped
+	write(t, s, swept, saved, skipped, day)
+	sp := createSpace(t, s, "first", 3)
+	want := map[string]string{"a.md": recall.IndexPending, "m/k": recall.IndexPending, "m/s": recall.IndexPending, "diary/2026-01-02": recall.IndexPending}
+	for id, w := range want {
+		if got := state(id); got != w {
+			t.Errorf("%s once the first space exists, before repair: %q; want %q", id, got, w)
+		}
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.IndexStates[recall.IndexOK] != 0 || st.IndexStates[recall.IndexPending] != 3 {
+		t.Errorf("memory and diary index states before repair: %v; want 3 pending", st.IndexStates)
+	}
+	createSpace(t, s, "second", 3)
+	if got := state("a.md"); got != recall.IndexPending {
+		t.Errorf("a.md after a second space: %q; want pending", got)
+	}
+	putVecs(t, s, sp, "swept text", "saved text", "skipped text", "a day")
+	for id := range want {
+		if got := state(id); got != recall.IndexOK {
+			t.Errorf("%s after repair stored its vectors: %q; want ok", id, got)
+		}
+	}
+}
+
 // testIDsOnlyGrow: a new chunk's id is above every id the store ever gave,
 // even one whose chunk is gone: a follower comparing the largest id, and a
 // repair cursor, rely on it.

@@ -71,6 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) recall.Store) {
 		{"CommitHook", testCommitHook},
 		{"PendingSettlesOnWrite", testPendingSettlesOnWrite},
 		{"SkippedOnlyWithoutSpace", testSkippedOnlyWithoutSpace},
+		{"FirstSpaceSettles", testFirstSpaceSettles},
 		{"StatesFollowReadSpace", testStatesFollowReadSpace},
 		{"Stats", testStats},
 		{"OwnerStats", testOwnerStats},
