@@ -209,9 +209,20 @@ func (r Result) Record(vault string, started, finished time.Time, err error) rec
 // LogSummary writes the summary line that sweep.log ends each sweep of
 // vault with, dated now, for a sweep that returned err.
 func (r Result) LogSummary(w io.Writer, now time.Time, vault string, err error) {
-	fmt.Fprintf(w, "%s\tsummary\tvault=%s outcome=%s seen=%d changed=%d skipped=%d failed=%d removed=%d chunks=%d vectors_missing=%d seconds=%.2f\n",
+	fmt.Fprintf(w, "%s\tsummary\tvault=%s outcome=%s seen=%d changed=%d skipped=%d failed=%d removed=%d chunks=%d vectors_missing=%d seconds=%.2f",
 		now.UTC().Format(time.RFC3339), vault, r.Outcome(err), r.FilesSeen, r.FilesChanged, r.FilesSkipped,
 		r.FilesFailed, r.FilesRemoved, r.ChunksWritten, r.VectorsMissing, r.Seconds)
+	// The counts most sweeps leave at zero are added after the fixed ones,
+	// and only when not zero, as the --json line leaves them out.
+	for _, c := range []struct {
+		key string
+		n   int
+	}{{"redated", r.FilesRedated}, {"reread", r.ChunksReread}, {"conversations_removed", r.ConversationsRemoved}, {"kept", r.SourcesKept}} {
+		if c.n > 0 {
+			fmt.Fprintf(w, " %s=%d", c.key, c.n)
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 // file is one vault file the walk found.

@@ -622,3 +622,20 @@ func TestSameSizeEditInTheSweepsSecond(t *testing.T) {
 		t.Errorf("a settled file: %+v; want it skipped, not read", res)
 	}
 }
+
+// sweep.log's summary line names the counts a sweep leaves at zero only
+// when they are not: a sweep that kept sources another writer stored, or
+// read files again for a new zone, says so there as on its --json line.
+func TestLogSummaryNamesWhatIsNotZero(t *testing.T) {
+	now := time.Date(2026, 12, 3, 17, 0, 0, 0, time.UTC)
+	var plain, busy bytes.Buffer
+	Result{FilesSeen: 3, FilesChanged: 1, ChunksWritten: 2}.LogSummary(&plain, now, "/v", nil)
+	want := "2026-12-03T17:00:00Z\tsummary\tvault=/v outcome=ok seen=3 changed=1 skipped=0 failed=0 removed=0 chunks=2 vectors_missing=0 seconds=0.00\n"
+	if plain.String() != want {
+		t.Errorf("plain summary:\n%q\nwant\n%q", plain.String(), want)
+	}
+	Result{FilesSeen: 3, FilesRedated: 2, ChunksReread: 5, ConversationsRemoved: 1, SourcesKept: 4}.LogSummary(&busy, now, "/v", nil)
+	if !strings.HasSuffix(busy.String(), " seconds=0.00 redated=2 reread=5 conversations_removed=1 kept=4\n") {
+		t.Errorf("summary of a sweep that re-dated, re-read, removed conversations and kept sources: %q", busy.String())
+	}
+}
