@@ -134,6 +134,10 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.Stdout, "%s removed from the server\n", plural(res.ConversationsRemoved,
 				"conversation no longer in its export was", "conversations no longer in their exports were"))
 		}
+		if res.SourcesKept > 0 {
+			fmt.Fprintf(m.Stdout, "the server kept %s of those: it sweeps %s from a folder of its own, or %s stored there again since\n",
+				plural(res.SourcesKept, "source", "sources"), agree(res.SourcesKept, "it", "them"), agree(res.SourcesKept, "it was", "they were"))
+		}
 		if res.FilesRedated > 0 {
 			fmt.Fprintf(m.Stdout, "%s sent again to date %s conversations in this time zone\n",
 				plural(res.FilesRedated, "unchanged file was", "unchanged files were"), agree(res.FilesRedated, "its", "their"))

@@ -82,6 +82,10 @@ type Result struct {
 	Batches        int `json:"batches"`
 	BatchesFailed  int `json:"batches_failed"`
 	SourcesRemoved int `json:"sources_removed"` // sources the server removed, of gone files and of conversations gone from exports
+	// SourcesKept counts the sources of those the server did not remove:
+	// it swept them from a folder of its own, or they were stored there
+	// again since (Removal.Kept).
+	SourcesKept int `json:"sources_kept,omitempty"`
 }
 
 // manifest records the files the server has confirmed, by content hash.

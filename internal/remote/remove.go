@@ -109,6 +109,7 @@ func (s *sweeper) remove(ctx context.Context, present map[string]bool) error {
 			} else {
 				got, si = resp.Sources[si], si+1
 			}
+			s.res.SourcesKept += got.Kept
 			if r.of != nil {
 				s.res.ConversationsRemoved += got.Removed
 			}

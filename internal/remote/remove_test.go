@@ -419,3 +419,37 @@ func sweptVault(t *testing.T) (dir string, tg *target, opt remote.Options, befor
 	}
 	return dir, tg, opt, sourceIDs(t, tg.st)
 }
+
+// A source the server keeps when asked to remove it (one its own sweep of
+// a folder stored under the same id) is counted as kept, not removed.
+func TestPruneCountsWhatTheServerKept(t *testing.T) {
+	dir := t.TempDir()
+	gone := filepath.Join(dir, "gone.md")
+	for _, p := range []string{gone, filepath.Join(dir, "stays.md")} {
+		if err := testvault.WriteFile(p, "**User:** hi\n\n**Assistant:** hello", testvault.Settled()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg := newTarget(t, nil)
+	opt := options(t, tg.srv.URL)
+	opt.Prune = true
+	ctx := context.Background()
+	if _, err := remote.Sweep(ctx, dir, opt); err != nil {
+		t.Fatal(err)
+	}
+	// The server's own sweep of a folder now holds gone.md.
+	text := "**User:** kept here"
+	doc := recall.Document{Source: recall.Source{ID: "gone.md", Kind: recall.KindArchive, Vault: t.TempDir()},
+		Chunks: []recall.Chunk{{Index: 0, Text: text, Hash: recall.TextHash(text)}}}
+	if _, err := tg.st.Write(ctx, []recall.Document{doc}, nil); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(gone)
+	res, err := remote.Sweep(ctx, dir, opt)
+	if err != nil || res.FilesRemoved != 1 || res.SourcesRemoved != 0 || res.SourcesKept != 1 {
+		t.Errorf("prune of a file the server sweeps itself: %+v %v", res, err)
+	}
+	if got := sourceIDs(t, tg.st); got != "gone.md stays.md" {
+		t.Errorf("the server's own source: %q", got)
+	}
+}
