@@ -62,7 +62,7 @@ func NewOllama(cfg OllamaConfig) (*Ollama, error) {
 		provider: "ollama",
 		model:    cfg.Model,
 		endpoint: base + "/api/embed",
-		older:    &route{endpoint: base + "/api/embeddings", wire: ollamaLegacyWire{model: cfg.Model}, single: true},
+		older:    &route{endpoint: base + "/api/embeddings", wire: ollamaLegacyWire{model: cfg.Model, dim: cfg.Dim}, single: true},
 		secret:   cfg.APIKey,
 		dim:      cfg.Dim,
 		client:   cfg.HTTPClient,
@@ -90,7 +90,8 @@ type ollamaRequest struct {
 	Truncate bool `json:"truncate"`
 	// Dimensions asks a Matryoshka model (qwen3-embedding,
 	// nomic-embed-text) for shorter vectors, truncated and normalised by
-	// Ollama; other models ignore it, and the size check then says so.
+	// Ollama 0.12 and later; older ones ignore it, and the client cuts
+	// them as those do (truncateTo).
 	Dimensions int `json:"dimensions,omitempty"`
 }
 
@@ -98,7 +99,7 @@ func (w ollamaWire) body(_ recall.InputKind, texts []string) any {
 	return ollamaRequest{Model: w.model, Input: texts, Truncate: true, Dimensions: w.dim}
 }
 
-func (ollamaWire) decode(body []byte, _ int) ([][]float32, error) {
+func (w ollamaWire) decode(body []byte, _ int) ([][]float32, error) {
 	var r struct {
 		Embeddings []vector `json:"embeddings"`
 	}
@@ -108,15 +109,36 @@ func (ollamaWire) decode(body []byte, _ int) ([][]float32, error) {
 	if r.Embeddings == nil {
 		return nil, errors.New(`no "embeddings" field`)
 	}
-	return floats(r.Embeddings), nil
+	return truncateTo(floats(r.Embeddings), w.dim), nil
+}
+
+// truncateTo cuts vectors longer than dim (> 0) to their first dim
+// components, as Ollama does for "dimensions" since 0.12 (PR 12242, after
+// sentence-transformers' truncate_dim; the engine normalises them after):
+// an Ollama older than that, or its /api/embeddings, ignores the
+// parameter and sends the model's full vectors. Shorter ones are left for
+// the size check to refuse.
+func truncateTo(vecs [][]float32, dim int) [][]float32 {
+	if dim <= 0 {
+		return vecs
+	}
+	for i, v := range vecs {
+		if len(v) > dim {
+			vecs[i] = v[:dim]
+		}
+	}
+	return vecs
 }
 
 // ollamaLegacyWire is Ollama's /api/embeddings, the only embedding
 // endpoint before 0.3: one text per request, in "prompt", and one vector
-// back, in "embedding". It has no dimensions parameter (a model's
-// shorter vectors then fail the size check, saying so) and truncates to
-// the model's window by itself.
-type ollamaLegacyWire struct{ model string }
+// back, in "embedding". It has no dimensions parameter (the client cuts
+// the vectors: truncateTo) and truncates input to the model's window by
+// itself.
+type ollamaLegacyWire struct {
+	model string
+	dim   int
+}
 
 type ollamaLegacyRequest struct {
 	Model  string `json:"model"`
@@ -127,7 +149,7 @@ func (w ollamaLegacyWire) body(_ recall.InputKind, texts []string) any {
 	return ollamaLegacyRequest{Model: w.model, Prompt: texts[0]}
 }
 
-func (ollamaLegacyWire) decode(body []byte, _ int) ([][]float32, error) {
+func (w ollamaLegacyWire) decode(body []byte, _ int) ([][]float32, error) {
 	var r struct {
 		Embedding vector `json:"embedding"`
 	}
@@ -137,5 +159,5 @@ func (ollamaLegacyWire) decode(body []byte, _ int) ([][]float32, error) {
 	if r.Embedding == nil {
 		return nil, errors.New(`no "embedding" field`)
 	}
-	return [][]float32{r.Embedding}, nil
+	return truncateTo([][]float32{r.Embedding}, w.dim), nil
 }

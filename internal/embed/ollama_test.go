@@ -264,3 +264,24 @@ func TestOllamaOldAndMissingModel(t *testing.T) {
 		}
 	}
 }
+
+// An Ollama that ignores "dimensions" (before 0.12 on /api/embed, and
+// /api/embeddings always) sends the model's full vectors: the client cuts
+// them to the size asked, as a newer Ollama does, and normalises them.
+func TestOllamaCutsVectorsAnOlderServerSendsWhole(t *testing.T) {
+	newer := newServer(t, func(w http.ResponseWriter, r *http.Request, call int, req request) {
+		ollamaOK(w, req.inputs(t), 8) // "dimensions" ignored
+	})
+	for name, url := range map[string]string{"/api/embed": newer.URL, "/api/embeddings": oldOllama(t, "nomic-embed-text", 8).URL} {
+		o, err := NewOllama(OllamaConfig{BaseURL: url, Model: "nomic-embed-text", Dim: 4, Prefixes: &Prefixes{}, Limits: fast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts := []string{"alpha", "beta"}
+		got, err := o.Embed(context.Background(), recall.InputDocument, texts)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		assertVectors(t, got, texts, 4) // the first 4 of 8, normalised
+	}
+}
