@@ -150,6 +150,90 @@ func BenchmarkWriteVectors(b *testing.B) {
 	storetest.WriteBench(b, db, true)
 }
 
+// BenchmarkWriteReplace measures a sweep's writes of changed files: one
+// Write per iteration of 20 stored conversations whose 10 chunks all
+// changed (storetest.ReplaceBench), without vectors and with them.
+//
+//	go test -run '^$' -bench WriteReplace -benchtime 200x -count 3 ./internal/store/sqlite/
+func BenchmarkWriteReplace(b *testing.B) {
+	for _, vectors := range []bool{false, true} {
+		b.Run(map[bool]string{false: "text", true: "vectors"}[vectors], func(b *testing.B) {
+			db, err := Open(ctx, filepath.Join(b.TempDir(), "w.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			storetest.ReplaceBench(b, db, vectors)
+		})
+	}
+}
+
+// BenchmarkFirstSpace times CreateSpace of a database's first vector space
+// over 20,000 sources of 10 chunks (200,000) written without an embedder,
+// which settles every source's index state in its transaction: each
+// iteration creates the space in a fresh copy of a database built once.
+// "ok" holds sources a sweep without an embedder wrote (all become
+// pending), "skipped" ones stored while no space existed.
+//
+//	go test -run '^$' -bench FirstSpace -benchtime 5x -count 3 ./internal/store/sqlite/
+func BenchmarkFirstSpace(b *testing.B) {
+	const sources, chunks = 20000, 10
+	for _, state := range []string{recall.IndexOK, recall.IndexSkipped} {
+		b.Run(state, func(b *testing.B) {
+			dir := b.TempDir()
+			fixture := filepath.Join(dir, "fixture.db")
+			db, err := Open(ctx, fixture, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for first := 0; first < sources; first += 200 {
+				docs := make([]recall.Document, 0, 200)
+				for s := first; s < first+200; s++ {
+					d := recall.Document{Source: recall.Source{ID: fmt.Sprintf("chats/%06d.md", s), Kind: recall.KindArchive,
+						Title: "t", IndexState: state}}
+					for c := range chunks {
+						text := fmt.Sprintf("A: conversation %d, passage %d, about the trip and the dinner after it.", s, c)
+						d.Chunks = append(d.Chunks, recall.Chunk{Index: c, Text: text, Hash: recall.TextHash(text)})
+					}
+					docs = append(docs, d)
+				}
+				if _, err := db.Write(ctx, docs, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := db.Close(); err != nil {
+				b.Fatal(err)
+			}
+			data, err := os.ReadFile(fixture)
+			if err != nil {
+				b.Fatal(err)
+			}
+			path := filepath.Join(dir, "copy.db")
+			for b.Loop() {
+				b.StopTimer()
+				if err := os.WriteFile(path, data, 0o600); err != nil {
+					b.Fatal(err)
+				}
+				db, err := Open(ctx, path, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "bench", Provider: "bench", Model: "bench", Dim: 384, Normalized: true}); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+				os.Remove(path + "-wal")
+				os.Remove(path + "-shm")
+				b.StartTimer()
+			}
+		})
+	}
+}
+
 // BenchmarkSmallWrite writes one short one-chunk document per transaction,
 // as a memory save does, with the store's synchronous=FULL against NORMAL:
 // what syncing every acknowledged write costs.

@@ -300,6 +300,54 @@ func WriteBench(b *testing.B, st recall.Store, withVectors bool) {
 	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "chunks/s")
 }
 
+// ReplaceBench measures a sweep's writes of files that changed: one Write
+// per iteration of 20 conversations already stored (WriteBench's, 500 of
+// them written first, rewritten in turn), each with every chunk's text
+// changed, so the write removes 200 chunks and their vectors (withVectors)
+// and adds 200. Every store's BenchmarkWriteReplace runs it.
+func ReplaceBench(b *testing.B, st recall.Store, withVectors bool) {
+	ctx := b.Context()
+	if withVectors {
+		if _, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "bench", Provider: "bench", Model: "bench", Dim: 384, Normalized: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const stored = 500
+	load := NewWriteLoad()
+	next := func() ([]recall.Document, []recall.Vector, int64) {
+		if withVectors {
+			return load.NextWithVectors("bench", 7, 384)
+		}
+		docs, n := load.Next()
+		return docs, nil, n
+	}
+	for load.n < stored {
+		docs, vecs, _ := next()
+		if _, err := st.Write(ctx, docs, vecs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var bytes int64
+	for b.Loop() {
+		b.StopTimer()
+		// The same ids again; the text generator has moved on, so every
+		// chunk's text (and vector key) is new.
+		load.n %= stored
+		docs, vecs, n := next()
+		bytes += n
+		b.StartTimer()
+		res, err := st.Write(ctx, docs, vecs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Removed) != 200 {
+			b.Fatalf("write replaced %d chunks, want 200", len(res.Removed))
+		}
+	}
+	b.SetBytes(bytes / int64(b.N))
+	b.ReportMetric(float64(200*b.N)/b.Elapsed().Seconds(), "chunks/s")
+}
+
 // ReportLatencies reports the mean, median and 99th percentile of durs,
 // in milliseconds, as metrics named prefix+"mean-ms" and so on.
 func ReportLatencies(b *testing.B, prefix string, durs []time.Duration) {
