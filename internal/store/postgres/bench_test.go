@@ -123,6 +123,23 @@ func BenchmarkWriteVectors(b *testing.B) {
 	storetest.WriteBench(b, db, true)
 }
 
+// BenchmarkWriteReplace measures a sweep's writes of changed files
+// (storetest.ReplaceBench), without vectors and with them.
+//
+//	RECALL_TEST_PG_DURABLE=1 go test -run '^$' -bench WriteReplace -benchtime 30x ./internal/store/postgres/
+func BenchmarkWriteReplace(b *testing.B) {
+	for _, vectors := range []bool{false, true} {
+		b.Run(map[bool]string{false: "text", true: "vectors"}[vectors], func(b *testing.B) {
+			db, err := Open(ctx, pgtest.Server(b), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			storetest.ReplaceBench(b, db, vectors, nil)
+		})
+	}
+}
+
 // BenchmarkWriteRemote is BenchmarkWriteVectors, and BenchmarkSmallWrite's
 // one-chunk writes, with a server 1 ms away (pgtest.Proxy holds what each
 // side sends for 0.5 ms), as a store on a database server of the same

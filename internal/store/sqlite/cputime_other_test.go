@@ -5,3 +5,5 @@ package sqlite
 import "time"
 
 func threadCPU() (time.Duration, bool) { return 0, false }
+
+func processCPU() (time.Duration, bool) { return 0, false }
