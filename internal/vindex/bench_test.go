@@ -1,6 +1,7 @@
 package vindex
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -31,16 +32,37 @@ const (
 	benchQueries = 100
 )
 
-func BenchmarkSearch100k(b *testing.B) { benchSearch(b, 100_000) }
-func BenchmarkSearch1M(b *testing.B)   { benchSearch(b, 1_000_000) }
+func BenchmarkSearch100k(b *testing.B) { benchSearch(b, 100_000, 1) }
+func BenchmarkSearch1M(b *testing.B)   { benchSearch(b, 1_000_000, 1) }
 
-func benchSearch(b *testing.B, n int) {
+// unitsPerChunk is how many unit vectors the search layer indexes for a
+// 2000-character chunk of conversation: one per paragraph group of up to
+// 300 characters, 6.75 on average over the development vault's 89 chunks.
+const unitsPerChunk = 7
+
+// BenchmarkSearchChunks100k and 1M measure the index as the search layer
+// uses it for an archive of that many chunks: each chunk is unitsPerChunk
+// vectors, grouped, and a search returns the best chunks, so 100k chunks are
+// 700k vectors. recall@10 is over chunks (groups).
+func BenchmarkSearchChunks100k(b *testing.B) { benchSearch(b, 100_000, unitsPerChunk) }
+func BenchmarkSearchChunks1M(b *testing.B)   { benchSearch(b, 1_000_000, unitsPerChunk) }
+
+// benchSearch runs the benchmarks over n chunks of per vectors each.
+func benchSearch(b *testing.B, n, per int) {
 	b.Run("uniform", func(b *testing.B) {
-		runSearch(b, n, "uniform", func() *dataset { return uniform(benchDim, 1) })
+		runSearch(b, n*per, "uniform", func() *dataset {
+			d := uniform(benchDim, 1)
+			d.per = per
+			return d
+		})
 	})
 	b.Run("clustered", func(b *testing.B) {
 		// 1,000 vectors per cluster whatever the size.
-		runSearch(b, n, "clustered", func() *dataset { return clustered(benchDim, 2, n/1000, 0.5) })
+		runSearch(b, n*per, "clustered", func() *dataset {
+			d := clustered(benchDim, 2, n*per/1000, 0.5)
+			d.per = per
+			return d
+		})
 	})
 }
 
@@ -51,15 +73,16 @@ var built = map[string]*benchIndex{}
 
 type benchIndex struct {
 	x     *Index
+	d     *dataset
 	qs    [][]float32
 	truth *exactTop
 }
 
 func runSearch(b *testing.B, n int, name string, data func() *dataset) {
-	key := name + "/" + strconv.Itoa(n)
+	d := data()
+	key := name + "/" + strconv.Itoa(n) + "/" + strconv.Itoa(d.per)
 	bi := built[key]
 	if bi == nil {
-		d := data()
 		qs := make([][]float32, benchQueries)
 		for i := range qs {
 			qs[i] = d.query(i)
@@ -67,10 +90,10 @@ func runSearch(b *testing.B, n int, name string, data func() *dataset) {
 		start := time.Now()
 		x, truth := build(d, n, d.fetch, qs, 10)
 		b.Logf("built %s in %v", key, time.Since(start).Round(time.Millisecond))
-		bi = &benchIndex{x, qs, truth}
+		bi = &benchIndex{x, d, qs, truth}
 		built[key] = bi
 	}
-	x, qs, truth := bi.x, bi.qs, bi.truth
+	x, d, qs, truth := bi.x, bi.d, bi.qs, bi.truth
 
 	rec := func() float64 {
 		var sum float64
@@ -79,7 +102,7 @@ func runSearch(b *testing.B, n int, name string, data func() *dataset) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sum += recallAt(truth.best[i], res)
+			sum += d.recallAt(truth.best[i], res, 10)
 		}
 		return sum / float64(len(qs))
 	}
@@ -136,7 +159,8 @@ func percentile(ds []time.Duration, p float64) float64 {
 }
 
 // BenchmarkDotDigits compares the selected kernel with the portable one on
-// one block of 384-dimensional digit codes (the bytes one scan step reads).
+// one block of 384-dimensional digit codes (the bytes one scan step reads),
+// and the byte-query kernels this CPU has with theirs.
 func BenchmarkDotDigits(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	q := make([]int16, benchDim)
@@ -158,6 +182,23 @@ func BenchmarkDotDigits(b *testing.B) {
 			b.SetBytes(int64(len(plane)))
 			for b.Loop() {
 				k.fn(q, plane, stride, out)
+			}
+		})
+	}
+	// The byte-query kernels the scan uses where the CPU has one.
+	q8 := make([]int8, benchDim)
+	for j := range q8 {
+		q8[j] = int8(r.IntN(255) - 127)
+	}
+	qlo, qhi := make([]int8, stride), make([]int8, stride)
+	splitQuery8(qlo, qhi, q8)
+	kernels8 := maps.Clone(kernels8)
+	kernels8["generic"] = dotDigits8Generic
+	for _, name := range slices.Sorted(maps.Keys(kernels8)) {
+		b.Run("bytes-"+name, func(b *testing.B) {
+			b.SetBytes(int64(len(plane)))
+			for b.Loop() {
+				kernels8[name](qlo, qhi, plane, stride, out)
 			}
 		})
 	}

@@ -17,10 +17,12 @@
 //
 // # Search
 //
-// A search scans the high digits of every vector, split across cores, with
-// an AVX2 kernel (portable Go elsewhere) against the query quantised to 15
-// bits: half a byte per dimension, since a large scan is bounded by memory
-// bandwidth. The 512 best (8×pool when more) get their exact int8 scores
+// A search scans the high digits of every vector, split across cores:
+// half a byte per dimension, since a large scan is bounded by memory
+// bandwidth. On amd64 it multiplies them with the query scaled to signed
+// bytes (AVX-512 VNNI, else AVX2), and the candidates' high-digit products
+// are computed again with the query quantised to 15 bits; elsewhere the
+// portable Go kernel scans with the 15-bit query itself. The 512 best (8×pool when more) get their exact int8 scores
 // from the low digits; the int8 scores err by about 0.001 in cosine. The
 // best pool = k+max(k,32) of those are then rescored with their exact float
 // vectors, fetched from the store through a FetchFunc, so the top of the

@@ -20,6 +20,10 @@ type dataset struct {
 	seed    uint64
 	centres [][]float32 // nil: uniform random directions
 	sigma   float64     // noise around a centre, as a share of the centre's length
+	// per is how many consecutive vectors make one group (a chunk's unit
+	// vectors), all drawn around one centre, as a chunk's paragraphs share
+	// its conversation's topic; 0 or 1: vectors are not grouped.
+	per int
 }
 
 // uniform spreads vectors evenly over the sphere: the easy case.
@@ -51,6 +55,10 @@ func (d *dataset) vector(i int) []float32 {
 		return v
 	}
 	c := d.centres[r.IntN(len(d.centres))]
+	if d.per > 1 && i >= 0 {
+		g := rand.New(rand.NewPCG(d.seed, math.MaxUint64-uint64(i/d.per)))
+		c = d.centres[g.IntN(len(d.centres))]
+	}
 	v := make([]float32, d.dim)
 	f := d.sigma / math.Sqrt(float64(d.dim))
 	for j := range v {
@@ -165,9 +173,18 @@ func (e *exactTop) see1(qi int, s scored) {
 
 // build indexes vectors [0, n) of d, one chunk per vector and ten chunks per
 // source dated over the twelve months of 2024, while computing the exact top
-// k of the queries, on all cores.
+// k of the queries, on all cores. When d groups its vectors (d.per > 1) the
+// index is grouped as the search layer's is, ten groups to a source, and
+// the exact top k vectors are kept for k·per (see topGroups).
 func build(d *dataset, n int, fetch FetchFunc, queries [][]float32, k int) (*Index, *exactTop) {
-	x := New(d.dim, fetch)
+	per := max(d.per, 1)
+	var x *Index
+	if per > 1 {
+		x = NewGrouped(d.dim, fetch, d.groupOf)
+		k *= per
+	} else {
+		x = New(d.dim, fetch)
+	}
 	x.Grow(n)
 	const batch = 4096
 	workers := 2
@@ -188,9 +205,9 @@ func build(d *dataset, n int, fetch FetchFunc, queries [][]float32, k int) (*Ind
 				for j, v := range vecs {
 					i := lo + j
 					meta := recall.SourceMeta{
-						ID:   "vault/" + strconv.Itoa(i/10),
+						ID:   "vault/" + strconv.Itoa(i/per/10),
 						Kind: recall.KindArchive,
-						Date: fmt.Sprintf("2024-%02d", i/10%12+1),
+						Date: fmt.Sprintf("2024-%02d", i/per/10%12+1),
 					}
 					if err := x.Add(recall.IndexedChunk{ID: int64(i), VectorKey: hashOf(i), Source: meta}, v); err != nil {
 						panic(err)
@@ -204,6 +221,46 @@ func build(d *dataset, n int, fetch FetchFunc, queries [][]float32, k int) (*Ind
 		truth[0].merge(t)
 	}
 	return x, truth[0]
+}
+
+// groupOf names the group of a vector of d by its hash.
+func (d *dataset) groupOf(hash string) string {
+	return strconv.Itoa(numberOf(hash) / max(d.per, 1))
+}
+
+// topGroups turns the exact top k·per vectors of a query into its exact
+// top k groups, each named by its best vector: a group holds at most per
+// vectors, so k·per vectors hold the k best groups' best vectors.
+func (d *dataset) topGroups(best []scored, k int) []scored {
+	seen := map[string]bool{}
+	var out []scored
+	for _, s := range best {
+		g := d.groupOf(hashOf(s.i))
+		if !seen[g] && len(out) < k {
+			seen[g] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// recallAt returns the share of the exact top k (vectors, or groups when d
+// groups its vectors) that the results hold; truth is what build kept.
+func (d *dataset) recallAt(truth []scored, got []Result, k int) float64 {
+	if max(d.per, 1) == 1 {
+		return recallAt(truth[:min(k, len(truth))], got)
+	}
+	want := map[string]bool{}
+	for _, s := range d.topGroups(truth, k) {
+		want[d.groupOf(hashOf(s.i))] = true
+	}
+	hit := 0
+	for _, r := range got {
+		if want[d.groupOf(r.Key)] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(want))
 }
 
 // recallAt returns the share of the exact top k that the results hold.

@@ -29,8 +29,9 @@ func dotDigitsGeneric(q []int16, plane []byte, stride int, out []int32) {
 
 // dotDigits8 is dotDigits against a query of signed bytes laid out like the
 // plane: qlo[p] multiplies the low digit of plane byte p, qhi[p] its high
-// digit (see splitQuery8). The scan uses it where the CPU multiplies bytes
-// in one instruction (AVX-512 VNNI); with a query of 8 bits instead of 15
+// digit (see splitQuery8). The scan uses it where it has a kernel of its
+// own (AVX-512 VNNI, AVX2), which multiplies twice the dimensions an
+// instruction that a 16-bit query allows; with a query of 8 bits instead of 15
 // its scores only choose candidates, whose high-digit products are then
 // computed again by dotDigits.
 var dotDigits8 = dotDigits8Generic
@@ -38,6 +39,11 @@ var dotDigits8 = dotDigits8Generic
 // fastDotDigits8 is true where dotDigits8 has a kernel of its own: only
 // then is the scan worth doing with it.
 var fastDotDigits8 = false
+
+// kernels8 holds, by name, every byte-query kernel of its own this CPU can
+// run (dotDigits8 is the best of them), so tests check each against the
+// portable one.
+var kernels8 = map[string]func(qlo, qhi []int8, plane []byte, stride int, out []int32){}
 
 func dotDigits8Generic(qlo, qhi []int8, plane []byte, stride int, out []int32) {
 	qlo, qhi = qlo[:stride], qhi[:stride]

@@ -18,28 +18,44 @@ func dotDigitsAVX2(q *int16, plane *byte, stride, n int, out *int32)
 //go:noescape
 func dotDigitsVNNI(qlo, qhi *int8, plane *byte, stride, n int, out *int32)
 
+// dotDigits8AVX2 is dotDigits8 with AVX2 alone: VPMADDUBSW multiplies
+// the digits with the query's signed bytes into 16-bit pairs, VPMADDWD
+// widens their sums; 128 dimensions a turn, in about two thirds of the
+// instructions dotDigitsAVX2 takes for them with a 16-bit query.
+//
+//go:noescape
+func dotDigits8AVX2(qlo, qhi *int8, plane *byte, stride, n int, out *int32)
+
 func init() {
 	if cpu.X86.HasAVX2 {
 		dotDigits = dotDigitsAsm
+		kernels8["avx2"] = asm8(dotDigits8AVX2)
+		dotDigits8, fastDotDigits8 = kernels8["avx2"], true
 	}
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI {
-		dotDigits8, fastDotDigits8 = dotDigits8Asm, true
+		kernels8["vnni"] = asm8(dotDigitsVNNI)
+		dotDigits8 = kernels8["vnni"]
 	}
 }
 
-func dotDigits8Asm(qlo, qhi []int8, plane []byte, stride int, out []int32) {
-	n := len(out)
-	if n == 0 {
-		return
+// asm8 wraps a byte-query kernel: it checks the bounds once so the
+// assembly can trust its arguments, and leaves strides it does not take
+// (not a multiple of 64) to the portable kernel.
+func asm8(kernel func(qlo, qhi *int8, plane *byte, stride, n int, out *int32)) func([]int8, []int8, []byte, int, []int32) {
+	return func(qlo, qhi []int8, plane []byte, stride int, out []int32) {
+		n := len(out)
+		if n == 0 {
+			return
+		}
+		if stride%64 != 0 {
+			dotDigits8Generic(qlo, qhi, plane, stride, out)
+			return
+		}
+		_ = qlo[stride-1]
+		_ = qhi[stride-1]
+		_ = plane[n*stride-1]
+		kernel(&qlo[0], &qhi[0], &plane[0], stride, n, &out[0])
 	}
-	if stride%64 != 0 {
-		dotDigits8Generic(qlo, qhi, plane, stride, out)
-		return
-	}
-	_ = qlo[stride-1]
-	_ = qhi[stride-1]
-	_ = plane[n*stride-1]
-	dotDigitsVNNI(&qlo[0], &qhi[0], &plane[0], stride, n, &out[0])
 }
 
 func dotDigitsAsm(q []int16, plane []byte, stride int, out []int32) {

@@ -135,3 +135,71 @@ vnniChunk:
 vnniDone:
 	VZEROUPPER
 	RET
+
+// func dotDigits8AVX2(qlo, qhi *int8, plane *byte, stride, n int, out *int32)
+//
+// dotDigitsVNNI for CPUs with AVX2 and no AVX-512 VNNI: 64 bytes of the
+// plane a turn are split into their low and high digits (unsigned bytes);
+// VPMADDUBSW multiplies each with the matching signed query bytes and adds
+// pairs into 16-bit lanes, four such sums are added (each at most
+// 2·15·127, so no lane overflows), and VPMADDWD with ones widens them into
+// eight 32-bit lanes. stride is a multiple of 64.
+TEXT ·dotDigits8AVX2(SB), NOSPLIT, $0-48
+	MOVQ qlo+0(FP), SI
+	MOVQ qhi+8(FP), BX
+	MOVQ plane+16(FP), DI
+	MOVQ stride+24(FP), CX
+	MOVQ n+32(FP), DX
+	MOVQ out+40(FP), R8
+
+	// Y15: 0x0f in every byte, the digit mask; Y14: 1 in every 16-bit lane.
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+
+b8Vector:
+	TESTQ DX, DX
+	JZ    b8Done
+	VPXOR Y0, Y0, Y0
+	XORQ  R9, R9
+
+b8Chunk:
+	VMOVDQU    (DI)(R9*1), Y2
+	VMOVDQU    32(DI)(R9*1), Y5
+	VPSRLW     $4, Y2, Y3
+	VPSRLW     $4, Y5, Y6
+	VPAND      Y15, Y2, Y2
+	VPAND      Y15, Y3, Y3
+	VPAND      Y15, Y5, Y5
+	VPAND      Y15, Y6, Y6
+	VPMADDUBSW (SI)(R9*1), Y2, Y2
+	VPMADDUBSW (BX)(R9*1), Y3, Y3
+	VPMADDUBSW 32(SI)(R9*1), Y5, Y5
+	VPMADDUBSW 32(BX)(R9*1), Y6, Y6
+	VPADDW     Y3, Y2, Y2
+	VPADDW     Y6, Y5, Y5
+	VPADDW     Y5, Y2, Y2
+	VPMADDWD   Y14, Y2, Y2
+	VPADDD     Y2, Y0, Y0
+	ADDQ       $64, R9
+	CMPQ       R9, CX
+	JLT        b8Chunk
+
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPADDD       X1, X0, X0
+	VMOVD        X0, (R8)
+	ADDQ         $4, R8
+	ADDQ         CX, DI
+	DECQ         DX
+	JMP          b8Vector
+
+b8Done:
+	VZEROUPPER
+	RET

@@ -266,8 +266,7 @@ type candidate struct {
 func firstPass(pool int) int { return max(8*pool, 512) }
 
 // scanQuery is the query as the scan multiplies it: its 15-bit codes, or
-// where the CPU multiplies bytes in one instruction (fastDotDigits8) the
-// codes scaled to signed bytes and split as the plane is laid out. Eight
+// where dotDigits8 has a kernel of its own (fastDotDigits8) the codes scaled to signed bytes and split as the plane is laid out. Eight
 // bits of query against four bits of vector only choose candidates; their
 // high-digit products are computed again with the full codes (refine).
 type scanQuery struct {
