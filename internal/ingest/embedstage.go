@@ -117,7 +117,13 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 		}
 		return nil, failed
 	}
-	need = p.passRefused(ctx, need, failed)
+	// The texts the model refused as too long before, by any process, are
+	// not sent; a store that cannot say leaves them all to send.
+	refusals := embed.Refusals{Store: p.st, Space: p.opt.Space}
+	need, known, _ := refusals.Pass(ctx, need)
+	for k, why := range known {
+		failed[k] = why
+	}
 	for i := 0; i < len(need); i += batch {
 		part := need[i:min(i+batch, len(need))]
 		in := make([]embed.ChunkText, len(part))
@@ -125,12 +131,12 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 			in[j] = texts[h]
 		}
 		vecs, refused, err := embed.Partial(embed.EmbedChunks(ctx, p.opt.Embedder, p.opt.Dim, in))
-		now := make(map[string]string, len(refused))
 		for j, why := range refused { // the embedder works; it cannot take these texts
 			failed[part[j]] = why
-			now[part[j]] = why.Message
 		}
-		p.recordRefused(ctx, now)
+		if rerr := refusals.Record(ctx, part, refused); rerr != nil { // costs one more call for each
+			p.embedErr(fmt.Errorf("record the texts the model refused as too long: %w", rerr))
+		}
 		if err != nil {
 			for _, h := range need[i:] {
 				failed[h] = nil
@@ -156,42 +162,6 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 		p.embMu.Unlock()
 	}
 	return out, failed
-}
-
-// passRefused returns the keys of need whose texts the model has not
-// refused as too long for it, and puts the others in failed with the
-// provider's reason: no process sends them to it again (recorded in the
-// store: Store.RecordRefusals). A store that cannot say leaves every text
-// to send.
-func (p *pipeline) passRefused(ctx context.Context, need []string, failed map[string]error) []string {
-	if len(need) == 0 {
-		return need
-	}
-	known, err := p.st.Refusals(ctx, p.opt.Space, need)
-	if err != nil || len(known) == 0 {
-		return need
-	}
-	send := make([]string, 0, len(need))
-	for _, k := range need {
-		if why, ok := known[k]; ok {
-			failed[k] = recall.Errorf(recall.ETOOLARGE, "%s", why)
-			continue
-		}
-		send = append(send, k)
-	}
-	return send
-}
-
-// recordRefused records the texts (by key, with the provider's words) the
-// model just refused as too long for it, so that no process sends them
-// again; a failure to is logged, and costs one more call for each.
-func (p *pipeline) recordRefused(ctx context.Context, reasons map[string]string) {
-	if len(reasons) == 0 {
-		return
-	}
-	if err := p.st.RecordRefusals(ctx, p.opt.Space, reasons); err != nil {
-		p.embedErr(fmt.Errorf("record the texts the model refused as too long: %w", err))
-	}
 }
 
 // markPending marks the documents holding a chunk whose key failed as

@@ -5,7 +5,6 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"regexp"
 	"strings"
@@ -390,51 +389,44 @@ func (s *Service) embed(ctx context.Context, chunks []recall.Chunk) ([]recall.Ve
 	}
 	out := make([]recall.Vector, 0, len(keys))
 	var need []string
-	var texts []embed.ChunkText
 	for _, k := range keys {
 		if v, ok := have[k]; ok {
 			out = append(out, recall.Vector{Space: t.space, Key: k, Vec: v})
 			continue
 		}
 		need = append(need, k)
-		texts = append(texts, embed.ChunkText{Header: byKey[k].Header, Text: byKey[k].Text})
 	}
 	if len(need) == 0 {
 		return out, recall.IndexOK, nil
 	}
 	// A text the model refused as too long for it before (recorded by any
 	// process) is not sent again: the state stays pending, for its reason.
-	known, err := s.st.Refusals(ctx, t.space, need)
+	refusals := embed.Refusals{Store: s.st, Space: t.space}
+	send, known, err := refusals.Pass(ctx, need)
 	if err != nil {
 		return nil, recall.IndexPending, err
 	}
 	var before error
-	if len(known) > 0 {
-		send, sendTexts := need[:0:0], texts[:0:0]
-		for i, k := range need {
-			if why, ok := known[k]; ok {
-				before = cmp.Or(before, error(recall.Errorf(recall.ETOOLARGE, "%s", why)))
-				continue
-			}
-			send, sendTexts = append(send, k), append(sendTexts, texts[i])
+	for _, k := range need {
+		if why, ok := known[k]; ok {
+			before = why
+			break
 		}
-		if need, texts = send, sendTexts; len(need) == 0 {
-			return out, recall.IndexPending, before
-		}
+	}
+	if need = send; len(need) == 0 {
+		return out, recall.IndexPending, before
+	}
+	texts := make([]embed.ChunkText, len(need))
+	for i, k := range need {
+		texts[i] = embed.ChunkText{Header: byKey[k].Header, Text: byKey[k].Text}
 	}
 	vecs, err := embed.EmbedChunks(ctx, t.emb, t.dim, texts)
 	vecs, refused, failed := embed.Partial(vecs, err)
 	if failed != nil {
 		return nil, recall.IndexPending, failed
 	}
-	if len(refused) > 0 {
-		now := make(map[string]string, len(refused))
-		for i, why := range refused {
-			now[need[i]] = why.Message
-		}
-		if rerr := s.st.RecordRefusals(ctx, t.space, now); rerr != nil {
-			return nil, recall.IndexPending, rerr
-		}
+	if rerr := refusals.Record(ctx, need, refused); rerr != nil {
+		return nil, recall.IndexPending, rerr
 	}
 	for i, k := range need {
 		if vecs[i] != nil {

@@ -78,6 +78,7 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 		}
 	}
 	wrapped := p.Cursor == 0
+	refusals := embed.Refusals{Store: st, Space: space}
 	for opt.Limit == 0 || p.Embedded < opt.Limit {
 		size := opt.PageSize
 		if opt.Limit > 0 {
@@ -99,20 +100,18 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 		for i, t := range page {
 			keys[i] = t.Key
 		}
-		known, err := st.Refusals(ctx, space, keys)
+		_, known, err := refusals.Pass(ctx, keys)
 		if err != nil {
 			return p, err
 		}
 		for i := 0; i < len(page); i += opt.Batch {
 			part := page[i:min(i+opt.Batch, len(page))]
-			out, refused, tooLong, err := embedPart(ctx, emb, sp, part, known, &p)
-			// Recorded first (those of a batch the embedder then failed
-			// on too), so that no later run sends them again.
-			if rerr := st.RecordRefusals(ctx, space, tooLong); rerr != nil && err == nil {
-				return p, rerr
-			}
+			out, refused, rerr, err := embedPart(ctx, emb, sp, part, known, refusals, &p)
 			if err != nil {
 				return p, fmt.Errorf("embed: %w", err)
+			}
+			if rerr != nil {
+				return p, rerr
 			}
 			if len(out) > 0 {
 				if err := w.PutVectors(ctx, out); err != nil {
@@ -164,15 +163,16 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 //
 // Texts the provider refuses as too long for the model need none of this:
 // it says so of each (embed.Refused) while embedding the others. They are
-// counted in p.TooLong and returned in tooLong, by key, with the
-// provider's words, to be recorded; those known refused before (known,
-// from the store) are passed without a call.
-func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText, known map[string]string, p *Progress) (out []recall.Vector, refused int, tooLong map[string]string, err error) {
+// counted in p.TooLong and recorded with the provider's words (refusals),
+// even when the embedder then fails, so that no later run sends them
+// again; rerr is the first failure to record them. Those known refused
+// before (known, from the store) are passed without a call.
+func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText, known map[string]*recall.Error, refusals embed.Refusals, p *Progress) (out []recall.Vector, refused int, rerr, err error) {
 	send := make([]recall.PendingText, 0, len(part))
 	for _, t := range part {
 		if why, ok := known[t.Key]; ok {
 			p.TooLong++
-			p.TooLongReason = cmp.Or(p.TooLongReason, why)
+			p.TooLongReason = cmp.Or(p.TooLongReason, why.Message)
 			continue
 		}
 		send = append(send, t)
@@ -181,26 +181,29 @@ func embedPart(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, 
 	if len(send) == 0 {
 		return nil, passed, nil, nil
 	}
-	tooLong = map[string]string{}
-	out, refused, err = embedSent(ctx, emb, sp, send, tooLong, p)
-	return out, refused + passed, tooLong, err
+	out, refused, err = embedSent(ctx, emb, sp, send, refusals, &rerr, p)
+	return out, refused + passed, rerr, err
 }
 
-// embedSent is embedPart for texts to send; refusedNow receives those the
-// provider refused as too long for the model.
-func embedSent(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText, refusedNow map[string]string, p *Progress) ([]recall.Vector, int, error) {
+// embedSent is embedPart for texts to send; it records those the provider
+// refuses as too long for the model, keeping the first failure to in rerr.
+func embedSent(ctx context.Context, emb recall.Embedder, sp recall.VectorSpace, part []recall.PendingText, refusals embed.Refusals, rerr *error, p *Progress) ([]recall.Vector, int, error) {
 	tooLong := 0
 	one := func(ts []recall.PendingText) ([]recall.Vector, error) {
 		texts := make([]embed.ChunkText, len(ts))
+		keys := make([]string, len(ts))
 		for j, t := range ts {
 			texts[j] = embed.ChunkText{Header: t.Header, Text: t.Text}
+			keys[j] = t.Key
 		}
 		vecs, refused, err := embed.Partial(embed.EmbedChunks(ctx, emb, sp.Dim, texts))
-		for j, why := range refused {
+		for _, why := range refused {
 			tooLong++
 			p.TooLong++
 			p.TooLongReason = why.Message
-			refusedNow[ts[j].Key] = why.Message
+		}
+		if e := refusals.Record(ctx, keys, refused); e != nil {
+			*rerr = cmp.Or(*rerr, e)
 		}
 		if err != nil {
 			return nil, err
