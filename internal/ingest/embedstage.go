@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/recall-mcp/recall"
@@ -54,6 +55,7 @@ func (p *pipeline) embed(ctx context.Context, pr *parsed) {
 	vecs, failed := p.embedTexts(ctx, texts, need)
 	pr.vecs = append(pr.vecs, vecs...)
 	pr.missing = len(failed)
+	pr.refused = refusedReasons(failed)
 	markPending(pr.docs, failed)
 	p.logRefused(pr.docs, failed)
 }
@@ -135,7 +137,7 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 			failed[part[j]] = why
 		}
 		if rerr := refusals.Record(ctx, part, refused); rerr != nil { // costs one more call for each
-			p.embedErr(fmt.Errorf("record the texts the model refused as too long: %w", rerr))
+			p.refusalsErr(rerr)
 		}
 		if err != nil {
 			for _, h := range need[i:] {
@@ -162,6 +164,58 @@ func (p *pipeline) embedTexts(ctx context.Context, texts map[string]embed.ChunkT
 		p.embMu.Unlock()
 	}
 	return out, failed
+}
+
+// refusedReasons returns the provider's reasons for the keys of failed
+// whose texts the embedder refused on their own (too long for its model),
+// by key; nil for none.
+func refusedReasons(failed map[string]error) map[string]string {
+	var out map[string]string
+	for k, err := range failed {
+		var why *recall.Error
+		if errors.As(err, &why) {
+			if out == nil {
+				out = make(map[string]string)
+			}
+			out[k] = why.Message
+		}
+	}
+	return out
+}
+
+// addRefused adds refusals (by key, with the provider's reasons) to b's.
+func (b *batch) addRefused(refused map[string]string) {
+	if len(refused) == 0 {
+		return
+	}
+	if b.refused == nil {
+		b.refused = make(map[string]string, len(refused))
+	}
+	maps.Copy(b.refused, refused)
+}
+
+// keepRefusals records again, once batch b has committed, the texts of b
+// the model refused as too long for it (Store.RecordRefusals keeps a
+// refusal's first reason). The embedding stage recorded them, or found
+// them recorded, before b's chunks held them, and meanwhile a write (of
+// another process, or of this sweep) that removed the last other chunk
+// holding such a text dropped its refusal, as a write drops the refusals no
+// chunk holds: the text would be sent once more. Now that b's chunks hold
+// them, only the removal of those chunks drops them. Refusals are few, and
+// a batch without any writes nothing more.
+func (p *pipeline) keepRefusals(ctx context.Context, b *batch) {
+	if len(b.refused) == 0 {
+		return
+	}
+	if err := p.st.RecordRefusals(ctx, p.opt.Space, b.refused); err != nil {
+		p.refusalsErr(err)
+	}
+}
+
+// refusalsErr logs a failure to record the texts the model refused as too
+// long: it costs one more call for each.
+func (p *pipeline) refusalsErr(err error) {
+	p.embedErr(fmt.Errorf("record the texts the model refused as too long: %w", err))
 }
 
 // markPending marks the documents holding a chunk whose key failed as
@@ -222,6 +276,7 @@ func (p *pipeline) revive(ctx context.Context, b *batch) {
 	}
 	vecs, failed := p.embedTexts(ctx, texts, lost)
 	b.vecs = append(b.vecs, vecs...)
+	b.addRefused(refusedReasons(failed))
 	markPending(b.docs, failed)
 	p.logRefused(b.docs, failed)
 	p.mu.Lock()

@@ -102,8 +102,9 @@ type parsed struct {
 	reread  int      // chunks of its sources read again (file.reread) whose content is as stored
 	err     error
 	vecs    []recall.Vector
-	missing int      // vector keys left without a vector
-	reused  []string // vector keys whose vectors were found stored or on their way
+	missing int               // vector keys left without a vector
+	reused  []string          // vector keys whose vectors were found stored or on their way
+	refused map[string]string // vector keys the model refused as too long, with its reasons (see keepRefusals)
 	// cut: the sweep's end (its context) came while the piece was being
 	// embedded, which may have left texts without the vectors a finished
 	// embedding gives them. A cut piece is never written: its sources are
@@ -495,13 +496,14 @@ func dateFromPath(rel string, now time.Time) string {
 // batch is what one write transaction commits: whole files, or one piece
 // of an export.
 type batch struct {
-	docs   []recall.Document
-	vecs   []recall.Vector
-	stale  []string
-	files  []tally // files this batch completes
-	pieces int
-	size   int
-	reused []string // see parsed.reused and revive
+	docs    []recall.Document
+	vecs    []recall.Vector
+	stale   []string
+	files   []tally // files this batch completes
+	pieces  int
+	size    int
+	reused  []string          // see parsed.reused and revive
+	refused map[string]string // see parsed.refused
 }
 
 // tally is what a file adds to the result once its last piece commits.
@@ -697,6 +699,7 @@ func (p *pipeline) gather(b *batch, pr *parsed, partial map[string]*tally) bool 
 	b.docs = append(b.docs, docs...)
 	b.vecs = append(b.vecs, pr.vecs...)
 	b.reused = append(b.reused, pr.reused...)
+	b.addRefused(pr.refused)
 	b.stale = append(b.stale, pr.stale...)
 	for _, d := range pr.docs {
 		for _, c := range d.Chunks {
@@ -752,6 +755,7 @@ func (p *pipeline) store(ctx context.Context, b *batch) error {
 		}
 	}
 	p.forget(b.vecs)
+	p.keepRefusals(ctx, b)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -9,7 +10,27 @@ import (
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/embed"
 	"github.com/recall-mcp/recall/internal/embed/embedtest"
+	"github.com/recall-mcp/recall/internal/repair"
+	"github.com/recall-mcp/recall/internal/store/sqlite"
 )
+
+// tooLongSetup opens a store with a space whose model, served by srv,
+// refuses the texts that hold "zzlong" as too long for it.
+func tooLongSetup(t *testing.T) (*sqlite.DB, *embedtest.Server, recall.Embedder, recall.VectorSpace) {
+	t.Helper()
+	st := openStore(t)
+	srv := embedtest.NewServer(t, 16, func(s string) bool { return strings.Contains(s, "zzlong") })
+	emb, err := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: srv.URL, Model: "m", Dim: 16, Prefixes: &embed.Prefixes{},
+		Limits: embed.Limits{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := st.CreateSpace(context.Background(), recall.VectorSpace{Name: "s", Provider: "openai", Model: "m", Dim: 16, Normalized: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, srv, emb, sp
+}
 
 // A text the model refuses as too long fails only its own chunk: the
 // other chunks batched with it get their vectors, no outage is declared
@@ -18,17 +39,7 @@ import (
 // by its words, with one vector missing.
 func TestSweepIsolatesATextTooLongForTheModel(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
-	srv := embedtest.NewServer(t, 16, func(s string) bool { return strings.Contains(s, "zzlong") })
-	emb, err := embed.NewOpenAI(embed.OpenAIConfig{BaseURL: srv.URL, Model: "m", Dim: 16, Prefixes: &embed.Prefixes{},
-		Limits: embed.Limits{MaxAttempts: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := st.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "openai", Model: "m", Dim: 16, Normalized: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, srv, emb, sp := tooLongSetup(t)
 	root := t.TempDir()
 	for i := range 30 {
 		body := fmt.Sprintf("**User:** question %d about bread\n\n**Assistant:** answer %d about rye", i, i)
@@ -74,5 +85,76 @@ func TestSweepIsolatesATextTooLongForTheModel(t *testing.T) {
 	}
 	if n := srv.Requests() - before; n != 0 {
 		t.Errorf("the second sweep sent %d requests; want none (the text was refused before)", n)
+	}
+}
+
+// dropFirst is a sweep's writer that, before its first write, removes the
+// sources ids from the store as another process's write would, between
+// the sweep's embedding (which recorded its refusals) and its commit.
+type dropFirst struct {
+	*sqlite.DB
+	ids  []string
+	done bool
+}
+
+func (w *dropFirst) Write(ctx context.Context, docs []recall.Document, vecs []recall.Vector, remove ...string) (recall.WriteResult, error) {
+	if !w.done {
+		w.done = true
+		if _, _, err := w.DB.Delete(ctx, w.ids...); err != nil {
+			return recall.WriteResult{}, err
+		}
+	}
+	return w.DB.Write(ctx, docs, vecs, remove...)
+}
+
+// A refusal the sweep records before its chunk commits, or found recorded
+// before, survives another write, in between, that removes the last other
+// chunk holding the text (a write drops the refusals no chunk holds): the
+// sweep records it again once its chunk holds the text, so that no process
+// sends it again.
+func TestSweepKeepsARefusalDroppedBeforeItsChunkCommits(t *testing.T) {
+	for _, known := range []bool{false, true} {
+		t.Run(map[bool]string{false: "new", true: "known"}[known], func(t *testing.T) {
+			ctx := context.Background()
+			st, srv, emb, sp := tooLongSetup(t)
+			long := "**User:** zzlong " + strings.Repeat("crumb ", 40)
+			// The text is stored first: without an embedder (no refusal
+			// yet: the sweep below records it), or with one (the sweep
+			// below finds it recorded).
+			first := t.TempDir()
+			write(t, first, "f07.md", long)
+			opt := Options{Space: sp.Name, Dim: 16}
+			if known {
+				opt.Embedder = emb
+			}
+			sweep(t, st, first, opt)
+
+			other := t.TempDir()
+			write(t, other, "again/f07.md", long)
+			var log bytes.Buffer
+			w := &dropFirst{DB: st, ids: []string{"f07.md"}}
+			sent := srv.Requests()
+			res, err := Sweep(ctx, st, w, other, Options{Embedder: emb, Space: sp.Name, Dim: 16, Failures: &log})
+			if err != nil || res.FilesChanged != 1 || res.VectorsMissing != 1 || !w.done {
+				t.Fatalf("sweep: %+v, %v; want the file stored, its text refused", res, err)
+			}
+			if n := srv.Requests() - sent; (n == 0) != known {
+				t.Fatalf("the sweep sent %d requests; want one only if the text was not refused before", n)
+			}
+			if _, err := st.Source(ctx, "f07.md"); err == nil {
+				t.Fatal("the first vault's source was not removed before the commit")
+			}
+			stats, err := st.Stats(ctx)
+			if err != nil || stats.Spaces[0].TooLong != 1 {
+				t.Errorf("stats %+v, %v; want the refusal kept (too_long 1)", stats.Spaces, err)
+			}
+			sent = srv.Requests()
+			if p, err := repair.Run(ctx, st, st, sp.Name, emb, repair.Options{}); err != nil || p.TooLong != 1 {
+				t.Errorf("repair: %+v, %v; want the text passed as refused", p, err)
+			}
+			if n := srv.Requests() - sent; n != 0 {
+				t.Errorf("repair sent %d requests; want none (the refusal is recorded)", n)
+			}
+		})
 	}
 }
