@@ -25,7 +25,7 @@ type fixture struct {
 	emb *embedtest.Embedder
 }
 
-func newFixture(t *testing.T, withEmbedder bool) *fixture {
+func newFixture(t testing.TB, withEmbedder bool) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "m.db"), sqlite.Options{})

@@ -356,3 +356,40 @@ func fileSize(tb testing.TB, path string) int64 {
 	}
 	return fi.Size()
 }
+
+// BenchmarkRefusals times the lookup a sweep's piece, a memory save and a
+// repair page make before they embed (embed.Refusals.Pass): the refusals
+// of 16 keys, none of them refused, in a space that holds no refusals and
+// in one that holds 10,000.
+//
+//	go test -run '^$' -bench Refusals -benchtime 20000x -count 3 ./internal/store/sqlite/
+func BenchmarkRefusals(b *testing.B) {
+	for _, held := range []int{0, 10_000} {
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			db, err := Open(ctx, filepath.Join(b.TempDir(), "r.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "s", Provider: "p", Model: "m", Dim: 4, Normalized: true}); err != nil {
+				b.Fatal(err)
+			}
+			reasons := make(map[string]string, held)
+			for i := range held {
+				reasons[recall.TextHash(fmt.Sprintf("refused %d", i))] = "too long"
+			}
+			if err := db.RecordRefusals(ctx, "s", reasons); err != nil {
+				b.Fatal(err)
+			}
+			keys := make([]string, 16)
+			for i := range keys {
+				keys[i] = recall.TextHash(fmt.Sprintf("sent %d", i))
+			}
+			for b.Loop() {
+				if known, err := db.Refusals(ctx, "s", keys); err != nil || len(known) != 0 {
+					b.Fatalf("refusals: %v, %v", known, err)
+				}
+			}
+		})
+	}
+}
