@@ -668,6 +668,16 @@ func olderSchema(st recall.Store) string {
 	return ""
 }
 
+// upgradeInterrupted reports whether the older schema of a store openAsIs
+// left as it is (olderSchema) is where an upgrade that stopped part-way
+// left it, a first open's included, not an older recall's: the next
+// command that writes completes it. Only SQLite applies migrations one
+// transaction each; PostgreSQL applies them all in one.
+func upgradeInterrupted(st recall.Store) bool {
+	u, ok := st.(interface{ UpgradeInterrupted() bool })
+	return ok && u.UpgradeInterrupted()
+}
+
 // checkMode is how much of a SQLite file Open checks: a server opens at
 // once and checks the whole file in the background (a client that starts
 // it waits on initialize), a one-off read checks what it reads, a command

@@ -45,7 +45,9 @@ func (m *Main) cmdBackup(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stderr, "backed up to %s (%.1f MB): every source, chunk and vector as of now; restore it by using it as the database (--db), after `recall --db %s check`\n",
 		pos[0], float64(size)/1e6, pos[0])
-	if schema := olderSchema(st); schema != "" {
+	if schema := olderSchema(st); schema != "" && upgradeInterrupted(st) {
+		fmt.Fprintf(m.Stderr, "recall: the copy is at schema %s, where an interrupted upgrade left the database; the next command that writes to it completes the upgrade\n", schema)
+	} else if schema != "" {
 		fmt.Fprintf(m.Stderr, "recall: the copy is at schema %s, as the older recall that wrote the database left it: that recall opens it; this one upgrades it when it opens it for anything but check or backup\n", schema)
 	}
 	return nil

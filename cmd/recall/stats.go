@@ -113,6 +113,10 @@ func (m *Main) cmdCheck(ctx context.Context, args []string) error {
 				checked = "recall's invariants, which that version keeps too; the next command that writes upgrades it"
 			}
 			note = "schema " + schema + ", as an older recall wrote it, left so: " + checked
+			if upgradeInterrupted(st) {
+				note = "schema " + schema + ": the last upgrade was interrupted (a first open or an upgrade stopped part-way), " +
+					"and the next command that writes completes it; checked: " + checked
+			}
 		}
 		c, ok := st.(interface{ IntegrityCheck(context.Context) error })
 		if !ok {

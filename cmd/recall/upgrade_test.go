@@ -75,3 +75,51 @@ func TestUpgradeOfAnOlderDatabase(t *testing.T) {
 		t.Errorf("the backup's memory: exit %d %q %q", code, out, errs)
 	}
 }
+
+// A database whose first open stopped part-way through its migrations
+// (each commits on its own; here the last one fails on a table in its way,
+// which leaves what a kill before its commit leaves) is at an older
+// version no older recall wrote: check and backup say its upgrade was
+// interrupted and that the next command that writes completes it, not
+// that an older recall wrote it; that command does.
+func TestCheckSaysAnUpgradeWasInterrupted(t *testing.T) {
+	env := testEnv(t)
+	path := env["RECALL_DB"]
+	conn, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The last migration creates refusals.
+	for _, q := range []string{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`,
+		`CREATE TABLE refusals (x)`} {
+		if _, err := conn.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, errs, code := run(t, env, "memory", "save", "note_log", "the lighthouse keeper's log"); code == 0 || !strings.Contains(errs, "_refusals") {
+		t.Fatalf("the first command with the last migration's table in its way: exit %d %q; want its migration to fail", code, errs)
+	}
+	if _, err := conn.Exec(`DROP TABLE refusals`); err != nil {
+		t.Fatal(err)
+	}
+
+	const said = ": the last upgrade was interrupted (a first open or an upgrade stopped part-way), and the next command that writes completes it"
+	out, errs, code := run(t, env, "check")
+	if code != 0 || !strings.Contains(out, "\nnote: schema version ") || !strings.Contains(out, said) || strings.Contains(out, "older recall") {
+		t.Errorf("check of a database whose first open stopped part-way: exit %d %q %q; want a note saying %q", code, out, errs, said)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, errs, code := run(t, env, "backup", backup); code != 0 || !strings.Contains(errs, "where an interrupted upgrade left the database") {
+		t.Errorf("backup of a database whose first open stopped part-way: exit %d %q", code, errs)
+	}
+	if out, _, _ := run(t, env, "--db", backup, "check"); !strings.Contains(out, said) {
+		t.Errorf("check of its backup: %q; want %q", out, said)
+	}
+	if _, errs, code := run(t, env, "memory", "save", "note_log", "the lighthouse keeper's log"); code != 0 {
+		t.Fatalf("the next command that writes: exit %d %q", code, errs)
+	}
+	if out, errs, code := run(t, env, "check"); code != 0 || strings.Contains(out, "note:") {
+		t.Errorf("check after that command: exit %d %q %q; want no note", code, out, errs)
+	}
+}

@@ -331,6 +331,14 @@ func (db *DB) OlderSchema() (schema string, older bool) {
 	return db.older.String(), true
 }
 
+// UpgradeInterrupted reports whether the older schema Open left the
+// database at (OlderSchema) is where an upgrade that stopped part-way left
+// it, a first Open's included, rather than an older recall's
+// (schemaState.Interrupted): the next command that writes completes it.
+func (db *DB) UpgradeInterrupted() bool {
+	return db.older != nil && db.older.Interrupted()
+}
+
 // dsn builds the connection string. The path goes into a file: URI with the
 // characters URIs give meaning to escaped, so no file name can smuggle in a
 // parameter.

@@ -180,7 +180,11 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 
 // migrate applies the migrations the database lacks, each in its own
 // transaction together with its schema_migrations row, so a crash leaves
-// the schema at a recorded version. The write connection begins IMMEDIATE
+// the schema at a recorded version. Each such transaction also records, in
+// the file header's user_version, the version the upgrade goes to, and the
+// last one sets it back to 0 (upgradeMark): a crash between two leaves a
+// file that says its upgrade was interrupted, which one at an older
+// recall's version cannot be told from otherwise. The write connection begins IMMEDIATE
 // transactions, so two processes opening the same file cannot both apply one.
 // upgrading, when not nil, is told first when an existing database is to be
 // upgraded (see Options.Upgrading).
@@ -240,6 +244,14 @@ func migrateTo(ctx context.Context, conn *sql.DB, last int, upgrading func(from,
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 				m.Version, m.Name, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+				return err
+			}
+			// The upgrade in progress (upgradeMark), cleared by its last step.
+			mark := ms[len(ms)-1].Version
+			if m.Version == mark {
+				mark = 0
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, mark)); err != nil {
 				return err
 			}
 			return tx.Commit()
@@ -303,7 +315,30 @@ type schemaState struct {
 	version int  // the highest schema version it records
 	known   int  // the highest this binary knows
 	early   bool // its chunks lack their source attributes (earlyChunks)
+	// upgrading is the version an upgrade that stopped part-way was going
+	// to (upgradeMark), 0 when none did.
+	upgrading int
 }
+
+// upgradeMark reads the version an upgrade of the database that began and
+// did not finish was going to: the user_version migrate sets in each
+// migration's transaction and clears in the last one's (0: none; recall
+// releases before the mark never set it).
+func upgradeMark(ctx context.Context, q querier) (int, error) {
+	var v int
+	if err := q.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the schema's upgrade mark: %w", err)
+	}
+	return v, nil
+}
+
+// Interrupted reports whether the database is behind because an upgrade
+// (its first Open, which applies every migration, included) stopped
+// part-way, not because an older recall wrote it so: no recall leaves a
+// file at version 0, and one whose migrations were cut short bears the
+// mark of the version they were going to. The next command that writes
+// completes it.
+func (s schemaState) Interrupted() bool { return s.version == 0 || s.upgrading > s.version }
 
 // older reports whether the database is behind this binary's schema, so
 // that opening it for writing upgrades it.
@@ -347,6 +382,9 @@ func readSchema(ctx context.Context, q querier) (schemaState, error) {
 	if err := newerThan(applied, ms); err != nil {
 		return s, err
 	}
+	if s.upgrading, err = upgradeMark(ctx, q); err != nil {
+		return s, err
+	}
 	s.early, err = earlyChunks(ctx, q)
 	return s, err
 }
@@ -365,8 +403,12 @@ func checkSchema(ctx context.Context, conn *sql.DB) error {
 }
 
 // errOlderSchema is the error of a read-only open of a database an older
-// recall wrote.
+// recall wrote, or whose upgrade was interrupted.
 func errOlderSchema(s schemaState) error {
+	if s.Interrupted() {
+		return fmt.Errorf("the database's last upgrade was interrupted (%s) and cannot be completed while opened read-only: "+
+			"run a command that writes (a sweep without --dry-run) once to complete it", s)
+	}
 	return fmt.Errorf("the database's schema is older than this recall's (%s) and cannot be upgraded while opened read-only: "+
 		"run a command that writes (a sweep without --dry-run) once to upgrade it", s)
 }

@@ -346,6 +346,9 @@ func TestOlderSchemaKeptOrUpgraded(t *testing.T) {
 		if schema, older := db.OlderSchema(); !older || schema != fmt.Sprintf("version 5 of %d", known) {
 			t.Errorf("OlderSchema() = %q, %v; want version 5 of %d", schema, older, known)
 		}
+		if db.UpgradeInterrupted() {
+			t.Error("UpgradeInterrupted of a file an older recall wrote: true")
+		}
 		if err := db.IntegrityCheck(ctx); err != nil {
 			t.Errorf("IntegrityCheck of the older file: %v", err)
 		}
@@ -431,6 +434,9 @@ func TestFirstOpenKilledBeforeItsFirstTable(t *testing.T) {
 	if schema, older := db.OlderSchema(); !older || !strings.HasPrefix(schema, "version 0 of") {
 		t.Errorf("OlderSchema = %q, %t; want version 0, older", schema, older)
 	}
+	if !db.UpgradeInterrupted() {
+		t.Error("UpgradeInterrupted: false; want true (no recall leaves a file at version 0)")
+	}
 	if err := db.IntegrityCheck(ctx); err != nil {
 		t.Errorf("IntegrityCheck: %v", err)
 	}
@@ -445,6 +451,76 @@ func TestFirstOpenKilledBeforeItsFirstTable(t *testing.T) {
 	defer db.Close()
 	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note", "after the crash")}, nil); err != nil {
 		t.Errorf("a write after the crash: %v", err)
+	}
+}
+
+// A first Open, or an upgrade, that stops between two migrations (each
+// commits on its own: a kill -9 there leaves the file at the version
+// before) leaves a file at an older version that no older recall wrote:
+// KeepSchema (recall check, backup) says its upgrade was interrupted, a
+// read-only open says what completes it, and the next Open that may write
+// completes it. Here the last migration fails on a table in its way, which
+// leaves what a kill before its commit leaves.
+func TestUpgradeInterruptedPartWay(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := len(ms)
+	path := filepath.Join(t.TempDir(), "recall.db")
+	conn, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The last migration creates refusals.
+	for _, q := range []string{createMigrationsTable, `CREATE TABLE refusals (x)`} {
+		if _, err := conn.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Open(ctx, path, Options{}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("migration %04d_", known)) {
+		t.Fatalf("the first open with the last migration's table in its way: %v; want migration %d to fail", err, known)
+	}
+	if _, err := conn.Exec(`DROP TABLE refusals`); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := Open(ctx, path, Options{KeepSchema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schema, older := db.OlderSchema(); !older || schema != fmt.Sprintf("version %d of %d", known-1, known) {
+		t.Errorf("OlderSchema = %q, %t; want version %d of %d", schema, older, known-1, known)
+	}
+	if !db.UpgradeInterrupted() {
+		t.Error("UpgradeInterrupted of a file whose first open stopped before its last migration: false")
+	}
+	if err := db.IntegrityCheck(ctx); err != nil {
+		t.Errorf("IntegrityCheck: %v", err)
+	}
+	db.Close()
+	if _, err := Open(ctx, path, Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "last upgrade was interrupted") {
+		t.Errorf("read-only open: %v; want it to say the last upgrade was interrupted", err)
+	}
+	db, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note", "after the crash")}, nil); err != nil {
+		t.Errorf("a write after the interrupted upgrade: %v", err)
+	}
+	db.Close()
+	if v := schemaVersionOf(t, path); v != known {
+		t.Errorf("completed file at version %d; want %d", v, known)
+	}
+	db, err = Open(ctx, path, Options{KeepSchema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, older := db.OlderSchema(); older || db.UpgradeInterrupted() {
+		t.Errorf("after the upgrade completed: older %t, interrupted %t; want neither", older, db.UpgradeInterrupted())
 	}
 }
 
