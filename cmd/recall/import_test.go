@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/recall-mcp/recall"
+	"github.com/recall-mcp/recall/internal/lockfile"
 )
 
 func TestImportKeepNewer(t *testing.T) { testImportKeepNewer(t, testEnv) }
@@ -355,12 +356,47 @@ func TestExportRemovesWhatAKilledExportLeft(t *testing.T) {
 	if _, errs, code := run(t, env, "export", "--out", filepath.Join(dir, "tuesday.jsonl")); code != 0 {
 		t.Fatal(errs)
 	}
-	var names []string
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
+	names := folderNames(dir)
 	if want := []string{"tuesday.jsonl"}; !slices.Equal(names, want) {
+		t.Errorf("after an export the folder holds %q; want %q", names, want)
+	}
+}
+
+// Exports of recall before 2026-12-03 wrote under the same hidden names
+// with no lock: what one killed while it wrote left is removed by the next
+// export into the folder once a day old, when it begins as an export does
+// (or is empty and named after the file written now); a file of that name
+// holding something else, or written lately, is left alone.
+func TestExportRemovesWhatAnOlderKilledExportLeft(t *testing.T) {
+	env := testEnv(t)
+	if _, errs, code := run(t, env, "memory", "save", "k", "v"); code != 0 {
+		t.Fatal(errs)
+	}
+	dir := t.TempDir()
+	old := time.Now().Add(-lockfile.LegacyAge - time.Hour)
+	for _, f := range []struct {
+		name, content string
+		at            time.Time
+	}{
+		{".monday.jsonl.123.tmp", `{"source":"memory::k","kind":"memory"`, old},
+		{".tuesday.jsonl.9.tmp", "", old},
+		{".monday.jsonl.456.tmp", `{"source":"an export of an older recall writing now"`, time.Now()},
+		{".notes.txt.5.tmp", "an editor's", old},
+		{".sunday.jsonl.7.tmp", "", old},
+	} {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte(f.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, f.at, f.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, errs, code := run(t, env, "export", "--out", filepath.Join(dir, "tuesday.jsonl")); code != 0 {
+		t.Fatal(errs)
+	}
+	names := folderNames(dir)
+	if want := []string{".monday.jsonl.456.tmp", ".notes.txt.5.tmp", ".sunday.jsonl.7.tmp", "tuesday.jsonl"}; !slices.Equal(names, want) {
 		t.Errorf("after an export the folder holds %q; want %q", names, want)
 	}
 }
@@ -391,4 +427,14 @@ func TestOneSourceSummaries(t *testing.T) {
 	if _, errs, code := run(t, testEnv(t), "import", cut); code == 0 || !strings.Contains(errs, "ends after 1 source without") {
 		t.Errorf("import of an export without its end line: exit %d: %q", code, errs)
 	}
+}
+
+// folderNames lists the names of the files in dir, in order.
+func folderNames(dir string) []string {
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

@@ -304,6 +304,12 @@ func exportFile(out string) (f *os.File, tmp, target string, release func(), err
 		return f, "", target, nil, nil
 	}
 	lockfile.RemoveAbandoned(filepath.Dir(target), ".tmp")
+	// Exports of recall before 2026-12-03 wrote under the same names
+	// without a lock: theirs are removed once a day old, when they begin
+	// as an export does, or are empty and were to be this export's file.
+	lockfile.RemoveUnlocked(filepath.Dir(target), filepath.Base(target), ".tmp", lockfile.LegacyAge, func(head []byte) bool {
+		return bytes.HasPrefix(head, []byte(`{"source":`)) || bytes.HasPrefix(head, []byte(`{"end":`))
+	})
 	f, release, err = lockfile.CreateTemp(filepath.Dir(target), filepath.Base(target), ".tmp")
 	if err == nil {
 		return f, f.Name(), target, release, nil

@@ -1,9 +1,13 @@
 package lockfile
 
 import (
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // tempLock is the ending of the lock file beside a file CreateTemp made.
@@ -64,4 +68,82 @@ func RemoveAbandoned(dir, suffix string, also ...string) {
 		lock.Unlock()
 		os.Remove(l)
 	}
+}
+
+// LegacyAge is how long a file RemoveUnlocked recognises must have gone
+// unmodified to be taken as abandoned: a writer rewrites its file as it
+// goes, so one untouched for a day is no longer written.
+const LegacyAge = 24 * time.Hour
+
+// RemoveUnlocked removes from dir what writers killed before CreateTemp
+// existed left there: files they made with os.CreateTemp's pattern
+// "."+name+".<digits>"+suffix and no lock, which nothing can tell from a
+// file still being written but its age. It removes only such a file that
+// has no lock file beside it (CreateTemp's, held or not: RemoveAbandoned's
+// to judge), was last modified at least age ago, and whose first bytes
+// ours recognises as what the caller writes (an empty file, as a writer
+// killed before its first write left it, only when named after base, the
+// file the caller writes now), with the files named by adding one of also
+// to its name. Failures are not reported, as in RemoveAbandoned.
+func RemoveUnlocked(dir, base, suffix string, age time.Duration, ours func(head []byte) bool, also ...string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name, ok := legacyName(e.Name(), suffix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		tmp := filepath.Join(dir, e.Name())
+		if _, err := os.Lstat(tmp + tempLock); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < age {
+			continue
+		}
+		if fi.Size() == 0 && name != base || fi.Size() > 0 && !ours(head(tmp)) {
+			continue
+		}
+		os.Remove(tmp)
+		for _, a := range also {
+			os.Remove(tmp + a)
+		}
+	}
+}
+
+// legacyName reports whether file is named as os.CreateTemp names a file
+// made with the pattern "."+name+".*"+suffix (the * a decimal number), and
+// returns name.
+func legacyName(file, suffix string) (string, bool) {
+	rest, ok := strings.CutPrefix(file, ".")
+	if !ok {
+		return "", false
+	}
+	if rest, ok = strings.CutSuffix(rest, suffix); !ok {
+		return "", false
+	}
+	dot := strings.LastIndexByte(rest, '.')
+	if dot < 1 {
+		return "", false
+	}
+	digits := rest[dot+1:]
+	if digits == "" || len(digits) > 20 || strings.Trim(digits, "0123456789") != "" {
+		return "", false
+	}
+	return rest[:dot], true
+}
+
+// head returns the first bytes of the file at path (at most 64), nil
+// when it cannot be read.
+func head(path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, 64)
+	n, _ := io.ReadFull(f, b)
+	return b[:n]
 }

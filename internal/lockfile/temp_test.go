@@ -91,3 +91,47 @@ func TestRemoveAbandoned(t *testing.T) {
 		t.Errorf("after release: %q", got)
 	}
 }
+
+// What writers of recall before CreateTemp left when killed, the same
+// names without a lock file, is removed once it is LegacyAge old and its
+// contents are recognised (an empty file only when named after the file
+// written now); anything else that looks like it is left alone.
+func TestRemoveUnlocked(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-LegacyAge - time.Hour)
+	leave := func(name, content string, at time.Time) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leave(".monday.db.123.partial", "OURS and more", old)     // removed
+	leave(".monday.db.123.partial-journal", "journal", old)   // removed with it
+	leave(".friday.db.4294967295.partial", "OURS", old)       // removed
+	leave(".today.db.77.partial", "", old)                    // empty, named after the file written now: removed
+	leave(".tuesday.db.456.partial", "OURS", time.Now())      // written lately: kept
+	leave(".wednesday.db.789.partial", "someone else's", old) // not recognised: kept
+	leave(".thursday.db.12.partial", "", old)                 // empty, another name: kept
+	leave(".held.db.5.partial", "OURS", old)                  // CreateTemp's (lock file beside it): kept
+	leave(".held.db.5.partial.lock", "", old)                 //
+	leave(".odd.db.12a.partial", "OURS", old)                 // not os.CreateTemp's number: kept
+	leave("plain.db.123.partial", "OURS", old)                // not hidden: kept
+	leave(".monday.db.123.tmp", "OURS", old)                  // another suffix: kept
+	RemoveUnlocked(dir, "today.db", ".partial", LegacyAge, func(head []byte) bool {
+		return string(head[:min(4, len(head))]) == "OURS"
+	}, "-journal")
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{".held.db.5.partial", ".held.db.5.partial.lock", ".monday.db.123.tmp", ".odd.db.12a.partial",
+		".thursday.db.12.partial", ".tuesday.db.456.partial", ".wednesday.db.789.partial", "plain.db.123.partial"}
+	if !slices.Equal(names, want) {
+		t.Errorf("left %q; want %q", names, want)
+	}
+}

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -40,6 +41,13 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	// and VACUUM INTO's journal, is removed by the next backup into the
 	// folder (lockfile.RemoveAbandoned).
 	lockfile.RemoveAbandoned(filepath.Dir(abs), partialSuffix, "-journal")
+	// Backups of recall before 2026-12-03 wrote under the same names
+	// without a lock: theirs are removed once a day old, when they hold a
+	// SQLite database (VACUUM INTO's), or nothing and were to be this
+	// backup's file.
+	lockfile.RemoveUnlocked(filepath.Dir(abs), filepath.Base(abs), partialSuffix, lockfile.LegacyAge, func(head []byte) bool {
+		return bytes.HasPrefix(head, []byte(sqliteHeader))
+	}, "-journal")
 	// VACUUM INTO writes into a file that does not exist or is empty.
 	f, release, err := lockfile.CreateTemp(filepath.Dir(abs), filepath.Base(abs), partialSuffix)
 	if err != nil {

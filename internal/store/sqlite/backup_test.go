@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/lockfile"
@@ -101,12 +102,45 @@ func TestBackupRemovesWhatAKilledBackupLeft(t *testing.T) {
 	if err := db.Backup(ctx, filepath.Join(dir, "wednesday.db")); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
+	names := folderNames(dir)
 	want := []string{".tuesday.db.456.partial", ".tuesday.db.456.partial-journal", ".tuesday.db.456.partial.lock", "wednesday.db"}
+	if !slices.Equal(names, want) {
+		t.Errorf("after a backup the folder holds %q; want %q", names, want)
+	}
+}
+
+// Backups of recall before 2026-12-03 wrote under the same hidden names
+// with no lock: what one killed while it wrote left (a SQLite database
+// and VACUUM INTO's journal) is removed by the next backup into the folder
+// once a day old; a file of that name holding something else, or written
+// lately, is left alone.
+func TestBackupRemovesWhatAnOlderKilledBackupLeft(t *testing.T) {
+	db := openTest(t, Options{})
+	writeFiller(t, db, 20)
+	dir := t.TempDir()
+	old := time.Now().Add(-lockfile.LegacyAge - time.Hour)
+	for _, f := range []struct {
+		name, content string
+		at            time.Time
+	}{
+		{".monday.db.3141592653.partial", sqliteHeader + "the rest of the copy", old},
+		{".monday.db.3141592653.partial-journal", "its journal", old},
+		{".tuesday.db.27.partial", sqliteHeader + "a backup of an older recall writing now", time.Now()},
+		{".notes.txt.5.partial", "another program's", old},
+	} {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte(f.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, f.at, f.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Backup(ctx, filepath.Join(dir, "wednesday.db")); err != nil {
+		t.Fatal(err)
+	}
+	names := folderNames(dir)
+	want := []string{".notes.txt.5.partial", ".tuesday.db.27.partial", "wednesday.db"}
 	if !slices.Equal(names, want) {
 		t.Errorf("after a backup the folder holds %q; want %q", names, want)
 	}
@@ -169,4 +203,14 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("writes during the backups: %v", err)
 	}
+}
+
+// folderNames lists the names of the files in dir, in order.
+func folderNames(dir string) []string {
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
