@@ -140,6 +140,41 @@ func BenchmarkWriteReplace(b *testing.B) {
 	}
 }
 
+// BenchmarkFirstSpace is SQLite's BenchmarkFirstSpace: CreateSpace of a
+// database's first vector space over 20,000 sources of 10 chunks
+// (200,000) written without an embedder (storetest.FirstSpaceBench), each
+// iteration in a fresh copy of a database built once and analysed, as
+// autovacuum leaves a server's tables.
+//
+//	go test -run '^$' -bench FirstSpace -benchtime 5x -count 3 ./internal/store/postgres/
+func BenchmarkFirstSpace(b *testing.B) {
+	for _, state := range []string{recall.IndexOK, recall.IndexSkipped} {
+		b.Run(state, func(b *testing.B) {
+			fixture := pgtest.Server(b)
+			db, err := Open(ctx, fixture, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			storetest.WriteUnembedded(b, db, state)
+			if _, err := db.pool.Exec(ctx, `VACUUM ANALYZE`); err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+			drop := func() {}
+			storetest.FirstSpaceBench(b, func() recall.Store {
+				drop()
+				var dsn string
+				dsn, drop = pgtest.Copy(b, fixture)
+				db, err := Open(ctx, dsn, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return db
+			}, nil)
+		})
+	}
+}
+
 // BenchmarkWriteRemote is BenchmarkWriteVectors, and BenchmarkSmallWrite's
 // one-chunk writes, with a server 1 ms away (pgtest.Proxy holds what each
 // side sends for 0.5 ms), as a store on a database server of the same

@@ -169,15 +169,14 @@ func BenchmarkWriteReplace(b *testing.B) {
 }
 
 // BenchmarkFirstSpace times CreateSpace of a database's first vector space
-// over 20,000 sources of 10 chunks (200,000) written without an embedder,
-// which settles every source's index state in its transaction: each
-// iteration creates the space in a fresh copy of a database built once.
-// "ok" holds sources a sweep without an embedder wrote (all become
-// pending), "skipped" ones stored while no space existed.
+// over 20,000 sources of 10 chunks (200,000) written without an embedder
+// (storetest.FirstSpaceBench), which settles every source's index state in
+// its transaction: each iteration creates the space in a fresh copy of a
+// database built once. "ok" holds sources a sweep without an embedder
+// wrote (all become pending), "skipped" ones stored while no space existed.
 //
 //	go test -run '^$' -bench FirstSpace -benchtime 5x -count 3 ./internal/store/sqlite/
 func BenchmarkFirstSpace(b *testing.B) {
-	const sources, chunks = 20000, 10
 	for _, state := range []string{recall.IndexOK, recall.IndexSkipped} {
 		b.Run(state, func(b *testing.B) {
 			dir := b.TempDir()
@@ -186,21 +185,7 @@ func BenchmarkFirstSpace(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			for first := 0; first < sources; first += 200 {
-				docs := make([]recall.Document, 0, 200)
-				for s := first; s < first+200; s++ {
-					d := recall.Document{Source: recall.Source{ID: fmt.Sprintf("chats/%06d.md", s), Kind: recall.KindArchive,
-						Title: "t", IndexState: state}}
-					for c := range chunks {
-						text := fmt.Sprintf("A: conversation %d, passage %d, about the trip and the dinner after it.", s, c)
-						d.Chunks = append(d.Chunks, recall.Chunk{Index: c, Text: text, Hash: recall.TextHash(text)})
-					}
-					docs = append(docs, d)
-				}
-				if _, err := db.Write(ctx, docs, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
+			storetest.WriteUnembedded(b, db, state)
 			if err := db.Close(); err != nil {
 				b.Fatal(err)
 			}
@@ -209,9 +194,10 @@ func BenchmarkFirstSpace(b *testing.B) {
 				b.Fatal(err)
 			}
 			path := filepath.Join(dir, "copy.db")
-			var spent time.Duration
-			for b.Loop() {
-				b.StopTimer()
+			storetest.FirstSpaceBench(b, func() recall.Store {
+				// The last copy's log must not be applied to this one.
+				os.Remove(path + "-wal")
+				os.Remove(path + "-shm")
 				if err := os.WriteFile(path, data, 0o600); err != nil {
 					b.Fatal(err)
 				}
@@ -219,25 +205,8 @@ func BenchmarkFirstSpace(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				c0, cpuOK := processCPU()
-				b.StartTimer()
-				if _, err := db.CreateSpace(ctx, recall.VectorSpace{Name: "bench", Provider: "bench", Model: "bench", Dim: 384, Normalized: true}); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				if c1, _ := processCPU(); cpuOK {
-					spent += c1 - c0
-				}
-				if err := db.Close(); err != nil {
-					b.Fatal(err)
-				}
-				os.Remove(path + "-wal")
-				os.Remove(path + "-shm")
-				b.StartTimer()
-			}
-			if spent > 0 {
-				b.ReportMetric(float64(spent.Microseconds())/1000/float64(b.N), "cpu-ms/op")
-			}
+				return db
+			}, processCPU)
 		})
 	}
 }

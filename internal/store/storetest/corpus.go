@@ -379,3 +379,65 @@ func ReportLatencies(b *testing.B, prefix string, durs []time.Duration) {
 	b.ReportMetric(ms(durs[len(durs)/2]), prefix+"p50-ms")
 	b.ReportMetric(ms(durs[len(durs)*99/100]), prefix+"p99-ms")
 }
+
+// BenchmarkFirstSpace's database: FirstSpaceSources sources of 10 short
+// chunks (200,000), written without vectors, and the space it creates.
+const FirstSpaceSources = 20000
+
+// FirstSpace is the space BenchmarkFirstSpace creates.
+var FirstSpace = recall.VectorSpace{Name: "bench", Provider: "bench", Model: "bench", Dim: 384, Normalized: true}
+
+// WriteUnembedded writes BenchmarkFirstSpace's database into st, whose
+// sources have the index state given: "ok" as a sweep without an embedder
+// writes them, "skipped" as stored while no space existed.
+func WriteUnembedded(b *testing.B, st recall.Store, state string) {
+	const chunks, batch = 10, 200
+	for first := 0; first < FirstSpaceSources; first += batch {
+		docs := make([]recall.Document, 0, batch)
+		for s := first; s < first+batch; s++ {
+			d := recall.Document{Source: recall.Source{ID: fmt.Sprintf("chats/%06d.md", s), Kind: recall.KindArchive,
+				Title: "t", IndexState: state}}
+			for c := range chunks {
+				text := fmt.Sprintf("A: conversation %d, passage %d, about the trip and the dinner after it.", s, c)
+				d.Chunks = append(d.Chunks, recall.Chunk{Index: c, Text: text, Hash: recall.TextHash(text)})
+			}
+			docs = append(docs, d)
+		}
+		if _, err := st.Write(b.Context(), docs, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FirstSpaceBench times CreateSpace of FirstSpace, the first space, which
+// settles every source's index state in its transaction: each iteration
+// creates it in a fresh copy of WriteUnembedded's database, which fresh
+// opens (untimed; the loop closes it). cpu, when not nil, reads the
+// process's CPU time, reported as "cpu-ms/op".
+func FirstSpaceBench(b *testing.B, fresh func() recall.Store, cpu func() (time.Duration, bool)) {
+	var spent time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		st := fresh()
+		var c0 time.Duration
+		if cpu != nil {
+			c0, _ = cpu()
+		}
+		b.StartTimer()
+		if _, err := st.CreateSpace(b.Context(), FirstSpace); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if cpu != nil {
+			c1, _ := cpu()
+			spent += c1 - c0
+		}
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	if spent > 0 {
+		b.ReportMetric(float64(spent.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	}
+}

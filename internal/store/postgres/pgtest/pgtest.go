@@ -144,6 +144,32 @@ func Shared(tb testing.TB, name string) string {
 	return u
 }
 
+// Copy returns the URL of a new database made as a copy of the database
+// of dsn (CREATE DATABASE … TEMPLATE: nothing may be connected to that
+// one meanwhile), and a function that drops the copy, which it is when tb
+// ends if not before.
+func Copy(tb testing.TB, dsn string) (string, func()) {
+	tb.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	from := pgx.Identifier{strings.TrimPrefix(u.Path, "/")}
+	name := fmt.Sprintf("c_%d_%d", os.Getpid(), counter.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := srv.exec(ctx, `CREATE DATABASE `+name+` TEMPLATE `+from.Sanitize()+` STRATEGY FILE_COPY`); err != nil {
+		tb.Fatalf("test postgres: copy database: %v", err)
+	}
+	drop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		srv.exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+	}
+	tb.Cleanup(drop)
+	return srv.url(tb, name), drop
+}
+
 // Outage returns functions that take the database of dsn (one Server
 // made) down for its clients, as a restart or a failover does, and bring
 // it back: down refuses new connections and ends those it has, up lets
