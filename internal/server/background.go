@@ -281,7 +281,7 @@ func (b *background) run(ctx context.Context) {
 		if stopped {
 			page = 1 // one text tells whether the store takes writes again
 		}
-		p, err := b.repairWith(rctx, emb, space, page)
+		p, err := b.repairWith(rctx, emb, space, repair.Options{Limit: page})
 		wait := b.pause
 		switch {
 		case ctx.Err() != nil:
@@ -421,17 +421,18 @@ func (b *background) setIndex(state string) {
 	b.mu.Unlock()
 }
 
-// repairOnce embeds up to limit missing texts of the target space,
-// resuming at its recorded cursor. A run the target moved away from stops
-// and returns errTargetMoved, with the progress it made for the space it
-// was repairing.
-func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress, error) {
+// repairOnce embeds up to opt.Limit missing texts of the target space,
+// resuming at its recorded cursor (and, with opt.RetryRefused, sending
+// again the texts its model refused for their size). A run the target
+// moved away from stops and returns errTargetMoved, with the progress it
+// made for the space it was repairing.
+func (b *background) repairOnce(ctx context.Context, opt repair.Options) (repair.Progress, error) {
 	tctx, stop, emb, space := b.onTarget(ctx)
 	defer stop()
 	if emb == nil || space == "" {
 		return repair.Progress{}, recall.Errorf(recall.EUNAVAILABLE, "no embedder is configured, so there is nothing to repair with")
 	}
-	p, err := b.repairWith(tctx, emb, space, limit)
+	p, err := b.repairWith(tctx, emb, space, opt)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(tctx), errTargetMoved) {
 		p.Space = space
 		return p, errTargetMoved
@@ -439,9 +440,10 @@ func (b *background) repairOnce(ctx context.Context, limit int) (repair.Progress
 	return p, err
 }
 
-// repairWith embeds up to limit missing texts of space with emb, passing
-// those its model refused as too long (recorded in the store).
-func (b *background) repairWith(ctx context.Context, emb recall.Embedder, space string, limit int) (repair.Progress, error) {
+// repairWith embeds up to opt.Limit missing texts of space with emb,
+// passing those its model refused for their size (recorded in the store)
+// unless opt.RetryRefused.
+func (b *background) repairWith(ctx context.Context, emb recall.Embedder, space string, opt repair.Options) (repair.Progress, error) {
 	select {
 	case b.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -457,7 +459,8 @@ func (b *background) repairWith(ctx context.Context, emb recall.Embedder, space 
 	}
 	b.mu.Unlock()
 
-	p, err := repair.Run(ctx, b.st, b.eng, space, emb, repair.Options{Limit: limit, PageSize: min(limit, 256)})
+	opt.PageSize = min(opt.Limit, 256)
+	p, err := repair.Run(ctx, b.st, b.eng, space, emb, opt)
 	b.m.repaired.add(float64(p.Embedded))
 	b.mu.Lock()
 	defer b.mu.Unlock()

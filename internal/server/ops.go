@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/recall-mcp/recall"
 	"github.com/recall-mcp/recall/internal/memory"
+	"github.com/recall-mcp/recall/internal/repair"
 )
 
 // The operations behind both transports. MCP tools and REST endpoints
@@ -305,6 +307,10 @@ func ownerView(st, own recall.Stats) recall.Stats {
 // RepairInput is repair_archive's input.
 type RepairInput struct {
 	MaxTexts int `json:"max_texts,omitempty" jsonschema:"embed at most this many chunk texts in this call, 1 to 10000 (default 256); call again to continue"`
+	// RetryRefused is `recall repair --retry-refused`: the refusals are
+	// recorded in the store, so without it no process ever sends those
+	// texts to that model again.
+	RetryRefused bool `json:"retry_refused,omitempty" jsonschema:"true sends again the chunk texts the model (or its service) refused for their size, which are otherwise never sent to it again: for after raising its limit (a larger context, a proxy's body limit); default false"`
 }
 
 // RepairOutput is repair_archive's answer.
@@ -317,7 +323,14 @@ type RepairOutput struct {
 	// call ran (`recall space use`): the call stopped there, as vectors
 	// of space are no longer searched, and repair now fills MovedTo.
 	MovedTo string `json:"moved_to,omitempty"`
-	Note    string `json:"note"`
+	// TooLong counts the chunk texts of space (of Missing) its model or
+	// its service refused for their size (SpaceStats.TooLong): not sent
+	// again unless retry_refused.
+	TooLong int `json:"too_long,omitempty"`
+	// Forgotten counts the refusals retry_refused forgot: those texts
+	// were sent again (the ones past max_texts by the next call).
+	Forgotten int    `json:"forgotten,omitempty"`
+	Note      string `json:"note"`
 }
 
 const maxRepairTexts = 10000
@@ -329,7 +342,7 @@ func (s *Server) repair(ctx context.Context, in RepairInput) (RepairOutput, erro
 	if in.MaxTexts < 1 || in.MaxTexts > maxRepairTexts {
 		return RepairOutput{}, recall.Errorf(recall.EINVALID, "max_texts must be between 1 and %d", maxRepairTexts)
 	}
-	p, err := s.bg.repairOnce(ctx, in.MaxTexts)
+	p, err := s.bg.repairOnce(ctx, repair.Options{Limit: in.MaxTexts, RetryRefused: in.RetryRefused})
 	moved := errors.Is(err, errTargetMoved)
 	if moved {
 		// The run stopped before counting what its space still misses.
@@ -338,14 +351,23 @@ func (s *Server) repair(ctx context.Context, in RepairInput) (RepairOutput, erro
 	if err != nil {
 		return RepairOutput{}, err
 	}
-	out := RepairOutput{Space: p.Space, Embedded: p.Embedded, Missing: p.Missing, Done: p.Done}
+	out := RepairOutput{Space: p.Space, Embedded: p.Embedded, Missing: p.Missing, Done: p.Done, TooLong: p.Refusals, Forgotten: p.Forgotten}
 	switch {
 	case moved:
 		_, out.MovedTo = s.bg.target()
 		out.Note = fmt.Sprintf("stopped: another process made %s the read space while this call repaired %s, "+
 			"whose vectors are no longer searched; call again to repair %s", out.MovedTo, out.Space, out.MovedTo)
-	case p.Done:
+	case p.Done && p.Missing == 0:
 		out.Note = "reached the end: every chunk text has a vector"
+	case p.Done:
+		var parts []string
+		if n := p.Missing - p.Refusals; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d the embedder failed on alone (tried again by the next call; see the server's log)", n))
+		}
+		if p.Refusals > 0 {
+			parts = append(parts, fmt.Sprintf("%d refused for size by the model or its service (not sent again; retry_refused sends them again, after raising the limit)", p.Refusals))
+		}
+		out.Note = "reached the end; still without a vector: " + strings.Join(parts, "; ")
 	default:
 		out.Note = "stopped after max_texts; call again to continue where this call stopped"
 	}

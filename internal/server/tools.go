@@ -422,7 +422,9 @@ func (s *Server) newMCPServer(admin bool, fallback *identity) *mcp.Server {
 	addTool(s, ms, fallback, &mcp.Tool{Name: "repair_archive", Annotations: writes("Repair missing vectors", false, false),
 		Description: "Admin: embed chunk texts that have no vector yet, up to max_texts per call, resuming where the " +
 			"previous call (or the background repair) stopped. Says when it reached the end; stops early, naming the new " +
-			"space in moved_to, if another process switches the read space meanwhile.",
+			"space in moved_to, if another process switches the read space meanwhile. Texts the model (or its service) " +
+			"refused for their size are counted in too_long and not sent again, unless retry_refused is true (after " +
+			"raising the limit).",
 		InputSchema: schema[RepairInput](map[string]func(*jsonschema.Schema){"max_texts": between(1, maxRepairTexts)})},
 		func(ctx context.Context, c caller, in RepairInput) (*mcp.CallToolResult, RepairOutput, int, error) {
 			out, err := s.repair(ctx, in)
