@@ -255,17 +255,26 @@ type IndexOutput struct {
 // other owner's, as a search does (how many memories another owner keeps,
 // and when they write one, is theirs too). The rest (vector spaces,
 // database size, the last sweep, the index, repair) is of the server.
+//
+// The store's counts are read within the engine's budget, as a search
+// runs (search.Engine.Bounded); so are the other point reads (read_memory,
+// read_diary, recent_diary, memory_index_status): a store that stalls on
+// them ends them there, where they held a read connection until the
+// client left.
 func (s *Server) stats(ctx context.Context, c caller) (StatsOutput, error) {
-	st, err := s.st.Stats(ctx)
-	if err != nil {
-		return StatsOutput{}, err
-	}
-	if c.id != nil && c.id.bound && !c.id.admin {
+	st, err := bounded(ctx, s, "counting the archive", func(ctx context.Context) (recall.Stats, error) {
+		st, err := s.st.Stats(ctx)
+		if err != nil || c.id == nil || !c.id.bound || c.id.admin {
+			return st, err
+		}
 		own, err := s.st.OwnerStats(ctx, c.id.owner)
 		if err != nil {
-			return StatsOutput{}, err
+			return recall.Stats{}, err
 		}
-		st = ownerView(st, own)
+		return ownerView(st, own), nil
+	})
+	if err != nil {
+		return StatsOutput{}, err
 	}
 	out := StatsOutput{Sources: map[string]int{}, Chunks: st.Chunks, Bytes: st.Bytes, DBBytes: st.DBBytes,
 		IndexStates: map[string]int{}, Spaces: []SpaceOutput{}}
@@ -420,7 +429,24 @@ type KeyInput struct {
 }
 
 func (s *Server) read(ctx context.Context, c caller, in KeyInput) (memory.Memory, error) {
-	return s.mem.Read(ctx, in.Key, in.Owner, c.scope())
+	return bounded(ctx, s, "reading the memory", func(ctx context.Context) (memory.Memory, error) {
+		return s.mem.Read(ctx, in.Key, in.Owner, c.scope())
+	})
+}
+
+// bounded runs read within the engine's budget (search.Engine.Bounded),
+// returning its result only when it ended within it.
+func bounded[T any](ctx context.Context, s *Server, what string, read func(ctx context.Context) (T, error)) (T, error) {
+	var out T
+	err := s.eng.Bounded(ctx, what, func(ctx context.Context) (err error) {
+		out, err = read(ctx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
 }
 
 // DeleteInput is delete_memory's input.
@@ -457,16 +483,11 @@ type FindInput struct {
 // find and listAll read a page within the engine's budget, as get_context
 // reads around a hit (search.Engine.Bounded): a listing whose filter no
 // index serves scans the sources.
-func (s *Server) find(ctx context.Context, c caller, in FindInput) (page memory.Page, err error) {
-	err = s.eng.Bounded(ctx, "listing memories", func(ctx context.Context) (err error) {
-		page, err = s.mem.Find(ctx, memory.FindRequest{Prefix: in.Prefix, Category: in.Category, Owner: in.Owner,
+func (s *Server) find(ctx context.Context, c caller, in FindInput) (memory.Page, error) {
+	return bounded(ctx, s, "listing memories", func(ctx context.Context) (memory.Page, error) {
+		return s.mem.Find(ctx, memory.FindRequest{Prefix: in.Prefix, Category: in.Category, Owner: in.Owner,
 			Since: in.Since, Until: in.Until, Cursor: in.Cursor, Limit: in.Limit}, c.scope())
-		return err
 	})
-	if err != nil {
-		return memory.Page{}, err
-	}
-	return page, nil
 }
 
 // DiaryWriteInput is write_diary's input.
@@ -490,7 +511,9 @@ type DiaryReadInput struct {
 }
 
 func (s *Server) readDiary(ctx context.Context, c caller, in DiaryReadInput) (memory.Day, error) {
-	return s.mem.ReadDiary(ctx, in.Date, in.Owner, c.scope())
+	return bounded(ctx, s, "reading the diary", func(ctx context.Context) (memory.Day, error) {
+		return s.mem.ReadDiary(ctx, in.Date, in.Owner, c.scope())
+	})
 }
 
 // RecentInput is recent_diary's input.
@@ -505,7 +528,9 @@ type RecentOutput struct {
 }
 
 func (s *Server) recentDiary(ctx context.Context, c caller, in RecentInput) (RecentOutput, error) {
-	days, err := s.mem.RecentDiary(ctx, in.Days, in.Owner, c.scope())
+	days, err := bounded(ctx, s, "reading the diary", func(ctx context.Context) ([]memory.Day, error) {
+		return s.mem.RecentDiary(ctx, in.Days, in.Owner, c.scope())
+	})
 	if err != nil {
 		return RecentOutput{}, err
 	}
@@ -521,15 +546,10 @@ type ListInput struct {
 	Limit  int    `json:"limit,omitempty" jsonschema:"entries per page, 1 to 200 (default 50)"`
 }
 
-func (s *Server) listAll(ctx context.Context, in ListInput) (page memory.Page, err error) {
-	err = s.eng.Bounded(ctx, "listing memories", func(ctx context.Context) (err error) {
-		page, err = s.mem.ListAll(ctx, in.Cursor, in.Limit)
-		return err
+func (s *Server) listAll(ctx context.Context, in ListInput) (memory.Page, error) {
+	return bounded(ctx, s, "listing memories", func(ctx context.Context) (memory.Page, error) {
+		return s.mem.ListAll(ctx, in.Cursor, in.Limit)
 	})
-	if err != nil {
-		return memory.Page{}, err
-	}
-	return page, nil
 }
 
 // ReindexInput is reindex_memory's input.
@@ -554,5 +574,6 @@ func (s *Server) reindex(ctx context.Context, in ReindexInput) (memory.SaveResul
 type NoInput struct{}
 
 func (s *Server) indexStatus(ctx context.Context) (memory.Status, error) {
-	return s.mem.IndexStatus(ctx)
+	// It may page through every memory to find the pending ones.
+	return bounded(ctx, s, "reading the memories' index states", s.mem.IndexStatus)
 }
