@@ -258,8 +258,11 @@ type SpaceStats struct {
 	VectorSpace
 	Vectors int `json:"vectors"` // distinct texts embedded (a header and text: a VectorKey) with a vector
 	Missing int `json:"missing"` // distinct ones without
-	// TooLong counts the missing ones the space's model refused as too
-	// long for it (Store.RecordRefusals): they are not sent to it again.
+	// TooLong counts the missing ones refused for their size
+	// (Store.RecordRefusals): as too long for the space's model, or, alone
+	// in a request, as too large for its service or a proxy in front of it
+	// (HTTP 413, Workers AI's 3006); they are not sent to it again. The
+	// name is kept for the JSON's readers; labels say "refused for size".
 	TooLong  int     `json:"too_long,omitempty"`
 	Coverage float64 `json:"coverage"` // Vectors / (Vectors + Missing); 1 when there is nothing to embed
 }
@@ -393,7 +396,8 @@ type Store interface {
 	// SetRepairCursor records how far repair got in a space.
 	SetRepairCursor(ctx context.Context, space string, chunkID int64) error
 	// RecordRefusals records, by vector key, the texts the model of the
-	// space refused as too long for it, with the provider's reason, so
+	// space (or its service) refused for their size, with the provider's
+	// reason (which says which), so
 	// that no process sends them to it again (Refusals); a key recorded
 	// before keeps its first reason. A text that changes has another key,
 	// and another model another space, so either is tried again. A

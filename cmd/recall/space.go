@@ -19,7 +19,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	spaceName := fs.String("space", "", "repair only this vector `SPACE` (default: every space)")
 	limit := fs.Int("limit", 0, "embed at most N texts per space this run (0: all)")
 	asJSON := fs.Bool("json", false, "print one JSON object per space")
-	retry := fs.Bool("retry-refused", false, "send again the texts the model refused as too long for it (they are otherwise never sent to it again): after raising its limit")
+	retry := fs.Bool("retry-refused", false, "send again the texts refused for their size, as too long for the model or too large for its service or a proxy (they are otherwise never sent to it again): after raising the limit")
 	if err := m.parseNone(fs, args, "repair [--space NAME] [--limit N] [--retry-refused] [--json]", "use --space NAME to repair one space"); err != nil {
 		return err
 	}
@@ -85,14 +85,15 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 					plural(other, "text", "texts"), agree(other, "remains", "remain")))
 			}
 			if p.Refusals > 0 {
-				// Said apart: no retry helps these, a model with a longer
-				// window (or a larger context setting) does.
+				// Said apart: no retry helps these; a model with a longer
+				// window, a larger context setting or a higher body limit
+				// does.
 				why := ""
 				if p.TooLongReason != "" {
 					why = " (" + p.TooLongReason + ")"
 				}
-				parts = append(parts, fmt.Sprintf("the model refused %s as too long for it%s: %s without a vector and not sent to it again (--retry-refused sends %s)",
-					plural(p.Refusals, "text", "texts"), why, agree(p.Refusals, "it stays", "they stay"), agree(p.Refusals, "it", "them")))
+				parts = append(parts, fmt.Sprintf("%s refused for %s size by the model or its service%s: %s without a vector and not sent to it again (--retry-refused sends %s)",
+					plural(p.Refusals, "text", "texts"), agree(p.Refusals, "its", "their"), why, agree(p.Refusals, "it stays", "they stay"), agree(p.Refusals, "it", "them")))
 			}
 			state = strings.Join(parts, "; ")
 		}

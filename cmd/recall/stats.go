@@ -75,7 +75,10 @@ func (m *Main) cmdStats(ctx context.Context, args []string) error {
 		}
 		tooLong := ""
 		if sp.TooLong > 0 {
-			tooLong = fmt.Sprintf(" (%d refused by the model as too long for it)", sp.TooLong)
+			// JSON keeps the name too_long; the count also holds texts a
+			// service or a proxy refused as too large (413, Workers AI's
+			// 3006), which no window of the model explains.
+			tooLong = fmt.Sprintf(" (%d refused for %s size by the model or its service)", sp.TooLong, agree(sp.TooLong, "its", "their"))
 		}
 		fmt.Fprintf(w, "space %s%s: %s/%s %d-dim, %s, %d missing%s, coverage %.1f%%\n",
 			sp.Name, read, sp.Provider, sp.Model, sp.Dim, plural(sp.Vectors, "vector", "vectors"), sp.Missing, tooLong, 100*sp.Coverage)

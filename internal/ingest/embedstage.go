@@ -215,7 +215,7 @@ func (p *pipeline) keepRefusals(ctx context.Context, b *batch) {
 // refusalsErr logs a failure to record the texts the model refused as too
 // long: it costs one more call for each.
 func (p *pipeline) refusalsErr(err error) {
-	p.embedErr(fmt.Errorf("record the texts the model refused as too long: %w", err))
+	p.embedErr(fmt.Errorf("record the texts refused for their size: %w", err))
 }
 
 // markPending marks the documents holding a chunk whose key failed as

@@ -38,14 +38,15 @@ type Progress struct {
 	Missing  int    `json:"missing"`           // texts still without a vector
 	Cursor   int64  `json:"cursor"`            // chunk id the next run resumes after
 	Done     bool   `json:"done"`              // a full pass embedded every text it could
-	// TooLong counts the texts of this run the model refused as too long
-	// for it: refused now, or in an earlier run of any process (recorded
+	// TooLong counts the texts of this run refused for their size (too
+	// long for the model, or too large for its service): refused now, or in an earlier run of any process (recorded
 	// in the store, Store.RecordRefusals), and then passed without a
 	// call; TooLongReason gives the provider's words for one of them.
 	TooLong       int    `json:"too_long,omitempty"`
 	TooLongReason string `json:"too_long_reason,omitempty"`
 	// Refusals counts the space's texts left without a vector because its
-	// model refused them as too long (SpaceStats.TooLong), after the run.
+	// model or its service refused them for their size
+	// (SpaceStats.TooLong), after the run.
 	Refusals int `json:"refusals,omitempty"`
 	// Forgotten counts the refusals Options.RetryRefused forgot.
 	Forgotten int `json:"forgotten,omitempty"`

@@ -27,10 +27,12 @@ type RepairState struct {
 	Missing   int    `json:"missing"`  // chunk texts without a vector after the last page
 	LastError string `json:"last_error,omitempty"`
 	LastRun   string `json:"last_run,omitempty"` // RFC 3339, UTC
-	// TooLong counts the chunk texts the model refused as too long for it:
+	// TooLong counts the chunk texts refused for their size, as too long
+	// for the model or too large for its service (SpaceStats.TooLong):
 	// left without a vector (searchable by their words), and, recorded in
 	// the store, sent to that model again by no process (a new model
-	// tries them; `recall repair --retry-refused` sends them again);
+	// tries them; `recall repair --retry-refused` and repair_archive's
+	// retry_refused send them again);
 	// TooLongReason is the provider's word for one of them.
 	TooLong       int    `json:"too_long,omitempty"`
 	TooLongReason string `json:"too_long_reason,omitempty"`

@@ -10,7 +10,8 @@ import (
 )
 
 // RecordRefusals records the texts (by vector key) the model of space
-// refused as too long for it; a key recorded before keeps its reason.
+// (or its service) refused for their size; a key recorded before keeps its
+// reason.
 func (db *DB) RecordRefusals(ctx context.Context, space string, reasons map[string]string) error {
 	if len(reasons) == 0 {
 		return nil
