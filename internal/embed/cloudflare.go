@@ -153,7 +153,7 @@ func (cloudflareWire) decode(body []byte, _ int) ([][]float32, error) {
 		for i, e := range r.Errors {
 			msgs[i] = e.Message
 		}
-		return nil, recall.Errorf(recall.EUNAVAILABLE, "cloudflare reported failure: %q", strings.Join(msgs, "; "))
+		return nil, &reportedFailure{message: strings.Join(msgs, "; ")}
 	}
 	if r.Result == nil || r.Result.Data == nil {
 		return nil, errors.New(`no "result.data" field`)

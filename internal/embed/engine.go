@@ -465,7 +465,7 @@ func (e *engine) sendBatch(ctx context.Context, kind recall.InputKind, texts []s
 	}
 	payload := buf.Bytes()
 	for attempt := 1; ; attempt++ {
-		vecs, err := e.attempt(ctx, rt, payload, len(texts))
+		vecs, err := e.attempt(ctx, rt, payload, texts)
 		if err == nil {
 			return vecs, nil
 		}
@@ -531,8 +531,10 @@ func (e *engine) canceled(ctx context.Context) error {
 // or an error. A 404 whose body is a bare "404 page not found" (the answer
 // of Go's and Gin's routers to a path they do not serve, where a missing
 // model gets a JSON error) moves the client to e.older for its life:
-// Ollama before 0.3 has no /api/embed, only /api/embeddings.
-func (e *engine) attempt(ctx context.Context, r *route, payload []byte, n int) ([][]float32, error) {
+// Ollama before 0.3 has no /api/embed, only /api/embeddings. texts are
+// what payload holds: the service's words never quote them (withoutEcho).
+func (e *engine) attempt(ctx context.Context, r *route, payload []byte, texts []string) ([][]float32, error) {
+	n := len(texts)
 	status, header, body, err := e.exchange(ctx, r.endpoint, payload)
 	if err != nil {
 		return nil, err
@@ -542,11 +544,11 @@ func (e *engine) attempt(ctx context.Context, r *route, payload []byte, n int) (
 		return nil, errRerouted
 	}
 	if status < 200 || status > 299 {
-		return nil, e.statusError(status, header, body, n)
+		return nil, e.statusError(status, header, body, texts)
 	}
 	vecs, err := r.wire.decode(body, n)
 	if err != nil {
-		return nil, e.decodeError(err)
+		return nil, e.decodeError(err, texts)
 	}
 	if err := e.accept(vecs, n); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +20,16 @@ import (
 // Failures worth another attempt come back as *retryable, with the pause a
 // Retry-After header asks for whatever the status: a proxy's 502 or 504, or
 // a server's 500 while it restarts, may ask for one as well as a 429 or 503.
-func (e *engine) statusError(status int, header http.Header, body []byte, n int) error {
-	msg := e.providerMessage(body)
+// texts are the request's.
+func (e *engine) statusError(status int, header http.Header, body []byte, texts []string) error {
+	n := len(texts)
+	// msg is read, shown is said: a text that holds the service's words
+	// ("maximum context length", in a conversation about models) leaves
+	// them out of shown, never out of what tells a refusal's kind.
+	msg, shown := e.providerMessage(body, texts)
 	detail := strings.TrimSpace(fmt.Sprintf("HTTP %d %s", status, http.StatusText(status)))
-	if msg != "" {
-		detail += fmt.Sprintf(": %q", msg)
+	if shown != "" {
+		detail += fmt.Sprintf(": %q", shown)
 	}
 	after := retryAfter(header, time.Now())
 	switch {
@@ -173,14 +179,27 @@ func jsonScalar(raw json.RawMessage) string {
 }
 
 // decodeError explains a 2xx answer that could not be used. The body is not
-// quoted, as in providerMessage: a wrong endpoint may echo the request.
-func (e *engine) decodeError(err error) error {
+// quoted, as in providerMessage: a wrong endpoint may echo the request; nor
+// are the texts sent (texts), which a message it does quote (Workers AI's
+// errors beside success false) may hold.
+func (e *engine) decodeError(err error, texts []string) error {
+	var rf *reportedFailure
+	if errors.As(err, &rf) {
+		return recall.Errorf(recall.EUNAVAILABLE, "%s reported failure: %q", e.provider, e.excerpt([]byte(rf.message), 200, texts))
+	}
 	var re *recall.Error
 	if errors.As(err, &re) {
-		return &recall.Error{Code: re.Code, Message: e.redact(re.Message), Err: re.Err}
+		return &recall.Error{Code: re.Code, Message: withoutEcho(e.redact(re.Message), texts), Err: re.Err}
 	}
-	return recall.Errorf(recall.EUNAVAILABLE, "%s returned a malformed response (%s)", e.provider, e.redact(err.Error()))
+	return recall.Errorf(recall.EUNAVAILABLE, "%s returned a malformed response (%s)", e.provider, withoutEcho(e.redact(err.Error()), texts))
 }
+
+// reportedFailure is a 2xx answer that says the request failed (Workers
+// AI's success false), with the service's messages, which decodeError
+// excerpts as providerMessage does those of a failure status.
+type reportedFailure struct{ message string }
+
+func (r *reportedFailure) Error() string { return "reported failure: " + r.message }
 
 // providerMessage digs the human-readable error out of a failure body, in
 // the shapes the supported services use: {"error":"..."} (Ollama, TEI),
@@ -191,8 +210,11 @@ func (e *engine) decodeError(err error) error {
 // gives "", leaving the status to speak: a body is never quoted, because
 // servers echo the request in it (FastAPI's 422 lists each invalid field
 // with its "input", the very text sent for embedding), and errors reach
-// sweep.log and the server's log, which must not hold archive text.
-func (e *engine) providerMessage(body []byte) string {
+// sweep.log and the server's log, which must not hold archive text. A
+// message field may quote the input too ("invalid input: ..."): shown,
+// the message to put in errors, leaves out what it quotes of texts, the
+// request's (withoutEcho); msg keeps it, for reading the message's kind.
+func (e *engine) providerMessage(body []byte, texts []string) (msg, shown string) {
 	var m struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
@@ -203,7 +225,7 @@ func (e *engine) providerMessage(body []byte) string {
 		} `json:"errors"`
 	}
 	if len(body) == 0 || json.Unmarshal(body, &m) != nil {
-		return ""
+		return "", ""
 	}
 	var parts []string
 	var s string
@@ -227,9 +249,10 @@ func (e *engine) providerMessage(body []byte) string {
 		parts = append(parts, fmt.Sprintf("%s (code %d)", x.Message, x.Code))
 	}
 	if len(parts) == 0 {
-		return ""
+		return "", ""
 	}
-	return e.excerpt([]byte(strings.Join(parts, "; ")), 200)
+	joined := []byte(strings.Join(parts, "; "))
+	return e.excerpt(joined, 200, nil), e.excerpt(joined, 200, texts)
 }
 
 // validationMessages reads a FastAPI (Pydantic) list of validation errors
@@ -266,12 +289,14 @@ func validationMessages(detail json.RawMessage) []string {
 }
 
 // excerpt returns up to max characters from the start of b, valid UTF-8,
-// whitespace collapsed, secret removed. The secret is removed from the whole
+// whitespace collapsed, secret removed, and without what it quotes of
+// texts (withoutEcho), looked for before the cut so that a quote the cut
+// ends is found however short its part before it. The secret is removed from the whole
 // of b before anything is cut or collapsed: collapsing a run of spaces can
 // pull text from far into the body into the excerpt, so no cut made before
 // redaction is safe from leaving part of the secret behind. (b is the
 // message fields of a response body read with a size limit.)
-func (e *engine) excerpt(b []byte, max int) string {
+func (e *engine) excerpt(b []byte, max int, texts []string) string {
 	// Whitespace runs collapse to one space, so text far into the body can
 	// reach the excerpt; 64 KiB is plenty and bounds the work on a large
 	// error page. A secret the cut splits is dropped with what follows.
@@ -288,10 +313,93 @@ func (e *engine) excerpt(b []byte, max int) string {
 	}
 	s := e.redact(strings.ToValidUTF8(string(b), "\uFFFD"))
 	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) > max {
+	long := utf8.RuneCountInString(s) > max
+	s = withoutEcho(truncate(s, max+echoMin), texts)
+	if long {
 		s = truncate(s, max) + "…"
 	}
 	return s
+}
+
+// echoMin is the shortest run of bytes of a text sent that withoutEcho
+// takes for a quote of it: shorter runs are words and phrases any error
+// message may share with a text.
+const echoMin = 20
+
+// echoMark stands where withoutEcho left out a quote of a text sent.
+const echoMark = "[text sent]"
+
+// withoutEcho returns s with every run of echoMin or more bytes that one
+// of texts also holds (their whitespace collapsed, as an excerpt's is)
+// replaced by echoMark: a service that quotes the input in its message
+// ("invalid input: ...") would otherwise put archive text, memories or a
+// query into the logs and the errors shown (shared/SECURITY.md 30). A
+// quote the service changed (escaped, cased, cut into pieces shorter than
+// echoMin) is not recognised. It costs a map of s's windows and a pass
+// over the texts, on an error's path only.
+func withoutEcho(s string, texts []string) string {
+	if len(s) < echoMin || len(texts) == 0 {
+		return s
+	}
+	at := make(map[string][]int, len(s)-echoMin+1) // window -> where s has it
+	// seen has a bit for the first 4 bytes of each window (hashed): most
+	// of a text's windows are passed on a bit test, not a map lookup.
+	var seen [1 << 10]uint64
+	for i := 0; i+echoMin <= len(s); i++ {
+		w := s[i : i+echoMin]
+		at[w] = append(at[w], i)
+		h := head(w)
+		seen[h>>6] |= 1 << (h & 63)
+	}
+	var quoted []bool
+	for _, t := range texts {
+		if len(t) < echoMin {
+			continue
+		}
+		t = strings.Join(strings.Fields(t), " ")
+		for i := 0; i+echoMin <= len(t) && len(at) > 0; i++ {
+			if h := head(t[i:]); seen[h>>6]&(1<<(h&63)) == 0 {
+				continue
+			}
+			starts, ok := at[t[i:i+echoMin]]
+			if !ok {
+				continue
+			}
+			if quoted == nil {
+				quoted = make([]bool, len(s))
+			}
+			for _, j := range starts {
+				for k := j; k < j+echoMin; k++ {
+					quoted[k] = true
+				}
+			}
+			delete(at, t[i:i+echoMin])
+		}
+	}
+	if quoted == nil {
+		return s
+	}
+	// A character of which a quote holds a byte is left out whole.
+	var b strings.Builder
+	inQuote := false
+	for i := 0; i < len(s); {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		q := slices.Contains(quoted[i:i+size], true)
+		switch {
+		case q && !inQuote:
+			b.WriteString(echoMark)
+		case !q:
+			b.WriteString(s[i : i+size])
+		}
+		inQuote = q
+		i += size
+	}
+	return b.String()
+}
+
+// head hashes the first 4 bytes of w (at least 4 long) to 16 bits.
+func head(w string) uint32 {
+	return (uint32(w[0]) | uint32(w[1])<<8 | uint32(w[2])<<16 | uint32(w[3])<<24) * 2654435761 >> 16
 }
 
 // excerptScan bounds how much of a body an excerpt reads.
