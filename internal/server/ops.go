@@ -371,7 +371,7 @@ func (s *Server) repair(ctx context.Context, in RepairInput) (RepairOutput, erro
 	case p.Done:
 		var parts []string
 		if n := p.Missing - p.Refusals; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d the embedder failed on alone (tried again by the next call; see the server's log)", n))
+			parts = append(parts, fmt.Sprintf("%d the embedder failed on alone or written meanwhile (tried by the next call; see the server's log)", n))
 		}
 		if p.Refusals > 0 {
 			parts = append(parts, fmt.Sprintf("%d refused for size by the model or its service (not sent again; retry_refused sends them again, after raising the limit)", p.Refusals))
