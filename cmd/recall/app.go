@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -62,6 +63,13 @@ type Main struct {
 	closers []func() error
 	log     *slog.Logger
 
+	// synopsis is the command line of the command being run ("memory save
+	// KEY [flags] (VALUE | -)"), and helpFor what `recall help` takes for
+	// it ("memory save"): a mistake in the command line is told with them
+	// (see exit), not with the whole usage.
+	synopsis string
+	helpFor  string
+
 	// grace is how long a stopping server waits for requests in flight
 	// (0: server.DefaultGrace); tests lengthen it.
 	grace time.Duration
@@ -97,28 +105,32 @@ type command struct {
 	name    string
 	summary string
 	run     func(m *Main, ctx context.Context, args []string) error
+	// synopsis is the command line of a command with subcommands, for a
+	// mistake before the subcommand; every other command line is the one
+	// its flags are parsed with (see parse).
+	synopsis string
 }
 
 func commands() []command {
 	return []command{
-		{"sweep", "ingest a vault of conversations (only new or changed files)", (*Main).cmdSweep},
-		{"search", "search the archive (and memories)", (*Main).cmdSearch},
-		{"context", "show the chunks around a search result", (*Main).cmdContext},
-		{"stats", "show what the store holds", (*Main).cmdStats},
-		{"check", "check the whole database for damage and broken invariants", (*Main).cmdCheck},
-		{"eval", "measure retrieval quality on a query set", (*Main).cmdEval},
-		{"memory", "save, get, delete and find key-value memories", (*Main).cmdMemory},
-		{"diary", "write and read dated diary entries", (*Main).cmdDiary},
-		{"repair", "embed chunks that lack vectors (resumable)", (*Main).cmdRepair},
-		{"model", "list installed models, pull a known model", (*Main).cmdModel},
-		{"space", "list, create, use and drop vector spaces (switch models without downtime)", (*Main).cmdSpace},
-		{"serve", "serve MCP (Streamable HTTP at /mcp), the REST API and /ingest", (*Main).cmdServe},
-		{"mcp", "serve MCP over stdin/stdout for a local client", (*Main).cmdMCP},
-		{"token", "print a fresh random access token (recall token new)", (*Main).cmdToken},
-		{"export", "write every source with its chunks as JSONL", (*Main).cmdExport},
-		{"backup", "copy the database whole, vectors included, while it is in use", (*Main).cmdBackup},
-		{"import", "restore sources from an export file", (*Main).cmdImport},
-		{"version", "print the version", (*Main).cmdVersion},
+		{"sweep", "ingest a vault of conversations (only new or changed files)", (*Main).cmdSweep, ""},
+		{"search", "search the archive (and memories)", (*Main).cmdSearch, ""},
+		{"context", "show the chunks around a search result", (*Main).cmdContext, ""},
+		{"stats", "show what the store holds", (*Main).cmdStats, ""},
+		{"check", "check the whole database for damage and broken invariants", (*Main).cmdCheck, ""},
+		{"eval", "measure retrieval quality on a query set", (*Main).cmdEval, ""},
+		{"memory", "save, get, delete and find key-value memories", (*Main).cmdMemory, "memory (save | get | delete | find) [flags] [args]"},
+		{"diary", "write and read dated diary entries", (*Main).cmdDiary, "diary (write | read | recent) [flags] [args]"},
+		{"repair", "embed chunks that lack vectors (resumable)", (*Main).cmdRepair, ""},
+		{"model", "list installed models, pull a known model", (*Main).cmdModel, "model (list | pull NAME)"},
+		{"space", "list, create, use and drop vector spaces (switch models without downtime)", (*Main).cmdSpace, "space (list | create | use | drop) [flags] [NAME]"},
+		{"serve", "serve MCP (Streamable HTTP at /mcp), the REST API and /ingest", (*Main).cmdServe, ""},
+		{"mcp", "serve MCP over stdin/stdout for a local client", (*Main).cmdMCP, ""},
+		{"token", "print a fresh random access token (recall token new)", (*Main).cmdToken, ""},
+		{"export", "write every source with its chunks as JSONL", (*Main).cmdExport, ""},
+		{"backup", "copy the database whole, vectors included, while it is in use", (*Main).cmdBackup, ""},
+		{"import", "restore sources from an export file", (*Main).cmdImport, ""},
+		{"version", "print the version", (*Main).cmdVersion, ""},
 	}
 }
 
@@ -148,8 +160,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 			// `recall --json stats`: the flag is probably the command's.
 			hint = ": only the global flags go before the command, its own after it (recall <command> -h lists them)"
 		}
-		fmt.Fprintf(m.Stderr, "recall: %v%s\n", err, hint)
-		m.usage(m.Stderr) // stdout is the data channel: a mistake prints nothing there
+		fmt.Fprintf(m.Stderr, "recall: %s%s\n", flagMistake(fs, err), hint)
+		m.shortUsage() // stdout is the data channel: a mistake prints nothing there
 		return exitUsage
 	}
 	rest := fs.Args()
@@ -182,7 +194,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		// No command is a mistake, as an unknown one is: a script that
 		// lost its arguments must not pass for one that ran.
 		fmt.Fprintln(m.Stderr, "recall: no command given")
-		m.usage(m.Stderr)
+		m.shortUsage()
 		return exitUsage
 	}
 	if rest[0] == "help" {
@@ -195,12 +207,21 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	}
 	for _, c := range commands() {
 		if c.name == rest[0] {
+			m.synopsis, m.helpFor = cmp.Or(c.synopsis, c.name), c.name
 			return m.exit(c.run(m, ctx, rest[1:]))
 		}
 	}
 	fmt.Fprintf(m.Stderr, "recall: unknown command %q%s\n", rest[0], suggestCommand(rest[0]))
-	m.usage(m.Stderr)
+	m.shortUsage()
 	return exitUsage
+}
+
+// shortUsage follows a mistake made before any command: the command line's
+// shape and where the rest is, on stderr. The whole usage, 30 lines, hid
+// the one line that said what was wrong.
+func (m *Main) shortUsage() {
+	fmt.Fprintln(m.Stderr, "usage: recall [global flags] <command> [flags] [args]")
+	fmt.Fprintln(m.Stderr, "run `recall help` for the commands")
 }
 
 // suggestCommand names the command a mistyped one was probably meant to
@@ -255,12 +276,24 @@ func (m *Main) Close() error {
 	return errors.Join(errs...)
 }
 
-// usageError is a mistake in the command line: exit status 2.
-type usageError struct{ msg string }
+// usageError is a mistake in the command line, or in a setting: exit
+// status 2.
+type usageError struct {
+	msg string
+	// setting: the mistake is in a setting (the environment, the config
+	// file, or the embedder, model or database a flag names), which the
+	// command's synopsis does not show: it is not printed after it.
+	setting bool
+}
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
+
+// settingf is the usage error of a setting's bad value.
+func settingf(format string, args ...any) error {
+	return usageError{msg: fmt.Sprintf(format, args...), setting: true}
+}
 
 // inputError makes a refusal of what the command line gave a command (a
 // query, key or value that is malformed or over its limit: EINVALID,
@@ -269,6 +302,15 @@ func inputError(err error) error {
 	switch recall.ErrorCode(err) {
 	case recall.EINVALID, recall.ETOOLARGE:
 		return usagef("%s", recall.ErrorMessage(err))
+	}
+	return err
+}
+
+// settingError is inputError for a setting's value refused (see settingf).
+func settingError(err error) error {
+	switch recall.ErrorCode(err) {
+	case recall.EINVALID, recall.ETOOLARGE:
+		return settingf("%s", recall.ErrorMessage(err))
 	}
 	return err
 }
@@ -291,7 +333,12 @@ func (m *Main) exit(err error) int {
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
+		// The mistake, the command's synopsis and where its help is: the
+		// help itself is for -h (stdout, exit 0).
 		fmt.Fprintf(m.Stderr, "recall: %s\n", ue.msg)
+		if !ue.setting && m.helpFor != "" {
+			fmt.Fprintf(m.Stderr, "usage: recall %s\nrun `recall help %s` for more\n", m.synopsis, m.helpFor)
+		}
 		return exitUsage
 	}
 	if errors.Is(err, context.Canceled) {
@@ -325,6 +372,8 @@ func (m *Main) globalFlags(fs *flag.FlagSet) {
 func (m *Main) parse(fs *flag.FlagSet, args []string, usage string) ([]string, error) {
 	m.globalFlags(fs)
 	fs.SetOutput(io.Discard)
+	first, _, _ := strings.Cut(usage, "\n")
+	m.synopsis, m.helpFor = first, fs.Name()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -332,7 +381,7 @@ func (m *Main) parse(fs *flag.FlagSet, args []string, usage string) ([]string, e
 				m.subUsage(fs, usage)
 				return nil, flag.ErrHelp
 			}
-			return nil, usagef("%s: %v (see `recall %s -h`)", fs.Name(), err, fs.Name())
+			return nil, usagef("%s", flagMistake(fs, err))
 		}
 		rest := fs.Args()
 		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
@@ -360,13 +409,13 @@ func (m *Main) checkSettings() error {
 	for _, k := range slices.Sorted(maps.Keys(checkSetting)) {
 		if v := flags[k]; v != "" {
 			if err := checkSetting[k](v); err != nil {
-				return usagef("--%s: %v", k, err)
+				return settingf("--%s: %v", k, err)
 			}
 		}
 		env := "RECALL_" + strings.ToUpper(k)
 		if v := strings.TrimSpace(m.Getenv(env)); v != "" {
 			if err := checkSetting[k](v); err != nil {
-				return usagef("%s: %v", env, err)
+				return settingf("%s: %v", env, err)
 			}
 		}
 	}
@@ -385,9 +434,55 @@ func (m *Main) globalsFirst(name string, args []string) ([]string, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return []string{"-h"}, nil
 		}
-		return nil, usagef("%s: %v: only the global flags (--db, --embedder, --model, --config) go before the subcommand, its own after it (see `recall %s -h`)", name, err, name)
+		return nil, usagef("%s: only the global flags (--db, --embedder, --model, --config) go before the subcommand, its own after it", flagMistake(fs, err))
 	}
 	return fs.Args(), nil
+}
+
+// flagMistakes are the flag package's errors, which write a flag -name
+// and say "parse error" of a value without saying what it should be.
+var flagMistakes = []struct {
+	re   *regexp.Regexp
+	repl func(fs *flag.FlagSet, m []string) string
+}{
+	{regexp.MustCompile(`^flag provided but not defined: -(.*)$`), func(_ *flag.FlagSet, m []string) string {
+		return "unknown flag --" + m[1]
+	}},
+	{regexp.MustCompile(`^flag needs an argument: -(.*)$`), func(_ *flag.FlagSet, m []string) string {
+		return "--" + m[1] + " needs a value"
+	}},
+	{regexp.MustCompile(`^invalid boolean (?:value (".*") for -|flag )([^:=]*)(?:=.*)?: .*$`), func(_ *flag.FlagSet, m []string) string {
+		return "--" + m[2] + " takes no value (or =true, =false)"
+	}},
+	{regexp.MustCompile(`^invalid value (".*") for flag -([^:]*): (.*)$`), func(fs *flag.FlagSet, m []string) string {
+		why := m[3]
+		if why == "parse error" {
+			why = "not a number"
+			if f := fs.Lookup(m[2]); f != nil {
+				if g, ok := f.Value.(flag.Getter); ok {
+					switch g.Get().(type) {
+					case time.Duration:
+						why = "not a duration such as 90s, 10m or 2h"
+					case int, int64, uint, uint64:
+						why = "not a whole number"
+					}
+				}
+			}
+		}
+		return "--" + m[2] + " " + m[1] + ": " + why
+	}},
+}
+
+// flagMistake is the message of fs's error parsing its flags, written as
+// recall writes flags (--name) and saying what a value should be.
+func flagMistake(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	for _, fm := range flagMistakes {
+		if m := fm.re.FindStringSubmatch(msg); m != nil {
+			return fm.repl(fs, m)
+		}
+	}
+	return msg
 }
 
 // configFlag finds a --config given after the command (the last one, as
@@ -435,7 +530,7 @@ func noArgs(name string, pos []string, hint string) error {
 	if hint != "" {
 		hint = ": " + hint
 	}
-	return usagef("%s takes no arguments, got %q%s (see `recall %s -h`)", name, pos[0], hint, name)
+	return usagef("%s takes no arguments, got %q%s", name, pos[0], hint)
 }
 
 func (m *Main) subUsage(fs *flag.FlagSet, usage string) {
@@ -596,7 +691,7 @@ func (m *Main) open(ctx context.Context, existing bool) (recall.Store, error) {
 	var st recall.Store
 	if isPostgres(loc) {
 		if err := postgres.CheckDSN(loc); err != nil {
-			return nil, usagef("%s", recall.ErrorMessage(err)) // a mistake in --db or RECALL_DB
+			return nil, settingf("%s", recall.ErrorMessage(err)) // a mistake in --db or RECALL_DB
 		}
 		st, err = postgres.Open(ctx, loc, postgres.Options{Existing: existing, KeepSchema: m.asIs, Upgrading: func(from, to int) {
 			fmt.Fprintf(m.Stderr, "recall: upgrading %s from schema version %d to %d (older versions of recall cannot open it afterwards)\n",

@@ -29,7 +29,7 @@ import (
 func (m *Main) engine(ctx context.Context, st recall.Store, vectors vectorUse) (*search.Engine, recall.Embedder, string, error) {
 	provider := strings.ToLower(m.setting(m.g.embedder, "embedder", "builtin"))
 	model := m.setting(m.g.model, "model", "")
-	emb, err := m.makeEmbedder(provider, model)
+	emb, err := m.configuredEmbedder(provider, model)
 	unusable := "" // why the configured model cannot be used
 	if err != nil {
 		if recall.ErrorCode(err) != recall.EUNAVAILABLE {
@@ -158,7 +158,7 @@ const (
 func (m *Main) fusionSetting() (string, error) {
 	fusion := m.setting(m.fusion, "fusion", search.DefaultFusion)
 	if err := checkSetting["fusion"](fusion); err != nil {
-		return "", usagef("%v", err)
+		return "", settingf("%v", err)
 	}
 	return fusion, nil
 }
@@ -327,13 +327,28 @@ func readSpace(ctx context.Context, st recall.Store) (*recall.VectorSpace, error
 	return nil, nil
 }
 
+// configuredEmbedder is makeEmbedder for the embedder and model the
+// settings name. A model that is none (an unknown name, a folder without a
+// model's files) or a setting the provider refuses is the settings'
+// mistake, exit 2, as an unknown embedder is: `sweep --model nosuch`
+// exited 1 where `model pull nosuch` exited 2. A space's model, which
+// the database names, is made with makeEmbedder: this machine lacking it
+// is no mistake in what the command was given.
+func (m *Main) configuredEmbedder(provider, model string) (recall.Embedder, error) {
+	emb, err := m.makeEmbedder(provider, model)
+	if recall.ErrorCode(err) == recall.EINVALID {
+		return nil, settingError(err)
+	}
+	return emb, err
+}
+
 // makeEmbedder constructs the named provider. EUNAVAILABLE means recall can
 // run without it (lexical-only); other errors are configuration mistakes.
 func (m *Main) makeEmbedder(provider, model string) (recall.Embedder, error) {
 	dim := 0
 	if d := m.setting("", "dimensions", ""); d != "" {
 		if err := checkSetting["dimensions"](d); err != nil {
-			return nil, usagef("%s %v", settingName("dimensions"), err)
+			return nil, settingf("%s %v", settingName("dimensions"), err)
 		}
 		dim, _ = strconv.Atoi(d)
 	}
@@ -379,12 +394,12 @@ func (m *Main) makeEmbedderDim(provider, model string, dim int) (recall.Embedder
 			}
 		}
 		if len(missing) > 0 {
-			return nil, usagef("the cloudflare embedder needs %s", strings.Join(missing, " and "))
+			return nil, settingf("the cloudflare embedder needs %s", strings.Join(missing, " and "))
 		}
 		return embed.NewCloudflare(embed.CloudflareConfig{AccountID: acct, APIToken: tok, Model: model,
 			BaseURL: m.setting("", "cloudflare_url", ""), Dim: dim})
 	}
-	return nil, usagef("%v", checkSetting["embedder"](provider))
+	return nil, settingf("%v", checkSetting["embedder"](provider))
 }
 
 // builtinEmbedder loads the in-process encoder. A missing model is

@@ -933,8 +933,10 @@ func TestEvalResultsArePrivate(t *testing.T) {
 	}
 }
 
-// The usage text goes to stdout when asked for, and to stderr after a
-// mistake (it went to stdout, the data channel, with exit status 2).
+// The usage text goes to stdout when asked for; after a mistake, only its
+// usage line, to stderr (it went to stdout, the data channel, with exit
+// status 2, and then whole to stderr, hiding the line that said what was
+// wrong).
 func TestUsageAfterAMistakeGoesToStderr(t *testing.T) {
 	env := testEnv(t)
 	for _, tc := range []struct {
@@ -952,7 +954,7 @@ func TestUsageAfterAMistakeGoesToStderr(t *testing.T) {
 		if tc.code != exitOK {
 			usage, quiet = errs, out
 		}
-		if code != tc.code || !strings.Contains(usage, "usage: recall") || quiet != "" {
+		if code != tc.code || !strings.Contains(usage, "usage: recall") || quiet != "" || strings.Contains(usage, "commands:") != (tc.code == exitOK) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", tc.args, code, out, errs)
 		}
 	}
@@ -1261,7 +1263,7 @@ func TestSubcommandFlagsAndUsage(t *testing.T) {
 		{"space", "drop", "x", "--force"},
 		{"space", "list", "--force"},
 	} {
-		if _, errs, code := run(t, env, c...); code != exitUsage || !strings.Contains(errs, "flag provided but not defined") {
+		if _, errs, code := run(t, env, c...); code != exitUsage || !strings.Contains(errs, "unknown flag --") {
 			t.Errorf("%v: exit %d %q, want a usage error", c, code, errs)
 		}
 	}

@@ -51,7 +51,7 @@ func (m *Main) memoryOptions(ctx context.Context, st recall.Store, emb recall.Em
 	opt := memory.Options{Embedder: emb, Space: space, Dim: dim, Chunk: chunk.Options{}, Location: loc}
 	if spec := m.setting("", "categories", ""); spec != "" {
 		if opt.Categories, err = parseCategories(spec); err != nil {
-			return memory.Options{}, usagef("categories: %v", err)
+			return memory.Options{}, settingf("categories: %v", err)
 		}
 	}
 	return opt, nil
@@ -79,7 +79,7 @@ func (m *Main) location() (*time.Location, error) {
 		return time.Local, nil
 	}
 	if err := checkSetting["timezone"](tz); err != nil {
-		return nil, usagef("%v", err)
+		return nil, settingf("%v", err)
 	}
 	return time.LoadLocation(tz)
 }
@@ -117,15 +117,15 @@ func (m *Main) cmdMemory(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		return usagef("memory needs a subcommand: save, get, delete or find")
+	}
+	if args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(m.Stdout, `usage:
   recall memory save KEY [--category C] [--owner O] [--date YYYY-MM-DD] [--json] (VALUE | -)
   recall memory get KEY [--owner O] [--json]
   recall memory delete KEY --confirm [--owner O] [--json]
   recall memory find [--prefix P] [--category C] [--owner O] [--since D] [--until D] [--limit N] [--cursor C] [--json]`)
-		if len(args) == 0 {
-			return usagef("memory needs a subcommand")
-		}
 		return nil
 	}
 	sub, args := args[0], args[1:]
@@ -262,14 +262,14 @@ func (m *Main) cmdDiary(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		return usagef("diary needs a subcommand: write, read or recent")
+	}
+	if args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(m.Stdout, `usage:
   recall diary write [--date YYYY-MM-DD] [--replace] [--owner O] [--json] (TEXT | -)
   recall diary read DATE [--owner O] [--json]
   recall diary recent [--days N] [--owner O] [--json]`)
-		if len(args) == 0 {
-			return usagef("diary needs a subcommand")
-		}
 		return nil
 	}
 	sub, args := args[0], args[1:]

@@ -24,17 +24,17 @@ func (m *Main) cmdModel(ctx context.Context, args []string) error {
   recall model list              models installed in the models directory
   recall model pull NAME         download a known model from Hugging Face (resumable, checked)
 known models: ` + knownModels()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		return usagef("model needs a subcommand: list or pull")
+	}
+	if args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(m.Stdout, usage)
-		if len(args) == 0 {
-			return usagef("model needs a subcommand")
-		}
 		return nil
 	}
 	sub, args := args[0], args[1:]
 	line := map[string]string{"list": "model list", "pull": "model pull NAME   (known: " + knownModels() + ")"}[sub]
 	if line == "" {
-		return usagef("unknown model subcommand %q\n%s", sub, usage)
+		return usagef("unknown model subcommand %q: use list or pull", sub)
 	}
 	fs := flag.NewFlagSet("model "+sub, flag.ContinueOnError)
 	pos, err := m.parse(fs, args, line)

@@ -36,7 +36,7 @@ func wantsRemote(args []string) bool {
 // sweepRemote sweeps a local vault into a recall server through /ingest:
 // `recall sweep DIR --remote URL`, with the token from RECALL_TOKEN.
 func (m *Main) sweepRemote(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("sweep --remote URL", flag.ContinueOnError)
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	url := fs.String("remote", "", "send the vault to the recall server at `URL` (token from RECALL_TOKEN)")
 	full := fs.Bool("full", false, "send every file, even those the server already confirmed")
 	prune := fs.Bool("prune", false, "remove from the server the sources of files gone from the vault")

@@ -82,7 +82,7 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 		}
 	}
 	if err := m.serverTokens(&opt); err != nil {
-		return inputError(err)
+		return settingError(err)
 	}
 	// A mistake in the tokens or origins is the configuration's (exit 2),
 	// found before the database is opened, which would create or upgrade it.

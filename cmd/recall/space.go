@@ -122,16 +122,16 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 	for _, sub := range []string{"list", "create", "use", "drop"} {
 		usage += "\n  recall " + spaceUsage[sub]
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		return usagef("space needs a subcommand: list, create, use or drop")
+	}
+	if args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(m.Stdout, usage)
-		if len(args) == 0 {
-			return usagef("space needs a subcommand")
-		}
 		return nil
 	}
 	sub, args := args[0], args[1:]
 	if spaceUsage[sub] == "" {
-		return usagef("unknown space subcommand %q\n%s", sub, usage)
+		return usagef("unknown space subcommand %q: use list, create, use or drop", sub)
 	}
 	// Each subcommand takes only the flags it uses.
 	fs := flag.NewFlagSet("space "+sub, flag.ContinueOnError)
@@ -151,7 +151,7 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 	if sub == "list" {
 		err = noArgs(fs.Name(), pos, "")
 	} else if len(pos) != 1 {
-		err = usagef("space %s takes one space NAME (got %d arguments)\nusage: recall %s", sub, len(pos), spaceUsage[sub])
+		err = usagef("space %s takes one space NAME (got %d arguments)", sub, len(pos))
 	}
 	if err != nil {
 		return err
@@ -204,7 +204,7 @@ func (m *Main) spaceCreate(ctx context.Context, st recall.Store, name string, fo
 	if m.g.embedder == "" || strings.EqualFold(m.g.embedder, "none") {
 		return usagef("space create needs --embedder (builtin, ollama, openai or cloudflare)")
 	}
-	emb, err := m.makeEmbedder(strings.ToLower(m.g.embedder), m.g.model)
+	emb, err := m.configuredEmbedder(strings.ToLower(m.g.embedder), m.g.model)
 	if err != nil {
 		return err
 	}

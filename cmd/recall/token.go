@@ -14,8 +14,13 @@ func (m *Main) cmdToken(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || pos[0] != "new" {
-		return usagef("usage: recall token new   (prints a fresh random token for RECALL_TOKEN or a tokens file line)")
+	switch {
+	case len(pos) == 0:
+		return usagef("token needs a subcommand: new (prints a fresh random token for RECALL_TOKEN or a tokens file line)")
+	case pos[0] != "new":
+		return usagef("unknown token subcommand %q: use new", pos[0])
+	case len(pos) > 1:
+		return noArgs("token new", pos[1:], "")
 	}
 	tok, err := server.NewToken()
 	if err != nil {

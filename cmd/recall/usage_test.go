@@ -591,7 +591,7 @@ func TestSweepOfAMissingFolderOrAFile(t *testing.T) {
 }
 
 // A mistyped command names the one probably meant, and a command's flag
-// given before the command says where it goes; the usage still follows,
+// given before the command says where it goes; the usage line follows,
 // on stderr.
 func TestMistakesBeforeTheCommandSayWhatWasMeant(t *testing.T) {
 	env := testEnv(t)
@@ -600,7 +600,7 @@ func TestMistakesBeforeTheCommandSayWhatWasMeant(t *testing.T) {
 		{"stat", `recall: unknown command "stat" (did you mean stats?)` + "\n"},
 		{"ingest dir", `recall: unknown command "ingest" (did you mean sweep?)` + "\n"},
 		{"bogus", `recall: unknown command "bogus"` + "\n"},
-		{"--json stats", "recall: flag provided but not defined: -json: only the global flags go before the command, its own after it (recall <command> -h lists them)\n"},
+		{"--json stats", "recall: unknown flag --json: only the global flags go before the command, its own after it (recall <command> -h lists them)\n"},
 	} {
 		out, errs, code := run(t, env, strings.Fields(c.args)...)
 		if code != exitUsage || out != "" || !strings.HasPrefix(errs, c.want) || !strings.Contains(errs, "usage: recall") {
