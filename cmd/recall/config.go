@@ -52,7 +52,11 @@ func (m *Main) loadConfig() (config, error) {
 		return config{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // "config: open PATH: …" said the system call
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	defer f.Close()
 	dir, err := filepath.Abs(filepath.Dir(path))

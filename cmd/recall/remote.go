@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -87,20 +86,9 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 		sum := sha256.Sum256([]byte(strings.TrimRight(*url, "/") + "\x00" + abs))
 		opt.Manifest = filepath.Join(dir, "remote", hex.EncodeToString(sum[:8])+".json")
 	}
-	lp := *logPath
-	if lp == "" {
-		dir, err := m.stateDir()
-		if err != nil {
-			return err
-		}
-		lp = filepath.Join(dir, "sweep.log")
-	}
-	if err := os.MkdirAll(filepath.Dir(lp), 0o700); err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(lp, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	logf, err := m.openSweepLog(*logPath)
 	if err != nil {
-		return fmt.Errorf("open sweep log: %w", err)
+		return err
 	}
 	defer logf.Close()
 	opt.Failures = lockedWriter{&sync.Mutex{}, logf}
@@ -144,7 +132,7 @@ func (m *Main) sweepRemote(ctx context.Context, args []string) error {
 		}
 		printLinks(m.Stdout, res.Links)
 		if res.FilesFailed > 0 {
-			fmt.Fprintf(m.Stdout, "failures are listed in %s; they are sent again on the next run\n", lp)
+			fmt.Fprintf(m.Stdout, "failures are listed in %s; they are sent again on the next run\n", logf.Name())
 		}
 	}
 	if res.FilesFailed > 0 {

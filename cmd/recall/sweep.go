@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -322,16 +323,27 @@ func (m *Main) openSweepLog(path string) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("open sweep log: %w", err)
-		}
 		path = filepath.Join(dir, "sweep.log")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, sweepLogError(path, err)
+		}
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open sweep log: %w", err)
+		return nil, sweepLogError(path, err)
 	}
 	return f, nil
+}
+
+// sweepLogError says that the failure log at path cannot be written, naming
+// it once ("open sweep log: open sweep.log: permission denied" said the
+// step, then the system call) and how to put it elsewhere.
+func sweepLogError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("cannot write the sweep's failure log %s: %w (--log FILE puts it elsewhere)", path, err)
 }
 
 // dryRunStore opens the database for a dry run, which leaves no trace:

@@ -504,6 +504,21 @@ type batch struct {
 	size    int
 	reused  []string          // see parsed.reused and revive
 	refused map[string]string // see parsed.refused
+	names   []string          // the files it holds pieces of, each once, as the sweep names them
+}
+
+// what names the files batch b stores, for an error: "notes/a.md", or
+// "notes/a.md and 3 other files".
+func (b *batch) what() string {
+	switch len(b.names) {
+	case 0:
+		return "the sweep's changes"
+	case 1:
+		return b.names[0]
+	case 2:
+		return b.names[0] + " and 1 other file"
+	}
+	return fmt.Sprintf("%s and %d other files", b.names[0], len(b.names)-1)
 }
 
 // tally is what a file adds to the result once its last piece commits.
@@ -696,6 +711,9 @@ func (p *pipeline) gather(b *batch, pr *parsed, partial map[string]*tally) bool 
 		b.files = append(b.files, *t)
 	}
 	b.pieces++
+	if n := len(b.names); n == 0 || b.names[n-1] != pr.f.rel { // a file's pieces come together
+		b.names = append(b.names, pr.f.rel)
+	}
 	b.docs = append(b.docs, docs...)
 	b.vecs = append(b.vecs, pr.vecs...)
 	b.reused = append(b.reused, pr.reused...)
@@ -751,7 +769,10 @@ func (p *pipeline) store(ctx context.Context, b *batch) error {
 	p.revive(ctx, b)
 	if len(b.docs) > 0 || len(b.vecs) > 0 || len(b.stale) > 0 {
 		if _, err := p.w.Write(ctx, b.docs, b.vecs, b.stale...); err != nil {
-			return fmt.Errorf("write: %w", err)
+			// Said in the user's terms: what could not be stored, then why
+			// ("write: the database file may not be written" named only
+			// the step).
+			return fmt.Errorf("storing %s: %w", b.what(), err)
 		}
 	}
 	p.forget(b.vecs)

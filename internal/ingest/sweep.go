@@ -380,12 +380,12 @@ func Sweep(ctx context.Context, st recall.Store, w Writer, root string, opt Opti
 	})
 	if err == nil && opt.Prune && !opt.DryRun && len(gone) > 0 {
 		if _, _, derr := w.Delete(dctx, gone...); derr != nil {
-			err = fmt.Errorf("prune: %w", derr)
+			err = fmt.Errorf("removing the sources of %s gone from the vault: %w", plural(res.FilesRemoved, "file", "files"), derr)
 		}
 	}
 	if err == nil && !opt.DryRun && len(goneEmpty) > 0 {
 		if _, _, derr := w.Delete(dctx, goneEmpty...); derr != nil {
-			err = fmt.Errorf("forget files gone that held no conversation: %w", derr)
+			err = fmt.Errorf("forgetting the files gone from the vault that held no conversation: %w", derr)
 		}
 	}
 	if err == nil {

@@ -58,6 +58,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -262,8 +263,41 @@ func connectErr(ctx context.Context, where string, err error, dsn, password stri
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("open postgres %s: %w", where, cerr)
 	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// pgx's message is a chain over several lines, one per address
+		// tried ("failed to connect to `user=u database=x`:\n\t127.0.0.1:1
+		// (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect:
+		// connection refused", twice for localhost): the reasons it ends
+		// in say what is wrong, each once.
+		var why []string
+		for _, r := range causes(err, nil) {
+			if r = redact(r, dsn, password); !slices.Contains(why, r) {
+				why = append(why, r)
+			}
+		}
+		return recall.WrapError(recall.EUNAVAILABLE, errors.New(strings.Join(why, "; ")), "cannot connect to PostgreSQL at %s", where)
+	}
 	msg := redact(err.Error(), dsn, password)
 	return recall.WrapError(recall.EUNAVAILABLE, errors.New(msg), "open postgres %s", where)
+}
+
+// causes appends the messages of the errors err's chain ends in (those
+// that wrap none): "connection refused", not the dial, the address and
+// the call above it.
+func causes(err error, out []string) []string {
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = causes(e, out)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			return causes(e, out)
+		}
+	}
+	return append(out, err.Error())
 }
 
 // ambiguous reports a URL DSN with more than one @: parsers split it at

@@ -51,7 +51,16 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	// VACUUM INTO writes into a file that does not exist or is empty.
 	f, release, err := lockfile.CreateTemp(filepath.Dir(abs), filepath.Base(abs), partialSuffix)
 	if err != nil {
-		return fmt.Errorf("back up to %s: %w", path, err)
+		// Not the hidden file's name, which the user never gave: the
+		// folder, and why it cannot be written in.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("back up to %s: the folder %s does not exist (create it first)", path, filepath.Dir(path))
+		}
+		return fmt.Errorf("back up to %s: cannot write in %s: %w", path, filepath.Dir(path), err)
 	}
 	tmp := f.Name()
 	f.Close()
