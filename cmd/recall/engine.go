@@ -342,17 +342,56 @@ func (m *Main) configuredEmbedder(provider, model string) (recall.Embedder, erro
 	return emb, err
 }
 
+// checkModel refuses a setting that names no embedder or model (exit 2,
+// as configuredEmbedder does) before the command opens the database:
+// `sweep --model nosuch` created an empty database file, or upgraded an
+// older one, and then said the model was unknown. The built-in model is
+// found, not loaded (seconds; the engine loads it); a remote one is made,
+// not reached. One that is unavailable (not installed, not answering)
+// passes: the engine runs without it and says so.
+func (m *Main) checkModel() error {
+	provider := strings.ToLower(m.setting(m.g.embedder, "embedder", "builtin"))
+	model := m.setting(m.g.model, "model", "")
+	var err error
+	if provider == "builtin" {
+		if _, err = m.dimensions(); err == nil {
+			_, _, err = m.resolveBuiltin(model)
+		}
+	} else {
+		_, err = m.makeEmbedder(provider, model)
+	}
+	var ue usageError
+	switch {
+	case recall.ErrorCode(err) == recall.EINVALID:
+		return settingError(err)
+	case errors.As(err, &ue):
+		return err
+	}
+	return nil
+}
+
 // makeEmbedder constructs the named provider. EUNAVAILABLE means recall can
 // run without it (lexical-only); other errors are configuration mistakes.
 func (m *Main) makeEmbedder(provider, model string) (recall.Embedder, error) {
-	dim := 0
-	if d := m.setting("", "dimensions", ""); d != "" {
-		if err := checkSetting["dimensions"](d); err != nil {
-			return nil, settingf("%s %v", settingName("dimensions"), err)
-		}
-		dim, _ = strconv.Atoi(d)
+	dim, err := m.dimensions()
+	if err != nil {
+		return nil, err
 	}
 	return m.makeEmbedderDim(provider, model, dim)
+}
+
+// dimensions is the dimensions setting: the size of the vectors to ask a
+// remote model for (0: its own).
+func (m *Main) dimensions() (int, error) {
+	d := m.setting("", "dimensions", "")
+	if d == "" {
+		return 0, nil
+	}
+	if err := checkSetting["dimensions"](d); err != nil {
+		return 0, settingf("%s %v", settingName("dimensions"), err)
+	}
+	dim, _ := strconv.Atoi(d)
+	return dim, nil
 }
 
 // makeEmbedderDim is makeEmbedder asking the model for vectors of dim
@@ -408,6 +447,16 @@ func (m *Main) makeEmbedderDim(provider, model string, dim int) (recall.Embedder
 // directory (no home directory to find it in, as for a system service),
 // since a database given by --db or RECALL_DB needs none.
 func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
+	dir, name, err := m.resolveBuiltin(model)
+	if err != nil {
+		return nil, err
+	}
+	return encoder.Load(dir, encoder.Options{Name: name})
+}
+
+// resolveBuiltin finds the built-in model's folder and name, as
+// builtinEmbedder loads it, without loading it.
+func (m *Main) resolveBuiltin(model string) (dir, name string, err error) {
 	modelsDir, dirErr := m.modelsDir()
 	// Python's directories are looked through only when the model is not
 	// in the models directory (or a folder named by path): that is where
@@ -417,22 +466,22 @@ func (m *Main) builtinEmbedder(model string) (recall.Embedder, error) {
 		dir, fromDir, err = hub.Resolve(model, modelsDir, hub.PackageDirs(m.sitePackages()))
 	}
 	if dirErr != nil && recall.ErrorCode(err) == recall.EUNAVAILABLE {
-		return nil, recall.Errorf(recall.EUNAVAILABLE, "the built-in model is unavailable: %v", dirErr)
+		return "", "", recall.Errorf(recall.EUNAVAILABLE, "the built-in model is unavailable: %v", dirErr)
 	}
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	name := model
+	name = model
 	if name == "" {
 		name = hub.DefaultModel
 	}
 	if fromDir { // a directory, however it was written: name the model by its files
 		if name, err = hub.Identify(dir); err != nil {
-			return nil, err
+			return "", "", err
 		}
 		m.dirModel = filepath.Base(filepath.Clean(dir)) // the name earlier versions gave it
 	}
-	return encoder.Load(dir, encoder.Options{Name: name})
+	return dir, name, nil
 }
 
 // modelsDir is where built-in models are kept (RECALL_MODELS_DIR, config
@@ -471,6 +520,13 @@ func spaceName(info recall.EmbedderInfo) string {
 	return r.Replace(info.Provider + "-" + info.Model)
 }
 
+// vectorSizeError is the failure of a model asked for the size of its
+// vectors (embed.Dim), to make its space: said as what could not be done
+// and with which model, not the step ("probe ollama/m: …").
+func vectorSizeError(info recall.EmbedderInfo, err error) error {
+	return fmt.Errorf("cannot use %s/%s (asked for the size of its vectors): %w", info.Provider, info.Model, err)
+}
+
 // errUnprobed: there is no space for the embedder yet, and it could not be
 // reached to learn the size of its vectors.
 var errUnprobed = errors.New("no vector size")
@@ -505,7 +561,7 @@ func (m *Main) ensureSpace(ctx context.Context, st recall.Store, emb recall.Embe
 		return "", fmt.Errorf("%w: %w", errUnprobed, err)
 	}
 	if err != nil {
-		return "", fmt.Errorf("probe %s/%s for its dimension: %w", info.Provider, info.Model, err)
+		return "", vectorSizeError(info, err)
 	}
 	info = emb.Info()
 	s, err := st.CreateSpace(ctx, recall.VectorSpace{Name: spaceName(info), Provider: info.Provider,

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -30,13 +32,11 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	if err := m.checkSearchFlags("--k", *k, *perSource, *mode, recall.Filter{}); err != nil {
 		return err
 	}
-	f, err := os.Open(*queries)
+	qs, err := readQueries(*queries)
 	if err != nil {
 		return err
 	}
-	qs, err := quality.Load(f)
-	f.Close()
-	if err != nil {
+	if err := m.checkModel(); err != nil {
 		return err
 	}
 	st, err := m.openReading(ctx)
@@ -99,4 +99,33 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 	rep.Write(m.Stdout)
 	fmt.Fprintf(m.Stderr, "per-query outcomes: %s\n", outPath)
 	return nil
+}
+
+// readQueries reads eval's query set. A file that cannot be read is said
+// as the queries file, once: "read /tmp: is a directory" did not say
+// which file that was, nor "open F: no such file or directory" what for.
+func readQueries(path string) ([]quality.Query, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, queriesError(path, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("the queries file %s is a folder: --queries takes a FILE.jsonl", path)
+	}
+	qs, err := quality.Load(f)
+	if err != nil {
+		return nil, queriesError(path, err)
+	}
+	return qs, nil
+}
+
+// queriesError is err of reading the queries file path, without the
+// system call's chain; one of a line of the file names the line already.
+func queriesError(path string, err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	return fmt.Errorf("cannot read the queries file %s: %w", path, pe.Err)
 }

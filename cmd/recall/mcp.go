@@ -26,6 +26,9 @@ func (m *Main) cmdMCP(ctx context.Context, args []string) error {
 		fmt.Fprintln(m.Stderr, "recall: mcp serves MCP over stdin/stdout to a client that starts it (Claude Desktop, Claude Code, Cursor): "+
 			"waiting for JSON-RPC messages on stdin; Ctrl-C or Ctrl-D to stop (`recall serve` serves over HTTP)")
 	}
+	if err := m.checkModel(); err != nil {
+		return err
+	}
 	audit, err := m.openAudit("")
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ import (
 // database if needed, m.openReading for one that only reads, else
 // m.openExisting.
 func (m *Main) memoryService(ctx context.Context, open func(context.Context) (recall.Store, error)) (*memory.Service, error) {
+	if err := m.checkModel(); err != nil {
+		return nil, err
+	}
 	st, err := open(ctx)
 	if err != nil {
 		return nil, err

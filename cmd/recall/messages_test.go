@@ -1,7 +1,12 @@
 package main
 
 import (
+	"errors"
+	"maps"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -36,6 +41,55 @@ func TestFailuresNameWhatTheUserGave(t *testing.T) {
 		out, errs, code := run(t, env, c.args...)
 		if code != c.code || out != "" || errs != c.errs {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errs, c.code, c.errs)
+		}
+	}
+}
+
+// A model's failure and a queries file that cannot be read are said in
+// the user's terms: repair said "embed: ollama failed …", space create
+// "probe ollama/m: …" (and left an empty database behind), and eval
+// --queries DIR "read DIR: is a directory".
+func TestModelAndQueryFailuresSayWhatFailed(t *testing.T) {
+	var down atomic.Bool
+	srv := fakeOllama(t, &down)
+	env := testEnv(t)
+	env["RECALL_EMBEDDER"], env["RECALL_MODEL"], env["RECALL_OLLAMA_URL"] = "ollama", "model-a", srv.URL
+
+	// The service does not know the model: nothing is made.
+	_, errs, code := run(t, env, "--embedder", "ollama", "--model", "nosuch", "space", "create", "b")
+	if want := `recall: cannot use ollama/nosuch (asked for the size of its vectors): ollama does not know the model "nosuch"`; code != exitFailure ||
+		!strings.HasPrefix(errs, want) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("space create: exit %d, stderr %q; want exit 1 and %q", code, errs, want)
+	}
+	if _, err := os.Stat(env["RECALL_DB"]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("space create of a model the service does not know made the database (%v)", err)
+	}
+
+	if _, errs, code := run(t, env, "--embedder", "ollama", "--model", "model-a", "space", "create", "a"); code != 0 {
+		t.Fatal(errs)
+	}
+	noModel := map[string]string{}
+	maps.Copy(noModel, env)
+	noModel["RECALL_EMBEDDER"] = "none"
+	if _, errs, code := run(t, noModel, "sweep", sampleVault); code != 0 {
+		t.Fatal(errs)
+	}
+	down.Store(true)
+	_, errs, code = run(t, env, "repair")
+	if want := "recall: repair of space a stopped (the next run resumes at chunk 0): ollama/model-a could not embed the texts: ollama failed (HTTP 500"; code != exitFailure ||
+		!strings.HasPrefix(errs, want) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("repair: exit %d, stderr %q; want exit 1 and %q", code, errs, want)
+	}
+
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no", "queries.jsonl")
+	for _, c := range []struct{ queries, errs string }{
+		{dir, "recall: the queries file " + dir + " is a folder: --queries takes a FILE.jsonl\n"},
+		{missing, "recall: cannot read the queries file " + missing + ": no such file or directory\n"},
+	} {
+		out, errs, code := run(t, env, "eval", "--queries", c.queries)
+		if code != exitFailure || out != "" || errs != c.errs {
+			t.Errorf("eval --queries %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.queries, code, out, errs, c.errs)
 		}
 	}
 }

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A mistake in how a command was called exits 2 and says, on stderr, the
@@ -74,6 +79,10 @@ func TestMistakesSayTheErrorAndTheSynopsis(t *testing.T) {
 		{"memory save --embedder builtin --model nosuch k v", `unknown model "nosuch"`, "", ""},
 		{"sweep --embedder builtin --model ./no/such/dir " + sampleVault, "model directory ./no/such/dir does not exist", "", ""},
 		{"space create s --embedder builtin --model nosuch", `unknown model "nosuch"`, "", ""},
+		{"serve --cors-origin *", `CORS origin "*" must be a full origin`, "", ""},
+		{"serve --cors-origin https://app.example", "--cors-origin https://app.example lets that site's pages call this server", "", ""},
+		{"serve --allow-path-token", "--allow-path-token accepts a token in the path, and no token is configured", "", ""},
+		{"serve --addr 0.0.0.0:0", "refusing to listen on 0.0.0.0:0 with no token configured", "", ""},
 	} {
 		out, errs, code := run(t, env, strings.Fields(c.args)...)
 		first, rest, _ := strings.Cut(errs, "\n")
@@ -113,6 +122,52 @@ func TestFailuresExitOneWithoutTheSynopsis(t *testing.T) {
 		if code != exitFailure || out != "" || !strings.HasPrefix(errs, "recall: ") || !strings.Contains(errs, c.err) ||
 			strings.Count(errs, "\n") != 1 {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and one line saying %q", c.args, code, out, errs, c.err)
+		}
+	}
+}
+
+// A setting that names no model is refused before the database is
+// opened: `sweep --model nosuch` exited 2 but left an empty database
+// file behind (or upgraded an older one), as did memory save, diary
+// write, space create, import, serve and mcp; search said there was no
+// database (exit 1) rather than what was wrong.
+func TestAMistakenModelLeavesNoDatabase(t *testing.T) {
+	dir := t.TempDir()
+	export, queries := filepath.Join(dir, "export.jsonl"), filepath.Join(dir, "queries.jsonl")
+	for name, text := range map[string]string{export: `{"end":{"sources":0}}`, queries: `{"query": "q", "expect": [{"source": "a.md"}]}`} {
+		if err := os.WriteFile(name, []byte(text+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range []string{
+		"sweep " + sampleVault,
+		"search q",
+		"context a.md 0",
+		"memory save k v",
+		"diary write v",
+		"space create s",
+		"import " + export,
+		"serve --addr 127.0.0.1:0",
+		"mcp",
+		"eval --queries " + queries,
+		"repair",
+	} {
+		for _, model := range []string{"nosuch", "./no/such/dir"} {
+			env := testEnv(t)
+			env["RECALL_MODELS_DIR"] = t.TempDir()
+			a := append([]string{"--embedder", "builtin", "--model", model}, strings.Fields(args)...)
+			// A command that took the model would run: serve and mcp
+			// until stopped.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			out, errs, code := runCtx(t, ctx, env, a...)
+			cancel()
+			if code != exitUsage || out != "" || strings.Count(errs, "\n") != 1 ||
+				!(strings.Contains(errs, `unknown model "nosuch"`) || strings.Contains(errs, "model directory ./no/such/dir does not exist")) {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and the model's one line", a, code, out, errs)
+			}
+			if _, err := os.Stat(env["RECALL_DB"]); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%q: the database %s was made (%v)", a, env["RECALL_DB"], err)
+			}
 		}
 	}
 }

@@ -113,6 +113,9 @@ func (m *Main) cmdSearch(ctx context.Context, args []string) error {
 			return inputError(err)
 		}
 	}
+	if err := m.checkModel(); err != nil {
+		return err
+	}
 	st, err := m.openReading(ctx)
 	if err != nil {
 		return err
@@ -314,6 +317,9 @@ func (m *Main) cmdContext(ctx context.Context, args []string) error {
 	case "", recall.KindArchive, recall.KindMemory, recall.KindDiary:
 	default:
 		return usagef("--kind must be archive, memory or diary")
+	}
+	if err := m.checkModel(); err != nil {
+		return err
 	}
 	st, err := m.openReading(ctx)
 	if err != nil {

@@ -84,10 +84,14 @@ func (m *Main) cmdServe(ctx context.Context, args []string) error {
 	if err := m.serverTokens(&opt); err != nil {
 		return settingError(err)
 	}
-	// A mistake in the tokens or origins is the configuration's (exit 2),
-	// found before the database is opened, which would create or upgrade it.
+	// A mistake in the tokens or origins is the configuration's (exit 2,
+	// told in its one line), found before the database is opened, which
+	// would create or upgrade it; so is a model that is none.
 	if err := server.CheckAccess(opt, *addr); err != nil {
-		return inputError(err)
+		return settingError(err)
+	}
+	if err := m.checkModel(); err != nil {
+		return err
 	}
 	if len(vaults) > 0 {
 		opt.Vaults, opt.SweepEvery = vaults, *sweepEvery

@@ -26,6 +26,9 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 	if *limit < 0 { // Run would embed nothing and call that stopping at the limit
 		return usagef("--limit must be 0 (all) or more, got %d", *limit)
 	}
+	if err := m.checkModel(); err != nil {
+		return err
+	}
 	st, err := m.openExisting(ctx)
 	if err != nil {
 		return err
@@ -67,7 +70,7 @@ func (m *Main) cmdRepair(ctx context.Context, args []string) error {
 			fmt.Fprint(m.Stderr, "\r\033[K")
 		}
 		if err != nil {
-			return fmt.Errorf("repair %s (resumes at chunk %d next run): %w", sp.Name, p.Cursor, err)
+			return fmt.Errorf("repair of space %s stopped (the next run resumes at chunk %d): %w", sp.Name, p.Cursor, err)
 		}
 		if *asJSON {
 			json.NewEncoder(m.Stdout).Encode(p)
@@ -156,19 +159,16 @@ func (m *Main) cmdSpace(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	open := m.openExisting // a space is made in a database, new or not, but used in one that is there
 	if sub == "create" {
-		open = m.openStore
+		return m.spaceCreate(ctx, pos[0], *force)
 	}
-	st, err := open(ctx)
+	st, err := m.openExisting(ctx) // a space is made in a database, new or not, but used in one that is there
 	if err != nil {
 		return err
 	}
 	switch sub {
 	case "list":
 		return m.spaceList(ctx, st, *asJSON)
-	case "create":
-		return m.spaceCreate(ctx, st, pos[0], *force)
 	case "use":
 		return m.spaceUse(ctx, st, pos[0], *force)
 	}
@@ -200,7 +200,10 @@ func (m *Main) spaceList(ctx context.Context, st recall.Store, asJSON bool) erro
 	return nil
 }
 
-func (m *Main) spaceCreate(ctx context.Context, st recall.Store, name string, force bool) error {
+// spaceCreate makes the space in the database, creating it if needed,
+// once the model is made and has told its vector size: a model that is
+// none or cannot be reached leaves no empty database behind.
+func (m *Main) spaceCreate(ctx context.Context, name string, force bool) error {
 	if m.g.embedder == "" || strings.EqualFold(m.g.embedder, "none") {
 		return usagef("space create needs --embedder (builtin, ollama, openai or cloudflare)")
 	}
@@ -211,7 +214,11 @@ func (m *Main) spaceCreate(ctx context.Context, st recall.Store, name string, fo
 	info := emb.Info()
 	dim, err := embed.Dim(ctx, emb)
 	if err != nil {
-		return fmt.Errorf("probe %s/%s: %w", info.Provider, info.Model, err)
+		return vectorSizeError(info, err)
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
 	}
 	if !force {
 		// A second space of one model and size holds the same vectors:

@@ -386,6 +386,9 @@ func (m *Main) cmdImport(ctx context.Context, args []string) (err error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
+	if err := m.checkModel(); err != nil {
+		return err
+	}
 	st, err := m.openStore(ctx)
 	if err != nil {
 		return err

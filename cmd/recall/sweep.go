@@ -88,6 +88,9 @@ func (m *Main) cmdSweep(ctx context.Context, args []string) error {
 		}
 		w = st
 	} else {
+		if err := m.checkModel(); err != nil {
+			return err
+		}
 		if st, err = m.openStore(ctx); err != nil {
 			return err
 		}

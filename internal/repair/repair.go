@@ -109,7 +109,7 @@ func Run(ctx context.Context, st recall.Store, w VectorWriter, space string, emb
 			part := page[i:min(i+opt.Batch, len(page))]
 			out, refused, rerr, err := embedPart(ctx, emb, sp, part, known, refusals, &p)
 			if err != nil {
-				return p, fmt.Errorf("embed: %w", err)
+				return p, fmt.Errorf("%s/%s could not embed the texts: %w", sp.Provider, sp.Model, err)
 			}
 			if rerr != nil {
 				return p, rerr
