@@ -2,6 +2,17 @@
 
 #include "textflag.h"
 
+// STORE_SUM_Y0 adds the eight 32-bit lanes of Y0 and stores the sum at
+// (R8), the vector's place in out.
+#define STORE_SUM_Y0 \
+	VEXTRACTI128 $1, Y0, X1 \
+	VPADDD       X1, X0, X0 \
+	VPSHUFD      $0x4e, X0, X1 \
+	VPADDD       X1, X0, X0 \
+	VPSHUFD      $0xb1, X0, X1 \
+	VPADDD       X1, X0, X0 \
+	VMOVD        X0, (R8)
+
 // func dotDigitsAVX2(q *int16, plane *byte, stride, n int, out *int32)
 TEXT ·dotDigitsAVX2(SB), NOSPLIT, $0-40
 	MOVQ q+0(FP), SI
@@ -66,13 +77,7 @@ reduce:
 	VPADDD       Y1, Y0, Y0
 	VPADDD       Y3, Y2, Y2
 	VPADDD       Y2, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (R8)
+	STORE_SUM_Y0
 	ADDQ         $4, R8
 	DECQ         DX
 	JMP          vector
@@ -120,13 +125,7 @@ vnniChunk:
 	VPADDD        Z1, Z0, Z0
 	VEXTRACTI64X4 $1, Z0, Y1
 	VPADDD        Y1, Y0, Y0
-	VEXTRACTI128  $1, Y0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDD        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VPADDD        X1, X0, X0
-	VMOVD         X0, (R8)
+	STORE_SUM_Y0
 	ADDQ          $4, R8
 	ADDQ          CX, DI
 	DECQ          DX
@@ -188,13 +187,7 @@ b8Chunk:
 	CMPQ       R9, CX
 	JLT        b8Chunk
 
-	VEXTRACTI128 $1, Y0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VPADDD       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VPADDD       X1, X0, X0
-	VMOVD        X0, (R8)
+	STORE_SUM_Y0
 	ADDQ         $4, R8
 	ADDQ         CX, DI
 	DECQ         DX
