@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -579,12 +581,12 @@ func (e *engine) exchange(ctx context.Context, endpoint string, payload []byte) 
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return 0, nil, nil, e.transportError(ctx, rctx, err)
+		return 0, nil, nil, e.transportError(ctx, rctx, endpoint, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if err != nil {
-		return 0, nil, nil, e.transportError(ctx, rctx, err)
+		return 0, nil, nil, e.transportError(ctx, rctx, endpoint, err)
 	}
 	if len(body) > maxResponse {
 		return 0, nil, nil, recall.Errorf(recall.EUNAVAILABLE, "%s sent a response larger than %d MiB", e.provider, maxResponse>>20)
@@ -592,14 +594,46 @@ func (e *engine) exchange(ctx context.Context, endpoint string, payload []byte) 
 	return resp.StatusCode, resp.Header, body, nil
 }
 
-func (e *engine) transportError(ctx, rctx context.Context, err error) error {
+func (e *engine) transportError(ctx, rctx context.Context, endpoint string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if rctx.Err() != nil {
 		return &retryable{err: recall.Errorf(recall.EUNAVAILABLE, "%s did not answer within %s", e.provider, e.limits.Timeout)}
 	}
-	return &retryable{err: recall.WrapError(recall.EUNAVAILABLE, e.redactErr(err), "cannot reach %s", e.provider)}
+	return &retryable{err: recall.WrapError(recall.EUNAVAILABLE, e.redactErr(reachFailure(endpoint, err)), "cannot reach %s", e.provider)}
+}
+
+// reachFailure tells where and why a request got no answer, as a user
+// reads it: Go's chain (Post "http://host:11434/api/embed": dial tcp
+// 127.0.0.1:11434: connect: connection refused) becomes
+// "http://host:11434: connection refused", and a name that does not
+// resolve "http://host:11434: no such host". The endpoint is shown by its
+// scheme and host only (no path, no user or password); the error still
+// unwraps to err.
+func reachFailure(endpoint string, err error) error {
+	why := err
+	var ue *url.Error
+	if errors.As(why, &ue) {
+		why = ue.Err
+	}
+	text := why.Error()
+	var dns *net.DNSError
+	var sys *os.SyscallError
+	var op *net.OpError
+	switch {
+	case errors.As(why, &dns):
+		text = dns.Err
+	case errors.As(why, &sys):
+		text = sys.Err.Error()
+	case errors.As(why, &op) && op.Err != nil:
+		text = op.Err.Error()
+	}
+	where := "the service"
+	if u, perr := url.Parse(endpoint); perr == nil && u.Host != "" {
+		where = u.Scheme + "://" + u.Host
+	}
+	return redactedError{err: err, text: where + ": " + text}
 }
 
 // accept validates a batch's vectors against the embedder's dimension,

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,6 +199,38 @@ func TestUnreachableServer(t *testing.T) {
 	wantCode(t, err, recall.EUNAVAILABLE)
 	if msg := recall.ErrorMessage(err); !strings.Contains(msg, "cannot reach ollama") || !strings.Contains(msg, "3 attempts") {
 		t.Errorf("message %q should say ollama cannot be reached, after 3 attempts", msg)
+	}
+	// What a command prints names the service and the reason, not Go's
+	// chain of calls, and the error still says what happened underneath
+	// (Windows words and numbers a refusal its own way).
+	if runtime.GOOS == "windows" {
+		return
+	}
+	if !strings.HasSuffix(err.Error(), ": "+url+": "+refusedText()) || strings.Contains(err.Error(), "dial tcp") || strings.Contains(err.Error(), "/api/embed") {
+		t.Errorf("error %q should end %q", err, ": "+url+": "+refusedText())
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("error %q no longer unwraps to ECONNREFUSED", err)
+	}
+}
+
+// refusedText is how the system words a refused connection.
+func refusedText() string { return syscall.ECONNREFUSED.Error() }
+
+// A service named by a host that does not resolve says so in a word.
+func TestUnknownHost(t *testing.T) {
+	o, err := NewOllama(OllamaConfig{BaseURL: "http://recall-no-such-host.invalid:11434", Model: "bge-m3", Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Embed(context.Background(), recall.InputDocument, []string{"x"})
+	wantCode(t, err, recall.EUNAVAILABLE)
+	var dns *net.DNSError
+	if !errors.As(err, &dns) {
+		t.Fatalf("error %q does not unwrap to a *net.DNSError", err)
+	}
+	if want := ": http://recall-no-such-host.invalid:11434: " + dns.Err; !strings.HasSuffix(err.Error(), want) || strings.Contains(err.Error(), "lookup") {
+		t.Errorf("error %q should end %q", err, want)
 	}
 }
 
