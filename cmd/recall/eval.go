@@ -107,7 +107,7 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 func readQueries(path string) ([]quality.Query, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, queriesError(path, err)
+		return nil, readError("queries file", path, err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
@@ -115,17 +115,20 @@ func readQueries(path string) ([]quality.Query, error) {
 	}
 	qs, err := quality.Load(f)
 	if err != nil {
-		return nil, queriesError(path, err)
+		return nil, readError("queries file", path, err)
 	}
 	return qs, nil
 }
 
-// queriesError is err of reading the queries file path, without the
-// system call's chain; one of a line of the file names the line already.
-func queriesError(path string, err error) error {
+// readError is err of reading a file the user named (what it is to the
+// command: "queries file", "export file"), said as that file, without the
+// system call's chain: "open F: no such file or directory" said neither
+// what F was for nor, after "read", which file it was. An error that names
+// a line of the file already is kept as it is.
+func readError(what, path string, err error) error {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) {
 		return err
 	}
-	return fmt.Errorf("cannot read the queries file %s: %w", path, pe.Err)
+	return fmt.Errorf("cannot read the %s %s: %w", what, path, pe.Err)
 }

@@ -298,7 +298,7 @@ func TestImportErrorsSayWhatIsWrong(t *testing.T) {
 		{"markdown", "# Notes\n", "line 1 is not a recall export line (not JSON: invalid character '#'"},
 		{"a string", `"x"`, "line 1 is not a recall export line (a JSON string, not an object)"},
 		{"no source", `{"uuid":"x","chat_messages":[]}`, `line 1 is not a recall export line (it names no "source")`},
-		{"a directory", "", dir + " is a directory"},
+		{"a directory", "", "the export file " + dir + " is a folder"},
 	} {
 		path := dir
 		if c.file != "" {

@@ -87,9 +87,20 @@ func TestModelAndQueryFailuresSayWhatFailed(t *testing.T) {
 		{dir, "recall: the queries file " + dir + " is a folder: --queries takes a FILE.jsonl\n"},
 		{missing, "recall: cannot read the queries file " + missing + ": no such file or directory\n"},
 	} {
-		out, errs, code := run(t, env, "eval", "--queries", c.queries)
+		for _, cmd := range []string{"eval", "search"} {
+			out, errs, code := run(t, env, cmd, "--queries", c.queries)
+			if code != exitFailure || out != "" || errs != c.errs {
+				t.Errorf("%s --queries %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", cmd, c.queries, code, out, errs, c.errs)
+			}
+		}
+	}
+	for _, c := range []struct{ file, errs string }{
+		{dir, "recall: the export file " + dir + " is a folder: give the file `recall export` wrote\n"},
+		{missing, "recall: cannot read the export file " + missing + ": no such file or directory\n"},
+	} {
+		out, errs, code := run(t, env, "import", c.file)
 		if code != exitFailure || out != "" || errs != c.errs {
-			t.Errorf("eval --queries %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.queries, code, out, errs, c.errs)
+			t.Errorf("import %s: exit %d, stdout %q, stderr %q; want exit 1 and %q", c.file, code, out, errs, c.errs)
 		}
 	}
 }

@@ -185,9 +185,12 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 	} else {
 		f, err := os.Open(*sf.queries)
 		if err != nil {
-			return err
+			return readError("queries file", *sf.queries, err)
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return fmt.Errorf("the queries file %s is a folder: --queries takes a FILE.jsonl", *sf.queries)
+		}
 		in = f
 	}
 	out := bufio.NewWriter(m.Stdout)

@@ -480,7 +480,7 @@ func openImport(name string, stdin io.Reader) (f *os.File, done func(), err erro
 	if name != "-" {
 		what = name
 		if f, err = os.Open(name); err != nil {
-			return nil, nil, err
+			return nil, nil, readError("export file", name, err)
 		}
 		fi, err := f.Stat()
 		switch {
@@ -491,7 +491,7 @@ func openImport(name string, stdin io.Reader) (f *os.File, done func(), err erro
 			return f, func() { f.Close() }, nil
 		case fi.IsDir():
 			f.Close()
-			return nil, nil, recall.Errorf(recall.EINVALID, "import: %s is a directory: give the file `recall export` wrote", name)
+			return nil, nil, recall.Errorf(recall.EINVALID, "the export file %s is a folder: give the file `recall export` wrote", name)
 		}
 		defer f.Close()
 		in = f
