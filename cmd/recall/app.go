@@ -701,6 +701,8 @@ func (m *Main) open(ctx context.Context, existing bool) (recall.Store, error) {
 		st, err = sqlite.Open(ctx, loc, sqlite.Options{Check: m.checkMode(), KeepSchema: m.asIs, Upgrading: func(from, to int) {
 			fmt.Fprintf(m.Stderr, "recall: upgrading %s from schema version %d to %d (older versions of recall cannot open it afterwards); "+
 				"with a large archive this takes a while\n", loc, from, to)
+		}, Resuming: func(from, to int) {
+			fmt.Fprintf(m.Stderr, "recall: completing the interrupted upgrade of %s (schema version %d to %d)\n", loc, from, to)
 		}})
 	}
 	if err != nil {

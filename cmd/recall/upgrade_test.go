@@ -116,8 +116,12 @@ func TestCheckSaysAnUpgradeWasInterrupted(t *testing.T) {
 	if out, _, _ := run(t, env, "--db", backup, "check"); !strings.Contains(out, said) {
 		t.Errorf("check of its backup: %q; want %q", out, said)
 	}
-	if _, errs, code := run(t, env, "memory", "save", "note_log", "the lighthouse keeper's log"); code != 0 {
+	_, errs, code = run(t, env, "memory", "save", "note_log", "the lighthouse keeper's log")
+	if code != 0 {
 		t.Fatalf("the next command that writes: exit %d %q", code, errs)
+	}
+	if !strings.Contains(errs, "recall: completing the interrupted upgrade of "+path) || strings.Contains(errs, "older versions of recall") {
+		t.Errorf("the next command that writes said %q; want it to say it completes the interrupted upgrade, not that it upgrades an older file", errs)
 	}
 	if out, errs, code := run(t, env, "check"); code != 0 || strings.Contains(out, "note:") {
 		t.Errorf("check after that command: exit %d %q %q; want no note", code, out, errs)

@@ -85,6 +85,11 @@ type Options struct {
 	// older versions cannot open the file afterwards, and rebuilding the
 	// indexes of a large archive takes a while, so a command says so.
 	Upgrading func(from, to int)
+	// Resuming, when set, is called instead of Upgrading when the upgrade
+	// is the completion of one that stopped part-way (a first open or an
+	// upgrade killed between two migrations): the file is not an older
+	// recall's, only unfinished.
+	Resuming func(from, to int)
 	// KeepSchema leaves a database an older recall wrote at its schema
 	// version: Open does not upgrade it but opens it read-only (writes
 	// fail with ErrReadOnly), for commands that read the whole file
@@ -261,7 +266,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		// until it writes: closing last, that connection would fold a
 		// log into a file not yet checked (see noFold).
 		if !db.walkLeft {
-			err := migrate(ctx, db.rw, opts.Upgrading)
+			err := migrate(ctx, db.rw, upgradeTeller(opts))
 			if err == nil {
 				// From here on the writer waits for the write lock itself
 				// (see begin, which sets this again): SQLite's own wait

@@ -188,15 +188,32 @@ const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 // transactions, so two processes opening the same file cannot both apply one.
 // upgrading, when not nil, is told first when an existing database is to be
 // upgraded (see Options.Upgrading).
-func migrate(ctx context.Context, conn *sql.DB, upgrading func(from, to int)) error {
+func migrate(ctx context.Context, conn *sql.DB, upgrading func(s schemaState, to int)) error {
 	if err := migrateTo(ctx, conn, -1, upgrading); err != nil {
 		return err
 	}
 	return addChunkAttributes(ctx, conn)
 }
 
+// upgradeTeller is what migrate tells before it upgrades a database: opts'
+// Upgrading, or its Resuming for an upgrade that stopped part-way; nil
+// when neither is set.
+func upgradeTeller(opts Options) func(s schemaState, to int) {
+	if opts.Upgrading == nil && opts.Resuming == nil {
+		return nil
+	}
+	return func(s schemaState, to int) {
+		switch {
+		case s.Interrupted() && opts.Resuming != nil:
+			opts.Resuming(s.version, to)
+		case opts.Upgrading != nil:
+			opts.Upgrading(s.version, to)
+		}
+	}
+}
+
 // migrateTo applies the migrations up to version last (all when last < 0).
-func migrateTo(ctx context.Context, conn *sql.DB, last int, upgrading func(from, to int)) error {
+func migrateTo(ctx context.Context, conn *sql.DB, last int, upgrading func(s schemaState, to int)) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -213,7 +230,7 @@ func migrateTo(ctx context.Context, conn *sql.DB, last int, upgrading func(from,
 			return err
 		}
 		if s.version > 0 && s.version < len(ms) {
-			upgrading(s.version, len(ms))
+			upgrading(s, len(ms))
 		}
 	}
 	for _, m := range ms {

@@ -371,7 +371,9 @@ func TestOlderSchemaKeptOrUpgraded(t *testing.T) {
 	var told [][2]int
 	upgrading := func(from, to int) { told = append(told, [2]int{from, to}) }
 	for range 2 {
-		db, err := Open(ctx, path, Options{Upgrading: upgrading})
+		db, err := Open(ctx, path, Options{Upgrading: upgrading, Resuming: func(from, to int) {
+			t.Errorf("an older recall's file: told resuming from %d to %d, not upgrading", from, to)
+		}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,9 +505,18 @@ func TestUpgradeInterruptedPartWay(t *testing.T) {
 	if _, err := Open(ctx, path, Options{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "last upgrade was interrupted") {
 		t.Errorf("read-only open: %v; want it to say the last upgrade was interrupted", err)
 	}
-	db, err = Open(ctx, path, Options{})
+	var resumed [][2]int
+	db, err = Open(ctx, path, Options{
+		Upgrading: func(from, to int) {
+			t.Errorf("an interrupted upgrade: told upgrading from %d to %d, as an older recall's file", from, to)
+		},
+		Resuming: func(from, to int) { resumed = append(resumed, [2]int{from, to}) },
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := [][2]int{{known - 1, known}}; !slices.Equal(resumed, want) {
+		t.Errorf("told resuming %v; want %v", resumed, want)
 	}
 	if _, err := db.Write(ctx, []recall.Document{memoryDoc("", "note", "after the crash")}, nil); err != nil {
 		t.Errorf("a write after the interrupted upgrade: %v", err)
