@@ -39,11 +39,17 @@ func (db *DB) RecordRefusals(ctx context.Context, space string, reasons map[stri
 // space refused.
 func (db *DB) Refusals(ctx context.Context, space string, keys []string) (map[string]string, error) {
 	out := map[string]string{}
+	// Every batch a sweep or a memory write embeds asks, so the statement
+	// is prepared once (its preparation was over half of a lookup).
+	st, err := db.readStmt(ctx, `SELECT r.vkey, r.reason FROM json_each(?) j
+			JOIN refusals r ON r.space = ? AND r.vkey = j.value`)
+	if err != nil {
+		return nil, db.fail(ctx, err, "read refusals")
+	}
 	for len(keys) > 0 {
 		part := keys[:min(len(keys), 500)]
 		keys = keys[len(part):]
-		rows, err := db.ro.QueryContext(ctx, `SELECT r.vkey, r.reason FROM json_each(?) j
-			JOIN refusals r ON r.space = ? AND r.vkey = j.value`, jsonArray(part), space)
+		rows, err := st.QueryContext(ctx, jsonArray(part), space)
 		if err != nil {
 			return nil, db.fail(ctx, err, "read refusals")
 		}
