@@ -105,19 +105,30 @@ func (m *Main) cmdEval(ctx context.Context, args []string) error {
 // as the queries file, once: "read /tmp: is a directory" did not say
 // which file that was, nor "open F: no such file or directory" what for.
 func readQueries(path string) ([]quality.Query, error) {
-	f, err := os.Open(path)
+	f, err := openQueries(path)
 	if err != nil {
-		return nil, readError("queries file", path, err)
+		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("the queries file %s is a folder: --queries takes a FILE.jsonl", path)
-	}
 	qs, err := quality.Load(f)
 	if err != nil {
 		return nil, readError("queries file", path, err)
 	}
 	return qs, nil
+}
+
+// openQueries opens the queries file of eval and search --queries, saying
+// what is wrong with it as that file.
+func openQueries(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, readError("queries file", path, err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("the queries file %s is a folder: --queries takes a FILE.jsonl", path)
+	}
+	return f, nil
 }
 
 // readError is err of reading a file the user named (what it is to the

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -183,14 +182,11 @@ func (m *Main) searchBatch(ctx context.Context, eng recall.Searcher, sf *searchF
 	if *sf.queries == "-" {
 		in = m.Stdin
 	} else {
-		f, err := os.Open(*sf.queries)
+		f, err := openQueries(*sf.queries)
 		if err != nil {
-			return readError("queries file", *sf.queries, err)
+			return err
 		}
 		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.IsDir() {
-			return fmt.Errorf("the queries file %s is a folder: --queries takes a FILE.jsonl", *sf.queries)
-		}
 		in = f
 	}
 	out := bufio.NewWriter(m.Stdout)

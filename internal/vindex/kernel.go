@@ -36,14 +36,14 @@ func dotDigitsGeneric(q []int16, plane []byte, stride int, out []int32) {
 // computed again by dotDigits.
 var dotDigits8 = dotDigits8Generic
 
-// fastDotDigits8 is true where dotDigits8 has a kernel of its own: only
-// then is the scan worth doing with it.
-var fastDotDigits8 = false
-
 // kernels8 holds, by name, every byte-query kernel of its own this CPU can
 // run (dotDigits8 is the best of them), so tests check each against the
 // portable one.
 var kernels8 = map[string]func(qlo, qhi []int8, plane []byte, stride int, out []int32){}
+
+// fastDotDigits8 reports whether dotDigits8 has a kernel of its own: only
+// then is the scan worth doing with it.
+func fastDotDigits8() bool { return len(kernels8) > 0 }
 
 func dotDigits8Generic(qlo, qhi []int8, plane []byte, stride int, out []int32) {
 	qlo, qhi = qlo[:stride], qhi[:stride]

@@ -30,7 +30,7 @@ func init() {
 	if cpu.X86.HasAVX2 {
 		dotDigits = dotDigitsAsm
 		kernels8["avx2"] = asm8(dotDigits8AVX2)
-		dotDigits8, fastDotDigits8 = kernels8["avx2"], true
+		dotDigits8 = kernels8["avx2"]
 	}
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI {
 		kernels8["vnni"] = asm8(dotDigitsVNNI)

@@ -131,5 +131,5 @@ func TestDotDigits8MatchesGeneric(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("byte-query kernels of their own: %v (scan with one: %v)", slices.Sorted(maps.Keys(kernels8)), fastDotDigits8)
+	t.Logf("byte-query kernels of their own: %v (scan with one: %v)", slices.Sorted(maps.Keys(kernels8)), fastDotDigits8())
 }

@@ -266,8 +266,9 @@ type candidate struct {
 func firstPass(pool int) int { return max(8*pool, 512) }
 
 // scanQuery is the query as the scan multiplies it: its 15-bit codes, or
-// where dotDigits8 has a kernel of its own (fastDotDigits8) the codes scaled to signed bytes and split as the plane is laid out. Eight
-// bits of query against four bits of vector only choose candidates; their
+// where dotDigits8 has a kernel of its own (fastDotDigits8) the codes
+// scaled to signed bytes and split as the plane is laid out. Eight bits of
+// query against four bits of vector only choose candidates; their
 // high-digit products are computed again with the full codes (refine).
 type scanQuery struct {
 	q16      []int16
@@ -279,7 +280,7 @@ type scanQuery struct {
 func (x *Index) newScanQuery(qc []int16) scanQuery {
 	sq := scanQuery{q16: qc}
 	var sum int64
-	if fastDotDigits8 && x.stride%64 == 0 {
+	if fastDotDigits8() && x.stride%64 == 0 {
 		var m int16
 		for _, c := range qc {
 			m = max(m, c, -c)
