@@ -15,11 +15,27 @@
 // per source for filters. Removal moves the last entry into the hole, so the
 // slabs stay dense and a scan reads nothing dead.
 //
+// Each vector also keeps 48 bytes of sign bits (384 dimensions): the signs
+// of its codes after a fixed random rotation (signs.go).
+//
 // # Search
 //
-// A search scans the high digits of every vector, split across cores:
-// half a byte per dimension, since a large scan is bounded by memory
-// bandwidth. On amd64 it multiplies them with the query scaled to signed
+// In an index of 64k vectors or more, a search first counts, for every
+// allowed vector, the sign bits that differ from the query's (six
+// popcounts): after the rotation that count estimates the angle between them
+// (sign random projection). It then reads the high digits of the nearest
+// few hundred by that count, takes the weakest score among the best of
+// them, and reads every vector whose count could still belong to one that
+// scores that well (its expected count plus four binomial standard
+// deviations). On data that clusters, as embeddings do, that is a small
+// share of the index; where it would be a third or more (uniform data, a
+// filter that keeps the query's neighbours out) the search reads every
+// allowed vector's high digits, as a smaller index always does. The signs
+// only choose which vectors are read: any vector the full scan would keep
+// is read, except with a probability the binomial model puts near 10⁻⁴.
+//
+// The scan of high digits is split across cores and reads half a byte per
+// dimension, since a large scan is bounded by memory bandwidth. On amd64 it multiplies them with the query scaled to signed
 // bytes (AVX-512 VNNI, else AVX2), and the candidates' high-digit products
 // are computed again with the query quantised to 15 bits; elsewhere the
 // portable Go kernel scans with the 15-bit query itself. The 512 best (8×pool when more) get their exact int8 scores

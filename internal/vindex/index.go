@@ -31,6 +31,12 @@ type Index struct {
 	// completes the int8 score of the best candidates. Both hold stride
 	// bytes per vector.
 	hi, lo []byte
+	// signs holds the sign bits of each vector's rotated codes, words
+	// uint64s a vector: the first pass of a large index's scan (see
+	// signs.go).
+	signs  []uint64
+	words  int
+	rot    *rotation
 	scales []float32 // int8 code × scale approximates the unit vector
 	hashes []string
 	codes  []int8  // scratch for encode (under mu)
@@ -96,9 +102,12 @@ func New(dim int, fetch FetchFunc) *Index {
 	if dim <= 0 {
 		panic("vindex: dimension must be positive")
 	}
+	rot := newRotation(paddedDim(dim))
 	return &Index{
 		dim:    dim,
+		words:  rot.bits / 64,
 		stride: paddedDim(dim) / 2,
+		rot:    rot,
 		fetch:  fetch,
 		codes:  make([]int8, paddedDim(dim)),
 		byHash: make(map[string]int32),
@@ -132,6 +141,7 @@ func (x *Index) Grow(n int) {
 	defer x.mu.Unlock()
 	x.hi = grow(x.hi, n*x.stride)
 	x.lo = grow(x.lo, n*x.stride)
+	x.signs = grow(x.signs, n*x.words)
 	x.scales = grow(x.scales, n)
 	x.hashes = grow(x.hashes, n)
 	x.heads = grow(x.heads, n)
@@ -280,6 +290,7 @@ func (x *Index) addVector(hash string, p prepared) int32 {
 	x.hi = append(x.hi, make([]byte, x.stride)...)
 	x.lo = append(x.lo, make([]byte, x.stride)...)
 	x.scales = append(x.scales, encode(x.hi[n:], x.lo[n:], p.vec, p.inv, x.codes))
+	x.signs = rotatedSigns(x.rot, x.signs, x.codes)
 	x.hashes = append(x.hashes, hash)
 	x.heads = append(x.heads, -1)
 	x.refs = append(x.refs, 0)
@@ -452,6 +463,8 @@ func (x *Index) removeVector(v int32) {
 		d := x.stride
 		copy(x.hi[int(v)*d:int(v+1)*d], x.hi[int(last)*d:])
 		copy(x.lo[int(v)*d:int(v+1)*d], x.lo[int(last)*d:])
+		w := x.words
+		copy(x.signs[int(v)*w:int(v+1)*w], x.signs[int(last)*w:])
 		x.scales[v] = x.scales[last]
 		x.hashes[v] = x.hashes[last]
 		x.heads[v] = x.heads[last]
@@ -463,6 +476,7 @@ func (x *Index) removeVector(v int32) {
 	}
 	x.hi = x.hi[:int(last)*x.stride]
 	x.lo = x.lo[:int(last)*x.stride]
+	x.signs = x.signs[:int(last)*x.words]
 	x.scales = x.scales[:last]
 	x.hashes[last] = ""
 	x.hashes = x.hashes[:last]
@@ -477,6 +491,7 @@ func (x *Index) shrink() {
 	if n := len(x.hashes); cap(x.hashes) > minCap && n < cap(x.hashes)/4 {
 		x.hi = clip(x.hi, n*x.stride)
 		x.lo = clip(x.lo, n*x.stride)
+		x.signs = clip(x.signs, n*x.words)
 		x.scales = clip(x.scales, n)
 		x.hashes = clip(x.hashes, n)
 		x.heads = clip(x.heads, n)
@@ -520,7 +535,7 @@ func (x *Index) MemoryBytes() int64 {
 
 // vectorBytes is the memory of the vector data proper: codes and scales.
 func (x *Index) vectorBytes() int64 {
-	return int64(cap(x.hi)) + int64(cap(x.lo)) + int64(cap(x.scales))*4
+	return int64(cap(x.hi)) + int64(cap(x.lo)) + int64(cap(x.signs))*8 + int64(cap(x.scales))*4
 }
 
 func mapBytes(n, entry int) int64 {

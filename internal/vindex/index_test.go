@@ -37,7 +37,7 @@ func checkInvariants(t *testing.T, x *Index) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	nv, nc := len(x.hashes), len(x.ids)
-	if len(x.hi) != nv*x.stride || len(x.lo) != nv*x.stride || len(x.scales) != nv || len(x.heads) != nv || len(x.refs) != nv || len(x.byHash) != nv {
+	if len(x.hi) != nv*x.stride || len(x.lo) != nv*x.stride || len(x.signs) != nv*x.words || len(x.scales) != nv || len(x.heads) != nv || len(x.refs) != nv || len(x.byHash) != nv {
 		t.Fatalf("vector slabs out of step: %d hashes, %d high digits, %d map entries", nv, len(x.hi), len(x.byHash))
 	}
 	if len(x.metas) != nc || len(x.vecOf) != nc || len(x.next) != nc || len(x.byID) != nc {

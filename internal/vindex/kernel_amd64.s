@@ -196,3 +196,143 @@ b8Chunk:
 b8Done:
 	VZEROUPPER
 	RET
+
+// func hamming6POPCNT(signs, qs *uint64, n int, hs *uint16, hist *int)
+TEXT ·hamming6POPCNT(SB), NOSPLIT, $0-40
+	MOVQ signs+0(FP), SI
+	MOVQ qs+8(FP), DI
+	MOVQ n+16(FP), DX
+	MOVQ hs+24(FP), R8
+	MOVQ hist+32(FP), R15
+	MOVQ 0(DI), R9
+	MOVQ 8(DI), R10
+	MOVQ 16(DI), R11
+	MOVQ 24(DI), R12
+	MOVQ 32(DI), R13
+
+row:
+	MOVQ    0(SI), AX
+	XORQ    R9, AX
+	POPCNTQ AX, AX
+	MOVQ    8(SI), BX
+	XORQ    R10, BX
+	POPCNTQ BX, BX
+	ADDQ    BX, AX
+	MOVQ    16(SI), CX
+	XORQ    R11, CX
+	POPCNTQ CX, CX
+	ADDQ    CX, AX
+	MOVQ    24(SI), BX
+	XORQ    R12, BX
+	POPCNTQ BX, BX
+	ADDQ    BX, AX
+	MOVQ    32(SI), CX
+	XORQ    R13, CX
+	POPCNTQ CX, CX
+	ADDQ    CX, AX
+	MOVQ    40(SI), BX
+	XORQ    40(DI), BX
+	POPCNTQ BX, BX
+	ADDQ    BX, AX
+	MOVW    AX, (R8)
+	INCQ    (R15)(AX*8)
+	ADDQ    $48, SI
+	ADDQ    $2, R8
+	DECQ    DX
+	JNZ     row
+	RET
+
+// func fwhtWideAVX2(buf *int32, n int)
+// The levels of the Walsh–Hadamard transform of buf[:n] whose butterflies
+// span at least 8 values: eight pairs an instruction pair.
+TEXT ·fwhtWideAVX2(SB), NOSPLIT, $0-16
+	MOVQ buf+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHLQ $2, CX // n in bytes
+	MOVQ $32, DX // h in bytes: 8 values
+
+level:
+	CMPQ DX, CX
+	JAE  done
+	XORQ R8, R8 // the group's first byte
+
+group:
+	CMPQ R8, CX
+	JAE  nextlevel
+	MOVQ R8, R9
+	LEAQ (R8)(DX*1), R10
+
+pair:
+	LEAQ    (R9)(DX*1), R11
+	VMOVDQU (SI)(R9*1), Y0
+	VMOVDQU (SI)(R11*1), Y1
+	VPADDD  Y1, Y0, Y2
+	VPSUBD  Y1, Y0, Y3
+	VMOVDQU Y2, (SI)(R9*1)
+	VMOVDQU Y3, (SI)(R11*1)
+	ADDQ    $32, R9
+	CMPQ    R9, R10
+	JB      pair
+	LEAQ    (R8)(DX*2), R8
+	JMP     group
+
+nextlevel:
+	SHLQ $1, DX
+	JMP  level
+
+done:
+	VZEROUPPER
+	RET
+
+// func flipAVX2(buf, flip *int32, n int, shift uint64)
+// buf[i] = (buf[i] >> shift) with its sign flipped where flip[i] is -1:
+// (c ^ f) - f; eight values a turn, n a multiple of 8.
+TEXT ·flipAVX2(SB), NOSPLIT, $0-32
+	MOVQ buf+0(FP), SI
+	MOVQ flip+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVQ shift+24(FP), AX
+	VMOVQ AX, X4
+
+flipnext:
+	VMOVDQU (SI), Y0
+	VMOVDQU (DI), Y1
+	VPSRAD  X4, Y0, Y0
+	VPXOR   Y1, Y0, Y0
+	VPSUBD  Y1, Y0, Y0
+	VMOVDQU Y0, (SI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     flipnext
+	VZEROUPPER
+	RET
+
+// func positiveAVX2(buf *int32, words int, dst *uint64)
+// Bit i of dst[w] is set where buf[64w + i] > 0.
+TEXT ·positiveAVX2(SB), NOSPLIT, $0-24
+	MOVQ  buf+0(FP), SI
+	MOVQ  dst+16(FP), DI
+	VPXOR Y7, Y7, Y7
+
+word:
+	XORQ R8, R8
+	XORQ DX, DX // bit position
+
+eight:
+	VMOVDQU   (SI), Y0
+	VPCMPGTD  Y7, Y0, Y0
+	VMOVMSKPS Y0, AX
+	MOVQ      DX, CX
+	SHLQ      CX, AX
+	ORQ       AX, R8
+	ADDQ      $32, SI
+	ADDQ      $8, DX
+	CMPQ      DX, $64
+	JB        eight
+	MOVQ      R8, (DI)
+	ADDQ      $8, DI
+	DECQ      words+8(FP)
+	JNZ       word
+	VZEROUPPER
+	RET

@@ -162,7 +162,7 @@ func (x *Index) candidates(qc []int16, qscale float32, pool int, allow func(*rec
 	}
 	var top, cands []candidate
 	for first := firstPass(pool); ; first *= 4 {
-		cands = x.refine(qc, x.scan(qc, allowed, first))
+		cands = x.refine(qc, x.scan(qc, qscale, allowed, first))
 		var full bool
 		top, full = x.best(cands, pool)
 		// The scan keeps first vectors: when some groups filled them so
@@ -275,10 +275,11 @@ type scanQuery struct {
 	lo8, hi8 []int8
 	bytes    bool    // scan with lo8, hi8
 	offset   float32 // see scan
+	cos      float32 // turns a scan score into an approximate cosine
 }
 
-func (x *Index) newScanQuery(qc []int16) scanQuery {
-	sq := scanQuery{q16: qc}
+func (x *Index) newScanQuery(qc []int16, qscale float32) scanQuery {
+	sq := scanQuery{q16: qc, cos: qscale}
 	var sum int64
 	if fastDotDigits8() && x.stride%64 == 0 {
 		var m int16
@@ -286,6 +287,7 @@ func (x *Index) newScanQuery(qc []int16) scanQuery {
 			m = max(m, c, -c)
 		}
 		q8 := make([]int8, len(qc))
+		sq.cos = qscale * float32(m) / 127
 		if m > 0 {
 			for i, c := range qc {
 				q8[i] = int8(math.Round(float64(c) * 127 / float64(m)))
@@ -315,9 +317,14 @@ func (sq *scanQuery) dot(plane []byte, stride int, out []int32) {
 
 // scan returns the best candidates by high digits, at most first of them,
 // splitting the slab across cores.
-func (x *Index) scan(qc []int16, allowed []uint64, first int) []candidate {
-	sq := x.newScanQuery(qc)
-	all := x.scanParallel(&sq, allowed, first)
+func (x *Index) scan(qc []int16, qscale float32, allowed []uint64, first int) []candidate {
+	sq := x.newScanQuery(qc, qscale)
+	var all heap
+	if n := len(x.hashes); n >= signsMin && 8*first < n {
+		all, _ = x.scanBySigns(&sq, x.querySigns(qc), allowed, first)
+	} else {
+		all = x.scanParallel(&sq, allowed, first)
+	}
 	if sq.bytes {
 		// The scan's products were of the byte query: those of the full
 		// codes are what refine adds the low digits to.

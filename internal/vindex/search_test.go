@@ -257,20 +257,36 @@ func TestRecallClustered(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		n = 5000
 	}
-	d := clustered(384, 1, n/1000, 0.5)
-	var qs [][]float32
-	for i := range 50 {
-		qs = append(qs, d.query(i))
-	}
-	x, truth := build(d, n, d.fetch, qs, 10)
-	var sum float64
-	for i, q := range qs {
-		res, err := x.Search(ctx, q, 10, nil)
-		must(t, err)
-		sum += recallAt(truth.best[i], res)
-	}
-	if got := sum / float64(len(qs)); got < 0.99 {
-		t.Fatalf("recall@10 %.3f, want at least 0.99", got)
+	for _, tc := range []struct {
+		name      string
+		per, seed int
+		signsMin  int
+	}{
+		{"scan", 1, 1, signsMin},
+		// An index large enough for the sign pass (signs.go), grouped as
+		// the search layer's units of a chunk.
+		{"signs", 7, 11, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(m int) { signsMin = m }(signsMin)
+			signsMin = tc.signsMin
+			d := clustered(384, uint64(tc.seed), n/1000, 0.5)
+			d.per = tc.per
+			var qs [][]float32
+			for i := range 50 {
+				qs = append(qs, d.query(i))
+			}
+			x, truth := build(d, n, d.fetch, qs, 10)
+			var sum float64
+			for i, q := range qs {
+				res, err := x.Search(ctx, q, 10, nil)
+				must(t, err)
+				sum += d.recallAt(truth.best[i], res, 10)
+			}
+			if got := sum / float64(len(qs)); got < 0.99 {
+				t.Fatalf("recall@10 %.3f, want at least 0.99", got)
+			}
+		})
 	}
 }
 
