@@ -37,6 +37,7 @@ type Index struct {
 	signs  []uint64
 	words  int
 	rot    *rotation
+	counts sync.Pool // *[]uint16: a search's differing bits, one a vector
 	scales []float32 // int8 code × scale approximates the unit vector
 	hashes []string
 	codes  []int8  // scratch for encode (under mu)

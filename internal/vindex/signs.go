@@ -216,8 +216,25 @@ func hammingGeneric(signs, qs []uint64, hs []uint16, hist []int) {
 // within returns a bitmap of the vectors whose count hs lies in (from, to].
 func within(hs []uint16, from, to int) []uint64 {
 	bm := make([]uint64, (len(hs)+block-1)/block)
-	for v, h := range hs {
-		if int(h) > from && int(h) <= to {
+	// Four counts a word: a lane's top bit of (count | 0x8000) − (to+1)
+	// is clear where the count is at most to (counts are under 2¹⁵), and
+	// most words hold none.
+	const top = 0x8000_8000_8000_8000
+	t := uint64(to+1) * 0x0001_0001_0001_0001
+	v := 0
+	for ; v+4 <= len(hs); v += 4 {
+		w := uint64(hs[v]) | uint64(hs[v+1])<<16 | uint64(hs[v+2])<<32 | uint64(hs[v+3])<<48
+		if ((w|top)-t)&top == top {
+			continue
+		}
+		for i, h := range hs[v : v+4] {
+			if int(h) > from && int(h) <= to {
+				bm[(v+i)/block] |= 1 << ((v + i) % block)
+			}
+		}
+	}
+	for ; v < len(hs); v++ {
+		if h := int(hs[v]); h > from && h <= to {
 			bm[v/block] |= 1 << (v % block)
 		}
 	}
@@ -267,7 +284,13 @@ func (x *Index) hopeless(hist []int, first int) bool {
 func (x *Index) scanBySigns(sq *scanQuery, qs []uint64, allowed []uint64, first int) (heap, int) {
 	n := len(x.hashes)
 	nb := x.words * 64
-	hs := make([]uint16, n)
+	hp, _ := x.counts.Get().(*[]uint16)
+	if hp == nil || cap(*hp) < n {
+		b := make([]uint16, n)
+		hp = &b
+	}
+	defer x.counts.Put(hp)
+	hs := (*hp)[:n] // distances writes every count before within reads one
 	// The first-th nearest by signs is about as near by its scores: if
 	// the bound that nearness gives takes in a third of what is allowed,
 	// the signs will not narrow the scan down (uniform data, a filter
