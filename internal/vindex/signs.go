@@ -15,24 +15,25 @@ import (
 // each bit differs with probability θ/π, so the number of differing bits,
 // h, estimates the angle. The scan then reads the high digits only of the
 // vectors whose h could belong to one of the best, a small share of the
-// slab on data that clusters as embeddings do: a tenth of the bytes a
-// vector, and a popcount instead of a multiply.
+// slab on data that clusters as embeddings do. The count reads a quarter
+// of the bytes the high digits take, with a popcount instead of a multiply.
 //
 // Nothing is left to the estimate's luck. Once the high digits of the
 // vectors with the smallest h have been scored, the weakest score that
 // still counts gives the angle θ any vector must be within to count; such
 // a vector's h exceeds the mean bits·θ/π by more than signsZ standard
 // deviations (binomial) with probability under 10⁻⁴. Every vector up to
-// that bound is read; when the bound takes in a third of the index (data
-// with no clusters, where the best are barely better than the rest), the
-// scan reads every vector's high digits, as without signs.
+// that bound is read; when the bound takes in a third of the allowed
+// vectors (data with no clusters, where the best are barely better than
+// the rest), the scan reads every allowed vector's high digits, as without
+// signs.
 //
-// The rotation is x ↦ H·D·x over the codes padded to a power of two: D
-// flips the sign of a fixed pseudo-random half of the components and H is
-// the Walsh–Hadamard transform, so each bit is the sign of x against a
-// random ±1 direction, computed in integers in O(d log d). The first
-// paddedDim of its outputs (rounded up to 64) are kept: 48 bytes for 384
-// dimensions.
+// The rotation is x ↦ H·D₂·H·D₁·x over the codes padded to a power of
+// two: each Dᵢ flips the sign of a fixed pseudo-random half of the
+// components and H is the Walsh–Hadamard transform, so each bit is the
+// sign of x against a pseudo-random direction, computed in integers in
+// O(d log d). The first paddedDim of its outputs (rounded up to 64) are
+// kept: 48 bytes for 384 dimensions.
 
 // signsMin is the smallest index that ranks by signs first: below it the
 // whole scan takes under a millisecond. (A variable so that tests can take
