@@ -22,7 +22,7 @@ else
   echo "warning: could not install the model weights; the encoder benchmarks will skip" >&2
 fi
 
-run go test -run '^$' -bench 'Search100k' -benchtime 200x -count 3 ./internal/vindex/
+run go test -run '^$' -bench 'Search(Chunks)?100k' -benchtime 200x -count 3 ./internal/vindex/
 run go test -run '^$' -bench 'SweepFirst|SweepUnchanged' -benchtime 1x ./internal/ingest/
 run go test -run '^$' -bench Lexical -benchtime 500x -count 3 ./internal/store/sqlite/
 # The PostgreSQL store beside it, on a throwaway server (PyPI wheel), writes
@@ -63,7 +63,7 @@ else
 fi
 
 if [ -n "${LONG:-}" ]; then
-  run go test -run '^$' -bench 'Search1M' -benchtime 200x -count 3 -timeout 60m ./internal/vindex/
+  run go test -run '^$' -bench 'Search(Chunks)?1M' -benchtime 200x -count 3 -timeout 60m ./internal/vindex/
   run bench/onnx/run.sh
   run bench/mcp-load.sh
 fi
